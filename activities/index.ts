@@ -1,0 +1,13 @@
+import type { ActivityDeps } from './deps';
+import { createMaintenanceActivities } from './maintenance';
+
+export type { ActivityDeps } from './deps';
+
+/** All activities the worker registers, built from their dependencies. */
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...createMaintenanceActivities(deps),
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;

@@ -1,0 +1,176 @@
+/**
+ * `npm run dev`: brings up everything on a fresh clone — Temporal CLI (built once into a cache),
+ * PostgreSQL, migrations, the Temporal dev server with its Web UI, the provider emulator, and the
+ * Tollgate process — then creates a demo project and prints how to call it. Ctrl-C stops it all.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createPool } from '../src/db/pool';
+import { migrate } from '../src/db/migrate';
+import { createApiKey, findApiKeyByKey } from '../src/db/repositories/api-keys';
+import { createProject, findProject } from '../src/db/repositories/projects';
+import { PROVIDER_IDS, providerEnvNames } from '../src/config';
+import { ensureTemporalCli } from './lib/temporal-cli';
+import { createDatabaseIfMissing, ensurePostgres, withDatabase } from './lib/postgres';
+import { portOpen, startTemporalDevServer, DevServer } from './lib/temporal-dev-server';
+
+const root = path.resolve(__dirname, '..');
+const dataDir = path.join(root, '.data');
+const envFile = path.join(dataDir, 'dev.env');
+const log = (msg: string) => console.log(msg);
+
+const API_PORT = Number(process.env.PORT ?? 8080);
+const TEMPORAL_PORT = Number(process.env.TEMPORAL_PORT ?? 7233);
+const TEMPORAL_UI_PORT = Number(process.env.TEMPORAL_UI_PORT ?? 8233);
+const EMULATOR_PORT = Number(process.env.EMULATOR_PORT ?? 8090);
+
+const children: ChildProcess[] = [];
+let temporal: DevServer | null = null;
+
+function readEnvFile(): Record<string, string> {
+  if (!fs.existsSync(envFile)) return {};
+  return Object.fromEntries(
+    fs
+      .readFileSync(envFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('='))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
+}
+
+function startChild(name: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawn(path.join(root, 'node_modules', '.bin', 'tsx'), args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logStream = fs.createWriteStream(path.join(dataDir, `${name}.log`), { flags: 'a' });
+  child.stdout!.pipe(logStream);
+  child.stderr!.pipe(logStream);
+  child.stderr!.on('data', (d: Buffer) => {
+    const text = d.toString();
+    if (/error|fatal/i.test(text)) process.stderr.write(`[${name}] ${text}`);
+  });
+  child.on('exit', (code) => {
+    if (!shuttingDown) {
+      console.error(`[tollgate] ${name} exited with code ${code}; see .data/${name}.log`);
+      void shutdown(1);
+    }
+  });
+  children.push(child);
+  return child;
+}
+
+async function waitFor(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > deadline) throw new Error(`${url} did not become ready in ${timeoutMs / 1000}s`);
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+let shuttingDown = false;
+async function shutdown(code: number): Promise<never> {
+  shuttingDown = true;
+  for (const c of children) c.kill('SIGTERM');
+  await Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.once('exit', r)))));
+  if (temporal) await temporal.stop();
+  process.exit(code);
+}
+
+async function main(): Promise<void> {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const cli = ensureTemporalCli(log);
+  const serverUrl = await ensurePostgres(dataDir, log);
+  let databaseUrl = process.env.DATABASE_URL && serverUrl === process.env.DATABASE_URL ? serverUrl : withDatabase(serverUrl, 'tollgate_dev');
+  if (databaseUrl !== process.env.DATABASE_URL) await createDatabaseIfMissing(serverUrl, 'tollgate_dev');
+  const applied = await migrate(databaseUrl);
+  if (applied.length) log(`[tollgate] applied migrations: ${applied.join(', ')}`);
+
+  let temporalAddress = `127.0.0.1:${TEMPORAL_PORT}`;
+  if (await portOpen(TEMPORAL_PORT)) {
+    log(`[tollgate] port ${TEMPORAL_PORT} is in use: assuming a Temporal server is already running there`);
+  } else {
+    temporal = await startTemporalDevServer({
+      cli,
+      port: TEMPORAL_PORT,
+      uiPort: TEMPORAL_UI_PORT,
+      dbFile: path.join(dataDir, 'temporal.db'),
+      logFile: fs.createWriteStream(path.join(dataDir, 'temporal.log'), { flags: 'a' }),
+    });
+    temporalAddress = temporal.address;
+  }
+
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: 'development',
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: temporalAddress,
+    TEMPORAL_UI_URL: `http://127.0.0.1:${TEMPORAL_UI_PORT}`,
+    PORT: String(API_PORT),
+  };
+
+  let emulatorUrl: string | null = null;
+  if (fs.existsSync(path.join(root, 'src', 'emulator', 'main.ts'))) {
+    startChild('emulator', ['src/emulator/main.ts'], { ...env, PORT: String(EMULATOR_PORT) });
+    emulatorUrl = `http://127.0.0.1:${EMULATOR_PORT}`;
+    await waitFor(`${emulatorUrl}/health`, 30_000);
+    for (const p of PROVIDER_IDS) {
+      const names = providerEnvNames(p);
+      // Real keys configured → real provider; otherwise the emulator stands in.
+      if (!process.env[names.apiKey]) {
+        env[names.baseUrl] = `${emulatorUrl}/${p}`;
+        env[names.apiKey] = 'emulator-key';
+      }
+    }
+  }
+
+  startChild('tollgate', ['src/main.ts', '--role', 'all'], env);
+  const url = `http://127.0.0.1:${API_PORT}`;
+  await waitFor(`${url}/v1/public/status/summary`, 120_000);
+
+  // Demo project: created once, reused while its keys are still valid.
+  const db = createPool(databaseUrl, 2);
+  const previous = readEnvFile();
+  let projectId = previous.TOLLGATE_PROJECT_ID;
+  let clientKey = previous.TOLLGATE_API_KEY;
+  let adminKey = previous.TOLLGATE_ADMIN_KEY;
+  const stillValid =
+    projectId &&
+    (await findProject(db, projectId)) &&
+    clientKey &&
+    adminKey &&
+    !(await findApiKeyByKey(db, clientKey))?.revoked_at &&
+    (await findApiKeyByKey(db, clientKey)) &&
+    (await findApiKeyByKey(db, adminKey));
+  if (!stillValid) {
+    const project = await createProject(db, { name: 'demo', plan: 'production' });
+    projectId = project.id;
+    clientKey = (await createApiKey(db, { projectId, scope: 'client', name: 'demo client' })).key;
+    adminKey = (await createApiKey(db, { projectId, scope: 'admin', name: 'demo admin' })).key;
+  }
+  await db.end();
+
+  const lines = [
+    `TOLLGATE_URL=${url}`,
+    `TOLLGATE_PROJECT_ID=${projectId}`,
+    `TOLLGATE_API_KEY=${clientKey}`,
+    `TOLLGATE_ADMIN_KEY=${adminKey}`,
+    `TEMPORAL_UI_URL=http://127.0.0.1:${TEMPORAL_UI_PORT}`,
+    ...(emulatorUrl ? [`TOLLGATE_EMULATOR_URL=${emulatorUrl}`] : []),
+  ];
+  fs.writeFileSync(envFile, lines.join('\n') + '\n', { mode: 0o600 });
+  log('\nTollgate is up. (written to .data/dev.env; logs in .data/*.log)\n');
+  for (const l of lines) log(`  ${l}`);
+  log(`\n  curl $TOLLGATE_URL/v1/public/status/summary\n\nCtrl-C stops everything.`);
+}
+
+process.on('SIGINT', () => void shutdown(0));
+process.on('SIGTERM', () => void shutdown(0));
+main().catch((err) => {
+  console.error(`[tollgate] ${err instanceof Error ? err.message : String(err)}`);
+  void shutdown(1);
+});

@@ -1,0 +1,84 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import net from 'node:net';
+import { SEARCH_ATTRIBUTE_REGISTRATIONS } from '../../workflows/search-attributes';
+
+export interface DevServer {
+  address: string;
+  uiUrl: string | null;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export function portOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * Starts `temporal server start-dev` with Tollgate's search attributes registered and eager
+ * workflow start enabled. `dbFile` persists state (dev); omit it for an in-memory server (tests).
+ */
+export async function startTemporalDevServer(opts: {
+  cli: string;
+  port: number;
+  uiPort?: number | null;
+  dbFile?: string;
+  logFile?: NodeJS.WritableStream;
+}): Promise<DevServer> {
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(opts.port), '--log-level', 'warn', '--log-format', 'json'];
+  if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
+  else args.push('--headless');
+  if (opts.dbFile) args.push('--db-filename', opts.dbFile);
+  for (const sa of SEARCH_ATTRIBUTE_REGISTRATIONS) args.push('--search-attribute', `${sa.name}=${sa.type}`);
+  args.push('--dynamic-config-value', 'system.enableEagerWorkflowStart=true');
+  const child = spawn(opts.cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const capture = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-8000);
+    opts.logFile?.write(chunk);
+  };
+  child.stdout!.on('data', capture);
+  child.stderr!.on('data', capture);
+  let exited = false;
+  child.once('exit', () => {
+    exited = true;
+  });
+  const deadline = Date.now() + 60_000;
+  while (!(await portOpen(opts.port))) {
+    if (exited) throw new Error(`temporal server start-dev exited early:\n${output}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`temporal server start-dev did not open port ${opts.port} within 60s:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    address: `127.0.0.1:${opts.port}`,
+    uiUrl: opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : null,
+    process: child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (exited) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+      }),
+  };
+}

@@ -1,0 +1,17 @@
+import type { Client } from '@temporalio/client';
+import type { NativeConnection } from '@temporalio/worker';
+import type { Registry } from 'prom-client';
+import type { Clock } from '../clock';
+import type { Config } from '../config';
+import type { Db } from '../db/pool';
+import type { Logger } from '../logger';
+
+/** What route modules receive. The API holds no business state of its own. */
+export interface ApiDeps {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  clock: Clock;
+  metrics: Registry;
+  temporal: { client: Client; connection: NativeConnection; taskQueue: string };
+}

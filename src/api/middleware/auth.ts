@@ -1,0 +1,69 @@
+import { Middleware, ParameterizedContext } from 'koa';
+import { ApiError } from '../errors';
+import { Db } from '../../db/pool';
+import { findApiKeyByKey, KeyScope } from '../../db/repositories/api-keys';
+import { findProject, Plan } from '../../db/repositories/projects';
+
+export interface AuthContext {
+  projectId: string;
+  plan: Plan;
+  keyId: string;
+  scope: KeyScope;
+}
+
+export type KeyExtractor = (ctx: ParameterizedContext) => string | null;
+
+/** `Authorization: Bearer <key>`, the runtime routes' scheme. */
+export const bearerKey: KeyExtractor = (ctx) => {
+  const header = ctx.get('authorization');
+  if (!header) return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1] : '';
+};
+
+/**
+ * Authenticates the project API key. `admin` keys may call every route; `client` keys may not call
+ * admin-scoped routes. The project always comes from the key.
+ */
+export function authenticate(db: Db, opts: { scope?: KeyScope; extract?: KeyExtractor } = {}): Middleware {
+  const extract = opts.extract ?? bearerKey;
+  return async (ctx, next) => {
+    const presented = extract(ctx);
+    if (presented === null) {
+      throw new ApiError(401, 'authentication_required', 'Send a project API key as "Authorization: Bearer <key>"', {}, {
+        'www-authenticate': 'Bearer',
+      });
+    }
+    if (presented === '') {
+      throw new ApiError(401, 'malformed_authorization', 'The Authorization header must be "Bearer <key>"', {}, {
+        'www-authenticate': 'Bearer',
+      });
+    }
+    const record = await findApiKeyByKey(db, presented);
+    if (!record) {
+      throw new ApiError(401, 'invalid_api_key', 'The API key is not valid', {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
+    }
+    if (record.revoked_at) {
+      throw new ApiError(401, 'api_key_revoked', 'The API key has been revoked', { key_id: record.id }, {
+        'www-authenticate': 'Bearer error="invalid_token"',
+      });
+    }
+    if (opts.scope === 'admin' && record.scope !== 'admin') {
+      throw new ApiError(403, 'insufficient_scope', 'This route requires an admin-scoped API key', {
+        required_scope: 'admin',
+        key_scope: record.scope,
+      });
+    }
+    const project = await findProject(db, record.project_id);
+    if (!project) throw new ApiError(401, 'invalid_api_key', 'The API key is not valid');
+    const auth: AuthContext = { projectId: project.id, plan: project.plan, keyId: record.id, scope: record.scope };
+    ctx.state.auth = auth;
+    await next();
+  };
+}
+
+export function authOf(ctx: ParameterizedContext): AuthContext {
+  const auth = ctx.state.auth as AuthContext | undefined;
+  if (!auth) throw new Error('route used authOf() without the authenticate middleware');
+  return auth;
+}

@@ -1,0 +1,38 @@
+import { Middleware } from 'koa';
+import { Histogram, Registry } from 'prom-client';
+import { Logger } from '../../logger';
+
+export function createHttpMetrics(registry: Registry): Histogram<'method' | 'route' | 'status'> {
+  return new Histogram({
+    name: 'tollgate_http_request_duration_seconds',
+    help: 'HTTP request latency by route template and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+}
+
+/** One structured log line and one histogram observation per request, labelled by route template. */
+export function observe(logger: Logger, histogram: Histogram<'method' | 'route' | 'status'>): Middleware {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const route = (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      histogram.observe({ method: ctx.method, route: String(route), status: String(ctx.status) }, seconds);
+      logger.info(
+        {
+          request_id: ctx.state.requestId,
+          method: ctx.method,
+          route,
+          status: ctx.status,
+          duration_ms: Math.round(seconds * 1000),
+          project_id: ctx.state.auth?.projectId,
+        },
+        'request',
+      );
+    }
+  };
+}

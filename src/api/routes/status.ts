@@ -1,0 +1,44 @@
+import Router from '@koa/router';
+import { ApiDeps } from '../deps';
+import { temporalReady } from '../../temporal/connection';
+import { PROVIDER_IDS, DEFAULT_PROVIDER_BASE_URLS } from '../../config';
+
+async function databaseReady(deps: ApiDeps): Promise<boolean> {
+  try {
+    await deps.db.query({ text: 'SELECT 1', query_timeout: 2000 } as never);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Public readiness: no authentication, no tenant data. 200 when PostgreSQL and Temporal answer,
+ * 503 otherwise (so it doubles as a load-balancer readiness probe).
+ */
+export function registerStatusRoutes(router: Router, deps: ApiDeps): void {
+  router.get('/v1/public/status/summary', async (ctx) => {
+    const [db, temporal] = await Promise.all([databaseReady(deps), temporalReady(deps.temporal.connection)]);
+    const ready = db && temporal;
+    ctx.status = ready ? 200 : 503;
+    ctx.set('cache-control', 'no-store');
+    ctx.body = {
+      status: ready ? 'ready' : 'degraded',
+      checked_at: deps.clock.now().toISOString(),
+      components: {
+        database: { status: db ? 'ready' : 'unavailable' },
+        temporal: { status: temporal ? 'ready' : 'unavailable' },
+      },
+      providers: PROVIDER_IDS.map((provider) => {
+        const endpoint = deps.config.providers[provider];
+        const upstream = endpoint.baseUrl === DEFAULT_PROVIDER_BASE_URLS[provider] ? 'provider' : 'custom_endpoint';
+        return { provider, status: endpoint.apiKey || upstream === 'custom_endpoint' ? 'configured' : 'not_configured', upstream };
+      }),
+    };
+  });
+
+  router.get('/metrics', async (ctx) => {
+    ctx.set('content-type', deps.metrics.contentType);
+    ctx.body = await deps.metrics.metrics();
+  });
+}

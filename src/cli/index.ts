@@ -1,0 +1,93 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../config';
+import { createPool } from '../db/pool';
+import { migrate } from '../db/migrate';
+import { createProject, findProject, Plan, PLANS, setProjectPlan } from '../db/repositories/projects';
+import { createApiKey, KEY_SCOPES, KeyScope, listApiKeys, revokeApiKey } from '../db/repositories/api-keys';
+
+const USAGE = `Usage: npm run cli -- <command> [options]
+
+  migrate                                         apply pending database migrations
+  project create --name <name> [--plan <plan>]    plan: starter (default), production, enterprise
+  project plan --project <id> --plan <plan>       change a project's plan
+  key create --project <id> [--scope client|admin] [--name <label>]
+                                                  prints the key once; only its hash is stored
+  key list --project <id>
+  key revoke --key-id <id>
+`;
+
+class UsageError extends Error {}
+
+function need(value: string | undefined, flag: string): string {
+  if (!value) throw new UsageError(`missing --${flag}`);
+  return value;
+}
+
+function oneOf<T extends string>(value: string, allowed: readonly T[], flag: string): T {
+  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--${flag} must be one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<unknown> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      plan: { type: 'string' },
+      project: { type: 'string' },
+      scope: { type: 'string' },
+      'key-id': { type: 'string' },
+    },
+  });
+  const [noun, verb] = positionals;
+  const config = loadConfig(env);
+  if (noun === 'migrate') return { applied: await migrate(config.databaseUrl) };
+  const db = createPool(config.databaseUrl, 2);
+  try {
+    switch (`${noun} ${verb}`) {
+      case 'project create': {
+        const plan = oneOf<Plan>(values.plan ?? 'starter', PLANS, 'plan');
+        return await createProject(db, { name: need(values.name, 'name'), plan });
+      }
+      case 'project plan': {
+        const plan = oneOf<Plan>(need(values.plan, 'plan'), PLANS, 'plan');
+        const project = await setProjectPlan(db, need(values.project, 'project'), plan);
+        if (!project) throw new UsageError(`project ${values.project} not found`);
+        return project;
+      }
+      case 'key create': {
+        const projectId = need(values.project, 'project');
+        if (!(await findProject(db, projectId))) throw new UsageError(`project ${projectId} not found`);
+        const scope = oneOf<KeyScope>(values.scope ?? 'client', KEY_SCOPES, 'scope');
+        const { record, key } = await createApiKey(db, { projectId, scope, name: values.name });
+        return { ...record, key, note: 'Store this key now: it is shown once and only its hash is kept.' };
+      }
+      case 'key list':
+        return await listApiKeys(db, need(values.project, 'project'));
+      case 'key revoke': {
+        const record = await revokeApiKey(db, need(values['key-id'], 'key-id'));
+        if (!record) throw new UsageError(`key ${values['key-id']} not found`);
+        return record;
+      }
+      default:
+        throw new UsageError(`unknown command "${positionals.join(' ')}"`);
+    }
+  } finally {
+    await db.end();
+  }
+}
+
+if (require.main === module) {
+  runCli(process.argv.slice(2)).then(
+    (result) => {
+      process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+    },
+    (err) => {
+      if (err instanceof UsageError) process.stderr.write(`${err.message}\n\n${USAGE}`);
+      else if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
+      else process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(err instanceof UsageError ? 64 : 1);
+    },
+  );
+}

@@ -1,0 +1,149 @@
+import { z } from 'zod';
+
+/**
+ * Configuration is read once from the environment and validated here; every other module receives
+ * the resulting object. A bad variable fails fast with its name in the message.
+ */
+
+const port = z.coerce.number().int().min(0).max(65535);
+const url = z.string().url();
+const optionalSecret = z
+  .string()
+  .optional()
+  .transform((v) => (v === '' ? undefined : v));
+
+export const PROVIDER_IDS = ['openai', 'anthropic', 'google', 'deepseek', 'mistral'] as const;
+export type ProviderId = (typeof PROVIDER_IDS)[number];
+
+/** Real provider hosts; `npm run dev` and the tests point these at the provider emulator instead. */
+export const DEFAULT_PROVIDER_BASE_URLS: Record<ProviderId, string> = {
+  openai: 'https://api.openai.com',
+  anthropic: 'https://api.anthropic.com',
+  google: 'https://generativelanguage.googleapis.com',
+  deepseek: 'https://api.deepseek.com',
+  mistral: 'https://api.mistral.ai',
+};
+
+const PROVIDER_ENV_PREFIX: Record<ProviderId, string> = {
+  openai: 'OPENAI',
+  anthropic: 'ANTHROPIC',
+  google: 'GEMINI',
+  deepseek: 'DEEPSEEK',
+  mistral: 'MISTRAL',
+};
+
+const baseEnvSchema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  TOLLGATE_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  PORT: port.default(8080),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DATABASE_URL: url.default('postgres://postgres@127.0.0.1:5432/tollgate'),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(500).default(20),
+  TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('tollgate'),
+  TEMPORAL_UI_URL: url.default('http://127.0.0.1:8233'),
+  /** Path of a prebuilt workflow bundle (`npm run build`); without it the worker bundles at start. */
+  TEMPORAL_WORKFLOW_BUNDLE: z.string().optional(),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
+  IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24),
+  /** 32 bytes, base64: encrypts provider keys at rest and seeds the signing key in development. */
+  TOLLGATE_MASTER_KEY: optionalSecret,
+  PROVIDER_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(1).default(5000),
+  PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(1).default(120000),
+});
+
+const envSchema = baseEnvSchema.extend(
+  Object.fromEntries(
+    PROVIDER_IDS.flatMap((p) => [
+      [`${PROVIDER_ENV_PREFIX[p]}_BASE_URL`, url.default(DEFAULT_PROVIDER_BASE_URLS[p])],
+      [`${PROVIDER_ENV_PREFIX[p]}_API_KEY`, optionalSecret],
+    ]),
+  ) as Record<string, z.ZodType<string | undefined>>,
+);
+
+export interface ProviderEndpoint {
+  baseUrl: string;
+  apiKey?: string;
+}
+
+export interface Config {
+  env: 'development' | 'test' | 'production';
+  role: 'api' | 'worker' | 'all';
+  host: string;
+  port: number;
+  logLevel: string;
+  databaseUrl: string;
+  databasePoolMax: number;
+  temporal: {
+    address: string;
+    namespace: string;
+    taskQueue: string;
+    uiUrl: string;
+    workflowBundlePath?: string;
+  };
+  bodyLimitBytes: number;
+  idempotencyRetentionHours: number;
+  masterKey?: string;
+  providerTimeouts: { connectMs: number; totalMs: number };
+  providers: Record<ProviderId, ProviderEndpoint>;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: { variable: string; message: string }[]) {
+    super(
+      'Invalid configuration: ' + problems.map((p) => `${p.variable}: ${p.message}`).join('; '),
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '?'), message: i.message })),
+    );
+  }
+  const e = parsed.data as unknown as z.infer<typeof baseEnvSchema>;
+  const byName = parsed.data as unknown as Record<string, string | undefined>;
+  if (e.TOLLGATE_MASTER_KEY !== undefined && Buffer.from(e.TOLLGATE_MASTER_KEY, 'base64').length !== 32) {
+    throw new ConfigError([{ variable: 'TOLLGATE_MASTER_KEY', message: 'must be 32 bytes encoded as base64' }]);
+  }
+  const providers = Object.fromEntries(
+    PROVIDER_IDS.map((p) => [
+      p,
+      {
+        baseUrl: String(byName[`${PROVIDER_ENV_PREFIX[p]}_BASE_URL`]).replace(/\/+$/, ''),
+        apiKey: byName[`${PROVIDER_ENV_PREFIX[p]}_API_KEY`],
+      },
+    ]),
+  ) as Record<ProviderId, ProviderEndpoint>;
+  return {
+    env: e.NODE_ENV,
+    role: e.TOLLGATE_ROLE,
+    host: e.HOST,
+    port: e.PORT,
+    logLevel: e.LOG_LEVEL,
+    databaseUrl: e.DATABASE_URL,
+    databasePoolMax: e.DATABASE_POOL_MAX,
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.TEMPORAL_TASK_QUEUE,
+      uiUrl: e.TEMPORAL_UI_URL,
+      workflowBundlePath: e.TEMPORAL_WORKFLOW_BUNDLE,
+    },
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    idempotencyRetentionHours: e.IDEMPOTENCY_RETENTION_HOURS,
+    masterKey: e.TOLLGATE_MASTER_KEY,
+    providerTimeouts: { connectMs: e.PROVIDER_CONNECT_TIMEOUT_MS, totalMs: e.PROVIDER_TIMEOUT_MS },
+    providers,
+  };
+}
+
+/** Environment variable names per provider, for docs and the dev runner. */
+export function providerEnvNames(p: ProviderId): { baseUrl: string; apiKey: string } {
+  return { baseUrl: `${PROVIDER_ENV_PREFIX[p]}_BASE_URL`, apiKey: `${PROVIDER_ENV_PREFIX[p]}_API_KEY` };
+}

@@ -1,0 +1,35 @@
+import { Queryable } from '../pool';
+import { newId } from '../../ids';
+
+export type Plan = 'starter' | 'production' | 'enterprise';
+export const PLANS: readonly Plan[] = ['starter', 'production', 'enterprise'];
+
+export interface Project {
+  id: string;
+  name: string;
+  plan: Plan;
+  created_at: Date;
+}
+
+export async function createProject(db: Queryable, input: { name: string; plan?: Plan }): Promise<Project> {
+  const { rows } = await db.query<Project>(
+    'INSERT INTO projects (id, name, plan) VALUES ($1, $2, $3) RETURNING *',
+    [newId('proj'), input.name, input.plan ?? 'starter'],
+  );
+  return rows[0];
+}
+
+export async function findProject(db: Queryable, id: string): Promise<Project | null> {
+  const { rows } = await db.query<Project>('SELECT * FROM projects WHERE id = $1', [id]);
+  return rows[0] ?? null;
+}
+
+export async function findProjectByName(db: Queryable, name: string): Promise<Project | null> {
+  const { rows } = await db.query<Project>('SELECT * FROM projects WHERE name = $1 ORDER BY created_at LIMIT 1', [name]);
+  return rows[0] ?? null;
+}
+
+export async function setProjectPlan(db: Queryable, id: string, plan: Plan): Promise<Project | null> {
+  const { rows } = await db.query<Project>('UPDATE projects SET plan = $2 WHERE id = $1 RETURNING *', [id, plan]);
+  return rows[0] ?? null;
+}

@@ -1,0 +1,113 @@
+import http from 'node:http';
+import { AddressInfo } from 'node:net';
+import { Worker } from '@temporalio/worker';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { createApp } from './api/app';
+import { Clock, systemClock } from './clock';
+import { Config } from './config';
+import { createPool, Db } from './db/pool';
+import { createLogger, Logger } from './logger';
+import { connectTemporal, TemporalHandles } from './temporal/connection';
+import { createWorker, ensureMaintenanceWorkflows } from './temporal/worker';
+import { installTemporalRuntime } from './temporal/runtime';
+
+export interface Tollgate {
+  /** Base URL of the API, when this process serves it. */
+  url: string | null;
+  db: Db;
+  temporal: TemporalHandles;
+  worker: Worker | null;
+  logger: Logger;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  config: Config;
+  clock?: Clock;
+  logger?: Logger;
+  /** Wait this long for the Temporal frontend to come up (the dev runner starts them together). */
+  temporalRetryMs?: number;
+  /** Start the singleton maintenance workflows (off in tests, which use throwaway task queues). */
+  startMaintenance?: boolean;
+}
+
+/**
+ * One Tollgate process: the Koa API, a Temporal worker, or both over one NativeConnection
+ * (`config.role`). Every process is stateless; PostgreSQL and Temporal hold the state.
+ */
+export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
+  const { config } = opts;
+  const clock = opts.clock ?? systemClock;
+  const logger = opts.logger ?? createLogger(config.logLevel, { role: config.role });
+  installTemporalRuntime(logger);
+  const db = createPool(config.databaseUrl, config.databasePoolMax);
+  const temporal = await connectTemporal({
+    address: config.temporal.address,
+    namespace: config.temporal.namespace,
+    retryForMs: opts.temporalRetryMs ?? 0,
+  });
+
+  let worker: Worker | null = null;
+  let workerRun: Promise<void> | null = null;
+  if (config.role !== 'api') {
+    worker = await createWorker({
+      connection: temporal.connection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      deps: { db, config, clock, logger },
+      workflowBundlePath: config.temporal.workflowBundlePath,
+    });
+    workerRun = worker.run().catch((err) => {
+      logger.fatal({ err }, 'temporal worker stopped with an error');
+      throw err;
+    });
+    if (opts.startMaintenance ?? true) await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
+  }
+
+  let server: http.Server | null = null;
+  let url: string | null = null;
+  if (config.role !== 'worker') {
+    const metrics = new Registry();
+    collectDefaultMetrics({ register: metrics });
+    const app = createApp({
+      config,
+      db,
+      logger,
+      clock,
+      metrics,
+      temporal: { client: temporal.client, connection: temporal.connection, taskQueue: config.temporal.taskQueue },
+    });
+    server = http.createServer(app.callback());
+    server.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve, reject) => {
+      server!.once('error', reject);
+      server!.listen(config.port, config.host, () => resolve());
+    });
+    const address = server.address() as AddressInfo;
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+    url = `http://${host}:${address.port}`;
+  }
+
+  let closed = false;
+  return {
+    url,
+    db,
+    temporal,
+    worker,
+    logger,
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (server) {
+        server.closeIdleConnections();
+        await new Promise<void>((resolve) => server!.close(() => resolve()));
+      }
+      if (worker && workerRun) {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await workerRun.catch(() => undefined);
+      }
+      await temporal.connection.close().catch(() => undefined);
+      await db.end().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import { Client } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+
+export interface TemporalHandles {
+  connection: NativeConnection;
+  client: Client;
+}
+
+/**
+ * One NativeConnection shared by the worker and the client: eager workflow start needs the client
+ * and the worker on the same connection, and it saves a second gRPC channel.
+ */
+export async function connectTemporal(opts: {
+  address: string;
+  namespace: string;
+  retryForMs?: number;
+}): Promise<TemporalHandles> {
+  const deadline = Date.now() + (opts.retryForMs ?? 0);
+  for (;;) {
+    try {
+      const connection = await NativeConnection.connect({ address: opts.address });
+      const client = new Client({ connection, namespace: opts.namespace });
+      return { connection, client };
+    } catch (err) {
+      if (Date.now() >= deadline) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+/** True when the frontend answers within `timeoutMs`. */
+export async function temporalReady(connection: NativeConnection, timeoutMs = 2000): Promise<boolean> {
+  try {
+    await connection.withDeadline(Date.now() + timeoutMs, () => connection.workflowService.getSystemInfo({}));
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * Runs once per `jest` run: one Temporal dev server, one fresh PostgreSQL database with every
+ * migration, and the workflow code bundled once. Test files read the results from process.env
+ * (inherited by jest's workers) and start their own in-process Tollgate on a private task queue.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ensureTemporalCli } from '../../scripts/lib/temporal-cli';
+import { createDatabaseIfMissing, ensurePostgres, withDatabase } from '../../scripts/lib/postgres';
+import { freePort, startTemporalDevServer } from '../../scripts/lib/temporal-dev-server';
+import { migrate } from '../../src/db/migrate';
+import { bundleWorkflows } from '../../src/temporal/worker';
+
+export default async function globalSetup(): Promise<void> {
+  const log = (msg: string) => process.stdout.write(`${msg}\n`);
+  const dataDir = path.resolve(__dirname, '..', '..', '.data');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const cli = ensureTemporalCli(log);
+  const serverUrl = await ensurePostgres(dataDir, log);
+  const database = `tollgate_test_${Date.now()}_${process.pid}`;
+  await createDatabaseIfMissing(serverUrl, database);
+  const databaseUrl = withDatabase(serverUrl, database);
+  await migrate(databaseUrl);
+
+  const temporal = await startTemporalDevServer({
+    cli,
+    port: await freePort(),
+    logFile: fs.createWriteStream(path.join(dataDir, 'test-temporal.log'), { flags: 'w' }),
+  });
+
+  const bundlePath = path.join(os.tmpdir(), `tollgate-workflows-${process.pid}.js`);
+  fs.writeFileSync(bundlePath, await bundleWorkflows());
+
+  process.env.TEST_SERVER_DATABASE_URL = serverUrl;
+  process.env.TEST_DATABASE_NAME = database;
+  process.env.DATABASE_URL = databaseUrl;
+  process.env.TEMPORAL_ADDRESS = temporal.address;
+  process.env.TEMPORAL_WORKFLOW_BUNDLE = bundlePath;
+  process.env.TEMPORAL_CLI_PATH = cli;
+  (globalThis as Record<string, unknown>).__TOLLGATE_TEST__ = { temporal, bundlePath };
+}

@@ -1,0 +1,2 @@
+// Every workflow the worker serves. One file per workflow; this file only re-exports.
+export { idempotencyCleanupWorkflow } from './maintenance';

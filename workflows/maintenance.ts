@@ -1,0 +1,31 @@
+import { continueAsNew, proxyActivities, sleep } from '@temporalio/workflow';
+import type { MaintenanceActivities } from '../activities/maintenance';
+
+const { purgeExpiredIdempotencyKeys } = proxyActivities<MaintenanceActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { maximumAttempts: 5 },
+});
+
+export interface IdempotencyCleanupInput {
+  intervalSeconds: number;
+  /** Rounds per run before continue-as-new keeps the history bounded. */
+  roundsPerRun?: number;
+}
+
+export const IDEMPOTENCY_CLEANUP_WORKFLOW_ID = 'tollgate-maintenance-idempotency-cleanup';
+
+/**
+ * Deletes idempotency records past their retention window, forever, one round per interval.
+ * Started once per namespace by every worker with USE_EXISTING, so replicas share one instance.
+ */
+export async function idempotencyCleanupWorkflow(input: IdempotencyCleanupInput): Promise<void> {
+  const rounds = input.roundsPerRun ?? 100;
+  for (let i = 0; i < rounds; i++) {
+    // Drain in batches so one round never holds a long-running delete.
+    while ((await purgeExpiredIdempotencyKeys()) > 0) {
+      /* next batch */
+    }
+    await sleep(input.intervalSeconds * 1000);
+  }
+  await continueAsNew<typeof idempotencyCleanupWorkflow>(input);
+}
