@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Entry point of `npm run dev` and `npm test`. Plain Node with no dependencies, because its first
-// job is to install them: `npm ci` when node_modules is missing or older than package-lock.json.
+// job is to install them when node_modules is missing or older than package-lock.json. It uses
+// `npm install` (which follows the committed lock file) rather than `npm ci`: npm 11 writes lock
+// files without other platforms' optional packages (@swc/core-*) and then refuses them in `npm ci`.
 'use strict';
 const { spawnSync, spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -17,8 +19,8 @@ function depsStale() {
 }
 
 if (depsStale()) {
-  console.log('[tollgate] installing dependencies (npm ci)…');
-  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+  console.log('[tollgate] installing dependencies…');
+  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
 
