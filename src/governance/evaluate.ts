@@ -1,0 +1,288 @@
+/**
+ * The pure decision function: given a loaded context (policy, plan, counters) and a request, the
+ * first failing check decides. No I/O here, so the order is easy to read and to test.
+ *
+ * Order (see docs/decisions.md "Governance"):
+ *   1 firewall → 2 model allow-list → 3 deny rules → 4 pricing available → 5 per-request cap →
+ *   6 plan quota → 7 rate limits → 8 period caps (day, week, month, quarter) →
+ *   9 monthly threshold → 10 daily spike → 11 review rules → allow.
+ */
+import type { Plan } from '../db/repositories/projects';
+import type { Decision, GovernanceRequest } from './types';
+import { effectiveQuota, MatchSpec, PolicyDocument, RateLimit } from './policy';
+import { Period, PeriodKind, rateWindow } from './periods';
+import { inspectText, FirewallCategory } from './firewall';
+
+export interface SpendFigures {
+  reserved: number;
+  settled: number;
+  requests: number;
+}
+
+export interface EvalContext {
+  now: Date;
+  plan: Plan;
+  policy: PolicyDocument;
+  policyVersion: number;
+  periods: Record<PeriodKind, Period>;
+  spend: Record<PeriodKind, SpendFigures>;
+  /** Spend (settled + reserved) of each of the previous full UTC days, oldest first. */
+  previousDaysSpend: number[];
+  /** Used capacity per rate limit in its current window, keyed `${id}|${window_seconds}`. */
+  rateUsed: Map<string, number>;
+}
+
+export interface Outcome {
+  decision: Decision;
+  code: string;
+  reason: string;
+  category: string;
+  kind: string;
+  figures: Record<string, unknown>;
+  actions: { type: string; message: string }[];
+  retryAfterSeconds?: number;
+  /** Firewall categories detected (blocked or, in monitor mode, only recorded). */
+  firewall?: { mode: 'monitor' | 'block'; categories: FirewallCategory[] };
+}
+
+const fmtUsd = (micros: number) => `$${(micros / 1_000_000).toFixed(micros % 10_000 === 0 ? 2 : 6)}`;
+
+function valueMatches(pattern: string | string[] | undefined, value: string | null | undefined): boolean {
+  if (pattern === undefined) return true;
+  if (value === null || value === undefined) return false;
+  const list = Array.isArray(pattern) ? pattern : [pattern];
+  return list.some((p) => globMatch(p, value));
+}
+
+export function globMatch(pattern: string, value: string): boolean {
+  if (!pattern.includes('*')) return pattern === value;
+  const rx = new RegExp('^' + pattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*') + '$');
+  return rx.test(value);
+}
+
+export function ruleMatches(match: MatchSpec, req: GovernanceRequest): boolean {
+  if (!valueMatches(match.provider, req.provider)) return false;
+  if (!valueMatches(match.model, req.model)) return false;
+  if (!valueMatches(match.operation, req.operation)) return false;
+  if (!valueMatches(match.route, req.route)) return false;
+  if (match.metadata) {
+    for (const [k, v] of Object.entries(match.metadata)) {
+      if (!valueMatches(v, req.metadata?.[k])) return false;
+    }
+  }
+  return true;
+}
+
+function modelAllowed(list: string[] | null, req: GovernanceRequest): boolean {
+  if (list === null) return true;
+  return list.some((entry) => (entry.includes('/') ? globMatch(entry, `${req.provider}/${req.model}`) : globMatch(entry, req.model)));
+}
+
+const PERIOD_CODE: Record<PeriodKind, { code: string; cap: keyof PolicyDocument['budgets']; label: string }> = {
+  day: { code: 'budget.daily_cap_exceeded', cap: 'daily_usd_micros', label: 'daily' },
+  week: { code: 'budget.weekly_cap_exceeded', cap: 'weekly_usd_micros', label: 'weekly' },
+  month: { code: 'budget.monthly_cap_exceeded', cap: 'monthly_usd_micros', label: 'monthly' },
+  quarter: { code: 'budget.quarterly_cap_exceeded', cap: 'quarterly_usd_micros', label: 'quarterly' },
+};
+
+const deny = (code: string, reason: string, category: string, kind: string, figures: Record<string, unknown>, actions: Outcome['actions']): Outcome => ({
+  decision: 'deny',
+  code,
+  reason,
+  category,
+  kind,
+  figures,
+  actions,
+});
+
+export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
+  const doc = ctx.policy;
+  let firewallMonitor: Outcome['firewall'];
+
+  // 1. Prompt firewall (only on routes that hand in inspectable text).
+  if (req.inspectableText !== undefined && doc.firewall.mode !== 'off') {
+    const result = inspectText(req.inspectableText, doc.firewall);
+    if (result.detected) {
+      if (doc.firewall.mode === 'block') {
+        return {
+          ...deny(
+            'prompt_firewall_blocked',
+            `The prompt firewall blocked the request (${result.categories.join(', ')} detected)`,
+            'firewall',
+            result.categories[0],
+            { firewall_categories: result.categories },
+            [{ type: 'remove_flagged_content', message: `Remove the ${result.categories.join(' and ')} content from the request and retry` }],
+          ),
+          firewall: { mode: 'block', categories: result.categories },
+        };
+      }
+      firewallMonitor = { mode: 'monitor', categories: result.categories };
+    }
+  }
+  const withFw = (o: Outcome): Outcome => (firewallMonitor ? { ...o, firewall: firewallMonitor } : o);
+
+  // 2. Model allow-list.
+  if (!modelAllowed(doc.allowed_models, req)) {
+    return withFw(
+      deny('policy.model_not_allowed', `Model ${req.provider}/${req.model} is not in the project's allowed models`, 'policy', 'model_allow_list',
+        { provider: req.provider, model: req.model },
+        [{ type: 'use_allowed_model', message: 'Choose a model from the project allow-list' }]),
+    );
+  }
+
+  // 3. Deny rules.
+  const denyRule = doc.deny_rules.find((r) => ruleMatches(r.match, req));
+  if (denyRule) {
+    return withFw(
+      deny('policy.rule_denied', denyRule.reason ?? `Denied by policy rule ${denyRule.id}`, 'policy', 'deny_rule', { rule_id: denyRule.id },
+        [{ type: 'contact_admin', message: 'A project policy rule denies this request; ask a project admin' }]),
+    );
+  }
+
+  // 4. Pricing.
+  const cost = req.estimatedCostMicros;
+  if (cost === null || cost === undefined) {
+    return withFw(
+      deny('budget.pricing_unavailable', `No pricing is known for ${req.provider}/${req.model}; its cost cannot be evaluated`, 'budget', 'pricing',
+        { provider: req.provider, model: req.model },
+        [{ type: 'use_priced_model', message: 'Choose a model with published pricing' }]),
+    );
+  }
+
+  // 5. Per-request cap.
+  const b = doc.budgets;
+  if (b.per_request_usd_micros !== null && cost > b.per_request_usd_micros) {
+    return withFw(
+      deny('budget.request_cap_exceeded', `Estimated cost ${fmtUsd(cost)} exceeds the per-request cap of ${fmtUsd(b.per_request_usd_micros)}`, 'budget', 'request_cap',
+        { cap_usd_micros: b.per_request_usd_micros, projected_cost_usd_micros: cost, current_spend_usd_micros: 0 },
+        [{ type: 'reduce_request_cost', message: 'Lower max_output_tokens or shorten the input' }]),
+    );
+  }
+
+  // 6. Plan quota (allowed permits per UTC calendar month).
+  const quota = effectiveQuota(ctx.plan, doc);
+  const used = ctx.spend.month.requests;
+  if (quota !== null && used + 1 > quota) {
+    return withFw(
+      deny('budget.plan_quota_exceeded', `The ${ctx.plan} plan quota of ${quota} requests for this billing period is used up`, 'budget', 'plan_quota',
+        { limit: quota, used, plan: ctx.plan, period_start: ctx.periods.month.start, resets_at: ctx.periods.month.end.toISOString() },
+        [{ type: 'upgrade_plan', message: 'Upgrade the plan or wait for the next billing period' }]),
+    );
+  }
+
+  // 7. Rate limits: a hard-deny limit wins over a throttle; among throttles the longest wait wins.
+  const tokens = req.estimatedInputTokens + req.estimatedOutputTokens;
+  let rateHit: { rl: RateLimit; used: number; retry: number } | null = null;
+  for (const rl of doc.rate_limits) {
+    const amount = rl.metric === 'requests' ? 1 : tokens;
+    const usedNow = ctx.rateUsed.get(`${rl.id}|${rl.window_seconds}`) ?? 0;
+    if (usedNow + amount > rl.limit) {
+      const w = rateWindow(ctx.now, rl.window_seconds);
+      const retry = Math.max(1, Math.ceil((w.end.getTime() - ctx.now.getTime()) / 1000));
+      if (!rateHit || (rl.action === 'deny' && rateHit.rl.action !== 'deny') || (rl.action === rateHit.rl.action && retry > rateHit.retry)) {
+        rateHit = { rl, used: usedNow, retry };
+      }
+    }
+  }
+  if (rateHit) {
+    const { rl, retry } = rateHit;
+    const figures = {
+      rate_limit_id: rl.id,
+      metric: rl.metric,
+      limit: rl.limit,
+      used: rateHit.used,
+      requested: rl.metric === 'requests' ? 1 : tokens,
+      window_seconds: rl.window_seconds,
+      retry_after_seconds: retry,
+    };
+    const reason = `Rate limit ${rl.id} (${rl.limit} ${rl.metric} per ${rl.window_seconds}s) reached`;
+    if (rl.action === 'throttle') {
+      return withFw({
+        decision: 'throttle', code: 'budget.rate_limit_throttled', reason, category: 'budget', kind: 'rate_limit', figures,
+        actions: [{ type: 'retry_after', message: `Retry after ${retry} seconds` }], retryAfterSeconds: retry,
+      });
+    }
+    return withFw(deny('budget.rate_limit_exceeded', reason, 'budget', 'rate_limit', figures,
+      [{ type: 'reduce_request_rate', message: `Send fewer ${rl.metric} per ${rl.window_seconds} seconds` }]));
+  }
+
+  // 8. Period caps: the reservation must fit every period (projected = settled + reserved + this estimate).
+  for (const kind of ['day', 'week', 'month', 'quarter'] as const) {
+    const cap = b[PERIOD_CODE[kind].cap] as number | null;
+    if (cap === null) continue;
+    const current = ctx.spend[kind].settled + ctx.spend[kind].reserved;
+    if (current + cost > cap) {
+      return withFw(
+        deny(PERIOD_CODE[kind].code, `Projected ${PERIOD_CODE[kind].label} spend ${fmtUsd(current + cost)} would exceed the ${PERIOD_CODE[kind].label} cap of ${fmtUsd(cap)}`,
+          'budget', `${PERIOD_CODE[kind].label}_cap`,
+          { cap_usd_micros: cap, current_spend_usd_micros: current, projected_cost_usd_micros: cost, projected_spend_usd_micros: current + cost,
+            period: kind, period_start: ctx.periods[kind].start, resets_at: ctx.periods[kind].end.toISOString() },
+          [{ type: 'wait_for_period_reset', message: `The ${PERIOD_CODE[kind].label} budget resets at ${ctx.periods[kind].end.toISOString()}` }]),
+      );
+    }
+  }
+
+  // 9. Monthly threshold.
+  if (b.monthly_threshold_ratio !== null && b.monthly_usd_micros !== null) {
+    const current = ctx.spend.month.settled + ctx.spend.month.reserved;
+    const threshold = Math.floor(b.monthly_usd_micros * b.monthly_threshold_ratio);
+    if (current + cost > threshold) {
+      const o: Outcome = {
+        decision: b.monthly_threshold_action, code: 'budget.monthly_threshold_exceeded',
+        reason: `Projected monthly spend ${fmtUsd(current + cost)} exceeds ${Math.round(b.monthly_threshold_ratio * 100)}% of the monthly cap`,
+        category: 'budget', kind: 'monthly_threshold',
+        figures: { cap_usd_micros: b.monthly_usd_micros, threshold_ratio: b.monthly_threshold_ratio, threshold_usd_micros: threshold,
+          current_spend_usd_micros: current, projected_cost_usd_micros: cost, projected_spend_usd_micros: current + cost },
+        actions: b.monthly_threshold_action === 'review'
+          ? [{ type: 'request_review', message: 'Monthly spend is near the cap; an admin must approve this request' }]
+          : [{ type: 'raise_budget', message: 'Monthly spend is near the cap; raise the cap or the threshold' }],
+      };
+      return withFw(o);
+    }
+  }
+
+  // 10. Daily spike.
+  const spike = b.daily_spike;
+  if (spike) {
+    const days = ctx.previousDaysSpend.slice(-spike.baseline_days);
+    const baseline = Math.floor(days.reduce((a, x) => a + x, 0) / spike.baseline_days);
+    const today = ctx.spend.day.settled + ctx.spend.day.reserved;
+    const limit = Math.floor(baseline * spike.multiplier);
+    if (baseline >= spike.min_baseline_usd_micros && today + cost > limit) {
+      return withFw({
+        decision: spike.action, code: 'budget.daily_spike_detected',
+        reason: `Projected spend today ${fmtUsd(today + cost)} is above ${spike.multiplier}× the ${spike.baseline_days}-day average of ${fmtUsd(baseline)}`,
+        category: 'budget', kind: 'daily_spike',
+        figures: { baseline_usd_micros: baseline, baseline_days: spike.baseline_days, multiplier: spike.multiplier, spike_limit_usd_micros: limit,
+          current_spend_usd_micros: today, projected_cost_usd_micros: cost, projected_spend_usd_micros: today + cost },
+        actions: [{ type: spike.action === 'review' ? 'request_review' : 'investigate_spend', message: 'Spend today is unusually high compared with recent days' }],
+      });
+    }
+  }
+
+  // 11. Human review rules.
+  const review = doc.review_rules.find(
+    (r) => ruleMatches(r.match, req) && (r.min_estimated_cost_usd_micros === undefined || cost >= r.min_estimated_cost_usd_micros),
+  );
+  if (review) {
+    return withFw({
+      decision: 'review', code: 'policy.review_required', reason: review.reason ?? `Policy rule ${review.id} requires human review`,
+      category: 'policy', kind: 'review_rule',
+      figures: { rule_id: review.id, projected_cost_usd_micros: cost, ...(review.min_estimated_cost_usd_micros !== undefined ? { review_threshold_usd_micros: review.min_estimated_cost_usd_micros } : {}) },
+      actions: [{ type: 'request_review', message: 'An admin must attest this permit before it is used' }],
+    });
+  }
+
+  return withFw({
+    decision: 'allow', code: 'policy.active_policy_candidate', reason: 'Allowed by the active project policy', category: 'policy', kind: 'active_policy',
+    figures: { projected_cost_usd_micros: cost, policy_version: ctx.policyVersion },
+    actions: [{ type: 'proceed', message: 'The request may proceed' }],
+  });
+}
+
+export const OUTCOME_LABEL: Record<Decision, string> = {
+  allow: 'allowed',
+  deny: 'denied',
+  review: 'review_required',
+  throttle: 'throttled',
+};

@@ -1,0 +1,340 @@
+/**
+ * The governance engine: evaluation (policy, budget, rate, firewall) → permit record, spend
+ * reservations and their settlement, and the permit events.
+ *
+ * Concurrency: every persisted decision, settlement, release and expiry of a project runs in one
+ * transaction holding `pg_advisory_xact_lock(GOVERNANCE_LOCK_CLASS, hashtext(project_id))`, so
+ * "read counters → decide → reserve/consume" is atomic across every process and pool sharing the
+ * database. Spend can therefore never be reserved past a cap, nor a quota or rate limit overrun.
+ */
+import type { PoolClient } from 'pg';
+import type { Clock } from '../clock';
+import { Db, Queryable, withTransaction } from '../db/pool';
+import { newId } from '../ids';
+import { appendEvents, NewEvent } from '../db/repositories/events';
+import { findPermit, findPermitForUpdate, insertPermit, PermitRecord } from '../db/repositories/permits';
+import { getPolicy, GOVERNANCE_LOCK_CLASS } from '../db/repositories/policies';
+import { addToSpend, consumeRateWindows, purgeRateWindows, readRateWindows, readSpendRows } from '../db/repositories/spend';
+import type { Plan } from '../db/repositories/projects';
+import { decide, EvalContext, Outcome, OUTCOME_LABEL } from './evaluate';
+import { currentPeriods, PERIOD_KINDS, PeriodKind, periodOf, previousDays, rateWindow } from './periods';
+import type { GovernanceRequest, PermitDecision } from './types';
+
+export type { GovernanceRequest, PermitDecision, Decision, DecisionDetails } from './types';
+export { policyDocumentSchema, defaultPolicyDocument, PLAN_QUOTAS, mergePatch } from './policy';
+export type { PolicyDocument } from './policy';
+export { inspectText } from './firewall';
+export { monthlyBudgetSnapshot } from './budget-snapshot';
+
+/** Default lifetime of an allow permit (and so of its reservation) when the caller gives none. */
+export const DEFAULT_ALLOW_TTL_SECONDS = 600;
+/** A permit awaiting human review stays attestable this long. */
+export const DEFAULT_REVIEW_TTL_SECONDS = 24 * 3600;
+
+export interface EvaluateOptions {
+  /** false = dry run: no permit row, no reservation, no rate or quota consumption, no events. */
+  persist: boolean;
+  /** Use this permit id (e.g. from a Temporal workflow); a repeat with a stored id returns the stored decision. */
+  permitId?: string;
+  /** Lifetime of an allow permit and its reservation (default 600 s). */
+  ttlSeconds?: number;
+  /** Lineage: the permit this one revalidates or attests. */
+  parentPermitId?: string | null;
+  idempotencyKey?: string | null;
+  /** Stored in permits.metadata (not evaluated). */
+  permitMetadata?: Record<string, unknown>;
+}
+
+export interface ActualUsage {
+  costMicros: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface Governance {
+  evaluate(req: GovernanceRequest, opts: EvaluateOptions): Promise<PermitDecision>;
+  /** Converts the reservation to actual spend. Idempotent: a second settle has no effect. */
+  settle(permitId: string, actual: ActualUsage): Promise<void>;
+  /** Releases an unsettled reservation (failed or abandoned execution). Idempotent. */
+  release(permitId: string, reason: string): Promise<void>;
+  /** Releases reservations whose permit expired (state `expired`, event `permit.expired`); returns the count. */
+  expireStaleReservations(now?: Date): Promise<number>;
+  /** Records revocation (event `permit.revoked`) and releases an active reservation. Null when absent or already revoked. */
+  revoke(projectId: string, permitId: string, input: { revokedBy: string; reason: string }): Promise<PermitRecord | null>;
+}
+
+export function decisionFromOutcome(
+  o: Outcome,
+  permitId: string,
+  evaluatedAt: Date,
+  expiresAt: Date | null,
+  extraMeta: Record<string, unknown> = {},
+): PermitDecision {
+  const d: PermitDecision = {
+    permit_id: permitId,
+    decision: o.decision,
+    reason_code: o.code,
+    display_reason: o.reason,
+    decision_details: {
+      decision: o.decision,
+      code: o.code,
+      reason: o.reason,
+      reason_detail: { category: o.category, kind: o.kind, outcome: OUTCOME_LABEL[o.decision] },
+      ...o.figures,
+    },
+    actions: o.actions,
+    metadata: {
+      evaluated_at: evaluatedAt.toISOString(),
+      ...(o.firewall ? { firewall: { mode: o.firewall.mode, categories: o.firewall.categories } } : {}),
+      ...extraMeta,
+    },
+    expires_at: expiresAt ? expiresAt.toISOString() : null,
+  };
+  if (o.retryAfterSeconds !== undefined) d.retry_after_seconds = o.retryAfterSeconds;
+  return d;
+}
+
+/** Rebuilds the decision shape from a stored permit. */
+export function decisionFromPermit(p: PermitRecord): PermitDecision {
+  const meta = (p.metadata?.decision_metadata as PermitDecision['metadata'] | undefined) ?? { evaluated_at: new Date(p.issued_at).toISOString() };
+  const d: PermitDecision = {
+    permit_id: p.id,
+    decision: p.decision,
+    reason_code: p.reason_code,
+    display_reason: p.display_reason,
+    decision_details: p.decision_details,
+    actions: p.actions,
+    metadata: meta,
+    expires_at: p.expires_at ? new Date(p.expires_at).toISOString() : null,
+  };
+  const retry = p.decision_details?.retry_after_seconds;
+  if (p.decision === 'throttle' && typeof retry === 'number') d.retry_after_seconds = retry;
+  return d;
+}
+
+async function lockProject(q: Queryable, projectId: string): Promise<void> {
+  await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [GOVERNANCE_LOCK_CLASS, projectId]);
+}
+
+async function loadContext(q: Queryable, projectId: string, now: Date): Promise<EvalContext> {
+  const { rows } = await q.query<{ plan: Plan }>('SELECT plan FROM projects WHERE id = $1', [projectId]);
+  if (!rows[0]) throw new Error(`project ${projectId} not found`);
+  const policy = await getPolicy(q, projectId);
+  const periods = currentPeriods(now);
+  const baselineDays = policy.document.budgets.daily_spike?.baseline_days ?? 0;
+  const prevDays = previousDays(now, baselineDays);
+  const keys = [...PERIOD_KINDS.map((k) => ({ kind: k, start: periods[k].start })), ...prevDays.map((s) => ({ kind: 'day' as const, start: s }))];
+  const spendRows = await readSpendRows(q, projectId, keys);
+  const find = (kind: PeriodKind, start: string) => spendRows.find((r) => r.period_kind === kind && r.period_start === start);
+  const spend = Object.fromEntries(
+    PERIOD_KINDS.map((k) => {
+      const r = find(k, periods[k].start);
+      return [k, { reserved: r ? Number(r.reserved_micros) : 0, settled: r ? Number(r.settled_micros) : 0, requests: r ? Number(r.requests) : 0 }];
+    }),
+  ) as EvalContext['spend'];
+  const previousDaysSpend = prevDays.map((s) => {
+    const r = find('day', s);
+    return r ? Number(r.reserved_micros) + Number(r.settled_micros) : 0;
+  });
+  const rateUsed = await readRateWindows(
+    q,
+    projectId,
+    policy.document.rate_limits.map((rl) => ({ limitId: rl.id, windowSeconds: rl.window_seconds, windowStart: rateWindow(now, rl.window_seconds).start })),
+  );
+  return { now, plan: rows[0].plan, policy: policy.document, policyVersion: policy.version, periods, spend, previousDaysSpend, rateUsed };
+}
+
+function permitEvents(req: GovernanceRequest, p: PermitRecord, o: Outcome, at: Date): NewEvent[] {
+  const base = { projectId: req.projectId, provider: req.provider, model: req.model, permitId: p.id, requestId: req.requestId, timestamp: at };
+  const out: NewEvent[] = [];
+  if (o.firewall?.mode === 'block') {
+    // Category only: never the rule or the matched text.
+    out.push({ ...base, eventType: 'firewall.blocked', source: 'firewall', phase: 'firewall', metadata: { category: o.firewall.categories[0], categories: o.firewall.categories } });
+  }
+  const type = o.decision === 'allow' ? 'permit.allowed' : o.decision === 'review' ? 'permit.challenged' : 'permit.denied';
+  out.push({
+    ...base,
+    eventType: type,
+    source: 'permits',
+    phase: 'permit',
+    metadata: {
+      decision: o.decision,
+      reason: o.reason,
+      reason_code: o.code,
+      route: req.route,
+      operation: req.operation,
+      workflow_id: req.workflowId ?? null,
+      ...(o.retryAfterSeconds !== undefined ? { retry_after_seconds: o.retryAfterSeconds } : {}),
+      ...(o.decision === 'allow' ? { reserved_cost_usd_micros: req.estimatedCostMicros ?? 0 } : {}),
+      ...(o.firewall?.mode === 'monitor' ? { firewall_monitor_categories: o.firewall.categories } : {}),
+    },
+  });
+  if (p.expires_at) {
+    out.push({ ...base, eventType: 'permit.expiry_scheduled', source: 'permits', phase: 'permit', metadata: { expires_at: new Date(p.expires_at).toISOString() } });
+  }
+  return out;
+}
+
+export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
+  const { db, clock } = deps;
+
+  async function evaluate(req: GovernanceRequest, opts: EvaluateOptions): Promise<PermitDecision> {
+    const permitId = opts.permitId ?? newId('permit');
+    if (!opts.persist) {
+      const now = clock.now();
+      const ctx = await loadContext(db, req.projectId, now);
+      const o = decide(ctx, req);
+      return decisionFromOutcome(o, permitId, now, null, { dry_run: true, policy_version: ctx.policyVersion });
+    }
+    return withTransaction(db, async (c: PoolClient) => {
+      await lockProject(c, req.projectId);
+      if (opts.permitId) {
+        const existing = await findPermit(c, req.projectId, opts.permitId);
+        if (existing) return decisionFromPermit(existing);
+      }
+      // Read the clock after the lock: a decision is evaluated at the moment it can be applied.
+      const now = clock.now();
+      const ctx = await loadContext(c, req.projectId, now);
+      const o = decide(ctx, req);
+      const ttl =
+        o.decision === 'allow' ? (opts.ttlSeconds ?? DEFAULT_ALLOW_TTL_SECONDS) : o.decision === 'review' ? (opts.ttlSeconds ?? DEFAULT_REVIEW_TTL_SECONDS) : null;
+      const expiresAt = ttl !== null ? new Date(now.getTime() + ttl * 1000) : null;
+      const decision = decisionFromOutcome(o, permitId, now, expiresAt, { policy_version: ctx.policyVersion });
+      const allow = o.decision === 'allow';
+      const cost = allow ? (req.estimatedCostMicros ?? 0) : 0;
+      const periodKeys = PERIOD_KINDS.map((k) => ({ kind: k, start: ctx.periods[k].start }));
+      const permit = await insertPermit(c, {
+        id: permitId,
+        project_id: req.projectId,
+        request_id: req.requestId,
+        route: req.route,
+        operation: req.operation,
+        provider: req.provider,
+        model: req.model,
+        workflow_id: req.workflowId ?? null,
+        decision: o.decision,
+        reason_code: o.code,
+        display_reason: o.reason,
+        decision_details: decision.decision_details,
+        actions: decision.actions,
+        estimated_input_tokens: req.estimatedInputTokens,
+        estimated_output_tokens: req.estimatedOutputTokens,
+        estimated_cost_micros: req.estimatedCostMicros,
+        reservation_state: allow ? 'active' : 'none',
+        reservation_periods: allow ? periodKeys : [],
+        reserved_cost_micros: cost,
+        issued_at: now,
+        expires_at: expiresAt,
+        parent_permit_id: opts.parentPermitId ?? null,
+        idempotency_key: opts.idempotencyKey ?? null,
+        metadata: { ...(opts.permitMetadata ?? {}), request_metadata: req.metadata ?? {}, decision_metadata: decision.metadata },
+      });
+      if (allow) {
+        await addToSpend(c, req.projectId, periodKeys, { reserved: cost, requests: 1 });
+        const tokens = req.estimatedInputTokens + req.estimatedOutputTokens;
+        await consumeRateWindows(
+          c,
+          req.projectId,
+          ctx.policy.rate_limits.map((rl) => ({
+            limitId: rl.id,
+            windowSeconds: rl.window_seconds,
+            windowStart: rateWindow(now, rl.window_seconds).start,
+            amount: rl.metric === 'requests' ? 1 : tokens,
+          })),
+        );
+      }
+      await appendEvents(c, permitEvents(req, permit, o, now));
+      return decision;
+    });
+  }
+
+  /** Runs `fn` on the locked permit inside the project's governance lock. */
+  async function withLockedPermit<T>(permitId: string, fn: (c: PoolClient, p: PermitRecord) => Promise<T>): Promise<T | null> {
+    const { rows } = await db.query<{ project_id: string }>('SELECT project_id FROM permits WHERE id = $1', [permitId]);
+    if (!rows[0]) return null;
+    return withTransaction(db, async (c) => {
+      await lockProject(c, rows[0].project_id);
+      const p = await findPermitForUpdate(c, permitId);
+      if (!p) return null;
+      return fn(c, p);
+    });
+  }
+
+  async function settle(permitId: string, actual: ActualUsage): Promise<void> {
+    if (!Number.isInteger(actual.costMicros) || actual.costMicros < 0) throw new Error('settle: costMicros must be a non-negative integer');
+    await withLockedPermit(permitId, async (c, p) => {
+      if (p.reservation_state === 'settled') return;
+      const now = clock.now();
+      const periods = p.reservation_periods.length > 0 ? p.reservation_periods : PERIOD_KINDS.map((k) => ({ kind: k, start: periodOf(k, new Date(p.issued_at)).start }));
+      // An active reservation converts; usage arriving after a release or expiry is still real spend.
+      const reserved = p.reservation_state === 'active' ? Number(p.reserved_cost_micros) : 0;
+      await addToSpend(c, p.project_id, periods, { reserved: -reserved, settled: actual.costMicros });
+      await c.query(
+        `UPDATE permits SET reservation_state = 'settled', actual_cost_micros = $2, actual_input_tokens = $3, actual_output_tokens = $4,
+           settled_at = $5, reservation_periods = $6 WHERE id = $1`,
+        [permitId, actual.costMicros, actual.inputTokens, actual.outputTokens, now, JSON.stringify(periods)],
+      );
+    });
+  }
+
+  async function releaseWith(c: PoolClient, p: PermitRecord, state: 'released' | 'expired', reason: string, at: Date): Promise<boolean> {
+    if (p.reservation_state !== 'active') return false;
+    await addToSpend(c, p.project_id, p.reservation_periods, { reserved: -Number(p.reserved_cost_micros) });
+    await c.query('UPDATE permits SET reservation_state = $2, released_at = $3, release_reason = $4 WHERE id = $1', [p.id, state, at, reason]);
+    return true;
+  }
+
+  async function release(permitId: string, reason: string): Promise<void> {
+    await withLockedPermit(permitId, (c, p) => releaseWith(c, p, 'released', reason, clock.now()));
+  }
+
+  async function expireStaleReservations(now: Date = clock.now()): Promise<number> {
+    let count = 0;
+    for (;;) {
+      const { rows } = await db.query<{ id: string }>(
+        "SELECT id FROM permits WHERE reservation_state = 'active' AND expires_at <= $1 ORDER BY expires_at LIMIT 500",
+        [now],
+      );
+      if (rows.length === 0) break;
+      for (const { id } of rows) {
+        const done = await withLockedPermit(id, async (c, p) => {
+          if (!p.expires_at || new Date(p.expires_at) > now) return false;
+          const ok = await releaseWith(c, p, 'expired', 'permit_expired', now);
+          if (ok) {
+            await appendEvents(c, [{
+              projectId: p.project_id, eventType: 'permit.expired', source: 'permits', phase: 'permit', provider: p.provider, model: p.model,
+              permitId: p.id, requestId: p.request_id, timestamp: now,
+              metadata: { expires_at: new Date(p.expires_at).toISOString(), released_usd_micros: Number(p.reserved_cost_micros) },
+            }]);
+          }
+          return ok;
+        });
+        if (done) count += 1;
+      }
+      if (rows.length < 500) break;
+    }
+    await purgeRateWindows(db, new Date(now.getTime() - 24 * 3600 * 1000));
+    return count;
+  }
+
+  async function revoke(projectId: string, permitId: string, input: { revokedBy: string; reason: string }): Promise<PermitRecord | null> {
+    const existing = await findPermit(db, projectId, permitId);
+    if (!existing) return null;
+    return withLockedPermit(permitId, async (c, p) => {
+      if (p.revoked_at) return null;
+      const now = clock.now();
+      await releaseWith(c, p, 'released', 'permit_revoked', now);
+      const { rows } = await c.query<PermitRecord>(
+        'UPDATE permits SET revoked_at = $2, revoked_by = $3, revocation_reason = $4 WHERE id = $1 RETURNING *',
+        [p.id, now, input.revokedBy, input.reason],
+      );
+      await appendEvents(c, [{
+        projectId: p.project_id, eventType: 'permit.revoked', source: 'permits', phase: 'permit', provider: p.provider, model: p.model,
+        permitId: p.id, requestId: p.request_id, timestamp: now, metadata: { revoked_by: input.revokedBy, reason: input.reason },
+      }]);
+      return rows[0];
+    });
+  }
+
+  return { evaluate, settle, release, expireStaleReservations, revoke };
+}
