@@ -133,6 +133,8 @@ export interface DispatchOptions {
   signal?: AbortSignal;
   /** Called for each text delta of a streamed response. */
   onDelta?: (text: string) => void;
+  /** Per-call credentials (e.g. a project's own provider key); default: the configured ones. */
+  credentials?: { apiKey?: string; baseUrl?: string };
 }
 
 /** The provider layer as the execution path sees it (src/providers/index.ts builds one). */

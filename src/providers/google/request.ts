@@ -1,0 +1,78 @@
+/**
+ * Normalized → Gemini requests: generateContent / streamGenerateContent?alt=sse (text, image and
+ * audio parts; URL assets as `fileData {fileUri, mimeType}`), embedContent / batchEmbedContents.
+ */
+import type { NormalizedRequest } from '../types';
+import type { NativeCall } from '../shared/module';
+import { refuse } from '../shared/openai-compat';
+
+/** Prompt added to a transcribe.audio request that carries no instruction of its own. */
+export const GOOGLE_TRANSCRIBE_PROMPT = 'Transcribe this audio verbatim. Reply with the transcript only.';
+
+export const googleModelPath = (model: string) => `/v1beta/models/${encodeURIComponent(model.replace(/^models\//, ''))}`;
+
+type Part = { text: string } | { fileData: { fileUri: string; mimeType: string } };
+
+const DEFAULT_MIME: Record<string, string> = { image: 'image/png', audio: 'audio/mpeg' };
+
+function contentsOf(req: NormalizedRequest): { contents: { role: string; parts: Part[] }[]; system: string[] } {
+  if (req.messages) {
+    const system = req.messages.filter((m) => m.role === 'system').map((m) => m.content);
+    const contents = req.messages
+      .filter((m) => m.role !== 'system')
+      .map((m) => ({ role: m.role === 'assistant' ? 'model' : 'user', parts: [{ text: m.content }] }));
+    return { contents, system };
+  }
+  const parts: Part[] = [];
+  for (const i of req.inputs ?? []) {
+    if (i.type === 'text') parts.push({ text: i.text ?? '' });
+    else if (i.asset?.url) parts.push({ fileData: { fileUri: i.asset.url, mimeType: i.asset.mime_type ?? DEFAULT_MIME[i.type] } });
+  }
+  if (req.operation === 'transcribe.audio' && !parts.some((p) => 'text' in p)) parts.push({ text: GOOGLE_TRANSCRIBE_PROMPT });
+  return { contents: [{ role: 'user', parts }], system: [] };
+}
+
+export async function buildGoogleRequest(req: NormalizedRequest): Promise<NativeCall> {
+  const opts = { ...(req.providerOptions ?? {}) } as Record<string, any>;
+  const base = googleModelPath(req.model);
+  const json = (path: string, body: Record<string, unknown>, sse = false): NativeCall => ({
+    method: 'POST',
+    path,
+    headers: {},
+    body,
+    bodyKind: 'json',
+    responseKind: sse ? 'sse' : 'json',
+  });
+  if (req.operation === 'embed.text') {
+    const texts = req.messages ? req.messages.map((m) => m.content) : (req.inputs ?? []).map((i) => i.text ?? '');
+    if (texts.length === 1) return json(`${base}:embedContent`, { ...opts, content: { parts: [{ text: texts[0] }] } });
+    const name = `models/${req.model.replace(/^models\//, '')}`;
+    return json(`${base}:batchEmbedContents`, { requests: texts.map((t) => ({ ...opts, model: name, content: { parts: [{ text: t }] } })) });
+  }
+  if (req.operation === 'generate.image' || req.operation === 'generate.audio') refuse(`${req.operation} is not supported by google`);
+  const { contents, system } = contentsOf(req);
+  const p = req.parameters ?? {};
+  const generationConfig: Record<string, unknown> = { ...(opts.generationConfig ?? {}) };
+  if (p.max_output_tokens !== undefined) generationConfig.maxOutputTokens = p.max_output_tokens;
+  if (p.temperature !== undefined) generationConfig.temperature = p.temperature;
+  if (p.top_p !== undefined) generationConfig.topP = p.top_p;
+  const body: Record<string, unknown> = { ...opts, contents };
+  if (system.length) body.systemInstruction = { parts: [{ text: system.join('\n\n') }] };
+  if (Object.keys(generationConfig).length) body.generationConfig = generationConfig;
+  else delete body.generationConfig;
+  return req.stream ? json(`${base}:streamGenerateContent?alt=sse`, body, true) : json(`${base}:generateContent`, body);
+}
+
+export function googleInspectableText(body: unknown): string[] {
+  const b = body as Record<string, any>;
+  const out: string[] = [];
+  if (!b || typeof b !== 'object') return out;
+  const fromContent = (c: any) => {
+    for (const part of Array.isArray(c?.parts) ? c.parts : []) if (typeof part?.text === 'string') out.push(part.text);
+  };
+  fromContent(b.systemInstruction);
+  for (const c of Array.isArray(b.contents) ? b.contents : []) fromContent(c);
+  fromContent(b.content);
+  for (const r of Array.isArray(b.requests) ? b.requests : []) fromContent(r?.content);
+  return out;
+}

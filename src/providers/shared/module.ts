@@ -1,0 +1,82 @@
+/**
+ * The per-provider module contract. Every provider folder exports one `ProviderModule`; the gateway
+ * (src/providers/index.ts) drives them, and the proxy routes can reuse the pieces one by one
+ * (request/response/stream transforms, error mapping, native usage extraction, inspectable text).
+ */
+import type { FormData } from 'undici';
+import type { NormalizedRequest, ProviderFailure, ProviderId, ProviderResult, Usage } from '../types';
+import type { UsageCounts } from './usage';
+
+/** One native HTTP call, relative to the provider's base URL. Auth headers are added separately. */
+export interface NativeCall {
+  method: 'POST';
+  /** Path (and query) appended to the provider base URL, e.g. `/v1/chat/completions`. */
+  path: string;
+  headers: Record<string, string>;
+  /** A JSON body, or multipart form data (openai transcriptions). */
+  body: Record<string, unknown> | FormData;
+  bodyKind: 'json' | 'multipart';
+  /** `binary` for audio bytes (openai speech); `sse` for streams. */
+  responseKind: 'json' | 'binary' | 'sse';
+}
+
+export interface FetchedAsset {
+  data: Buffer;
+  mimeType: string;
+  filename: string;
+}
+
+export interface BuildContext {
+  /** Downloads an input asset (URL or data: URL); used where a provider needs the bytes. */
+  fetchAsset(url: string, mimeType?: string): Promise<FetchedAsset>;
+}
+
+/** One parsed SSE event. */
+export interface SseEvent {
+  event?: string;
+  data: string;
+}
+
+export interface StreamSnapshot {
+  /** Usage the provider reported in the stream so far (null when none yet). */
+  usage: UsageCounts | null;
+  finish_reason: string | null;
+  model: string | null;
+  /** True once the provider's terminal signal was seen ([DONE], message_stop, finishReason...). */
+  done: boolean;
+}
+
+/** Incremental parser of a provider's native stream. `push` returns the text deltas of one event. */
+export interface StreamParser {
+  push(ev: SseEvent): string[];
+  snapshot(): StreamSnapshot;
+}
+
+/** Thrown by stream parsers when the provider sends an error event mid-stream. */
+export class StreamErrorEvent extends Error {
+  constructor(readonly native: unknown, readonly status: number | null) {
+    super('provider sent an error event in the stream');
+  }
+}
+
+export interface ProviderModule {
+  id: ProviderId;
+  /** Headers carrying the API key (never logged). */
+  authHeaders(apiKey: string): Record<string, string>;
+  /** Normalized → native request (body, path, headers). */
+  buildRequest(req: NormalizedRequest, ctx: BuildContext): Promise<NativeCall>;
+  /** Native response → ProviderResult. `payload` is parsed JSON, or a Buffer for binary responses. */
+  parseResponse(req: NormalizedRequest, call: NativeCall, payload: unknown, contentType: string): ProviderResult;
+  /** Native SSE events → text deltas + usage. */
+  createStreamParser(req: NormalizedRequest): StreamParser;
+  /** HTTP status + native error body (+ headers) → provider-neutral failure. */
+  mapError(status: number, body: unknown, headers?: Record<string, string | string[] | undefined>): ProviderFailure;
+  /** The provider's own error body for a status and message (the emulator serves these). */
+  errorBody(status: number, message: string): unknown;
+  /** Usage of a provider-native response body for the given native path; null when it carries none. */
+  extractUsageFromNative(path: string, body: unknown): Usage | null;
+  /** Usage carried by a provider-native stream (the SSE events seen); null when it carried none. */
+  extractStreamUsage(events: SseEvent[]): Usage | null;
+  /** The user-visible text of a native request body, for the prompt firewall on proxy routes. */
+  inspectableText(nativeRequestBody: unknown): string[];
+}
