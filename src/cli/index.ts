@@ -4,6 +4,8 @@ import { createPool } from '../db/pool';
 import { migrate } from '../db/migrate';
 import { createProject, findProject, Plan, PLANS, setProjectPlan } from '../db/repositories/projects';
 import { createApiKey, KEY_SCOPES, KeyScope, listApiKeys, revokeApiKey } from '../db/repositories/api-keys';
+import { readFileSync } from 'node:fs';
+import { getPolicy, PolicyValidationError, updatePolicy } from '../db/repositories/policies';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -14,6 +16,9 @@ const USAGE = `Usage: npm run cli -- <command> [options]
                                                   prints the key once; only its hash is stored
   key list --project <id>
   key revoke --key-id <id>
+  policy get --project <id>                       print the governance policy document and version
+  policy set --project <id> --file <json> [--replace]
+                                                  JSON merge patch of the policy (whole document with --replace)
 `;
 
 class UsageError extends Error {}
@@ -38,6 +43,8 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
       project: { type: 'string' },
       scope: { type: 'string' },
       'key-id': { type: 'string' },
+      file: { type: 'string' },
+      replace: { type: 'boolean' },
     },
   });
   const [noun, verb] = positionals;
@@ -69,6 +76,31 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
         const record = await revokeApiKey(db, need(values['key-id'], 'key-id'));
         if (!record) throw new UsageError(`key ${values['key-id']} not found`);
         return record;
+      }
+      case 'policy get': {
+        const projectId = need(values.project, 'project');
+        if (!(await findProject(db, projectId))) throw new UsageError(`project ${projectId} not found`);
+        return await getPolicy(db, projectId);
+      }
+      case 'policy set': {
+        const projectId = need(values.project, 'project');
+        if (!(await findProject(db, projectId))) throw new UsageError(`project ${projectId} not found`);
+        let patch: unknown;
+        try {
+          patch = JSON.parse(readFileSync(need(values.file, 'file'), 'utf8'));
+        } catch (err) {
+          throw new UsageError(`--file: ${err instanceof Error ? err.message : String(err)}`);
+        }
+        try {
+          return await updatePolicy(db, { projectId, patch, mode: values.replace ? 'replace' : 'merge', updatedBy: 'cli', now: new Date() });
+        } catch (err) {
+          if (err instanceof PolicyValidationError) {
+            throw new UsageError(
+              'invalid policy: ' + err.zodError.issues.map((i) => `${i.path.join('.') || '(document)'}: ${i.message}`).join('; '),
+            );
+          }
+          throw err;
+        }
       }
       default:
         throw new UsageError(`unknown command "${positionals.join(' ')}"`);
