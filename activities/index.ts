@@ -1,5 +1,6 @@
 import type { ActivityDeps } from './deps';
 import { createMaintenanceActivities } from './maintenance';
+import { createIntentActivities } from './intents';
 
 export type { ActivityDeps } from './deps';
 
@@ -7,6 +8,7 @@ export type { ActivityDeps } from './deps';
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createMaintenanceActivities(deps),
+    ...createIntentActivities(deps),
   };
 }
 

@@ -10,6 +10,7 @@ import { createLogger, Logger } from './logger';
 import { connectTemporal, TemporalHandles } from './temporal/connection';
 import { createWorker, ensureMaintenanceWorkflows } from './temporal/worker';
 import { installTemporalRuntime } from './temporal/runtime';
+import { createIntentReservations } from './temporal/intent-reservations';
 
 export interface Tollgate {
   /** Base URL of the API, when this process serves it. */
@@ -76,6 +77,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       clock,
       metrics,
       temporal: { client: temporal.client, connection: temporal.connection, taskQueue: config.temporal.taskQueue },
+      intentReservations: createIntentReservations({ client: temporal.client, db, logger }),
     });
     server = http.createServer(app.callback());
     server.keepAliveTimeout = 65_000;

@@ -1,2 +1,3 @@
 // Every workflow the worker serves. One file per workflow; this file only re-exports.
 export { idempotencyCleanupWorkflow } from './maintenance';
+export { intentWorkflow } from './intent';

@@ -8,10 +8,11 @@ import { createHttpMetrics, observe } from './middleware/observe';
 import { requestId } from './middleware/request-id';
 import { registerStatusRoutes } from './routes/status';
 import { registerProjectRoutes } from './routes/projects';
+import { registerWorkflowRoutes } from './routes/workflows';
 import { registerPolicyRoutes } from './routes/policy';
 
 /** Route families, each in src/api/routes/<family>.ts. */
-const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes];
+const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes];
 
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();

@@ -5,6 +5,7 @@ import type { Clock } from '../clock';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Logger } from '../logger';
+import type { IntentReservations } from '../temporal/intent-reservations';
 
 /** What route modules receive. The API holds no business state of its own. */
 export interface ApiDeps {
@@ -14,4 +15,6 @@ export interface ApiDeps {
   clock: Clock;
   metrics: Registry;
   temporal: { client: Client; connection: NativeConnection; taskQueue: string };
+  /** Coalesced call reservations against workflow intents (X-Svc-Workflow-Id). */
+  intentReservations: IntentReservations;
 }

@@ -1,0 +1,196 @@
+import Router from '@koa/router';
+import { z } from 'zod';
+import { ApiDeps } from '../deps';
+import { ApiError, errors, parseOrThrow } from '../errors';
+import { authenticate, authOf, AuthContext } from '../middleware/auth';
+import { INTENT_STATUSES, listWorkflowIntents } from '../../db/repositories/workflow-intents';
+import {
+  amendWorkflowIntent,
+  completeWorkflowIntent,
+  declareWorkflowIntent,
+  IntentServiceDeps,
+  readWorkflowIntent,
+} from '../../intents/service';
+import { integritySigner } from '../../intents/signing';
+
+export const WORKFLOW_ID_PATTERN = /^[A-Za-z0-9_-]{1,255}$/;
+export const LIST_LIMIT_DEFAULT = 50;
+export const LIST_LIMIT_MAX = 200;
+
+const count = z.number().int().min(1).max(1_000_000_000);
+
+const intentSchema = z
+  .object({
+    expected_calls: count.optional(),
+    max_calls: count.optional(),
+    expected_model: z.string().min(1).max(200).optional(),
+    expected_input_tokens_per_call: z.number().int().min(0).max(10_000_000).optional(),
+    expected_output_tokens_per_call: z.number().int().min(0).max(10_000_000).optional(),
+    max_duration_seconds: z.number().int().min(1).max(366 * 24 * 3600).optional(),
+  })
+  .strict()
+  .refine((i) => i.expected_calls !== undefined || i.max_calls !== undefined, {
+    message: 'At least one of expected_calls or max_calls is required',
+  });
+
+const declareSchema = z
+  .object({
+    workflow_id: z.string().regex(WORKFLOW_ID_PATTERN, 'workflow_id must be 1 to 255 characters of [A-Za-z0-9_-]'),
+    intent: intentSchema,
+    budget_envelope_id: z.string().min(1).max(255).nullable().optional(),
+  })
+  .strict();
+
+const amendSchema = z
+  .object({
+    if_match_version: z.number().int().min(1),
+    new_expected_calls: count.optional(),
+    new_max_calls: count.optional(),
+    reason_provided: z.string().max(2000).optional(),
+  })
+  .strict()
+  .refine((b) => b.new_expected_calls !== undefined || b.new_max_calls !== undefined, {
+    message: 'At least one of new_expected_calls or new_max_calls is required',
+  });
+
+const completeSchema = z.object({ reason_provided: z.string().max(2000).optional() }).strict();
+
+const listSchema = z
+  .object({
+    status: z.enum(INTENT_STATUSES as [string, ...string[]]).optional(),
+    created_at_gte: z.iso.datetime({ offset: true }).optional(),
+    created_at_lte: z.iso.datetime({ offset: true }).optional(),
+    limit: z.coerce.number().int().min(1).max(LIST_LIMIT_MAX).default(LIST_LIMIT_DEFAULT),
+    cursor: z.string().min(1).max(500).optional(),
+  })
+  .strict();
+
+/** Opaque cursor: base64url of `{"v":1,"t":<declared_at, microseconds>,"id":<row id>}`. */
+export function encodeIntentCursor(t: string, id: string): string {
+  return Buffer.from(JSON.stringify({ v: 1, t, id })).toString('base64url');
+}
+
+function decodeIntentCursor(cursor: string): { declaredAt: string; id: string } {
+  try {
+    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (c?.v === 1 && typeof c.t === 'string' && !Number.isNaN(Date.parse(c.t)) && typeof c.id === 'string') return { declaredAt: c.t, id: c.id };
+  } catch {
+    /* fall through */
+  }
+  throw errors.validation([{ path: 'cursor', message: 'Invalid cursor; pass next_cursor from a previous page unchanged', code: 'invalid_cursor' }]);
+}
+
+/** Workflow intent requires the Production or Enterprise plan (403 plan.upgrade_required). */
+function requireIntentPlan(auth: AuthContext): void {
+  if (auth.plan === 'starter') {
+    throw new ApiError(403, 'plan.upgrade_required', 'Workflow intents require the Production or Enterprise plan', {
+      current_plan: auth.plan,
+      required_plans: ['production', 'enterprise'],
+    });
+  }
+}
+
+function workflowIdParam(raw: string): string {
+  if (!WORKFLOW_ID_PATTERN.test(raw)) throw errors.notFound('Workflow', raw);
+  return raw;
+}
+
+function header(ctx: { get(name: string): string }, name: string): string | null {
+  const v = ctx.get(name);
+  return v ? v.slice(0, 200) : null;
+}
+
+export function registerWorkflowRoutes(router: Router, deps: ApiDeps): void {
+  const anyKey = authenticate(deps.db);
+  const svc: IntentServiceDeps = {
+    db: deps.db,
+    config: deps.config,
+    clock: deps.clock,
+    logger: deps.logger,
+    temporal: { client: deps.temporal.client, taskQueue: deps.temporal.taskQueue },
+  };
+
+  router.post('/v1/workflows', anyKey, async (ctx) => {
+    const auth = authOf(ctx);
+    requireIntentPlan(auth);
+    const body = parseOrThrow(declareSchema, ctx.request.body ?? {});
+    const result = await declareWorkflowIntent(svc, { projectId: auth.projectId, keyId: auth.keyId }, body, {
+      declaredVia: { sdk: header(ctx, 'x-svc-sdk'), sdk_version: header(ctx, 'x-svc-sdk-version') },
+    });
+    ctx.status = result.status;
+    ctx.body = result.body;
+  });
+
+  router.get('/v1/workflows', anyKey, async (ctx) => {
+    const auth = authOf(ctx);
+    requireIntentPlan(auth);
+    const q = parseOrThrow(listSchema, ctx.query);
+    const after = q.cursor ? decodeIntentCursor(q.cursor) : undefined;
+    const rows = await listWorkflowIntents(deps.db, auth.projectId, {
+      status: q.status as never,
+      createdAtGte: q.created_at_gte ? new Date(q.created_at_gte) : undefined,
+      createdAtLte: q.created_at_lte ? new Date(q.created_at_lte) : undefined,
+      limit: q.limit + 1,
+      after,
+    });
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    ctx.body = {
+      object: 'list',
+      data: page.map((r) => ({
+        workflow_id: r.workflow_id,
+        status: r.status,
+        version: r.version,
+        actual_calls: r.actual_calls,
+        expected_calls: r.expected_calls,
+        max_calls: r.max_calls,
+        declared_at: r.declared_at.toISOString(),
+        expires_at: r.expires_at ? r.expires_at.toISOString() : null,
+      })),
+      next_cursor: rows.length > q.limit && last ? encodeIntentCursor(last.cursor_ts, last.id) : null,
+    };
+  });
+
+  router.get('/v1/workflows/:workflow_id', anyKey, async (ctx) => {
+    const auth = authOf(ctx);
+    requireIntentPlan(auth);
+    ctx.body = await readWorkflowIntent(svc, auth.projectId, workflowIdParam(ctx.params.workflow_id));
+  });
+
+  router.post('/v1/workflows/:workflow_id/amend', anyKey, async (ctx) => {
+    const auth = authOf(ctx);
+    requireIntentPlan(auth);
+    const workflowId = workflowIdParam(ctx.params.workflow_id);
+    const body = parseOrThrow(amendSchema, ctx.request.body ?? {});
+    ctx.body = await amendWorkflowIntent(svc, auth.projectId, workflowId, body);
+  });
+
+  router.post('/v1/workflows/:workflow_id/complete', anyKey, async (ctx) => {
+    const auth = authOf(ctx);
+    requireIntentPlan(auth);
+    const workflowId = workflowIdParam(ctx.params.workflow_id);
+    const body = parseOrThrow(completeSchema, ctx.request.body ?? {});
+    ctx.body = await completeWorkflowIntent(svc, auth.projectId, workflowId, body);
+  });
+
+  // Public verification key for declaration and amendment signatures (no authentication).
+  router.get('/v1/integrity/permit-binding-public-keys', async (ctx) => {
+    const signer = await integritySigner(deps.db, deps.config);
+    ctx.set('cache-control', 'public, max-age=300');
+    ctx.body = {
+      object: 'list',
+      data: [
+        {
+          kid: signer.kid,
+          algorithm: 'Ed25519',
+          public_key_b64: signer.publicKeyB64,
+          public_key_pem: signer.publicKeyPem,
+          source: signer.source,
+          signs: ['workflow_declaration', 'workflow_amendment'],
+          canonicalization: 'RFC 8785 (JCS)',
+          created_at: signer.createdAt,
+        },
+      ],
+    };
+  });
+}

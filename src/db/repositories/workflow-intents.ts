@@ -1,0 +1,160 @@
+import { Queryable } from '../pool';
+
+export type IntentStatus = 'active' | 'completed' | 'expired' | 'rejected';
+export const INTENT_STATUSES: readonly IntentStatus[] = ['active', 'completed', 'expired', 'rejected'];
+
+export interface WorkflowIntentRecord {
+  id: string;
+  project_id: string;
+  workflow_id: string;
+  status: IntentStatus;
+  version: number;
+  expected_calls: number | null;
+  max_calls: number | null;
+  actual_calls: number;
+  intent: Record<string, unknown>;
+  canonical_intent_hash: string;
+  projected_cost: Record<string, unknown>;
+  reason_code: string | null;
+  decision_details: Record<string, unknown> | null;
+  declared_by: { type: string; id: string };
+  declared_via: { sdk: string | null; sdk_version: string | null };
+  declaration_signature_b64: string | null;
+  signature_kid: string | null;
+  budget_envelope_id: string | null;
+  declared_at: Date;
+  expires_at: Date | null;
+  completed_at: Date | null;
+  expired_at: Date | null;
+  reconciliation: Record<string, unknown> | null;
+  temporal_workflow_id: string | null;
+  temporal_first_run_id: string | null;
+  updated_at: Date;
+}
+
+export interface AmendmentRecord {
+  id: string;
+  project_id: string;
+  workflow_id: string;
+  applied_against_version: number;
+  previous_expected_calls: number | null;
+  new_expected_calls: number | null;
+  previous_max_calls: number | null;
+  new_max_calls: number | null;
+  reason_provided: string | null;
+  projected_cost: Record<string, unknown>;
+  amendment_signature_b64: string;
+  signature_kid: string;
+  created_at: Date;
+}
+
+export type NewWorkflowIntent = Omit<
+  WorkflowIntentRecord,
+  'version' | 'actual_calls' | 'completed_at' | 'expired_at' | 'reconciliation' | 'temporal_first_run_id' | 'updated_at'
+>;
+
+/**
+ * Inserts a declaration unless (project_id, workflow_id) exists. Returns the inserted row, or null
+ * when another declaration holds the id (the unique constraint decides races).
+ */
+export async function insertWorkflowIntent(db: Queryable, r: NewWorkflowIntent): Promise<WorkflowIntentRecord | null> {
+  const { rows } = await db.query<WorkflowIntentRecord>(
+    `INSERT INTO workflow_intents (id, project_id, workflow_id, status, expected_calls, max_calls, intent, canonical_intent_hash,
+       projected_cost, reason_code, decision_details, declared_by, declared_via, declaration_signature_b64, signature_kid,
+       budget_envelope_id, declared_at, expires_at, temporal_workflow_id)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)
+     ON CONFLICT (project_id, workflow_id) DO NOTHING
+     RETURNING *`,
+    [
+      r.id,
+      r.project_id,
+      r.workflow_id,
+      r.status,
+      r.expected_calls,
+      r.max_calls,
+      JSON.stringify(r.intent),
+      r.canonical_intent_hash,
+      JSON.stringify(r.projected_cost),
+      r.reason_code,
+      r.decision_details === null ? null : JSON.stringify(r.decision_details),
+      JSON.stringify(r.declared_by),
+      JSON.stringify(r.declared_via),
+      r.declaration_signature_b64,
+      r.signature_kid,
+      r.budget_envelope_id,
+      r.declared_at,
+      r.expires_at,
+      r.temporal_workflow_id,
+    ],
+  );
+  return rows[0] ?? null;
+}
+
+export async function findWorkflowIntent(db: Queryable, projectId: string, workflowId: string): Promise<WorkflowIntentRecord | null> {
+  const { rows } = await db.query<WorkflowIntentRecord>('SELECT * FROM workflow_intents WHERE project_id = $1 AND workflow_id = $2', [
+    projectId,
+    workflowId,
+  ]);
+  return rows[0] ?? null;
+}
+
+export async function setTemporalRunId(db: Queryable, projectId: string, workflowId: string, runId: string): Promise<void> {
+  await db.query(
+    'UPDATE workflow_intents SET temporal_first_run_id = $3 WHERE project_id = $1 AND workflow_id = $2 AND temporal_first_run_id IS NULL',
+    [projectId, workflowId, runId],
+  );
+}
+
+/** Mirrors the workflow's counter; a no-op once the intent left `active` (final values win). */
+export async function persistActualCalls(db: Queryable, projectId: string, workflowId: string, actualCalls: number): Promise<void> {
+  await db.query(
+    `UPDATE workflow_intents SET actual_calls = $3, updated_at = now()
+     WHERE project_id = $1 AND workflow_id = $2 AND status = 'active' AND actual_calls <> $3`,
+    [projectId, workflowId, actualCalls],
+  );
+}
+
+export async function listAmendments(db: Queryable, projectId: string, workflowId: string): Promise<AmendmentRecord[]> {
+  const { rows } = await db.query<AmendmentRecord>(
+    'SELECT * FROM workflow_intent_amendments WHERE project_id = $1 AND workflow_id = $2 ORDER BY applied_against_version',
+    [projectId, workflowId],
+  );
+  return rows;
+}
+
+export interface IntentListFilters {
+  status?: IntentStatus;
+  createdAtGte?: Date;
+  createdAtLte?: Date;
+  limit: number;
+  after?: { declaredAt: string; id: string };
+}
+
+/** Newest first; keyset pagination on (declared_at, id). `cursor_ts` keeps microseconds. */
+export async function listWorkflowIntents(
+  db: Queryable,
+  projectId: string,
+  f: IntentListFilters,
+): Promise<Array<WorkflowIntentRecord & { cursor_ts: string }>> {
+  const where = ['project_id = $1'];
+  const params: unknown[] = [projectId];
+  const add = (sql: string, v: unknown) => {
+    params.push(v);
+    where.push(sql.replace('?', `$${params.length}`));
+  };
+  if (f.status) add('status = ?', f.status);
+  if (f.createdAtGte) add('declared_at >= ?', f.createdAtGte);
+  if (f.createdAtLte) add('declared_at <= ?', f.createdAtLte);
+  if (f.after) {
+    params.push(f.after.declaredAt, f.after.id);
+    where.push(`(declared_at, id) < ($${params.length - 1}::timestamptz, $${params.length})`);
+  }
+  params.push(f.limit);
+  const { rows } = await db.query(
+    `SELECT *, to_char(declared_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts
+     FROM workflow_intents WHERE ${where.join(' AND ')}
+     ORDER BY declared_at DESC, id DESC LIMIT $${params.length}`,
+    params,
+  );
+  return rows;
+}
