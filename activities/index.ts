@@ -1,6 +1,7 @@
 import type { ActivityDeps } from './deps';
 import { createMaintenanceActivities } from './maintenance';
 import { createIntentActivities } from './intents';
+import { createExecutionActivities } from './executions';
 
 export type { ActivityDeps } from './deps';
 
@@ -9,6 +10,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createMaintenanceActivities(deps),
     ...createIntentActivities(deps),
+    ...createExecutionActivities(deps),
   };
 }
 

@@ -11,6 +11,10 @@ import { connectTemporal, TemporalHandles } from './temporal/connection';
 import { createWorker, ensureMaintenanceWorkflows } from './temporal/worker';
 import { installTemporalRuntime } from './temporal/runtime';
 import { createIntentReservations } from './temporal/intent-reservations';
+import { createStreamRelay } from './executions/stream-relay';
+import { createGovernance } from './governance';
+import { pricing } from './pricing';
+import { createProviderGateway } from './providers';
 
 export interface Tollgate {
   /** Base URL of the API, when this process serves it. */
@@ -48,6 +52,10 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
     retryForMs: opts.temporalRetryMs ?? 0,
   });
 
+  // Governed executions: the stream relay serves both roles; providers and governance the worker.
+  const relay = createStreamRelay({ db, databaseUrl: config.databaseUrl, logger });
+  const providers = config.role !== 'api' ? createProviderGateway(config) : null;
+
   let worker: Worker | null = null;
   let workerRun: Promise<void> | null = null;
   if (config.role !== 'api') {
@@ -55,7 +63,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       connection: temporal.connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
-      deps: { db, config, clock, logger },
+      deps: { db, config, clock, logger, providers: providers!, pricing, governance: createGovernance({ db, clock }), relay },
       workflowBundlePath: config.temporal.workflowBundlePath,
     });
     workerRun = worker.run().catch((err) => {
@@ -78,6 +86,8 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       metrics,
       temporal: { client: temporal.client, connection: temporal.connection, taskQueue: config.temporal.taskQueue },
       intentReservations: createIntentReservations({ client: temporal.client, db, logger }),
+      pricing,
+      relay,
     });
     server = http.createServer(app.callback());
     server.keepAliveTimeout = 65_000;
@@ -108,6 +118,8 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
         if (worker.getState() === 'RUNNING') worker.shutdown();
         await workerRun.catch(() => undefined);
       }
+      await relay.close().catch(() => undefined);
+      await providers?.close().catch(() => undefined);
       await temporal.connection.close().catch(() => undefined);
       await db.end().catch(() => undefined);
     },

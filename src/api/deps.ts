@@ -6,6 +6,8 @@ import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Logger } from '../logger';
 import type { IntentReservations } from '../temporal/intent-reservations';
+import type { StreamRelay } from '../executions/stream-relay';
+import type { PricingCatalog } from '../pricing/types';
 
 /** What route modules receive. The API holds no business state of its own. */
 export interface ApiDeps {
@@ -17,4 +19,7 @@ export interface ApiDeps {
   temporal: { client: Client; connection: NativeConnection; taskQueue: string };
   /** Coalesced call reservations against workflow intents (X-Svc-Workflow-Id). */
   intentReservations: IntentReservations;
+  /** Governed executions: routing defaults and the stream relay (src/executions). */
+  pricing?: PricingCatalog;
+  relay?: StreamRelay;
 }

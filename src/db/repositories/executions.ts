@@ -1,0 +1,142 @@
+import { Queryable } from '../pool';
+import type { ExecutionEnvelope } from '../../executions/envelope';
+
+export interface ExecutionRecord {
+  id: string;
+  project_id: string;
+  route: 'executions' | 'execute';
+  operation: string;
+  mode: 'sync' | 'stream';
+  status: 'completed' | 'failed' | 'denied';
+  status_code: number;
+  permit_id: string | null;
+  provider: string | null;
+  model: string | null;
+  workflow_intent_id: string | null;
+  idempotency_key: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd_micros: number;
+  estimated_final: boolean;
+  error_code: string | null;
+  created_at: Date;
+  completed_at: Date;
+  duration_ms: number;
+  envelope: ExecutionEnvelope;
+  recorded_at: Date;
+}
+
+export type NewExecution = Omit<ExecutionRecord, 'recorded_at'>;
+
+/**
+ * Inserts the execution once. Returns false when a row with this id already exists (a retried
+ * recording), so the caller skips every other side effect of recording.
+ */
+export async function insertExecutionOnce(db: Queryable, e: NewExecution): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `INSERT INTO executions (id, project_id, route, operation, mode, status, status_code, permit_id, provider, model,
+       workflow_intent_id, idempotency_key, input_tokens, output_tokens, cost_usd_micros, estimated_final, error_code,
+       created_at, completed_at, duration_ms, envelope)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)
+     ON CONFLICT (id) DO NOTHING`,
+    [
+      e.id,
+      e.project_id,
+      e.route,
+      e.operation,
+      e.mode,
+      e.status,
+      e.status_code,
+      e.permit_id,
+      e.provider,
+      e.model,
+      e.workflow_intent_id,
+      e.idempotency_key,
+      e.input_tokens,
+      e.output_tokens,
+      e.cost_usd_micros,
+      e.estimated_final,
+      e.error_code,
+      e.created_at,
+      e.completed_at,
+      e.duration_ms,
+      JSON.stringify(e.envelope),
+    ],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+export async function findExecution(db: Queryable, projectId: string, id: string): Promise<ExecutionRecord | null> {
+  const { rows } = await db.query<ExecutionRecord>('SELECT * FROM executions WHERE project_id = $1 AND id = $2', [projectId, id]);
+  return rows[0] ?? null;
+}
+
+export async function findExecutionById(db: Queryable, id: string): Promise<ExecutionRecord | null> {
+  const { rows } = await db.query<ExecutionRecord>('SELECT * FROM executions WHERE id = $1', [id]);
+  return rows[0] ?? null;
+}
+
+export interface ExecutionMetrics {
+  window: { from: string; to: string };
+  total: number;
+  counts: { completed: number; failed: number; denied: number };
+  by_status_code: Record<string, number>;
+  latency_ms: { p50: number | null; p95: number | null; p99: number | null; max: number | null };
+  tokens: { input: number; output: number };
+  spend: { total_usd_micros: number; by_provider_model: { provider: string; model: string; executions: number; cost_usd_micros: number; input_tokens: number; output_tokens: number }[] };
+}
+
+/** Counts, latency percentiles and spend over `[from, to)`, from the executions table only. */
+export async function executionMetrics(db: Queryable, projectId: string, from: Date, to: Date, route?: string): Promise<ExecutionMetrics> {
+  const params = [projectId, from, to, route ?? null];
+  const where = `project_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text IS NULL OR route = $4)`;
+  const [agg, codes, spend] = await Promise.all([
+    db.query<Record<string, number | null>>(
+      `SELECT count(*)::int AS total,
+              count(*) FILTER (WHERE status = 'completed')::int AS completed,
+              count(*) FILTER (WHERE status = 'failed')::int AS failed,
+              count(*) FILTER (WHERE status = 'denied')::int AS denied,
+              percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
+              percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95,
+              percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) AS p99,
+              max(duration_ms) AS max,
+              COALESCE(sum(input_tokens), 0)::bigint AS input_tokens,
+              COALESCE(sum(output_tokens), 0)::bigint AS output_tokens,
+              COALESCE(sum(cost_usd_micros), 0)::bigint AS cost
+       FROM executions WHERE ${where}`,
+      params,
+    ),
+    db.query<{ status_code: number; n: number }>(
+      `SELECT status_code, count(*)::int AS n FROM executions WHERE ${where} GROUP BY status_code ORDER BY status_code`,
+      params,
+    ),
+    db.query<{ provider: string; model: string; executions: number; cost: number; input_tokens: number; output_tokens: number }>(
+      `SELECT provider, model, count(*)::int AS executions, COALESCE(sum(cost_usd_micros), 0)::bigint AS cost,
+              COALESCE(sum(input_tokens), 0)::bigint AS input_tokens, COALESCE(sum(output_tokens), 0)::bigint AS output_tokens
+       FROM executions WHERE ${where} AND provider IS NOT NULL AND status <> 'denied'
+       GROUP BY provider, model ORDER BY cost DESC, provider, model`,
+      params,
+    ),
+  ]);
+  const a = agg.rows[0];
+  const round = (v: number | null | undefined) => (v === null || v === undefined ? null : Math.round(Number(v)));
+  return {
+    window: { from: from.toISOString(), to: to.toISOString() },
+    total: Number(a.total),
+    counts: { completed: Number(a.completed), failed: Number(a.failed), denied: Number(a.denied) },
+    by_status_code: Object.fromEntries(codes.rows.map((r) => [String(r.status_code), Number(r.n)])),
+    latency_ms: { p50: round(a.p50), p95: round(a.p95), p99: round(a.p99), max: round(a.max) },
+    tokens: { input: Number(a.input_tokens), output: Number(a.output_tokens) },
+    spend: {
+      total_usd_micros: Number(a.cost),
+      by_provider_model: spend.rows.map((r) => ({
+        provider: r.provider,
+        model: r.model,
+        executions: Number(r.executions),
+        cost_usd_micros: Number(r.cost),
+        input_tokens: Number(r.input_tokens),
+        output_tokens: Number(r.output_tokens),
+      })),
+    },
+  };
+}

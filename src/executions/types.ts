@@ -1,0 +1,85 @@
+/**
+ * What the API hands the executionWorkflow and what its activities pass along. Plain JSON (it
+ * crosses Temporal), no functions.
+ */
+import type { ProviderId } from '../config';
+import type { ChatMessage, InputItem, Operation, ProviderFailure, ProviderResult, Usage } from '../providers/types';
+import type { ExecutionRoute } from './envelope';
+import type { RoutingReason, Target } from './routing';
+
+export interface ExecutionInput {
+  executionId: string;
+  permitId: string;
+  projectId: string;
+  route: ExecutionRoute;
+  mode: 'sync' | 'stream';
+  /** ISO time the API accepted the request (envelope created_at / timing.started_at). */
+  createdAt: string;
+  request: {
+    operation: Operation;
+    messages?: ChatMessage[];
+    inputs?: InputItem[];
+    parameters?: { max_output_tokens?: number; temperature?: number; top_p?: number };
+    /** provider_options by provider id; the dispatched target's entry is passed to its adapter. */
+    providerOptions?: Partial<Record<ProviderId, Record<string, unknown>>>;
+  };
+  routing: {
+    requested_provider: ProviderId | null;
+    requested_model: string | null;
+    reason_code: RoutingReason;
+    primary: Target;
+    fallback: Target[];
+  };
+  workflowIntentId: string | null;
+  idempotencyKey: string | null;
+  /** /v1/execute only. */
+  resolved?: { provider: string; model: string; alias: string | null };
+  /** Stream mode: relay channels (deltas to the API, control to the worker). */
+  relay?: { stream: string; control: string };
+  dispatchTimeoutMs: number;
+  heartbeatTimeoutMs: number;
+}
+
+export interface GovernOutcome {
+  decision: 'allow' | 'deny' | 'review' | 'throttle';
+  reason_code: string;
+  display_reason: string;
+  actions: { type: string; message: string }[];
+  retry_after_seconds?: number;
+}
+
+/** A provider call that was made (one per target tried). */
+export interface AttemptRecord {
+  provider: ProviderId;
+  model: string;
+  sentAt: string;
+  receivedAt: string;
+  ok: boolean;
+  status: number | null;
+  failureKind?: ProviderFailure['kind'];
+}
+
+export type DispatchOutcome =
+  | {
+      ok: true;
+      target: Target;
+      result: ProviderResult;
+      attempts: AttemptRecord[];
+      fallbackOccurred: boolean;
+    }
+  | {
+      ok: false;
+      /** provider: the upstream failed; aborted: the stream's client went away. */
+      kind: 'provider' | 'aborted';
+      target: Target;
+      failure: Omit<ProviderFailure, 'native'>;
+      partialUsage: Usage | null;
+      attempts: AttemptRecord[];
+      fallbackOccurred: boolean;
+    };
+
+export type RecordInput =
+  | { kind: 'governed_out'; gov: GovernOutcome }
+  | { kind: 'dispatched'; gov: GovernOutcome; outcome: DispatchOutcome }
+  /** The dispatch activity did not finish (worker died mid-call, timed out): outcome unknown. */
+  | { kind: 'interrupted'; gov: GovernOutcome; message: string };
