@@ -1,0 +1,450 @@
+/**
+ * The provider emulator: the five providers' native HTTP APIs, each under its own prefix
+ * (`/openai/v1/...`, `/anthropic/v1/messages`, `/google/v1beta/models/{m}:...`, `/deepseek/...`,
+ * `/mistral/v1/...`), with their real response shapes, SSE framing and error bodies. Output is
+ * deterministic (derived from a hash of the input); token counts use the same tokenizer as
+ * Tollgate's estimator. Fault controls: see ./faults.ts and README.md.
+ */
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { providerModules } from '../providers';
+import type { ProviderId } from '../providers/types';
+import { countChatTokens, countTokens } from '../pricing/tokenizer';
+import { audioFor, audioSecondsOf, chunksOf, embeddingBase64, embeddingFor, hashHex, pngFor, replyFor, transcriptOf } from './content';
+import { parseFaults, type Faults } from './faults';
+
+interface Ctx {
+  req: IncomingMessage;
+  res: ServerResponse;
+  provider: ProviderId;
+  path: string; // after the provider prefix, without query
+  query: URLSearchParams;
+  raw: Buffer;
+  body: any;
+  baseUrl: string;
+}
+
+class HttpFail extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+const now = () => Math.floor(Date.now() / 1000);
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  const data = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data), ...headers });
+  res.end(data);
+}
+
+function sendError(ctx: Ctx, status: number, message: string, faults?: Faults) {
+  const headers: Record<string, string> = {};
+  if (status === 429) headers['retry-after'] = String(faults?.retryAfter ?? 1);
+  sendJson(ctx.res, status, providerModules[ctx.provider].errorBody(status, message), headers);
+}
+
+function hasKey(ctx: Ctx): boolean {
+  const h = ctx.req.headers;
+  const bearer = /^Bearer\s+\S+/i.test(String(h.authorization ?? ''));
+  if (ctx.provider === 'anthropic') return Boolean(h['x-api-key']) || bearer;
+  if (ctx.provider === 'google') return Boolean(h['x-goog-api-key']) || Boolean(ctx.query.get('key')) || bearer;
+  return bearer;
+}
+
+/** Every user-visible text of the request (for markers and token counts). */
+function textsOf(ctx: Ctx): string[] {
+  if (ctx.body instanceof FormData) {
+    const p = ctx.body.get('prompt');
+    return typeof p === 'string' ? [p] : [];
+  }
+  return providerModules[ctx.provider].inspectableText(ctx.body);
+}
+
+/** SSE writer honouring ttft, chunk delay and stream-break faults. */
+function sseWriter(ctx: Ctx, faults: Faults) {
+  ctx.res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  ctx.res.flushHeaders();
+  let sent = 0;
+  return {
+    /** Writes one event; returns false (and kills the connection) when the break fault fires. */
+    async write(data: string, event?: string): Promise<boolean> {
+      if (sent === 0 && faults.ttftMs) await sleep(faults.ttftMs);
+      else if (faults.chunkDelayMs) await sleep(faults.chunkDelayMs);
+      if (faults.streamBreakAfter !== undefined && sent >= faults.streamBreakAfter) {
+        ctx.res.socket?.destroy();
+        return false;
+      }
+      ctx.res.write(`${event ? `event: ${event}\n` : ''}data: ${data}\n\n`);
+      sent++;
+      return true;
+    },
+    end: () => ctx.res.end(),
+  };
+}
+
+// ---------------------------------------------------------------- OpenAI-shaped chat (openai, deepseek, mistral)
+
+function chatPrompt(body: any): { texts: string[]; last: string } {
+  const texts = providerModules.openai.inspectableText(body);
+  const users = (Array.isArray(body?.messages) ? body.messages : []).filter((m: any) => m?.role === 'user');
+  const lastUser = users[users.length - 1];
+  const last = lastUser ? providerModules.openai.inspectableText({ messages: [lastUser] }).join('\n') : texts.join('\n');
+  return { texts, last };
+}
+
+function chatUsage(provider: ProviderId, input: number, output: number, cached: number) {
+  const base = { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
+  if (provider === 'openai') {
+    return { ...base, prompt_tokens_details: { cached_tokens: cached, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 } };
+  }
+  if (provider === 'deepseek') return { ...base, prompt_cache_hit_tokens: cached, prompt_cache_miss_tokens: input - cached };
+  return base;
+}
+
+async function chat(ctx: Ctx, faults: Faults) {
+  const b = ctx.body;
+  if (!b?.model) throw new HttpFail(400, 'you must provide a model parameter');
+  if (!Array.isArray(b.messages) || b.messages.length === 0) throw new HttpFail(400, "'messages' must be a non-empty array");
+  const { texts, last } = chatPrompt(b);
+  const maxTokens = b.max_completion_tokens ?? b.max_tokens;
+  const { text, truncated } = replyFor(last, maxTokens);
+  const input = countChatTokens(texts);
+  const output = countTokens(text);
+  const cached = Math.min(faults.cachedTokens, input);
+  const usage = chatUsage(ctx.provider, input, output, cached);
+  const id = `${ctx.provider === 'openai' ? 'chatcmpl-' : ''}${hashHex(JSON.stringify(b)).slice(0, 24)}`;
+  const finish = truncated ? 'length' : 'stop';
+  const created = now();
+  if (!b.stream) {
+    const message: Record<string, unknown> = { role: 'assistant', content: text };
+    if (ctx.provider === 'openai') Object.assign(message, { refusal: null, annotations: [] });
+    if (ctx.provider === 'mistral') Object.assign(message, { tool_calls: null, prefix: false });
+    return sendJson(ctx.res, 200, {
+      id,
+      object: 'chat.completion',
+      created,
+      model: b.model,
+      choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
+      ...(faults.omitUsage ? {} : { usage }),
+      ...(ctx.provider === 'mistral' ? {} : { system_fingerprint: 'fp_emulator' }),
+    });
+  }
+  const w = sseWriter(ctx, faults);
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ id, object: 'chat.completion.chunk', created, model: b.model, ...(ctx.provider === 'mistral' ? {} : { system_fingerprint: 'fp_emulator' }), choices, ...extra });
+  if (!(await w.write(chunk([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }])))) return;
+  for (const piece of chunksOf(text)) {
+    if (!(await w.write(chunk([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }])))) return;
+  }
+  if (faults.malformed) {
+    ctx.res.write('data: {"id": "broken", "choices": [\n\n');
+    return w.end();
+  }
+  const usageOnFinal = ctx.provider !== 'openai' && !faults.omitUsage;
+  if (!(await w.write(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finish }], usageOnFinal ? { usage } : {})))) return;
+  if (ctx.provider === 'openai' && b.stream_options?.include_usage && !faults.omitUsage) {
+    if (!(await w.write(chunk([], { usage })))) return;
+  }
+  if (!(await w.write('[DONE]'))) return;
+  w.end();
+}
+
+function embeddings(ctx: Ctx, faults: Faults) {
+  const b = ctx.body;
+  if (!b?.model) throw new HttpFail(400, 'you must provide a model parameter');
+  const inputs: string[] = typeof b.input === 'string' ? [b.input] : Array.isArray(b.input) ? b.input.map(String) : [];
+  if (!inputs.length) throw new HttpFail(400, "'input' must be a string or a non-empty array of strings");
+  const dims = Number(b.dimensions ?? b.output_dimension ?? 16) || 16;
+  const base64 = b.encoding_format === 'base64';
+  const tokens = inputs.reduce((n, t) => n + countTokens(t), 0);
+  const usage = ctx.provider === 'mistral' ? { prompt_tokens: tokens, completion_tokens: 0, total_tokens: tokens } : { prompt_tokens: tokens, total_tokens: tokens };
+  sendJson(ctx.res, 200, {
+    ...(ctx.provider === 'mistral' ? { id: `emb-${hashHex(inputs.join('\n')).slice(0, 16)}` } : {}),
+    object: 'list',
+    data: inputs.map((t, index) => {
+      const v = embeddingFor(t, dims);
+      return { object: 'embedding', index, embedding: base64 ? embeddingBase64(v) : v };
+    }),
+    model: b.model,
+    ...(faults.omitUsage ? {} : { usage }),
+  });
+}
+
+// ---------------------------------------------------------------- OpenAI media
+
+function images(ctx: Ctx, faults: Faults) {
+  const b = ctx.body;
+  if (typeof b?.prompt !== 'string' || !b.prompt) throw new HttpFail(400, "'prompt' is required");
+  const model = b.model ?? 'dall-e-2';
+  const n = Math.max(1, Math.min(10, Number(b.n ?? 1)));
+  const asUrl = b.response_format === 'url' || (b.response_format === undefined && String(model).startsWith('dall-e'));
+  const png = pngFor(b.prompt);
+  const id = hashHex(b.prompt).slice(0, 16);
+  const data = Array.from({ length: n }, (_, i) =>
+    asUrl ? { url: `${ctx.baseUrl}/assets/image/${id}-${i}.png`, revised_prompt: b.prompt } : { b64_json: png.toString('base64') },
+  );
+  const input = countTokens(b.prompt);
+  const usage = String(model).startsWith('gpt-image')
+    ? { input_tokens: input, output_tokens: 272 * n, total_tokens: input + 272 * n, input_tokens_details: { text_tokens: input, image_tokens: 0 } }
+    : undefined;
+  sendJson(ctx.res, 200, { created: now(), data, ...(usage && !faults.omitUsage ? { usage, output_format: 'png' } : {}) });
+}
+
+const AUDIO_TYPES: Record<string, string> = { mp3: 'audio/mpeg', wav: 'audio/wav', opus: 'audio/ogg', aac: 'audio/aac', flac: 'audio/flac', pcm: 'audio/pcm' };
+
+function speech(ctx: Ctx) {
+  const b = ctx.body;
+  if (typeof b?.input !== 'string' || !b.input) throw new HttpFail(400, "'input' is required");
+  if (!b.voice) throw new HttpFail(400, "'voice' is required");
+  const audio = audioFor(`${b.voice}:${b.input}`);
+  ctx.res.writeHead(200, { 'content-type': AUDIO_TYPES[b.response_format ?? 'mp3'] ?? 'audio/mpeg', 'content-length': audio.length });
+  ctx.res.end(audio);
+}
+
+async function transcriptions(ctx: Ctx, faults: Faults) {
+  const form = ctx.body as FormData;
+  if (!(form instanceof FormData)) throw new HttpFail(400, 'expected multipart/form-data');
+  const file = form.get('file');
+  const model = form.get('model');
+  if (!file || typeof file === 'string') throw new HttpFail(400, "'file' is required");
+  if (!model) throw new HttpFail(400, "'model' is required");
+  const data = Buffer.from(await (file as Blob).arrayBuffer());
+  const text = transcriptOf(data, (file as File).name ?? 'audio');
+  const seconds = audioSecondsOf(data);
+  const format = String(form.get('response_format') ?? 'json');
+  const usage = String(model).startsWith('whisper')
+    ? { type: 'duration', seconds }
+    : { type: 'tokens', input_tokens: seconds * 10, output_tokens: countTokens(text), total_tokens: seconds * 10 + countTokens(text), input_token_details: { text_tokens: 0, audio_tokens: seconds * 10 } };
+  if (format === 'text') {
+    ctx.res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+    return ctx.res.end(text);
+  }
+  const extra = format === 'verbose_json' ? { task: 'transcribe', language: 'english', duration: seconds, segments: [] } : {};
+  sendJson(ctx.res, 200, { ...extra, text, ...(faults.omitUsage ? {} : { usage }) });
+}
+
+// ---------------------------------------------------------------- Anthropic
+
+async function anthropicMessages(ctx: Ctx, faults: Faults) {
+  const b = ctx.body;
+  if (!b?.model) throw new HttpFail(400, 'model: Field required');
+  if (typeof b.max_tokens !== 'number') throw new HttpFail(400, 'max_tokens: Field required');
+  if (!Array.isArray(b.messages) || !b.messages.length) throw new HttpFail(400, 'messages: Field required');
+  const texts = providerModules.anthropic.inspectableText(b);
+  const lastUser = [...b.messages].reverse().find((m: any) => m?.role === 'user');
+  const last = lastUser ? providerModules.anthropic.inspectableText({ messages: [lastUser] }).join('\n') : texts.join('\n');
+  const { text, truncated } = replyFor(last, b.max_tokens);
+  const total = countChatTokens(texts);
+  const cached = Math.min(faults.cachedTokens, total);
+  const usage = { input_tokens: total - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: countTokens(text), service_tier: 'standard' };
+  const id = `msg_${hashHex(JSON.stringify(b)).slice(0, 24)}`;
+  const stop = truncated ? 'max_tokens' : 'end_turn';
+  if (!b.stream) {
+    return sendJson(ctx.res, 200, {
+      id, type: 'message', role: 'assistant', model: b.model, content: [{ type: 'text', text }],
+      stop_reason: stop, stop_sequence: null, ...(faults.omitUsage ? {} : { usage }),
+    });
+  }
+  const w = sseWriter(ctx, faults);
+  const ev = async (type: string, data: Record<string, unknown>) => w.write(JSON.stringify({ type, ...data }), type);
+  const startUsage = faults.omitUsage ? {} : { usage: { ...usage, output_tokens: 1 } };
+  if (!(await ev('message_start', { message: { id, type: 'message', role: 'assistant', model: b.model, content: [], stop_reason: null, stop_sequence: null, ...startUsage } }))) return;
+  if (!(await ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }))) return;
+  if (!(await ev('ping', {}))) return;
+  for (const piece of chunksOf(text)) {
+    if (!(await ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: piece } }))) return;
+  }
+  if (faults.malformed) {
+    ctx.res.write('event: content_block_stop\ndata: {"type": "content_block_st\n\n');
+    return w.end();
+  }
+  if (!(await ev('content_block_stop', { index: 0 }))) return;
+  const deltaUsage = faults.omitUsage ? {} : { usage: { output_tokens: usage.output_tokens } };
+  if (!(await ev('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, ...deltaUsage }))) return;
+  if (!(await ev('message_stop', {}))) return;
+  w.end();
+}
+
+// ---------------------------------------------------------------- Google
+
+function googleTexts(body: any): { texts: string[]; last: string; fileParts: string[] } {
+  const texts = providerModules.google.inspectableText(body);
+  const contents = Array.isArray(body?.contents) ? body.contents : [];
+  const lastUser = [...contents].reverse().find((c: any) => (c?.role ?? 'user') === 'user');
+  const parts = Array.isArray(lastUser?.parts) ? lastUser.parts : [];
+  const fileParts = parts.filter((p: any) => p?.fileData || p?.inlineData).map((p: any) => (p.fileData ? `${p.fileData.mimeType} ${p.fileData.fileUri}` : `${p.inlineData.mimeType} inline`));
+  const last = parts.filter((p: any) => typeof p?.text === 'string').map((p: any) => p.text).join('\n');
+  return { texts, last: [last, ...fileParts].filter(Boolean).join(' '), fileParts };
+}
+
+async function googleGenerate(ctx: Ctx, faults: Faults, model: string, stream: boolean) {
+  const b = ctx.body;
+  if (!Array.isArray(b?.contents) || !b.contents.length) throw new HttpFail(400, '* GenerateContentRequest.contents: contents is not specified');
+  const { texts, last, fileParts } = googleTexts(b);
+  const { text, truncated } = replyFor(last, b.generationConfig?.maxOutputTokens);
+  const prompt = countChatTokens(texts) + fileParts.length * 258;
+  const output = countTokens(text);
+  const cached = Math.min(faults.cachedTokens, prompt);
+  const usageMetadata = {
+    promptTokenCount: prompt,
+    candidatesTokenCount: output,
+    totalTokenCount: prompt + output,
+    ...(cached ? { cachedContentTokenCount: cached } : {}),
+    promptTokensDetails: [{ modality: 'TEXT', tokenCount: prompt }],
+  };
+  const finishReason = truncated ? 'MAX_TOKENS' : 'STOP';
+  const responseId = hashHex(JSON.stringify(b)).slice(0, 20);
+  const candidate = (t: string, finish?: string) => ({ content: { parts: [{ text: t }], role: 'model' }, ...(finish ? { finishReason: finish } : {}), index: 0 });
+  if (!stream) {
+    return sendJson(ctx.res, 200, {
+      candidates: [candidate(text, finishReason)],
+      ...(faults.omitUsage ? {} : { usageMetadata }),
+      modelVersion: model,
+      responseId,
+    });
+  }
+  const w = sseWriter(ctx, faults);
+  const pieces = chunksOf(text);
+  for (let i = 0; i < pieces.length; i++) {
+    const final = i === pieces.length - 1;
+    if (final && faults.malformed) {
+      ctx.res.write('data: {"candidates": [{"content": \r\n\r\n');
+      return w.end();
+    }
+    const usage = faults.omitUsage ? {} : { usageMetadata: final ? usageMetadata : { promptTokenCount: prompt, totalTokenCount: prompt } };
+    if (!(await w.write(JSON.stringify({ candidates: [candidate(pieces[i], final ? finishReason : undefined)], ...usage, modelVersion: model, responseId })))) return;
+  }
+  w.end();
+}
+
+function googleEmbed(ctx: Ctx, model: string, batch: boolean) {
+  const b = ctx.body;
+  const textOf = (c: any) => (Array.isArray(c?.parts) ? c.parts.map((p: any) => p?.text ?? '').join('\n') : '');
+  if (batch) {
+    if (!Array.isArray(b?.requests) || !b.requests.length) throw new HttpFail(400, '* BatchEmbedContentsRequest.requests: requests is not specified');
+    return sendJson(ctx.res, 200, { embeddings: b.requests.map((r: any) => ({ values: embeddingFor(textOf(r.content), r.outputDimensionality ?? 16) })) });
+  }
+  if (!b?.content) throw new HttpFail(400, '* EmbedContentRequest.content: content is not specified');
+  void model;
+  sendJson(ctx.res, 200, { embedding: { values: embeddingFor(textOf(b.content), b.outputDimensionality ?? 16) } });
+}
+
+// ---------------------------------------------------------------- routing
+
+async function route(ctx: Ctx, faults: Faults): Promise<unknown> {
+  const { provider, path } = ctx;
+  const p = provider === 'deepseek' ? path.replace(/^\/v1(?=\/)/, '') : path;
+  if (provider === 'openai' || provider === 'deepseek' || provider === 'mistral') {
+    const chatPath = provider === 'deepseek' ? '/chat/completions' : '/v1/chat/completions';
+    if (p === chatPath) return chat(ctx, faults);
+    if (provider !== 'deepseek' && p === '/v1/embeddings') return embeddings(ctx, faults);
+    if (provider === 'openai' && p === '/v1/images/generations') return images(ctx, faults);
+    if (provider === 'openai' && p === '/v1/audio/speech') return speech(ctx);
+    if (provider === 'openai' && p === '/v1/audio/transcriptions') return transcriptions(ctx, faults);
+  }
+  if (provider === 'anthropic' && p === '/v1/messages') return anthropicMessages(ctx, faults);
+  if (provider === 'google') {
+    const m = /^\/(v1beta|v1)\/models\/([^:]+):(generateContent|streamGenerateContent|embedContent|batchEmbedContents)$/.exec(p);
+    if (m) {
+      const model = decodeURIComponent(m[2]);
+      if (m[3] === 'generateContent') return googleGenerate(ctx, faults, model, false);
+      if (m[3] === 'streamGenerateContent') return googleGenerate(ctx, faults, model, true);
+      return googleEmbed(ctx, model, m[3] === 'batchEmbedContents');
+    }
+  }
+  throw new HttpFail(404, `Unknown route ${ctx.req.method} ${path}`);
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, baseUrl: () => string) {
+  const url = new URL(req.url ?? '/', 'http://emulator');
+  if (req.method === 'GET' && url.pathname === '/health') return sendJson(res, 200, { status: 'ok', providers: Object.keys(providerModules) });
+  if (req.method === 'GET' && url.pathname.startsWith('/assets/')) {
+    // Test assets: /assets/image/<id>.png (generated images), /assets/echo?text=...&type=... (any bytes).
+    if (url.pathname.startsWith('/assets/image/')) {
+      const png = pngFor(url.pathname);
+      res.writeHead(200, { 'content-type': 'image/png', 'content-length': png.length });
+      return res.end(png);
+    }
+    const data = Buffer.from(url.searchParams.get('text') ?? '', 'utf8');
+    res.writeHead(200, { 'content-type': url.searchParams.get('type') ?? 'application/octet-stream', 'content-length': data.length });
+    return res.end(data);
+  }
+  const m = /^\/(openai|anthropic|google|deepseek|mistral)(\/.*)$/.exec(url.pathname);
+  if (!m) return sendJson(res, 404, { error: { message: `no emulated provider at ${url.pathname}` } });
+  const ctx: Ctx = { req, res, provider: m[1] as ProviderId, path: m[2].replace(/\/+$/, ''), query: url.searchParams, raw: Buffer.alloc(0), body: null, baseUrl: baseUrl() };
+  try {
+    if (req.method !== 'POST') throw new HttpFail(404, `Unknown route ${req.method} ${ctx.path}`);
+    ctx.raw = await readBody(req);
+    if (!hasKey(ctx)) {
+      const msg = ctx.provider === 'google' ? 'Method doesn\'t allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.' : 'Missing API key';
+      return sendError(ctx, 401, ctx.provider === 'anthropic' ? 'x-api-key header is required' : msg);
+    }
+    const ct = String(req.headers['content-type'] ?? '');
+    if (ct.startsWith('multipart/form-data')) {
+      ctx.body = await new Response(ctx.raw, { headers: { 'content-type': ct } }).formData();
+    } else {
+      try {
+        ctx.body = ctx.raw.length ? JSON.parse(ctx.raw.toString('utf8')) : {};
+      } catch {
+        throw new HttpFail(400, 'We could not parse the JSON body of your request.');
+      }
+    }
+    const faults = parseFaults(req.headers, textsOf(ctx));
+    if (faults.latencyMs) await sleep(faults.latencyMs);
+    if (faults.status && faults.status >= 400) {
+      const msg = faults.status === 429 ? 'Rate limit exceeded (emulated)' : faults.status === 529 ? 'Overloaded' : `Emulated error ${faults.status}`;
+      return sendError(ctx, faults.status, msg, faults);
+    }
+    const streaming = ctx.body?.stream === true || ctx.path.endsWith(':streamGenerateContent');
+    if (faults.malformed && !streaming) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end('{"id": "emulated", "choices": [{"message": ');
+    }
+    if (!streaming && faults.ttftMs) await sleep(faults.ttftMs);
+    await route(ctx, faults);
+  } catch (err) {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    if (err instanceof HttpFail) return sendError(ctx, err.status, err.message);
+    sendError(ctx, 500, 'emulator internal error');
+  }
+}
+
+export interface EmulatorHandle {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startEmulator(opts: { port?: number; host?: string } = {}): Promise<EmulatorHandle> {
+  const host = opts.host ?? '127.0.0.1';
+  let url = '';
+  const server = http.createServer((req, res) => {
+    handle(req, res, () => url).catch(() => res.destroy());
+  });
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  url = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${addr.port}`;
+  return {
+    url,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
