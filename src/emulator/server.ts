@@ -76,7 +76,8 @@ function sseWriter(ctx: Ctx, faults: Faults) {
         ctx.res.socket?.destroy();
         return false;
       }
-      ctx.res.write(`${event ? `event: ${event}\n` : ''}data: ${data}\n\n`);
+      // Wait for the event to reach the socket, so a later break cuts after it, not before.
+      await new Promise<void>((resolve) => ctx.res.write(`${event ? `event: ${event}\n` : ''}data: ${data}\n\n`, () => resolve()));
       sent++;
       return true;
     },
