@@ -10,9 +10,11 @@ import { registerStatusRoutes } from './routes/status';
 import { registerProjectRoutes } from './routes/projects';
 import { registerWorkflowRoutes } from './routes/workflows';
 import { registerPolicyRoutes } from './routes/policy';
+import { registerExecutionRoutes } from './routes/executions';
+import { registerTimelineRoutes } from './routes/timeline';
 
 /** Route families, each in src/api/routes/<family>.ts. */
-const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes];
+const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes, registerExecutionRoutes, registerTimelineRoutes];
 
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();

@@ -36,6 +36,8 @@ export interface ExecutionInput {
   resolved?: { provider: string; model: string; alias: string | null };
   /** Stream mode: relay channels (deltas to the API, control to the worker). */
   relay?: { stream: string; control: string };
+  /** X-Svc-Workflow-Id given but its call reservation was refused: a denied permit, no dispatch. */
+  reservationDenied?: { reason_code: string; message: string };
   dispatchTimeoutMs: number;
   heartbeatTimeoutMs: number;
 }

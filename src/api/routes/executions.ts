@@ -1,0 +1,109 @@
+import Router from '@koa/router';
+import { z } from 'zod';
+import { ApiDeps } from '../deps';
+import { ApiError, errors, parseOrThrow } from '../errors';
+import { authenticate, authOf } from '../middleware/auth';
+import { executionMetrics, findExecution } from '../../db/repositories/executions';
+import { ExecuteInputError, resolveExecuteTarget, translateExecuteInput } from '../../executions/execute-input';
+import { planRouting, RoutingError } from '../../executions/routing';
+import { ExecuteRequest, executeRequestSchema, ExecutionRequest, executionRequestSchema } from '../../executions/schema';
+import { runExecution } from '../../executions/service';
+import { pricing as defaultPricing } from '../../pricing';
+
+const metricsQuery = z
+  .object({
+    window_seconds: z.coerce.number().int().min(1).max(90 * 86400).optional(),
+    from: z.string().datetime({ offset: true }).optional(),
+    to: z.string().datetime({ offset: true }).optional(),
+    route: z.enum(['executions', 'execute']).optional(),
+  })
+  .strict();
+
+/** `mode: stream` needs an Accept that admits text/event-stream (absent and `*\/*` do). */
+function acceptsEventStream(accept: string): boolean {
+  if (!accept) return true;
+  return /text\/event-stream|\*\/\*|text\/\*/i.test(accept);
+}
+
+export function registerExecutionRoutes(router: Router, deps: ApiDeps): void {
+  const anyKey = authenticate(deps.db);
+  const pricing = deps.pricing ?? defaultPricing;
+
+  router.post('/v1/executions', anyKey, async (ctx) => {
+    const body = parseOrThrow(executionRequestSchema, ctx.request.body ?? {}) as ExecutionRequest;
+    const mode = body.mode ?? 'sync';
+    if (mode === 'stream' && !acceptsEventStream(ctx.get('accept'))) {
+      throw new ApiError(406, 'not_acceptable', 'mode "stream" answers with Server-Sent Events; send "Accept: text/event-stream"');
+    }
+    let plan;
+    try {
+      plan = planRouting(body, pricing);
+    } catch (err) {
+      if (err instanceof RoutingError) throw errors.validation([{ path: err.path, message: err.message, code: 'invalid_routing' }]);
+      throw err;
+    }
+    await runExecution(ctx, deps, {
+      route: 'executions',
+      mode,
+      body,
+      request: {
+        operation: body.operation,
+        ...(body.messages ? { messages: body.messages } : {}),
+        ...(body.inputs ? { inputs: body.inputs } : {}),
+        ...(body.parameters ? { parameters: body.parameters } : {}),
+        ...(body.provider_options ? { providerOptions: body.provider_options as Record<string, Record<string, unknown>> } : {}),
+      },
+      routing: {
+        requested_provider: plan.requested_provider,
+        requested_model: plan.requested_model,
+        reason_code: plan.reason_code,
+        primary: plan.primary,
+        fallback: plan.fallback,
+      },
+    });
+  });
+
+  router.post('/v1/execute', anyKey, async (ctx) => {
+    const body = parseOrThrow(executeRequestSchema, ctx.request.body ?? {}) as ExecuteRequest;
+    let target;
+    let request;
+    try {
+      target = resolveExecuteTarget(body, pricing);
+      request = translateExecuteInput(target.provider, target.model, body.input);
+    } catch (err) {
+      if (err instanceof ExecuteInputError) throw errors.validation([{ path: err.path, message: err.message, code: 'invalid_target' }]);
+      throw err;
+    }
+    await runExecution(ctx, deps, {
+      route: 'execute',
+      mode: 'sync',
+      body,
+      request,
+      routing: {
+        requested_provider: body.provider ?? null,
+        requested_model: body.model,
+        reason_code: target.reason_code,
+        primary: { provider: target.provider, model: target.model },
+        fallback: [],
+      },
+      resolved: { provider: target.provider, model: target.model, alias: target.alias },
+    });
+  });
+
+  router.get('/v1/executions/:request_id', anyKey, async (ctx) => {
+    const auth = authOf(ctx);
+    const record = await findExecution(deps.db, auth.projectId, ctx.params.request_id);
+    if (!record) throw errors.notFound('Execution', ctx.params.request_id);
+    if (record.permit_id) ctx.set('x-svc-permit-id', record.permit_id);
+    ctx.body = record.envelope;
+  });
+
+  router.get('/v1/metrics/executions', anyKey, async (ctx) => {
+    const auth = authOf(ctx);
+    const q = parseOrThrow(metricsQuery, ctx.query, 'query');
+    const to = q.to ? new Date(q.to) : deps.clock.now();
+    const from = q.from ? new Date(q.from) : new Date(to.getTime() - (q.window_seconds ?? 86400) * 1000);
+    if (from >= to) throw errors.validation([{ path: 'query.from', message: 'from must be before to', code: 'invalid_window' }]);
+    ctx.body = { object: 'execution_metrics', project_id: auth.projectId, ...(await executionMetrics(deps.db, auth.projectId, from, to, q.route)) };
+  });
+}

@@ -1,0 +1,101 @@
+import Router from '@koa/router';
+import { ApiDeps } from '../deps';
+import { errors } from '../errors';
+import { authenticate, authOf } from '../middleware/auth';
+import { EventRecord, listEventsByPermit, listEventsByRequest } from '../../db/repositories/events';
+import { findPermit, listChildPermits, listPermitsByRequest, PermitRecord } from '../../db/repositories/permits';
+
+/** The spec's timeline event: persisted columns only, in `seq` order. */
+function eventView(e: EventRecord) {
+  return {
+    timestamp: new Date(e.timestamp).toISOString(),
+    event_type: e.event_type,
+    source: e.source,
+    phase: e.phase,
+    provider: e.provider,
+    model: e.model,
+    permit_id: e.permit_id,
+    request_id: e.request_id,
+    job_id: e.job_id,
+    session_id: e.session_id,
+    metadata: e.metadata ?? {},
+  };
+}
+
+const distinct = (values: (string | null)[]) => [...new Set(values.filter((v): v is string => typeof v === 'string'))];
+
+/** Route a permit's request went through (the request-bound endpoint). */
+const ENDPOINTS: Record<string, string> = {
+  executions: 'POST /v1/executions',
+  execute: 'POST /v1/execute',
+  permits: 'POST /v1/permits',
+};
+function endpointOf(route: string): string {
+  if (ENDPOINTS[route]) return ENDPOINTS[route];
+  if (route.startsWith('proxy:')) return `POST /v1/proxy/${route.slice('proxy:'.length)}`;
+  return route;
+}
+
+/** Timelines are rebuilt only from persisted events and permits; nothing is synthesised. */
+export function registerTimelineRoutes(router: Router, deps: ApiDeps): void {
+  const anyKey = authenticate(deps.db);
+
+  router.get('/v1/requests/:request_id/timeline', anyKey, async (ctx) => {
+    const auth = authOf(ctx);
+    const requestId = ctx.params.request_id;
+    const [events, permits] = await Promise.all([
+      listEventsByRequest(deps.db, auth.projectId, requestId),
+      listPermitsByRequest(deps.db, auth.projectId, requestId),
+    ]);
+    if (events.length === 0 && permits.length === 0) throw errors.notFound('Request', requestId);
+    ctx.body = {
+      project_id: auth.projectId,
+      request_id: requestId,
+      permit_ids: distinct([...permits.map((p) => p.id), ...events.map((e) => e.permit_id)]),
+      job_ids: distinct(events.map((e) => e.job_id)),
+      session_ids: distinct(events.map((e) => e.session_id)),
+      events: events.map(eventView),
+    };
+  });
+
+  router.get('/v1/permits/:permit_id/timeline', anyKey, async (ctx) => {
+    const auth = authOf(ctx);
+    const permit = await findPermit(deps.db, auth.projectId, ctx.params.permit_id);
+    if (!permit) throw errors.notFound('Permit', ctx.params.permit_id);
+    const [events, children] = await Promise.all([
+      listEventsByPermit(deps.db, auth.projectId, permit.id),
+      listChildPermits(deps.db, auth.projectId, permit.id),
+    ]);
+    const related = distinct([permit.parent_permit_id, ...children.map((c: PermitRecord) => c.id)]);
+    ctx.body = {
+      project_id: auth.projectId,
+      permit_id: permit.id,
+      request_id: permit.request_id,
+      permit: {
+        permit_id: permit.id,
+        decision: permit.decision,
+        reason_code: permit.reason_code,
+        display_reason: permit.display_reason,
+        route: permit.route,
+        operation: permit.operation,
+        provider: permit.provider,
+        model: permit.model,
+        workflow_id: permit.workflow_id,
+        reservation_state: permit.reservation_state,
+        estimated_cost_usd_micros: permit.estimated_cost_micros,
+        actual_cost_usd_micros: permit.actual_cost_micros,
+      },
+      endpoint: endpointOf(permit.route),
+      issued_at: new Date(permit.issued_at).toISOString(),
+      expires_at: permit.expires_at ? new Date(permit.expires_at).toISOString() : null,
+      related_permit_ids: related,
+      revocation: permit.revoked_at
+        ? { revoked_at: new Date(permit.revoked_at).toISOString(), revoked_by: permit.revoked_by, reason: permit.revocation_reason }
+        : null,
+      permit_ids: distinct([permit.id, ...events.map((e) => e.permit_id)]),
+      job_ids: distinct(events.map((e) => e.job_id)),
+      session_ids: distinct(events.map((e) => e.session_id)),
+      events: events.map(eventView),
+    };
+  });
+}
