@@ -57,8 +57,11 @@ export interface Governance {
   settle(permitId: string, actual: ActualUsage): Promise<void>;
   /** Releases an unsettled reservation (failed or abandoned execution). Idempotent. */
   release(permitId: string, reason: string): Promise<void>;
-  /** Releases reservations whose permit expired (state `expired`, event `permit.expired`); returns the count. */
-  expireStaleReservations(now?: Date): Promise<number>;
+  /**
+   * Releases reservations whose permit expired (state `expired`, event `permit.expired`); returns the
+   * count. All projects unless `opts.projectId` narrows it.
+   */
+  expireStaleReservations(now?: Date, opts?: { projectId?: string }): Promise<number>;
   /** Records revocation (event `permit.revoked`) and releases an active reservation. Null when absent or already revoked. */
   revoke(projectId: string, permitId: string, input: { revokedBy: string; reason: string }): Promise<PermitRecord | null>;
 }
@@ -288,12 +291,13 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
     await withLockedPermit(permitId, (c, p) => releaseWith(c, p, 'released', reason, clock.now()));
   }
 
-  async function expireStaleReservations(now: Date = clock.now()): Promise<number> {
+  async function expireStaleReservations(now: Date = clock.now(), opts: { projectId?: string } = {}): Promise<number> {
     let count = 0;
     for (;;) {
       const { rows } = await db.query<{ id: string }>(
-        "SELECT id FROM permits WHERE reservation_state = 'active' AND expires_at <= $1 ORDER BY expires_at LIMIT 500",
-        [now],
+        `SELECT id FROM permits WHERE reservation_state = 'active' AND expires_at <= $1 AND ($2::text IS NULL OR project_id = $2)
+          ORDER BY expires_at LIMIT 500`,
+        [now, opts.projectId ?? null],
       );
       if (rows.length === 0) break;
       for (const { id } of rows) {
@@ -313,7 +317,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
       }
       if (rows.length < 500) break;
     }
-    await purgeRateWindows(db, new Date(now.getTime() - 24 * 3600 * 1000));
+    if (!opts.projectId) await purgeRateWindows(db, new Date(now.getTime() - 24 * 3600 * 1000));
     return count;
   }
 

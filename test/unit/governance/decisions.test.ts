@@ -310,10 +310,10 @@ describe('governance decisions (every reason code, injected clock)', () => {
     it('expired reservations are released with a permit.expired event', async () => {
       const { gov, projectId, clock } = await setup({ budgets: { daily_usd_micros: 1000 } });
       const d = await gov.evaluate(request(projectId), { persist: true, ttlSeconds: 30 });
-      await gov.expireStaleReservations(new Date('2025-03-12T10:00:29.000Z'));
+      await gov.expireStaleReservations(new Date('2025-03-12T10:00:29.000Z'), { projectId });
       expect(await findPermit(db, projectId, d.permit_id)).toMatchObject({ reservation_state: 'active' });
       clock.advance(30_000);
-      expect(await gov.expireStaleReservations()).toBeGreaterThanOrEqual(1);
+      expect(await gov.expireStaleReservations(undefined, { projectId })).toBe(1);
       expect(await findPermit(db, projectId, d.permit_id)).toMatchObject({ reservation_state: 'expired' });
       expect((await listEventsByPermit(db, projectId, d.permit_id)).map((e) => e.event_type)).toEqual([
         'permit.allowed',
