@@ -1,0 +1,72 @@
+import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
+import { createTestProject, http, startTestTollgate, TestProject } from '../../support/tollgate';
+
+export type TestTollgate = Awaited<ReturnType<typeof startTestTollgate>>;
+
+/** Env pointing every provider at the emulator. */
+export function emulatorEnv(url: string): NodeJS.ProcessEnv {
+  return {
+    OPENAI_BASE_URL: `${url}/openai`,
+    OPENAI_API_KEY: 'test-openai',
+    ANTHROPIC_BASE_URL: `${url}/anthropic`,
+    ANTHROPIC_API_KEY: 'test-anthropic',
+    GEMINI_BASE_URL: `${url}/google`,
+    GEMINI_API_KEY: 'test-gemini',
+    DEEPSEEK_BASE_URL: `${url}/deepseek`,
+    DEEPSEEK_API_KEY: 'test-deepseek',
+    MISTRAL_BASE_URL: `${url}/mistral`,
+    MISTRAL_API_KEY: 'test-mistral',
+  };
+}
+
+export interface Harness {
+  emu: EmulatorHandle;
+  tg: TestTollgate;
+  call: ReturnType<typeof http>;
+  project(): Promise<TestProject>;
+  close(): Promise<void>;
+}
+
+export async function startHarness(env: NodeJS.ProcessEnv = {}): Promise<Harness> {
+  const emu = await startEmulator({ port: 0 });
+  const tg = await startTestTollgate({ env: { ...emulatorEnv(emu.url), ...env } });
+  return {
+    emu,
+    tg,
+    call: http(tg.url!),
+    project: () => createTestProject(tg.db),
+    async close() {
+      await tg.close();
+      await emu.close();
+    },
+  };
+}
+
+export const say = (text: string) => [{ role: 'user', content: text }];
+
+export async function eventTypes(tg: TestTollgate, projectId: string, requestId: string): Promise<string[]> {
+  const { rows } = await tg.db.query('SELECT event_type FROM events WHERE project_id = $1 AND request_id = $2 ORDER BY seq', [projectId, requestId]);
+  return rows.map((r) => r.event_type);
+}
+
+/** Sets the project's policy with the admin key (PATCH /v1/projects/:id/policy, merge patch). */
+export async function patchPolicy(h: Harness, p: TestProject, patch: unknown): Promise<void> {
+  const res = await h.call('PATCH', `/v1/projects/${p.project.id}/policy`, { key: p.adminKey, body: patch });
+  if (res.status !== 200) throw new Error(`policy patch failed: ${res.status} ${res.text}`);
+}
+
+/** Reads an SSE response into records. */
+export function parseSse(text: string): { event: string; data: any }[] {
+  return text
+    .split('\n\n')
+    .filter((b) => b.trim())
+    .map((block) => {
+      const event = /^event: (.*)$/m.exec(block)?.[1] ?? 'message';
+      const data = block
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('\n');
+      return { event, data: data ? JSON.parse(data) : null };
+    });
+}
