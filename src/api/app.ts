@@ -12,9 +12,10 @@ import { registerWorkflowRoutes } from './routes/workflows';
 import { registerPolicyRoutes } from './routes/policy';
 import { registerExecutionRoutes } from './routes/executions';
 import { registerTimelineRoutes } from './routes/timeline';
+import { registerPermitRoutes } from './routes/permits';
 
 /** Route families, each in src/api/routes/<family>.ts. */
-const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes, registerExecutionRoutes, registerTimelineRoutes];
+const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes, registerExecutionRoutes, registerTimelineRoutes, registerPermitRoutes];
 
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();
