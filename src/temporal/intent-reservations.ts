@@ -61,14 +61,21 @@ export class IntentReservations {
       this.lanes.set(key, lane);
     }
     const promise = new Promise<ReservationOutcome>((resolve, reject) => lane!.queue.push({ resolve, reject }));
-    if (!lane.inFlight) void this.flush(key, lane, projectId, workflowId);
+    if (!lane.inFlight) {
+      lane.inFlight = true;
+      void this.flush(key, lane, projectId, workflowId);
+    }
     return promise;
   }
 
   private async flush(key: string, lane: Lane, projectId: string, workflowId: string): Promise<void> {
     lane.inFlight = true;
     try {
-      while (lane.queue.length > 0) {
+      for (;;) {
+        // Yield one macrotask turn first, so callers arriving in the same tick (or re-calling as
+        // soon as the previous batch resolved them) share this Update instead of waiting for it.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (lane.queue.length === 0) break;
         const batch = lane.queue.splice(0, this.maxBatch);
         try {
           const result = await this.sendUpdate(key, batch.length);
