@@ -58,6 +58,6 @@ describe('openai SDK against the emulator', () => {
     await expect(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: '[[emulator:status=429]]' }] })).rejects.toMatchObject({ status: 429 });
     const res = await fetch(`${emu.url}/openai/v1/chat/completions`, { method: 'POST', body: '{}' });
     expect(res.status).toBe(401);
-    expect((await res.json()).error.code).toBe('invalid_api_key');
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_api_key');
   });
 });

@@ -2,9 +2,8 @@
  * Anthropic stream: message_start (input usage) → content_block_* (text_delta) → message_delta
  * (final output_tokens, stop_reason) → message_stop. `error` events carry a native error body.
  */
-import { ProviderError } from '../types';
 import type { Usage } from '../types';
-import { StreamErrorEvent, type SseEvent, type StreamParser, type StreamSnapshot } from '../shared/module';
+import { StreamErrorEvent, parseEventJson, type SseEvent, type StreamParser, type StreamSnapshot } from '../shared/module';
 import { makeUsage, type UsageCounts } from '../shared/usage';
 import { anthropicUsageCounts } from './response';
 
@@ -29,12 +28,7 @@ export function createAnthropicStreamParser(): StreamParser {
   let sawFinalUsage = false;
   return {
     push(ev: SseEvent): string[] {
-      let data: any;
-      try {
-        data = JSON.parse(ev.data);
-      } catch {
-        throw new ProviderError({ kind: 'malformed_response', status: 200, retryable: true, message: 'unparseable stream event', native: ev.data });
-      }
+      const data = parseEventJson(ev);
       const type = data?.type ?? ev.event;
       if (type === 'error') throw new StreamErrorEvent(data, data?.error?.type === 'overloaded_error' ? 529 : null);
       if (type === 'message_start' && typeof data.message?.model === 'string') state.model = data.message.model;

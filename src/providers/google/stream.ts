@@ -1,7 +1,6 @@
 /** Gemini `streamGenerateContent?alt=sse`: each `data:` is a GenerateContentResponse; the last has finishReason and full usageMetadata. */
-import { ProviderError } from '../types';
 import type { Usage } from '../types';
-import { StreamErrorEvent, type SseEvent, type StreamParser, type StreamSnapshot } from '../shared/module';
+import { StreamErrorEvent, parseEventJson, type SseEvent, type StreamParser, type StreamSnapshot } from '../shared/module';
 import { makeUsage } from '../shared/usage';
 import { candidateText, googleUsageCounts } from './response';
 
@@ -9,12 +8,7 @@ export function createGoogleStreamParser(): StreamParser {
   const state: StreamSnapshot = { usage: null, finish_reason: null, model: null, done: false };
   return {
     push(ev: SseEvent): string[] {
-      let data: any;
-      try {
-        data = JSON.parse(ev.data);
-      } catch {
-        throw new ProviderError({ kind: 'malformed_response', status: 200, retryable: true, message: 'unparseable stream chunk', native: ev.data });
-      }
+      const data = parseEventJson(ev);
       if (data?.error) throw new StreamErrorEvent(data, typeof data.error.code === 'number' ? data.error.code : null);
       if (typeof data.modelVersion === 'string') state.model = data.modelVersion;
       const usage = googleUsageCounts(data.usageMetadata);

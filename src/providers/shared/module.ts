@@ -4,7 +4,7 @@
  * (request/response/stream transforms, error mapping, native usage extraction, inspectable text).
  */
 import type { FormData } from 'undici';
-import type { NormalizedRequest, ProviderFailure, ProviderId, ProviderResult, Usage } from '../types';
+import { ProviderError, type NormalizedRequest, type ProviderFailure, type ProviderId, type ProviderResult, type Usage } from '../types';
 import type { UsageCounts } from './usage';
 
 /** One native HTTP call, relative to the provider's base URL. Auth headers are added separately. */
@@ -56,6 +56,16 @@ export interface StreamParser {
 export class StreamErrorEvent extends Error {
   constructor(readonly native: unknown, readonly status: number | null) {
     super('provider sent an error event in the stream');
+  }
+}
+
+/** JSON of one stream event; an unparseable event is a malformed_response. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function parseEventJson(ev: SseEvent): any {
+  try {
+    return JSON.parse(ev.data);
+  } catch {
+    throw new ProviderError({ kind: 'malformed_response', status: 200, retryable: true, message: 'unparseable stream event', native: ev.data });
   }
 }
 

@@ -7,7 +7,7 @@ import { ProviderError } from '../types';
 import type { NormalizedRequest, ProviderResult, Usage } from '../types';
 import { makeUsage, type UsageCounts } from './usage';
 import type { SseEvent, StreamParser, StreamSnapshot } from './module';
-import { StreamErrorEvent } from './module';
+import { StreamErrorEvent, parseEventJson } from './module';
 
 export interface ChatFlavor {
   /** `max_completion_tokens` (openai) or `max_tokens` (deepseek, mistral). */
@@ -118,12 +118,7 @@ export function createChatStreamParser(): StreamParser {
         state.done = true;
         return [];
       }
-      let chunk: any;
-      try {
-        chunk = JSON.parse(ev.data);
-      } catch {
-        return malformed('unparseable stream chunk', ev.data);
-      }
+      const chunk = parseEventJson(ev);
       if (chunk?.error) throw new StreamErrorEvent(chunk, null);
       if (typeof chunk.model === 'string') state.model = chunk.model;
       const usage = openAIUsageCounts(chunk.usage);
