@@ -1,4 +1,4 @@
 // Every workflow the worker serves. One file per workflow; this file only re-exports.
-export { idempotencyCleanupWorkflow } from './maintenance';
+export { idempotencyCleanupWorkflow, reservationExpiryWorkflow } from './maintenance';
 export { intentWorkflow } from './intent';
 export { executionWorkflow } from './execution';

@@ -1,31 +1,45 @@
 import { continueAsNew, proxyActivities, sleep } from '@temporalio/workflow';
 import type { MaintenanceActivities } from '../activities/maintenance';
 
-const { purgeExpiredIdempotencyKeys } = proxyActivities<MaintenanceActivities>({
+const { purgeExpiredIdempotencyKeys, expireStaleReservations } = proxyActivities<MaintenanceActivities>({
   startToCloseTimeout: '1 minute',
   retry: { maximumAttempts: 5 },
 });
 
-export interface IdempotencyCleanupInput {
+export interface MaintenanceLoopInput {
   intervalSeconds: number;
   /** Rounds per run before continue-as-new keeps the history bounded. */
   roundsPerRun?: number;
 }
 
 export const IDEMPOTENCY_CLEANUP_WORKFLOW_ID = 'tollgate-maintenance-idempotency-cleanup';
+export const RESERVATION_EXPIRY_WORKFLOW_ID = 'tollgate-maintenance-reservation-expiry';
 
 /**
  * Deletes idempotency records past their retention window, forever, one round per interval.
  * Started once per namespace by every worker with USE_EXISTING, so replicas share one instance.
  */
-export async function idempotencyCleanupWorkflow(input: IdempotencyCleanupInput): Promise<void> {
-  const rounds = input.roundsPerRun ?? 100;
-  for (let i = 0; i < rounds; i++) {
+export async function idempotencyCleanupWorkflow(input: MaintenanceLoopInput): Promise<void> {
+  await loop(input, async () => {
     // Drain in batches so one round never holds a long-running delete.
     while ((await purgeExpiredIdempotencyKeys()) > 0) {
       /* next batch */
     }
+  });
+}
+
+/** Releases the reservations of permits that expired without usage being settled. */
+export async function reservationExpiryWorkflow(input: MaintenanceLoopInput): Promise<void> {
+  await loop(input, async () => {
+    await expireStaleReservations();
+  });
+}
+
+async function loop(input: MaintenanceLoopInput, round: () => Promise<void>): Promise<void> {
+  const rounds = input.roundsPerRun ?? 100;
+  for (let i = 0; i < rounds; i++) {
+    await round();
     await sleep(input.intervalSeconds * 1000);
   }
-  await continueAsNew<typeof idempotencyCleanupWorkflow>(input);
+  await continueAsNew<(input: MaintenanceLoopInput) => Promise<void>>(input);
 }

@@ -2,7 +2,7 @@ import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import { Client } from '@temporalio/client';
 import { createActivities, ActivityDeps } from '../../activities';
-import { IDEMPOTENCY_CLEANUP_WORKFLOW_ID } from '../../workflows/maintenance';
+import { IDEMPOTENCY_CLEANUP_WORKFLOW_ID, RESERVATION_EXPIRY_WORKFLOW_ID } from '../../workflows/maintenance';
 
 export const WORKFLOWS_PATH = require.resolve('../../workflows');
 
@@ -46,6 +46,12 @@ export async function ensureMaintenanceWorkflows(client: Client, taskQueue: stri
     workflowId: IDEMPOTENCY_CLEANUP_WORKFLOW_ID,
     taskQueue,
     args: [{ intervalSeconds: 300 }],
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+  });
+  await client.workflow.start('reservationExpiryWorkflow', {
+    workflowId: RESERVATION_EXPIRY_WORKFLOW_ID,
+    taskQueue,
+    args: [{ intervalSeconds: 60 }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
   });
 }

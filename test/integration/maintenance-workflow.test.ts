@@ -41,3 +41,48 @@ describe('idempotencyCleanupWorkflow on the real dev server', () => {
     expect(await claimIdempotencyKey(tg.db, { ...base, requestHash: 'b' })).toEqual({ outcome: 'conflict' });
   });
 });
+
+describe('reservationExpiryWorkflow on the real dev server', () => {
+  let tg: Awaited<ReturnType<typeof startTestTollgate>>;
+  beforeAll(async () => {
+    tg = await startTestTollgate({ role: 'worker' });
+  });
+  afterAll(async () => tg?.close());
+
+  it('releases the reservation of a permit that expired unsettled, and leaves live ones active', async () => {
+    const { createGovernance } = await import('../../src/governance');
+    const { findPermit } = await import('../../src/db/repositories/permits');
+    const { project } = await createTestProject(tg.db);
+    const governance = createGovernance({ db: tg.db, clock: { now: () => new Date() } });
+    const request = (requestId: string) => ({
+      projectId: project.id,
+      requestId,
+      route: 'permits',
+      operation: 'generate.text' as const,
+      provider: 'openai' as const,
+      model: 'gpt-4o-mini',
+      estimatedInputTokens: 100,
+      estimatedOutputTokens: 100,
+      estimatedCostMicros: 500,
+    });
+    const stale = await governance.evaluate(request('req_stale'), { persist: true, ttlSeconds: 1 });
+    const live = await governance.evaluate(request('req_live'), { persist: true, ttlSeconds: 3600 });
+    expect([stale.decision, live.decision]).toEqual(['allow', 'allow']);
+    await new Promise((r) => setTimeout(r, 1100));
+
+    const handle = await tg.temporal.client.workflow.start('reservationExpiryWorkflow', {
+      taskQueue: tg.config.temporal.taskQueue,
+      workflowId: `reservation-expiry-test-${project.id}`,
+      args: [{ intervalSeconds: 1, roundsPerRun: 5 }],
+    });
+    const deadline = Date.now() + 20_000;
+    let state = (await findPermit(tg.db, project.id, stale.permit_id))!.reservation_state;
+    while (state === 'active' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      state = (await findPermit(tg.db, project.id, stale.permit_id))!.reservation_state;
+    }
+    expect(state).toBe('expired');
+    expect((await findPermit(tg.db, project.id, live.permit_id))!.reservation_state).toBe('active');
+    await handle.terminate('test done');
+  });
+});
