@@ -31,7 +31,7 @@ export interface PreparedExecution {
 }
 
 /** Heartbeat timeout of the dispatch activity: how fast a dead worker is noticed mid-call. */
-const HEARTBEAT_TIMEOUT_MS = Number(process.env.TOLLGATE_DISPATCH_HEARTBEAT_MS ?? 10_000);
+const heartbeatTimeoutMs = () => Number(process.env.TOLLGATE_DISPATCH_HEARTBEAT_MS ?? 10_000);
 const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 function payloadHash(route: string, body: unknown, workflowId: string | null): string {
@@ -144,7 +144,7 @@ export async function runExecution(ctx: ParameterizedContext, deps: ApiDeps, pre
       workflowIntentId: workflowHeader,
       idempotencyKey: key,
       dispatchTimeoutMs: deps.config.providerTimeouts.totalMs * (1 + prep.routing.fallback.length) + 15_000,
-      heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
+      heartbeatTimeoutMs: heartbeatTimeoutMs(),
     };
     if (prep.resolved) input.resolved = prep.resolved;
     if (reservationDenied) input.reservationDenied = reservationDenied;
