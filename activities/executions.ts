@@ -12,9 +12,10 @@ import { Context } from '@temporalio/activity';
 import type { ProviderId } from '../src/config';
 import { withTransaction } from '../src/db/pool';
 import { appendEvents, NewEvent } from '../src/db/repositories/events';
-import { findExecutionById, insertExecutionOnce } from '../src/db/repositories/executions';
+import { findExecutionById } from '../src/db/repositories/executions';
 import { findPermit, insertPermit } from '../src/db/repositories/permits';
-import { buildEnvelope, ExecutionEnvelope, ExecutionStatus } from '../src/executions/envelope';
+import type { ExecutionEnvelope } from '../src/executions/envelope';
+import { executionEvent, normalizedRequest, recordExecution } from '../src/executions/record';
 import type { Target } from '../src/executions/routing';
 import type { RelayPublisher, StreamRelay } from '../src/executions/stream-relay';
 import type { AttemptRecord, DispatchOutcome, ExecutionInput, GovernOutcome, RecordInput } from '../src/executions/types';
@@ -24,29 +25,14 @@ import { estimatedUsage, requestTexts } from '../src/providers/shared/usage';
 import { NormalizedRequest, ProviderError, ProviderFailure, ProviderGateway, ProviderResult, Usage } from '../src/providers/types';
 import type { ActivityDeps } from './deps';
 
+/** Re-exported for existing importers; lives in src/executions/record.ts. */
+export { normalizedRequest };
+
 export interface ExecutionDeps {
   providers: ProviderGateway;
   pricing: PricingCatalog;
   governance: Governance;
   relay: StreamRelay;
-}
-
-const SOURCE = 'execution_events';
-
-export function normalizedRequest(input: ExecutionInput, target: Target): NormalizedRequest {
-  const r = input.request;
-  const req: NormalizedRequest = {
-    operation: r.operation,
-    provider: target.provider,
-    model: target.model,
-    stream: input.mode === 'stream',
-  };
-  if (r.messages) req.messages = r.messages;
-  if (r.inputs) req.inputs = r.inputs;
-  if (r.parameters) req.parameters = r.parameters;
-  const opts = r.providerOptions?.[target.provider];
-  if (opts) req.providerOptions = opts;
-  return req;
 }
 
 /** Failures after which the primary counts as unavailable and the explicit fallback chain is tried. */
@@ -63,20 +49,7 @@ export function createExecutionActivities(deps: Pick<ActivityDeps, 'db' | 'clock
     return v as ExecutionDeps[K];
   };
 
-  function ev(input: ExecutionInput, eventType: string, phase: string, at: Date | string, t: Partial<Target> | null, metadata: Record<string, unknown> = {}): NewEvent {
-    return {
-      projectId: input.projectId,
-      eventType,
-      source: SOURCE,
-      phase,
-      provider: t?.provider ?? null,
-      model: t?.model ?? null,
-      permitId: input.permitId,
-      requestId: input.executionId,
-      metadata,
-      timestamp: new Date(at),
-    };
-  }
+  const ev = executionEvent;
 
   /** The workflow intent refused the call: record a deny permit (once) with the intent's reason code. */
   async function denyForReservation(input: ExecutionInput, req: NormalizedRequest): Promise<GovernOutcome> {
@@ -256,144 +229,7 @@ export function createExecutionActivities(deps: Pick<ActivityDeps, 'db' | 'clock
         const existing = await findExecutionById(db, input.executionId);
         if (existing) return existing.envelope;
       }
-      const pricing = need('pricing');
-      const governance = need('governance');
-      const completedAt = clock.now();
-      const gov = rec.gov;
-      const primary = input.routing.primary;
-      let status: ExecutionStatus;
-      let statusCode: number;
-      let target: Target | null = primary;
-      let usage: Usage | null = null;
-      let cost: number | null = null;
-      let result: ProviderResult | null = null;
-      let error: { code: string; message: string } | null = null;
-      let fallbackOccurred = false;
-      const tail: NewEvent[] = [];
-
-      if (rec.kind === 'governed_out') {
-        status = 'denied';
-        statusCode = gov.decision === 'throttle' ? 429 : 403;
-        target = null;
-        error = {
-          code: gov.reason_code === 'prompt_firewall_blocked' ? 'prompt_firewall_blocked' : gov.decision === 'throttle' ? 'throttled' : 'denied',
-          message: gov.display_reason,
-        };
-        tail.push(ev(input, 'request.denied', 'completion', completedAt, primary, { decision: gov.decision, reason_code: gov.reason_code, reason: gov.display_reason, status_code: statusCode }));
-      } else if (rec.kind === 'interrupted') {
-        // The dispatch activity never reported back (its worker died, or it timed out): the
-        // provider may have received and billed the call, so it is not repeated. Usage is the
-        // estimated input of the request when the call was sent (provider.request_sent persisted).
-        status = 'failed';
-        statusCode = 502;
-        const sent = await db.query('SELECT 1 FROM events WHERE project_id = $1 AND request_id = $2 AND event_type = $3 LIMIT 1', [input.projectId, input.executionId, 'provider.request_sent']);
-        if (sent.rowCount) {
-          const est = estimatedUsage(normalizedRequest(input, primary), '');
-          usage = { ...est, output_tokens: 0, total_tokens: est.input_tokens, metrics: est.metrics.filter((m) => m.meter !== 'output_tokens').concat([{ meter: 'output_tokens', quantity: 0, unit: 'tokens' }]), estimated: true };
-          cost = pricing.costMicros(primary.provider, primary.model, usage);
-        }
-        error = { code: 'dispatch_interrupted', message: `The provider call did not report back (${rec.message}); its outcome is unknown and it was not repeated` };
-        tail.push(ev(input, 'provider.response_received', 'execution', completedAt, primary, { ok: false, failure_kind: 'interrupted' }));
-      } else {
-        const o = rec.outcome;
-        target = o.target;
-        fallbackOccurred = o.fallbackOccurred;
-        const last = o.attempts[o.attempts.length - 1];
-        if (o.ok) {
-          status = 'completed';
-          statusCode = 200;
-          result = o.result;
-          usage = o.result.usage;
-          cost = pricing.costMicros(o.target.provider, o.target.model, usage);
-          tail.push(ev(input, 'provider.response_received', 'execution', last.receivedAt, o.target, { ok: true, status: 200, attempt: o.attempts.length, finish_reason: o.result.finish_reason ?? null }));
-        } else {
-          status = 'failed';
-          statusCode = o.kind === 'aborted' ? 499 : 502;
-          usage = o.partialUsage;
-          cost = usage ? pricing.costMicros(o.target.provider, o.target.model, usage) : null;
-          error = o.kind === 'aborted' ? { code: 'client_disconnected', message: o.failure.message } : { code: 'upstream_error', message: o.failure.message };
-          tail.push(ev(input, 'provider.response_received', 'execution', last?.receivedAt ?? completedAt, o.target, { ok: false, status: o.failure.status, failure_kind: o.failure.kind, attempt: o.attempts.length }));
-        }
-      }
-
-      const envelope = buildEnvelope({
-        id: input.executionId,
-        route: input.route,
-        createdAt: input.createdAt,
-        completedAt: completedAt.toISOString(),
-        status,
-        statusCode,
-        output: result?.output ?? null,
-        outputAssets: result?.output_assets ?? [],
-        routing: {
-          requested_provider: input.routing.requested_provider,
-          requested_model: input.routing.requested_model,
-          selected_provider: target?.provider ?? primary.provider,
-          selected_model: target?.model ?? primary.model,
-          reason_code: fallbackOccurred ? 'explicit_fallback' : input.routing.reason_code,
-          fallback_occurred: fallbackOccurred,
-        },
-        governance: { decision: gov.decision === 'allow' ? 'allow' : 'deny', reason: gov.reason_code, actions: gov.actions, constraints: null, budgets: null },
-        usage,
-        costMicros: cost,
-        error,
-        resolved: input.resolved,
-      });
-
-      if (status !== 'denied') {
-        tail.push(
-          ev(input, 'usage.recorded', 'usage', completedAt, target, {
-            input_tokens: envelope.usage.input_tokens,
-            output_tokens: envelope.usage.output_tokens,
-            total_tokens: envelope.usage.total_tokens,
-            cost_usd_micros: envelope.usage.cost_usd_micros,
-            estimated_final: envelope.usage.estimated_final,
-          }),
-        );
-      }
-      if (status === 'completed') tail.push(ev(input, 'request.completed', 'completion', completedAt, target, { status_code: statusCode }));
-      else if (status === 'failed') tail.push(ev(input, 'request.errored', 'completion', completedAt, target, { status_code: statusCode, error_code: error?.code }));
-
-      // Spend first (idempotent in governance), then the row + events in one transaction.
-      if (gov.decision === 'allow') {
-        if (status === 'completed' || (usage && (cost ?? 0) > 0)) {
-          await governance.settle(input.permitId, { costMicros: cost ?? 0, inputTokens: usage?.input_tokens ?? 0, outputTokens: usage?.output_tokens ?? 0 });
-        } else {
-          await governance.release(input.permitId, error?.code ?? 'failed');
-        }
-      }
-      const inserted = await withTransaction(db, async (tx) => {
-        const ok = await insertExecutionOnce(tx, {
-          id: input.executionId,
-          project_id: input.projectId,
-          route: input.route,
-          operation: input.request.operation,
-          mode: input.mode,
-          status,
-          status_code: statusCode,
-          permit_id: input.permitId,
-          provider: status === 'denied' ? primary.provider : target?.provider ?? null,
-          model: status === 'denied' ? primary.model : target?.model ?? null,
-          workflow_intent_id: input.workflowIntentId,
-          idempotency_key: input.idempotencyKey,
-          input_tokens: envelope.usage.input_tokens,
-          output_tokens: envelope.usage.output_tokens,
-          cost_usd_micros: envelope.usage.cost_usd_micros,
-          estimated_final: envelope.usage.estimated_final,
-          error_code: error?.code ?? null,
-          created_at: new Date(input.createdAt),
-          completed_at: completedAt,
-          duration_ms: envelope.timing.duration_ms,
-          envelope,
-        });
-        if (ok) await appendEvents(tx, tail);
-        return ok;
-      });
-      if (!inserted) {
-        const stored = await findExecutionById(db, input.executionId);
-        if (stored) return stored.envelope;
-      }
-      return envelope;
+      return recordExecution({ db, clock, pricing: need('pricing'), governance: need('governance') }, input, rec);
     },
   };
 }

@@ -4,7 +4,7 @@ import type { ExecutionEnvelope } from '../../executions/envelope';
 export interface ExecutionRecord {
   id: string;
   project_id: string;
-  route: 'executions' | 'execute';
+  route: 'executions' | 'execute' | 'proxy';
   operation: string;
   mode: 'sync' | 'stream';
   status: 'completed' | 'failed' | 'denied';
