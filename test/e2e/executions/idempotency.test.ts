@@ -80,7 +80,7 @@ describe('Idempotency-Key on the execution routes', () => {
     await a.text();
     const b = await fetch(`${h.tg.url}/v1/executions`, init);
     expect(b.status).toBe(409);
-    expect((await b.json()).error.code).toBe('idempotency_stream_not_replayable');
+    expect(((await b.json()) as any).error.code).toBe('idempotency_stream_not_replayable');
   });
 
   it('rejects a malformed Idempotency-Key', async () => {

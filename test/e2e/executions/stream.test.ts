@@ -109,7 +109,7 @@ describe('streaming executions (mode: stream, SSE)', () => {
     await patchPolicy(h, q, { allowed_models: ['anthropic/*'] });
     const res = await stream(h.tg.url!, q.clientKey, { messages: say('x'), routing: { provider: 'openai' } });
     expect(res.status).toBe(403);
-    expect((await res.json()).status).toBe('denied');
+    expect(((await res.json()) as any).status).toBe('denied');
   });
 
   it('client disconnect mid-stream: upstream aborted, estimated usage still recorded once', async () => {
