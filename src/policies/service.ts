@@ -180,6 +180,9 @@ export function createPolicyService(deps: { db: Db; clock: Clock }) {
     if (!isRuleType(policyType) && body.id !== undefined && body.id !== policyType) {
       throw errors.validation([{ path: 'id', message: `a ${policyType} policy is unique per project; its id is "${policyType}"`, code: 'custom' }]);
     }
+    if (isRuleType(policyType) && body.id !== undefined && (POLICY_TYPES as readonly string[]).includes(body.id)) {
+      throw errors.validation([{ path: 'id', message: `"${body.id}" is reserved for the ${body.id} policy`, code: 'custom' }]);
+    }
     const id = isRuleType(policyType) ? (body.id ?? newId('pol')) : policyType;
     return withKeyLock(db, LOCK_POLICY_RULES, auth.projectId, async () => {
       const { stored, policies } = await load(auth.projectId);
