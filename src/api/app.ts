@@ -13,10 +13,11 @@ import { registerPolicyRoutes } from './routes/policy';
 import { registerExecutionRoutes } from './routes/executions';
 import { registerTimelineRoutes } from './routes/timeline';
 import { registerPermitRoutes } from './routes/permits';
+import { registerProxyRoutes } from './routes/proxy';
 import { registerPoliciesRoutes } from './routes/policies';
 
 /** Route families, each in src/api/routes/<family>.ts. */
-const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes, registerExecutionRoutes, registerTimelineRoutes, registerPermitRoutes, registerPoliciesRoutes];
+const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes, registerExecutionRoutes, registerTimelineRoutes, registerPermitRoutes, registerProxyRoutes, registerPoliciesRoutes];
 
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();

@@ -1,0 +1,32 @@
+import Router from '@koa/router';
+import type { ProviderId } from '../../config';
+import { createGovernance } from '../../governance';
+import { pricing as defaultPricing } from '../../pricing';
+import { createProviderGateway } from '../../providers';
+import { handleProxy, PROXY_PROVIDERS, type ProxyDeps } from '../../proxy/service';
+import { createUpstreamClient } from '../../proxy/upstream';
+import { ApiDeps } from '../deps';
+
+/**
+ * Provider proxies: POST /v1/proxy/{provider}/<native path> for openai, anthropic, google,
+ * deepseek and mistral. `/v1/proxy/{provider}` stands in for the provider's host, so an SDK's base
+ * URL is `{base}/v1/proxy/openai/v1`, `{base}/v1/proxy/anthropic`, `{base}/v1/proxy/google`,
+ * `{base}/v1/proxy/deepseek`, `{base}/v1/proxy/mistral`. See src/proxy/service.ts.
+ */
+export function registerProxyRoutes(router: Router, deps: ApiDeps): void {
+  let proxy: ProxyDeps | null = null;
+  // Built on first use: the upstream pools and the gateway exist only in processes that proxy.
+  const proxyDeps = (): ProxyDeps =>
+    (proxy ??= {
+      api: deps,
+      pricing: deps.pricing ?? defaultPricing,
+      governance: createGovernance({ db: deps.db, clock: deps.clock }),
+      upstream: createUpstreamClient(deps.config.providerTimeouts),
+      gateway: createProviderGateway(deps.config),
+    });
+  const pattern = new RegExp(`^/v1/proxy/(${PROXY_PROVIDERS.join('|')})(/.*)$`);
+  router.post(pattern, async (ctx) => {
+    const m = pattern.exec(ctx.path)!;
+    await handleProxy(ctx, proxyDeps(), m[1] as ProviderId, m[2]);
+  });
+}

@@ -1,0 +1,105 @@
+/**
+ * What a provider-native proxy request is: operation and model (from the native path and body),
+ * whether it streams, its inspectable text (from the provider module) and a provider-neutral view
+ * of it for the pricing estimate (the /v1/execute translation, when the payload translates).
+ */
+import type { ProviderId } from '../config';
+import { ExecuteInputError, translateExecuteInput } from '../executions/execute-input';
+import type { ExecutionInput } from '../executions/types';
+import { providerModules } from '../providers';
+import type { Operation } from '../providers/types';
+import { ProxyError } from './native-errors';
+
+export interface ParsedBody {
+  kind: 'json' | 'multipart';
+  raw: Buffer;
+  contentType: string;
+  /** Parsed JSON body, or the text fields of a multipart form. */
+  json: Record<string, unknown>;
+}
+
+export interface ProxyCall {
+  provider: ProviderId;
+  /** Native path (after /v1/proxy/{provider}), with the query string minus any `key=`. */
+  path: string;
+  /** Native path without the query. */
+  pathname: string;
+  operation: Operation;
+  model: string;
+  stream: boolean;
+  /** Chat paths are the ones routing controls apply to. */
+  chat: boolean;
+  inspectable: string[];
+  /** Provider-neutral request (for estimates and the execution record). */
+  request: ExecutionInput['request'];
+}
+
+const GOOGLE_ACTION = /^\/(v1beta|v1|v1alpha)\/models\/([^/:]+):(generateContent|streamGenerateContent|embedContent|batchEmbedContents)$/;
+
+function operationOf(provider: ProviderId, pathname: string): { operation: Operation; chat: boolean; model?: string; stream?: boolean } | null {
+  const p = pathname.replace(/\/+$/, '');
+  switch (provider) {
+    case 'openai': {
+      const map: Record<string, Operation> = {
+        '/v1/chat/completions': 'generate.text',
+        '/v1/embeddings': 'embed.text',
+        '/v1/images/generations': 'generate.image',
+        '/v1/audio/speech': 'generate.audio',
+        '/v1/audio/transcriptions': 'transcribe.audio',
+      };
+      return map[p] ? { operation: map[p], chat: p === '/v1/chat/completions' } : null;
+    }
+    case 'deepseek':
+      return p === '/chat/completions' || p === '/v1/chat/completions' ? { operation: 'generate.text', chat: true } : null;
+    case 'mistral':
+      if (p === '/v1/chat/completions') return { operation: 'generate.text', chat: true };
+      if (p === '/v1/embeddings') return { operation: 'embed.text', chat: false };
+      return null;
+    case 'anthropic':
+      return p === '/v1/messages' ? { operation: 'generate.text', chat: true } : null;
+    case 'google': {
+      const m = GOOGLE_ACTION.exec(p);
+      if (!m) return null;
+      const model = decodeURIComponent(m[2]);
+      if (m[3] === 'embedContent' || m[3] === 'batchEmbedContents') return { operation: 'embed.text', chat: false, model, stream: false };
+      return { operation: 'generate.text', chat: false, model, stream: m[3] === 'streamGenerateContent' };
+    }
+  }
+}
+
+/** Multipart text fields (openai transcriptions: model, prompt, response_format...). */
+export async function multipartFields(raw: Buffer, contentType: string): Promise<Record<string, unknown>> {
+  const form = await new Response(raw, { headers: { 'content-type': contentType } }).formData();
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of form.entries()) if (typeof v === 'string') out[k] = v;
+  return out;
+}
+
+export function inferCall(provider: ProviderId, path: string, body: ParsedBody): ProxyCall {
+  const pathname = path.split('?')[0];
+  const op = operationOf(provider, pathname);
+  if (!op) throw new ProxyError(404, 'unsupported_proxy_path', `POST ${pathname} is not a ${provider} endpoint the Tollgate proxy governs`);
+  const b = body.json;
+  const model = op.model ?? (typeof b.model === 'string' ? b.model : '');
+  if (!model) throw new ProxyError(400, 'model_required', 'The request names no model');
+  const stream = op.stream ?? b.stream === true;
+  const inspectable = body.kind === 'multipart' ? (typeof b.prompt === 'string' ? [b.prompt] : []) : providerModules[provider].inspectableText(b);
+
+  let request: ExecutionInput['request'] | null = null;
+  if (body.kind === 'json' && op.operation !== 'transcribe.audio') {
+    try {
+      const t = translateExecuteInput(provider, model, b);
+      // The path decides the family; the payload refines chat into understand.image / transcribe.audio.
+      if (t.operation === op.operation || (op.chat || provider === 'google') && op.operation === 'generate.text' && t.operation !== 'embed.text') request = t;
+    } catch (err) {
+      if (!(err instanceof ExecuteInputError)) throw err;
+    }
+  }
+  if (!request) {
+    request =
+      op.operation === 'transcribe.audio'
+        ? { operation: op.operation, inputs: inspectable.map((t) => ({ type: 'text' as const, role: 'user' as const, text: t })) }
+        : { operation: op.operation, messages: inspectable.map((t) => ({ role: 'user' as const, content: t })) };
+  }
+  return { provider, path, pathname, operation: request.operation, model, stream, chat: op.chat, inspectable, request };
+}
