@@ -128,7 +128,9 @@ async function main(): Promise<void> {
       OPENAI_BASE_URL: `${emuUrl}/openai`,
       OPENAI_API_KEY: 'bench',
     };
-    const tg = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+    // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of the Tollgate process there (on exit).
+    const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
+    const tg = spawn(process.execPath, [...prof, '--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
     procs.push(tg);
     await waitHttp(`${tgUrl}/v1/public/status/summary`);
     const project = await createProject(db, { name: 'bench', plan: 'enterprise' });
