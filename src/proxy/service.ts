@@ -249,6 +249,8 @@ export async function handleProxy(ctx: ParameterizedContext, deps: ProxyDeps, pr
   const executionId = newId('exec_req');
   let claimedKey: string | null = null;
   let projectId: string | null = null;
+  /** Set once governance wrote the permit: only then does a Tollgate error name it. */
+  const state = { governed: false };
   try {
     await authenticateNative(ctx, deps, provider);
     const auth = authOf(ctx);
@@ -286,7 +288,7 @@ export async function handleProxy(ctx: ParameterizedContext, deps: ProxyDeps, pr
       claimedKey = key;
     }
 
-    const { reply, sent } = await governAndDispatch(ctx, deps, call, plan, body, projectId, permitId, executionId, key);
+    const { reply, sent } = await governAndDispatch(ctx, deps, call, plan, body, projectId, permitId, executionId, key, state);
     if (claimedKey) {
       if (reply && cacheable(reply.status)) {
         await completeIdempotencyKey(db, { projectId, scope: `proxy:${provider}`, key: claimedKey, resourceId: executionId, response: { status: reply.status, headers: storedHeaders(reply.headers), body: reply.body } });
@@ -307,7 +309,7 @@ export async function handleProxy(ctx: ParameterizedContext, deps: ProxyDeps, pr
     const e = pe ?? new ProxyError(500, 'internal_error', 'An internal error occurred; retry later');
     send(ctx, proxyErrorReply(provider, e));
     if (projectId) ctx.set('x-svc-request-id', executionId);
-    if (projectId && ctx.status !== 401) ctx.set('x-svc-permit-id', permitId);
+    if (state.governed) ctx.set('x-svc-permit-id', permitId);
   }
 }
 
@@ -322,6 +324,7 @@ async function governAndDispatch(
   permitId: string,
   executionId: string,
   idempotencyKey: string | null,
+  state: { governed: boolean },
 ): Promise<{ reply: Reply | null; sent: boolean }> {
   const { db, clock } = deps.api;
   const createdAt = clock.now().toISOString();
@@ -362,6 +365,7 @@ async function governAndDispatch(
     },
     { persist: true, permitId, permitMetadata: { execution_id: executionId, mode: input.mode, proxy: call.provider, native_path: call.pathname } },
   );
+  state.governed = true;
   const gov: GovernOutcome = { decision: d.decision, reason_code: d.reason_code, display_reason: d.display_reason, actions: d.actions };
   if (d.retry_after_seconds !== undefined) gov.retry_after_seconds = d.retry_after_seconds;
   if (gov.decision !== 'allow') {

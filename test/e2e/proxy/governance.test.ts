@@ -173,4 +173,5 @@ describe('streamed usage is recorded and settled', () => {
     expect(row).toMatchObject({ status: 'failed', estimated_final: true });
     expect(row.input_tokens).toBeGreaterThan(0);
   });
+
 });
