@@ -125,10 +125,16 @@ export async function runExecution(ctx: ParameterizedContext, deps: ApiDeps, pre
     if (workflowHeader) {
       const r = await deps.intentReservations.reserveCall(auth.projectId, workflowHeader);
       if (!r.granted) {
-        if (r.reason === 'unknown' || !r.reason) throw errors.notFound('Workflow', workflowHeader);
+        // Denied inside the envelope (403, a permit and a timeline), with no provider call.
+        const reason = r.reason ?? 'unknown';
         reservationDenied = {
-          reason_code: RESERVATION_REASON_CODES[r.reason],
-          message: r.reason === 'ceiling_reached' ? `Workflow ${workflowHeader} reached its max_calls ceiling` : `Workflow ${workflowHeader} is not active`,
+          reason_code: RESERVATION_REASON_CODES[reason],
+          message:
+            reason === 'ceiling_reached'
+              ? `Workflow ${workflowHeader} reached its max_calls ceiling`
+              : reason === 'not_active'
+                ? `Workflow ${workflowHeader} is not active`
+                : `Workflow ${workflowHeader} is not declared in this project`,
         };
       }
     }

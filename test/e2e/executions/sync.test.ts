@@ -243,7 +243,9 @@ describe('POST /v1/executions (sync) against the emulator', () => {
     it('bad X-Svc-Workflow-Id and unknown workflow', async () => {
       expect((await exec({ operation: 'generate.text', messages: say('x') }, { 'x-svc-workflow-id': 'bad id!' })).status).toBe(400);
       const res = await exec({ operation: 'generate.text', messages: say('x') }, { 'x-svc-workflow-id': 'never-declared' });
-      expect(res.status).toBe(404);
+      expect(res.status).toBe(403);
+      expect(res.json).toMatchObject({ status: 'denied', error: { code: 'denied' }, governance: { decision: 'deny' } });
+      expect(JSON.stringify(res.json)).toContain('workflow_intent.not_found');
     });
     it('mode stream with a non-SSE Accept is 406', async () => {
       const res = await exec({ operation: 'generate.text', mode: 'stream', messages: say('x') }, { accept: 'application/json' });
