@@ -10,12 +10,11 @@
  */
 import { Context } from '@temporalio/activity';
 import type { ProviderId } from '../src/config';
-import { withTransaction } from '../src/db/pool';
 import { appendEvents, NewEvent } from '../src/db/repositories/events';
 import { findExecutionById } from '../src/db/repositories/executions';
-import { findPermit, insertPermit } from '../src/db/repositories/permits';
 import type { ExecutionEnvelope } from '../src/executions/envelope';
 import { executionEvent, normalizedRequest, recordExecution } from '../src/executions/record';
+import { recordReservationDenial } from '../src/executions/reservation-denial';
 import type { Target } from '../src/executions/routing';
 import type { RelayPublisher, StreamRelay } from '../src/executions/stream-relay';
 import type { AttemptRecord, DispatchOutcome, ExecutionInput, GovernOutcome, RecordInput } from '../src/executions/types';
@@ -51,48 +50,12 @@ export function createExecutionActivities(deps: Pick<ActivityDeps, 'db' | 'clock
 
   const ev = executionEvent;
 
-  /** The workflow intent refused the call: record a deny permit (once) with the intent's reason code. */
-  async function denyForReservation(input: ExecutionInput, req: NormalizedRequest): Promise<GovernOutcome> {
-    const denial = input.reservationDenied!;
-    const out: GovernOutcome = { decision: 'deny', reason_code: denial.reason_code, display_reason: denial.message, actions: [] };
-    if (await findPermit(db, input.projectId, input.permitId)) return out;
-    const now = clock.now();
-    await withTransaction(db, async (tx) => {
-      await insertPermit(tx, {
-        id: input.permitId,
-        project_id: input.projectId,
-        request_id: input.executionId,
-        route: input.route,
-        operation: req.operation,
-        provider: req.provider,
-        model: req.model,
-        workflow_id: input.workflowIntentId,
-        decision: 'deny',
-        reason_code: denial.reason_code,
-        display_reason: denial.message,
-        decision_details: {
-          decision: 'deny',
-          code: denial.reason_code,
-          reason: denial.message,
-          reason_detail: { category: 'workflow_intent', kind: 'call_reservation', outcome: 'denied' },
-        },
-        actions: [],
-        issued_at: now,
-        metadata: { execution_id: input.executionId },
-      });
-      await appendEvents(tx, [
-        { ...ev(input, 'permit.denied', 'permit', now, req, { decision: 'deny', reason_code: denial.reason_code, reason: denial.message }), source: 'permits' },
-      ]);
-    });
-    return out;
-  }
-
   return {
     /** Policy, budget, rate and firewall checks; writes the permit (idempotent per permit id). */
     async executionGovern(input: ExecutionInput): Promise<GovernOutcome> {
       const pricing = need('pricing');
       const req = normalizedRequest(input, input.routing.primary);
-      if (input.reservationDenied) return denyForReservation(input, req);
+      if (input.reservationDenied) return recordReservationDenial({ db, clock }, input, req);
       const est = pricing.estimate(req);
       const d = await need('governance').evaluate(
         {

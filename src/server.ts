@@ -75,6 +75,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
 
   let server: http.Server | null = null;
   let url: string | null = null;
+  const closers: Array<() => Promise<void>> = [];
   if (config.role !== 'worker') {
     const metrics = new Registry();
     collectDefaultMetrics({ register: metrics });
@@ -88,6 +89,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       intentReservations: createIntentReservations({ client: temporal.client, db, logger }),
       pricing,
       relay,
+      onClose: (fn) => closers.push(fn),
     });
     server = http.createServer(app.callback());
     server.keepAliveTimeout = 65_000;
@@ -118,6 +120,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
         if (worker.getState() === 'RUNNING') worker.shutdown();
         await workerRun.catch(() => undefined);
       }
+      for (const fn of closers) await fn().catch(() => undefined);
       await relay.close().catch(() => undefined);
       await providers?.close().catch(() => undefined);
       await temporal.connection.close().catch(() => undefined);

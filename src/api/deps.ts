@@ -22,4 +22,6 @@ export interface ApiDeps {
   /** Governed executions: routing defaults and the stream relay (src/executions). */
   pricing?: PricingCatalog;
   relay?: StreamRelay;
+  /** Registers cleanup (connection pools built lazily by a route) to run when the process closes. */
+  onClose?: (fn: () => Promise<void>) => void;
 }

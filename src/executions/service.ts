@@ -13,7 +13,7 @@ import { authOf } from '../api/middleware/auth';
 import { findExecutionById } from '../db/repositories/executions';
 import { claimIdempotencyKey, completeIdempotencyKey, releaseIdempotencyKey } from '../db/repositories/idempotency';
 import { newId } from '../ids';
-import { RESERVATION_REASON_CODES } from '../temporal/intent-reservations';
+import { reservationDenial } from './reservation-denial';
 import { SA } from '../../workflows/search-attributes';
 import type { ExecutionEnvelope, ExecutionRoute } from './envelope';
 import { controlChannel, RelayMessage, streamChannel } from './stream-relay';
@@ -124,19 +124,8 @@ export async function runExecution(ctx: ParameterizedContext, deps: ApiDeps, pre
     let reservationDenied: ExecutionInput['reservationDenied'];
     if (workflowHeader) {
       const r = await deps.intentReservations.reserveCall(auth.projectId, workflowHeader);
-      if (!r.granted) {
-        // Denied inside the envelope (403, a permit and a timeline), with no provider call.
-        const reason = r.reason ?? 'unknown';
-        reservationDenied = {
-          reason_code: RESERVATION_REASON_CODES[reason],
-          message:
-            reason === 'ceiling_reached'
-              ? `Workflow ${workflowHeader} reached its max_calls ceiling`
-              : reason === 'not_active'
-                ? `Workflow ${workflowHeader} is not active`
-                : `Workflow ${workflowHeader} is not declared in this project`,
-        };
-      }
+      // Refused: denied inside the envelope (403, a permit and a timeline), with no provider call.
+      if (!r.granted) reservationDenied = reservationDenial(r.reason, workflowHeader);
     }
     const input: ExecutionInput = {
       executionId,

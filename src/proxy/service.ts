@@ -19,6 +19,8 @@ import type { ProviderId } from '../config';
 import { appendEvents, type NewEvent } from '../db/repositories/events';
 import { claimIdempotencyKey, completeIdempotencyKey, releaseIdempotencyKey, type StoredResponse } from '../db/repositories/idempotency';
 import { executionEvent, recordExecution } from '../executions/record';
+import { recordReservationDenial, reservationDenial } from '../executions/reservation-denial';
+import { WORKFLOW_ID_PATTERN } from '../executions/schema';
 import type { Target } from '../executions/routing';
 import type { AttemptRecord, DispatchOutcome, ExecutionInput, GovernOutcome } from '../executions/types';
 import type { Governance } from '../governance';
@@ -262,12 +264,16 @@ export async function handleProxy(ctx: ParameterizedContext, deps: ProxyDeps, pr
     const path = nativePath + (qs ? `?${qs}` : '');
     const call = inferCall(provider, path, body);
     const plan = planRouting(ctx, call);
+    const workflowId = ctx.get('x-svc-workflow-id') || null;
+    if (workflowId !== null && !WORKFLOW_ID_PATTERN.test(workflowId)) {
+      throw new ProxyError(400, 'invalid_workflow_id', 'X-Svc-Workflow-Id must be 1 to 255 characters of [A-Za-z0-9_-]');
+    }
 
     const key = ctx.get('idempotency-key') || null;
     if (key !== null && !IDEMPOTENCY_KEY_PATTERN.test(key)) throw new ProxyError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 visible ASCII characters');
     if (key) {
       const scope = `proxy:${provider}`;
-      const hash = payloadHash(provider, path, body, plan.headers);
+      const hash = payloadHash(provider, path, body, workflowId ? { ...plan.headers, workflow_id: workflowId } : plan.headers);
       const deadline = Date.now() + config.providerTimeouts.totalMs * (1 + plan.fallback.length) + 10_000;
       for (;;) {
         const claim = await claimIdempotencyKey(db, { projectId, scope, key, requestHash: hash, resourceId: executionId, retentionHours: config.idempotencyRetentionHours });
@@ -288,7 +294,7 @@ export async function handleProxy(ctx: ParameterizedContext, deps: ProxyDeps, pr
       claimedKey = key;
     }
 
-    const { reply, sent } = await governAndDispatch(ctx, deps, call, plan, body, projectId, permitId, executionId, key, state);
+    const { reply, sent } = await governAndDispatch(ctx, deps, call, plan, body, projectId, permitId, executionId, key, workflowId, state);
     if (claimedKey) {
       if (reply && cacheable(reply.status)) {
         await completeIdempotencyKey(db, { projectId, scope: `proxy:${provider}`, key: claimedKey, resourceId: executionId, response: { status: reply.status, headers: storedHeaders(reply.headers), body: reply.body } });
@@ -324,6 +330,7 @@ async function governAndDispatch(
   permitId: string,
   executionId: string,
   idempotencyKey: string | null,
+  workflowId: string | null,
   state: { governed: boolean },
 ): Promise<{ reply: Reply | null; sent: boolean }> {
   const { db, clock } = deps.api;
@@ -337,7 +344,7 @@ async function governAndDispatch(
     createdAt,
     request: call.request,
     routing: { requested_provider: plan.requested.provider, requested_model: plan.requested.model, reason_code: plan.reason, primary: plan.primary, fallback: plan.fallback },
-    workflowIntentId: null,
+    workflowIntentId: workflowId,
     idempotencyKey,
     dispatchTimeoutMs: deps.api.config.providerTimeouts.totalMs,
     heartbeatTimeoutMs: 0,
@@ -348,6 +355,24 @@ async function governAndDispatch(
 
   // Governance and the prompt firewall, on the primary target.
   const primaryReq = normalizedFor(plan.primary);
+  const denied = (gov: GovernOutcome): Reply => {
+    const status = gov.decision === 'throttle' ? 429 : 403;
+    const headers: Record<string, string> = { ...tollgateHeaders };
+    if (status === 429) headers['retry-after'] = String(Math.max(1, Math.ceil(gov.retry_after_seconds ?? 1)));
+    const message = gov.decision === 'review' ? `${gov.display_reason} (${gov.reason_code}; the request needs human review)` : gov.display_reason;
+    return jsonReply(status, nativeErrorBody(call.provider, status, gov.reason_code, message, { decision: gov.decision, permit_id: permitId }), headers);
+  };
+  // A call attributed to a workflow intent first reserves one call against its ceiling.
+  if (workflowId) {
+    const r = await deps.api.intentReservations.reserveCall(projectId, workflowId);
+    if (!r.granted) {
+      input.reservationDenied = reservationDenial(r.reason, workflowId);
+      const gov = await recordReservationDenial({ db, clock }, input, primaryReq);
+      state.governed = true;
+      await recordExecution(recordDeps, input, { kind: 'governed_out', gov });
+      return { reply: denied(gov), sent: false };
+    }
+  }
   const est = deps.pricing.estimate(primaryReq);
   const d = await deps.governance.evaluate(
     {
@@ -360,7 +385,7 @@ async function governAndDispatch(
       estimatedInputTokens: est.input_tokens,
       estimatedOutputTokens: est.output_tokens,
       estimatedCostMicros: est.cost_micros,
-      workflowId: null,
+      workflowId,
       inspectableText: call.inspectable,
     },
     { persist: true, permitId, permitMetadata: { execution_id: executionId, mode: input.mode, proxy: call.provider, native_path: call.pathname } },
@@ -370,11 +395,7 @@ async function governAndDispatch(
   if (d.retry_after_seconds !== undefined) gov.retry_after_seconds = d.retry_after_seconds;
   if (gov.decision !== 'allow') {
     await recordExecution(recordDeps, input, { kind: 'governed_out', gov });
-    const status = gov.decision === 'throttle' ? 429 : 403;
-    const headers: Record<string, string> = { ...tollgateHeaders };
-    if (status === 429) headers['retry-after'] = String(Math.max(1, Math.ceil(gov.retry_after_seconds ?? 1)));
-    const message = gov.decision === 'review' ? `${gov.display_reason} (${gov.reason_code}; the request needs human review)` : gov.display_reason;
-    return { reply: jsonReply(status, nativeErrorBody(call.provider, status, gov.reason_code, message, { decision: gov.decision, permit_id: permitId }), headers), sent: false };
+    return { reply: denied(gov), sent: false };
   }
 
   const targets = [plan.primary, ...plan.fallback];

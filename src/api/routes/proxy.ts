@@ -16,14 +16,23 @@ import { ApiDeps } from '../deps';
 export function registerProxyRoutes(router: Router, deps: ApiDeps): void {
   let proxy: ProxyDeps | null = null;
   // Built on first use: the upstream pools and the gateway exist only in processes that proxy.
-  const proxyDeps = (): ProxyDeps =>
-    (proxy ??= {
-      api: deps,
-      pricing: deps.pricing ?? defaultPricing,
-      governance: createGovernance({ db: deps.db, clock: deps.clock }),
-      upstream: createUpstreamClient(deps.config.providerTimeouts),
-      gateway: createProviderGateway(deps.config),
-    });
+  const proxyDeps = (): ProxyDeps => {
+    if (!proxy) {
+      proxy = {
+        api: deps,
+        pricing: deps.pricing ?? defaultPricing,
+        governance: createGovernance({ db: deps.db, clock: deps.clock }),
+        upstream: createUpstreamClient(deps.config.providerTimeouts),
+        gateway: createProviderGateway(deps.config),
+      };
+      const built = proxy;
+      deps.onClose?.(async () => {
+        await built.upstream.close();
+        await built.gateway.close();
+      });
+    }
+    return proxy;
+  };
   const pattern = new RegExp(`^/v1/proxy/(${PROXY_PROVIDERS.join('|')})(/.*)$`);
   router.post(pattern, async (ctx) => {
     const m = pattern.exec(ctx.path)!;

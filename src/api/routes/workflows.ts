@@ -13,7 +13,8 @@ import {
 } from '../../intents/service';
 import { integritySigner } from '../../intents/signing';
 
-export const WORKFLOW_ID_PATTERN = /^[A-Za-z0-9_-]{1,255}$/;
+export { WORKFLOW_ID_PATTERN } from '../../executions/schema';
+import { WORKFLOW_ID_PATTERN } from '../../executions/schema';
 export const LIST_LIMIT_DEFAULT = 50;
 export const LIST_LIMIT_MAX = 200;
 

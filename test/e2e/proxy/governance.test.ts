@@ -175,3 +175,22 @@ describe('streamed usage is recorded and settled', () => {
   });
 
 });
+
+describe('X-Svc-Workflow-Id on proxy routes', () => {
+  it('reserves a call against the intent and refuses past max_calls in the native shape, with the SDK', async () => {
+    const q = await h.project();
+    const declared = await h.call('POST', '/v1/workflows', { key: q.clientKey, body: { workflow_id: 'proxy-run', intent: { max_calls: 1 } } });
+    expect(declared.status).toBe(201);
+    const client = new OpenAI({ apiKey: q.clientKey, baseURL: `${h.tg.url}/v1/proxy/openai/v1`, maxRetries: 0, defaultHeaders: { 'x-svc-workflow-id': 'proxy-run' } });
+    const ok = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'first' }] });
+    expect(ok.choices[0].message.content).toEqual(expect.any(String));
+    const refused = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'second' }] }).catch((e) => e);
+    expect(refused).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect(refused.code).toBe('workflow_intent.max_calls_exceeded');
+    const permits = await h.tg.db.query(`SELECT decision FROM permits WHERE project_id = $1 AND workflow_id = 'proxy-run' ORDER BY issued_at`, [q.project.id]);
+    expect(permits.rows.map((r) => r.decision)).toEqual(['allow', 'deny']);
+    const unknown = await post('/openai/v1/chat/completions', { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }, { 'x-svc-workflow-id': 'nope' }, q.clientKey);
+    expect(unknown.status).toBe(403);
+    expect(unknown.json.error.code).toBe('workflow_intent.not_found');
+  });
+});

@@ -1,0 +1,70 @@
+/**
+ * A workflow intent refused the call (X-Svc-Workflow-Id at its ceiling, not active, or unknown):
+ * the denial is still a permit, with the intent's reason code and the workflow id, so timelines
+ * and reconciliation see it. Idempotent per permit id. Shared by executions and proxies.
+ */
+import type { Clock } from '../clock';
+import { Db, withTransaction } from '../db/pool';
+import { appendEvents } from '../db/repositories/events';
+import { findPermit, insertPermit } from '../db/repositories/permits';
+import type { NormalizedRequest } from '../providers/types';
+import { executionEvent } from './record';
+import type { ExecutionInput, GovernOutcome } from './types';
+import { RESERVATION_REASON_CODES, type ReservationDenial } from '../temporal/intent-reservations';
+
+/** The denial an execution carries when the intent refuses its call. */
+export function reservationDenial(reason: ReservationDenial | undefined, workflowId: string): NonNullable<ExecutionInput['reservationDenied']> {
+  const r = reason ?? 'unknown';
+  return {
+    reason_code: RESERVATION_REASON_CODES[r],
+    message:
+      r === 'ceiling_reached'
+        ? `Workflow ${workflowId} reached its max_calls ceiling`
+        : r === 'not_active'
+          ? `Workflow ${workflowId} is not active`
+          : `Workflow ${workflowId} is not declared in this project`,
+  };
+}
+
+export async function recordReservationDenial(
+  deps: { db: Db; clock: Clock },
+  input: ExecutionInput,
+  req: NormalizedRequest,
+): Promise<GovernOutcome> {
+  const { db, clock } = deps;
+  const denial = input.reservationDenied!;
+  const out: GovernOutcome = { decision: 'deny', reason_code: denial.reason_code, display_reason: denial.message, actions: [] };
+  if (await findPermit(db, input.projectId, input.permitId)) return out;
+  const now = clock.now();
+  await withTransaction(db, async (tx) => {
+    await insertPermit(tx, {
+      id: input.permitId,
+      project_id: input.projectId,
+      request_id: input.executionId,
+      route: input.route,
+      operation: req.operation,
+      provider: req.provider,
+      model: req.model,
+      workflow_id: input.workflowIntentId,
+      decision: 'deny',
+      reason_code: denial.reason_code,
+      display_reason: denial.message,
+      decision_details: {
+        decision: 'deny',
+        code: denial.reason_code,
+        reason: denial.message,
+        reason_detail: { category: 'workflow_intent', kind: 'call_reservation', outcome: 'denied' },
+      },
+      actions: [],
+      issued_at: now,
+      metadata: { execution_id: input.executionId },
+    });
+    await appendEvents(tx, [
+      {
+        ...executionEvent(input, 'permit.denied', 'permit', now, req, { decision: 'deny', reason_code: denial.reason_code, reason: denial.message }),
+        source: 'permits',
+      },
+    ]);
+  });
+  return out;
+}
