@@ -1,0 +1,52 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runCli } from '../../src/cli';
+import { createPool } from '../../src/db/pool';
+import { findApiKeyByKey, hashApiKey } from '../../src/db/repositories/api-keys';
+
+/** The operators' CLI against the run's database (same process, same code path as `npm run cli`). */
+describe('operators CLI', () => {
+  const env = { ...process.env };
+  const db = createPool(process.env.DATABASE_URL!, 2);
+  afterAll(async () => db.end());
+
+  it('creates a project and keys shown once, lists them without the secret, and revokes', async () => {
+    const project = (await runCli(['project', 'create', '--name', `cli-${Date.now()}`, '--plan', 'production'], env)) as any;
+    expect(project).toMatchObject({ id: expect.stringMatching(/^proj_/), plan: 'production' });
+
+    const created = (await runCli(['key', 'create', '--project', project.id, '--scope', 'admin', '--name', 'ops'], env)) as any;
+    expect(created.key).toMatch(/^tg_admin_[0-9A-Za-z]{40}$/);
+    const stored = await db.query('SELECT key_hash FROM api_keys WHERE id = $1', [created.id]);
+    expect(Buffer.compare(stored.rows[0].key_hash, hashApiKey(created.key))).toBe(0);
+
+    const listed = (await runCli(['key', 'list', '--project', project.id], env)) as any[];
+    expect(listed.map((k) => k.id)).toEqual([created.id]);
+    expect(JSON.stringify(listed)).not.toContain(created.key);
+
+    await runCli(['key', 'revoke', '--key-id', created.id], env);
+    expect((await findApiKeyByKey(db, created.key))!.revoked_at).toBeInstanceOf(Date);
+
+    const replanned = (await runCli(['project', 'plan', '--project', project.id, '--plan', 'starter'], env)) as any;
+    expect(replanned.plan).toBe('starter');
+  });
+
+  it('sets and reads the governance policy from a file', async () => {
+    const project = (await runCli(['project', 'create', '--name', `cli-policy-${Date.now()}`], env)) as any;
+    const file = path.join(os.tmpdir(), `policy-${project.id}.json`);
+    fs.writeFileSync(file, JSON.stringify({ budgets: { monthly_usd_micros: 5_000_000 } }));
+    await runCli(['policy', 'set', '--project', project.id, '--file', file], env);
+    const read = (await runCli(['policy', 'get', '--project', project.id], env)) as any;
+    expect(read.version).toBe(1);
+    expect(read.document.budgets.monthly_usd_micros).toBe(5_000_000);
+    fs.writeFileSync(file, JSON.stringify({ budgets: { monthly_usd_micros: 'lots' } }));
+    await expect(runCli(['policy', 'set', '--project', project.id, '--file', file], env)).rejects.toThrow(/budgets\.monthly_usd_micros/);
+  });
+
+  it('refuses bad usage with a message naming the problem', async () => {
+    await expect(runCli(['key', 'create', '--project', 'proj_missing'], env)).rejects.toThrow(/project proj_missing not found/);
+    await expect(runCli(['project', 'create', '--name', 'x', '--plan', 'gold'], env)).rejects.toThrow(/--plan must be one of/);
+    await expect(runCli(['project', 'create'], env)).rejects.toThrow(/missing --name/);
+    await expect(runCli(['frobnicate'], env)).rejects.toThrow(/unknown command/);
+  });
+});
