@@ -3,6 +3,7 @@ import { persistActualCalls, WorkflowIntentRecord, AmendmentRecord } from '../sr
 import { canonicalAmendment } from '../src/intents/canonical';
 import { integritySigner } from '../src/intents/signing';
 import { projectCost } from '../src/intents/projection';
+import { amendmentView } from '../src/intents/views';
 import type { AmendmentView, CompleteResult, IntentState } from '../workflows/intent-messages';
 import type { ActivityDeps } from './deps';
 
@@ -20,19 +21,6 @@ export interface RecordAmendmentInput {
   projection: IntentState['projection'];
 }
 
-export function amendmentView(a: AmendmentRecord): AmendmentView {
-  return {
-    id: a.id,
-    applied_against_version: a.applied_against_version,
-    previous_expected_calls: a.previous_expected_calls,
-    new_expected_calls: a.new_expected_calls,
-    previous_max_calls: a.previous_max_calls,
-    new_max_calls: a.new_max_calls,
-    reason_provided: a.reason_provided,
-    amendment_signature_b64: a.amendment_signature_b64,
-    created_at: a.created_at.toISOString(),
-  };
-}
 
 /** Persistence of every intentWorkflow state change. Each activity is idempotent (retries are safe). */
 export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps, 'db' | 'clock' | 'config'>) {

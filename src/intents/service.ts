@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import { amendmentView } from './views';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Clock } from '../clock';
@@ -313,18 +314,7 @@ export async function completeWorkflowIntent(
 }
 
 function amendmentItem(a: AmendmentRecord) {
-  return {
-    id: a.id,
-    applied_against_version: a.applied_against_version,
-    previous_expected_calls: a.previous_expected_calls,
-    new_expected_calls: a.new_expected_calls,
-    previous_max_calls: a.previous_max_calls,
-    new_max_calls: a.new_max_calls,
-    reason_provided: a.reason_provided,
-    amendment_signature_b64: a.amendment_signature_b64,
-    projected_cost: a.projected_cost,
-    created_at: a.created_at.toISOString(),
-  };
+  return { ...amendmentView(a), projected_cost: a.projected_cost };
 }
 
 /** Live state by query while the workflow runs (bounded wait), else null. */
