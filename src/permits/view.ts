@@ -1,4 +1,5 @@
 import type { EventRecord } from '../db/repositories/events';
+import { timelineEventView } from '../api/event-view';
 import type { PermitRecord } from '../db/repositories/permits';
 import type { AttestationRecord, EvidenceRecord, UsageReportRecord } from '../db/repositories/permit-first';
 import { decisionFromPermit } from '../governance';
@@ -102,16 +103,7 @@ export function eventView(e: EventRecord, derived = false) {
   return {
     id: e.id,
     seq: Number(e.seq),
-    timestamp: iso(e.timestamp),
-    event_type: e.event_type,
-    source: e.source,
-    phase: e.phase,
-    provider: e.provider,
-    model: e.model,
-    permit_id: e.permit_id,
-    request_id: e.request_id,
-    job_id: e.job_id,
-    session_id: e.session_id,
+    ...timelineEventView(e),
     metadata: e.metadata,
     prev_hash: e.prev_hash,
     hash: e.hash,

@@ -2,25 +2,9 @@ import Router from '@koa/router';
 import { ApiDeps } from '../deps';
 import { errors } from '../errors';
 import { authenticate, authOf } from '../middleware/auth';
-import { EventRecord, listEventsByPermit, listEventsByRequest } from '../../db/repositories/events';
+import { listEventsByPermit, listEventsByRequest } from '../../db/repositories/events';
+import { timelineEventView as eventView } from '../event-view';
 import { findPermit, listChildPermits, listPermitsByRequest, PermitRecord } from '../../db/repositories/permits';
-
-/** The spec's timeline event: persisted columns only, in `seq` order. */
-function eventView(e: EventRecord) {
-  return {
-    timestamp: new Date(e.timestamp).toISOString(),
-    event_type: e.event_type,
-    source: e.source,
-    phase: e.phase,
-    provider: e.provider,
-    model: e.model,
-    permit_id: e.permit_id,
-    request_id: e.request_id,
-    job_id: e.job_id,
-    session_id: e.session_id,
-    metadata: e.metadata ?? {},
-  };
-}
 
 const distinct = (values: (string | null)[]) => [...new Set(values.filter((v): v is string => typeof v === 'string'))];
 
