@@ -286,3 +286,44 @@ export const OUTCOME_LABEL: Record<Decision, string> = {
   review: 'review_required',
   throttle: 'throttled',
 };
+
+/**
+ * For an allow decided on `ctx`: the largest counter values under which decide() still allows.
+ * Every counter check is "counter + this request ≤ limit", so while the counters stay at or below
+ * these bounds the decision stands and can be applied later, under the lock, after re-checking
+ * only the counters (the optimistic path of `evaluate`). Null when the decision depends on
+ * counters not bounded here: the daily spike baseline reads the previous days.
+ */
+export interface AllowBounds {
+  /** Max settled + reserved per period (null = no cap on it). */
+  spendTotal: Record<PeriodKind, number | null>;
+  /** Max allowed permits already counted in the month row (plan quota); null = unlimited. */
+  monthRequests: number | null;
+  /** Per rate limit of the policy: the amount this request consumes and the max used before it. */
+  rates: { rl: RateLimit; amount: number; maxUsed: number }[];
+}
+
+export function allowBounds(ctx: EvalContext, req: GovernanceRequest): AllowBounds | null {
+  const b = ctx.policy.budgets;
+  if (b.daily_spike) return null;
+  const cost = req.estimatedCostMicros ?? 0;
+  const spendTotal = {} as Record<PeriodKind, number | null>;
+  for (const kind of ['day', 'week', 'month', 'quarter'] as const) {
+    const cap = b[PERIOD_CODE[kind].cap] as number | null;
+    spendTotal[kind] = cap === null ? null : cap - cost;
+  }
+  if (b.monthly_threshold_ratio !== null && b.monthly_usd_micros !== null) {
+    const t = Math.floor(b.monthly_usd_micros * b.monthly_threshold_ratio) - cost;
+    spendTotal.month = spendTotal.month === null ? t : Math.min(spendTotal.month, t);
+  }
+  const quota = effectiveQuota(ctx.plan, ctx.policy);
+  const tokens = req.estimatedInputTokens + req.estimatedOutputTokens;
+  return {
+    spendTotal,
+    monthRequests: quota === null ? null : quota - 1,
+    rates: ctx.policy.rate_limits.map((rl) => {
+      const amount = rl.metric === 'requests' ? 1 : tokens;
+      return { rl, amount, maxUsed: rl.limit - amount };
+    }),
+  };
+}

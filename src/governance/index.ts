@@ -11,13 +11,13 @@ import type { PoolClient } from 'pg';
 import type { Clock } from '../clock';
 import { Db, Queryable, withTransaction } from '../db/pool';
 import { newId } from '../ids';
-import { appendEvents, NewEvent } from '../db/repositories/events';
-import { findPermit, findPermitForUpdate, insertPermit, PermitRecord } from '../db/repositories/permits';
+import { appendEvents, chainPayload, NewEvent } from '../db/repositories/events';
+import { findPermit, findPermitForUpdate, insertPermit, NewPermit, PermitRecord } from '../db/repositories/permits';
 import { getPolicy, GOVERNANCE_LOCK_CLASS } from '../db/repositories/policies';
 import { addToSpend, consumeRateWindows, purgeRateWindows, readRateWindows, readSpendRows } from '../db/repositories/spend';
 import type { Plan } from '../db/repositories/projects';
-import { decide, EvalContext, Outcome, OUTCOME_LABEL } from './evaluate';
-import { currentPeriods, PERIOD_KINDS, PeriodKind, periodOf, previousDays, rateWindow } from './periods';
+import { allowBounds, decide, EvalContext, Outcome, OUTCOME_LABEL } from './evaluate';
+import { currentPeriods, PERIOD_KINDS, PeriodKind, previousDays, rateWindow } from './periods';
 import type { GovernanceRequest, PermitDecision } from './types';
 
 export type { GovernanceRequest, PermitDecision, Decision, DecisionDetails } from './types';
@@ -147,7 +147,7 @@ async function loadContext(q: Queryable, projectId: string, now: Date): Promise<
   return { now, plan: rows[0].plan, policy: policy.document, policyVersion: policy.version, periods, spend, previousDaysSpend, rateUsed };
 }
 
-function permitEvents(req: GovernanceRequest, p: PermitRecord, o: Outcome, at: Date): NewEvent[] {
+function permitEvents(req: GovernanceRequest, p: Pick<PermitRecord, 'id' | 'expires_at'>, o: Outcome, at: Date): NewEvent[] {
   const base = { projectId: req.projectId, provider: req.provider, model: req.model, permitId: p.id, requestId: req.requestId, timestamp: at };
   const out: NewEvent[] = [];
   if (o.firewall?.mode === 'block') {
@@ -178,6 +178,50 @@ function permitEvents(req: GovernanceRequest, p: PermitRecord, o: Outcome, at: D
   return out;
 }
 
+/** What persisting outcome `o` writes: the permit row, its reservation, rate consumption and events. */
+function permitWrite(req: GovernanceRequest, opts: EvaluateOptions, permitId: string, o: Outcome, ctx: EvalContext, now: Date) {
+  const ttl = o.decision === 'allow' ? (opts.ttlSeconds ?? DEFAULT_ALLOW_TTL_SECONDS) : o.decision === 'review' ? (opts.ttlSeconds ?? DEFAULT_REVIEW_TTL_SECONDS) : null;
+  const expiresAt = ttl !== null ? new Date(now.getTime() + ttl * 1000) : null;
+  const decision = decisionFromOutcome(o, permitId, now, expiresAt, { policy_version: ctx.policyVersion });
+  const allow = o.decision === 'allow';
+  const cost = allow ? (req.estimatedCostMicros ?? 0) : 0;
+  const periodKeys = PERIOD_KINDS.map((k) => ({ kind: k, start: ctx.periods[k].start }));
+  const tokens = req.estimatedInputTokens + req.estimatedOutputTokens;
+  const row: NewPermit = {
+    id: permitId,
+    project_id: req.projectId,
+    request_id: req.requestId,
+    route: req.route,
+    operation: req.operation,
+    provider: req.provider,
+    model: req.model,
+    workflow_id: req.workflowId ?? null,
+    decision: o.decision,
+    reason_code: o.code,
+    display_reason: o.reason,
+    decision_details: decision.decision_details,
+    actions: decision.actions,
+    estimated_input_tokens: req.estimatedInputTokens,
+    estimated_output_tokens: req.estimatedOutputTokens,
+    estimated_cost_micros: req.estimatedCostMicros,
+    reservation_state: allow ? 'active' : 'none',
+    reservation_periods: allow ? periodKeys : [],
+    reserved_cost_micros: cost,
+    issued_at: now,
+    expires_at: expiresAt,
+    parent_permit_id: opts.parentPermitId ?? null,
+    idempotency_key: opts.idempotencyKey ?? null,
+    metadata: { ...(opts.permitMetadata ?? {}), request_metadata: req.metadata ?? {}, decision_metadata: decision.metadata },
+  };
+  const rateItems = ctx.policy.rate_limits.map((rl) => ({
+    limitId: rl.id,
+    windowSeconds: rl.window_seconds,
+    windowStart: rateWindow(now, rl.window_seconds).start,
+    amount: rl.metric === 'requests' ? 1 : tokens,
+  }));
+  return { decision, row, cost, periodKeys, rateItems, events: permitEvents(req, { id: permitId, expires_at: expiresAt }, o, now) };
+}
+
 export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
   const { db, clock } = deps;
 
@@ -189,6 +233,36 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
       const o = decide(ctx, req);
       return decisionFromOutcome(o, permitId, now, null, { dry_run: true, policy_version: ctx.policyVersion });
     }
+    // Optimistic path: decide on an unlocked snapshot; an allow is applied by one statement that
+    // takes the lock, re-checks the counters against the allow's bounds and reserves, so the lock
+    // is held for no client round trip. Anything else (a non-allow, a counter or policy that moved
+    // past the bounds) is decided again under the lock.
+    const snapNow = clock.now();
+    const snap = await loadContext(db, req.projectId, snapNow);
+    const snapOutcome = decide(snap, req);
+    const bounds = snapOutcome.decision === 'allow' ? allowBounds(snap, req) : null;
+    if (bounds) {
+      const w = permitWrite(req, opts, permitId, snapOutcome, snap, snapNow);
+      const { rows } = await db.query<{ r: 'applied' | 'exists' | 'stale' }>(
+        'SELECT tollgate_reserve_allow($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb, $10::jsonb) AS r',
+        [
+          GOVERNANCE_LOCK_CLASS,
+          req.projectId,
+          snap.plan,
+          snap.policyVersion,
+          JSON.stringify(w.row),
+          JSON.stringify(w.periodKeys.map((k) => ({ ...k, max_total: bounds.spendTotal[k.kind] }))),
+          bounds.monthRequests,
+          w.cost,
+          JSON.stringify(bounds.rates.map(({ rl, amount, maxUsed }) => ({
+            limit_id: rl.id, window_seconds: rl.window_seconds, window_start: rateWindow(snapNow, rl.window_seconds).start, amount, max_used: maxUsed,
+          }))),
+          chainPayload(req.projectId, w.events).json,
+        ],
+      );
+      if (rows[0].r === 'applied') return w.decision;
+      if (rows[0].r === 'exists') return decisionFromPermit((await findPermit(db, req.projectId, permitId))!);
+    }
     return withTransaction(db, async (c: PoolClient) => {
       await lockProject(c, req.projectId);
       if (opts.permitId) {
@@ -199,55 +273,14 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
       const now = clock.now();
       const ctx = await loadContext(c, req.projectId, now);
       const o = decide(ctx, req);
-      const ttl =
-        o.decision === 'allow' ? (opts.ttlSeconds ?? DEFAULT_ALLOW_TTL_SECONDS) : o.decision === 'review' ? (opts.ttlSeconds ?? DEFAULT_REVIEW_TTL_SECONDS) : null;
-      const expiresAt = ttl !== null ? new Date(now.getTime() + ttl * 1000) : null;
-      const decision = decisionFromOutcome(o, permitId, now, expiresAt, { policy_version: ctx.policyVersion });
-      const allow = o.decision === 'allow';
-      const cost = allow ? (req.estimatedCostMicros ?? 0) : 0;
-      const periodKeys = PERIOD_KINDS.map((k) => ({ kind: k, start: ctx.periods[k].start }));
-      const permit = await insertPermit(c, {
-        id: permitId,
-        project_id: req.projectId,
-        request_id: req.requestId,
-        route: req.route,
-        operation: req.operation,
-        provider: req.provider,
-        model: req.model,
-        workflow_id: req.workflowId ?? null,
-        decision: o.decision,
-        reason_code: o.code,
-        display_reason: o.reason,
-        decision_details: decision.decision_details,
-        actions: decision.actions,
-        estimated_input_tokens: req.estimatedInputTokens,
-        estimated_output_tokens: req.estimatedOutputTokens,
-        estimated_cost_micros: req.estimatedCostMicros,
-        reservation_state: allow ? 'active' : 'none',
-        reservation_periods: allow ? periodKeys : [],
-        reserved_cost_micros: cost,
-        issued_at: now,
-        expires_at: expiresAt,
-        parent_permit_id: opts.parentPermitId ?? null,
-        idempotency_key: opts.idempotencyKey ?? null,
-        metadata: { ...(opts.permitMetadata ?? {}), request_metadata: req.metadata ?? {}, decision_metadata: decision.metadata },
-      });
-      if (allow) {
-        await addToSpend(c, req.projectId, periodKeys, { reserved: cost, requests: 1 });
-        const tokens = req.estimatedInputTokens + req.estimatedOutputTokens;
-        await consumeRateWindows(
-          c,
-          req.projectId,
-          ctx.policy.rate_limits.map((rl) => ({
-            limitId: rl.id,
-            windowSeconds: rl.window_seconds,
-            windowStart: rateWindow(now, rl.window_seconds).start,
-            amount: rl.metric === 'requests' ? 1 : tokens,
-          })),
-        );
+      const w = permitWrite(req, opts, permitId, o, ctx, now);
+      await insertPermit(c, w.row);
+      if (o.decision === 'allow') {
+        await addToSpend(c, req.projectId, w.periodKeys, { reserved: w.cost, requests: 1 });
+        await consumeRateWindows(c, req.projectId, w.rateItems);
       }
-      await appendEvents(c, permitEvents(req, permit, o, now));
-      return decision;
+      await appendEvents(c, w.events);
+      return w.decision;
     });
   }
 
@@ -263,32 +296,22 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
     });
   }
 
+  // Settle and release run as one statement each (migration 0090): the governance lock is held
+  // only while PostgreSQL executes them.
   async function settle(permitId: string, actual: ActualUsage): Promise<void> {
     if (!Number.isInteger(actual.costMicros) || actual.costMicros < 0) throw new Error('settle: costMicros must be a non-negative integer');
-    await withLockedPermit(permitId, async (c, p) => {
-      if (p.reservation_state === 'settled') return;
-      const now = clock.now();
-      const periods = p.reservation_periods.length > 0 ? p.reservation_periods : PERIOD_KINDS.map((k) => ({ kind: k, start: periodOf(k, new Date(p.issued_at)).start }));
-      // An active reservation converts; usage arriving after a release or expiry is still real spend.
-      const reserved = p.reservation_state === 'active' ? Number(p.reserved_cost_micros) : 0;
-      await addToSpend(c, p.project_id, periods, { reserved: -reserved, settled: actual.costMicros });
-      await c.query(
-        `UPDATE permits SET reservation_state = 'settled', actual_cost_micros = $2, actual_input_tokens = $3, actual_output_tokens = $4,
-           settled_at = $5, reservation_periods = $6 WHERE id = $1`,
-        [permitId, actual.costMicros, actual.inputTokens, actual.outputTokens, now, JSON.stringify(periods)],
-      );
-    });
+    await db.query('SELECT tollgate_settle_permit($1, $2, $3, $4, $5, $6)', [
+      GOVERNANCE_LOCK_CLASS, permitId, actual.costMicros, actual.inputTokens, actual.outputTokens, clock.now(),
+    ]);
   }
 
-  async function releaseWith(c: PoolClient, p: PermitRecord, state: 'released' | 'expired', reason: string, at: Date): Promise<boolean> {
-    if (p.reservation_state !== 'active') return false;
-    await addToSpend(c, p.project_id, p.reservation_periods, { reserved: -Number(p.reserved_cost_micros) });
-    await c.query('UPDATE permits SET reservation_state = $2, released_at = $3, release_reason = $4 WHERE id = $1', [p.id, state, at, reason]);
-    return true;
+  async function releaseWith(c: Queryable, permitId: string, state: 'released' | 'expired', reason: string, at: Date): Promise<boolean> {
+    const { rows } = await c.query<{ ok: boolean }>('SELECT tollgate_release_permit($1, $2, $3, $4, $5) AS ok', [GOVERNANCE_LOCK_CLASS, permitId, state, reason, at]);
+    return rows[0].ok;
   }
 
   async function release(permitId: string, reason: string): Promise<void> {
-    await withLockedPermit(permitId, (c, p) => releaseWith(c, p, 'released', reason, clock.now()));
+    await releaseWith(db, permitId, 'released', reason, clock.now());
   }
 
   async function expireStaleReservations(now: Date = clock.now(), opts: { projectId?: string } = {}): Promise<number> {
@@ -303,7 +326,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
       for (const { id } of rows) {
         const done = await withLockedPermit(id, async (c, p) => {
           if (!p.expires_at || new Date(p.expires_at) > now) return false;
-          const ok = await releaseWith(c, p, 'expired', 'permit_expired', now);
+          const ok = await releaseWith(c, p.id, 'expired', 'permit_expired', now);
           if (ok) {
             await appendEvents(c, [{
               projectId: p.project_id, eventType: 'permit.expired', source: 'permits', phase: 'permit', provider: p.provider, model: p.model,
@@ -327,7 +350,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
     return withLockedPermit(permitId, async (c, p) => {
       if (p.revoked_at) return null;
       const now = clock.now();
-      await releaseWith(c, p, 'released', 'permit_revoked', now);
+      await releaseWith(c, p.id, 'released', 'permit_revoked', now);
       const { rows } = await c.query<PermitRecord>(
         'UPDATE permits SET revoked_at = $2, revoked_by = $3, revocation_reason = $4 WHERE id = $1 RETURNING *',
         [p.id, now, input.revokedBy, input.reason],

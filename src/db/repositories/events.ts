@@ -7,8 +7,9 @@ import { newId } from '../../ids';
 /**
  * The append-only event log timelines are rebuilt from. Each project has its own hash chain:
  * `hash = sha256(prev_hash + canonical(event))`, the first event's prev_hash is 64 zeros. Appends
- * for one project are serialised with `pg_advisory_xact_lock(hashtext(project_id))` so the chain
- * stays linear under concurrency; `seq` (bigserial) orders events.
+ * for one project are serialised with `pg_advisory_xact_lock(hashtext(project_id))` (taken in
+ * `tollgate_append_events`, migration 0090) so the chain stays linear under concurrency; `seq`
+ * (bigserial, drawn under that lock) orders events.
  */
 
 export const GENESIS_HASH = '0'.repeat(64);
@@ -93,65 +94,77 @@ async function inTransaction<T>(db: Queryable, fn: (q: Queryable) => Promise<T>)
   }
 }
 
+const PREV_MARK = 'PREV_HASH_PLACEHOLDER';
+const PREV_TOKEN = `"prev_hash":"${PREV_MARK}"`;
+const SEQ_TOKEN = ',"seq":0,"session_id":';
+
 /**
- * Appends several events in one transaction (one lock and one chain-head read per project).
- * Pass a Pool to get a transaction of its own; a PoolClient must already be inside a transaction
- * (the chain lock is transaction-scoped), and the events commit or roll back with it.
+ * Splits an event's canonical JSON around its prev_hash and seq values, which only the database
+ * knows at append time (tollgate_append_events). Both are top-level members that sort after
+ * `metadata`, and a string value cannot contain their unescaped quotes, so the last match is the
+ * member itself.
+ */
+function canonicalParts(base: Omit<EventRecord, 'hash' | 'seq' | 'prev_hash'>): { c_a: string; c_b: string; c_c: string } {
+  const c = canonicalEvent({ ...base, seq: 0, prev_hash: PREV_MARK });
+  const p = c.lastIndexOf(PREV_TOKEN);
+  const q = c.lastIndexOf(SEQ_TOKEN);
+  const prevAt = p + PREV_TOKEN.length - PREV_MARK.length - 1;
+  const seqAt = q + ',"seq":'.length;
+  return { c_a: c.slice(0, prevAt), c_b: c.slice(prevAt + PREV_MARK.length, seqAt), c_c: c.slice(seqAt + 1) };
+}
+
+/**
+ * One project's events as `tollgate_append_events` takes them (JSON array; migration 0090), plus
+ * their hashed columns except seq, prev_hash and hash, which the database fills in.
+ */
+export function chainPayload(projectId: string, events: NewEvent[]): { json: string; bases: Omit<EventRecord, 'hash' | 'seq' | 'prev_hash'>[] } {
+  const bases = events.map((e) => ({
+    id: newId('evt'),
+    project_id: projectId,
+    // Millisecond precision: what a JS Date carries, so the stored value re-hashes identically.
+    timestamp: new Date((e.timestamp ?? new Date()).getTime()),
+    event_type: e.eventType,
+    source: e.source,
+    phase: e.phase,
+    provider: e.provider ?? null,
+    model: e.model ?? null,
+    permit_id: e.permitId ?? null,
+    request_id: e.requestId ?? null,
+    job_id: e.jobId ?? null,
+    session_id: e.sessionId ?? null,
+    metadata: e.metadata ?? {},
+  }));
+  return { json: JSON.stringify(bases.map((b) => ({ ...b, timestamp: b.timestamp.toISOString(), ...canonicalParts(b) }))), bases };
+}
+
+/** Appends one project's events in one statement (chain lock, head, seq and hash in the database). */
+async function appendProjectEvents(q: Queryable, projectId: string, events: NewEvent[]): Promise<EventRecord[]> {
+  const { json, bases } = chainPayload(projectId, events);
+  const { rows } = await q.query<{ out_seq: number; out_prev_hash: string; out_hash: string }>(
+    'SELECT out_seq, out_prev_hash, out_hash FROM tollgate_append_events($1, $2::jsonb)',
+    [projectId, json],
+  );
+  return bases.map((b, i) => ({ ...b, seq: Number(rows[i].out_seq), prev_hash: rows[i].out_prev_hash, hash: rows[i].out_hash }));
+}
+
+/**
+ * Appends events, each project's in one statement (`tollgate_append_events`: chain lock, head read,
+ * seq, sha256 and insert in the database, so the chain lock is held for no client round trip).
+ * Pass a Pool and the append commits on its own (several projects: in one transaction); a
+ * PoolClient must already be inside a transaction (the chain lock is transaction-scoped), and the
+ * events commit or roll back with it — and the lock is held until that transaction ends.
  */
 export async function appendEvents(db: Queryable, events: NewEvent[]): Promise<EventRecord[]> {
   if (events.length === 0) return [];
-  return inTransaction(db, async (q) => {
-    const projects = [...new Set(events.map((e) => e.projectId))].sort();
-    const heads = new Map<string, string>();
+  const projects = [...new Set(events.map((e) => e.projectId))].sort();
+  const run = async (q: Queryable) => {
+    const byProject = new Map<string, EventRecord[]>();
     for (const projectId of projects) {
-      await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [projectId]);
-      const { rows } = await q.query<{ hash: string }>(
-        'SELECT hash FROM events WHERE project_id = $1 ORDER BY seq DESC LIMIT 1',
-        [projectId],
-      );
-      heads.set(projectId, rows[0]?.hash ?? GENESIS_HASH);
+      byProject.set(projectId, await appendProjectEvents(q, projectId, events.filter((e) => e.projectId === projectId)));
     }
-    const { rows: seqRows } = await q.query<{ seq: string | number }>(
-      "SELECT nextval(pg_get_serial_sequence('events', 'seq')) AS seq FROM generate_series(1, $1)",
-      [events.length],
-    );
-    const seqs = seqRows.map((r) => Number(r.seq)).sort((a, b) => a - b);
-    const records: EventRecord[] = events.map((e, i) => {
-      const prev = heads.get(e.projectId)!;
-      const base: Omit<EventRecord, 'hash'> = {
-        seq: seqs[i],
-        id: newId('evt'),
-        project_id: e.projectId,
-        // Millisecond precision: what a JS Date carries, so the stored value re-hashes identically.
-        timestamp: new Date((e.timestamp ?? new Date()).getTime()),
-        event_type: e.eventType,
-        source: e.source,
-        phase: e.phase,
-        provider: e.provider ?? null,
-        model: e.model ?? null,
-        permit_id: e.permitId ?? null,
-        request_id: e.requestId ?? null,
-        job_id: e.jobId ?? null,
-        session_id: e.sessionId ?? null,
-        metadata: e.metadata ?? {},
-        prev_hash: prev,
-      };
-      const hash = eventHash(prev, canonicalEvent(base));
-      heads.set(e.projectId, hash);
-      return { ...base, hash };
-    });
-    const cols = ['seq', 'id', 'project_id', 'timestamp', 'event_type', 'source', 'phase', 'provider', 'model', 'permit_id', 'request_id', 'job_id', 'session_id', 'metadata', 'prev_hash', 'hash'] as const;
-    const params: unknown[] = [];
-    const tuples = records.map((r) => {
-      const ph = cols.map((c) => {
-        params.push(c === 'metadata' ? JSON.stringify(r.metadata) : r[c]);
-        return `$${params.length}`;
-      });
-      return `(${ph.join(', ')})`;
-    });
-    await q.query(`INSERT INTO events (${cols.join(', ')}) VALUES ${tuples.join(', ')}`, params);
-    return records;
-  });
+    return events.map((e) => byProject.get(e.projectId)!.shift()!);
+  };
+  return projects.length === 1 ? run(db) : inTransaction(db, run);
 }
 
 export async function appendEvent(db: Queryable, ev: NewEvent): Promise<EventRecord> {
