@@ -5,9 +5,9 @@
  * the API process (src/proxy).
  */
 import type { Clock } from '../clock';
-import { Db, withTransaction } from '../db/pool';
-import { appendEvents, NewEvent } from '../db/repositories/events';
-import { findExecutionById, insertExecutionOnce } from '../db/repositories/executions';
+import type { Db } from '../db/pool';
+import type { NewEvent } from '../db/repositories/events';
+import { findExecutionById, recordExecutionOnce } from '../db/repositories/executions';
 import type { Governance } from '../governance';
 import type { PricingCatalog } from '../pricing/types';
 import { estimatedUsage } from '../providers/shared/usage';
@@ -167,7 +167,7 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
   if (status === 'completed') tail.push(ev(input, 'request.completed', 'completion', completedAt, target, { status_code: statusCode }));
   else if (status === 'failed') tail.push(ev(input, 'request.errored', 'completion', completedAt, target, { status_code: statusCode, error_code: error?.code }));
 
-  // Spend first (idempotent in governance), then the row + events in one transaction.
+  // Spend first (idempotent in governance), then the row + events in one statement.
   if (gov.decision === 'allow') {
     if (status === 'completed' || (usage && (cost ?? 0) > 0)) {
       await governance.settle(input.permitId, { costMicros: cost ?? 0, inputTokens: usage?.input_tokens ?? 0, outputTokens: usage?.output_tokens ?? 0 });
@@ -175,8 +175,9 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
       await governance.release(input.permitId, error?.code ?? 'failed');
     }
   }
-  const inserted = await withTransaction(db, async (tx) => {
-    const ok = await insertExecutionOnce(tx, {
+  const inserted = await recordExecutionOnce(
+    db,
+    {
       id: input.executionId,
       project_id: input.projectId,
       route: input.route,
@@ -198,10 +199,9 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
       completed_at: completedAt,
       duration_ms: envelope.timing.duration_ms,
       envelope,
-    });
-    if (ok) await appendEvents(tx, tail);
-    return ok;
-  });
+    },
+    tail,
+  );
   if (!inserted) {
     const stored = await findExecutionById(db, input.executionId);
     if (stored) return stored.envelope;

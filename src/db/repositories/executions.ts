@@ -1,4 +1,5 @@
 import { Queryable } from '../pool';
+import { chainPayload, NewEvent } from './events';
 import type { ExecutionEnvelope } from '../../executions/envelope';
 
 export interface ExecutionRecord {
@@ -64,6 +65,19 @@ export async function insertExecutionOnce(db: Queryable, e: NewExecution): Promi
     ],
   );
   return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Inserts the execution and, only if this call inserted it, appends its events (all of one
+ * project), in one statement (`tollgate_record_execution`, migration 0091). Returns false when the
+ * row already existed: nothing was written.
+ */
+export async function recordExecutionOnce(db: Queryable, e: NewExecution, events: NewEvent[]): Promise<boolean> {
+  const { rows } = await db.query<{ ok: boolean }>('SELECT tollgate_record_execution($1::jsonb, $2::jsonb) AS ok', [
+    JSON.stringify(e),
+    chainPayload(e.project_id, events).json,
+  ]);
+  return rows[0].ok;
 }
 
 export async function findExecution(db: Queryable, projectId: string, id: string): Promise<ExecutionRecord | null> {
