@@ -13,7 +13,7 @@ import { Db, Queryable, withTransaction } from '../db/pool';
 import { newId } from '../ids';
 import { appendEvents, chainPayload, NewEvent } from '../db/repositories/events';
 import { findPermit, findPermitForUpdate, insertPermit, NewPermit, PermitRecord } from '../db/repositories/permits';
-import { getPolicy, GOVERNANCE_LOCK_CLASS } from '../db/repositories/policies';
+import { getPolicy, GOVERNANCE_LOCK_CLASS, StoredPolicy } from '../db/repositories/policies';
 import { addToSpend, consumeRateWindows, purgeRateWindows, readRateWindows, readSpendRows } from '../db/repositories/spend';
 import type { Plan } from '../db/repositories/projects';
 import { allowBounds, decide, EvalContext, Outcome, OUTCOME_LABEL } from './evaluate';
@@ -119,15 +119,32 @@ async function lockProject(q: Queryable, projectId: string): Promise<void> {
   await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [GOVERNANCE_LOCK_CLASS, projectId]);
 }
 
-async function loadContext(q: Queryable, projectId: string, now: Date): Promise<EvalContext> {
+interface PlanPolicy {
+  plan: Plan;
+  policy: StoredPolicy;
+}
+
+async function loadPlanPolicy(q: Queryable, projectId: string): Promise<PlanPolicy> {
   const { rows } = await q.query<{ plan: Plan }>('SELECT plan FROM projects WHERE id = $1', [projectId]);
   if (!rows[0]) throw new Error(`project ${projectId} not found`);
-  const policy = await getPolicy(q, projectId);
+  return { plan: rows[0].plan, policy: await getPolicy(q, projectId) };
+}
+
+/** Reads the counters the decision needs (plan and policy too unless given). */
+async function loadContext(q: Queryable, projectId: string, now: Date, known?: PlanPolicy): Promise<EvalContext> {
+  const { plan, policy } = known ?? (await loadPlanPolicy(q, projectId));
   const periods = currentPeriods(now);
   const baselineDays = policy.document.budgets.daily_spike?.baseline_days ?? 0;
   const prevDays = previousDays(now, baselineDays);
   const keys = [...PERIOD_KINDS.map((k) => ({ kind: k, start: periods[k].start })), ...prevDays.map((s) => ({ kind: 'day' as const, start: s }))];
-  const spendRows = await readSpendRows(q, projectId, keys);
+  const [spendRows, rateUsed] = await Promise.all([
+    readSpendRows(q, projectId, keys),
+    readRateWindows(
+      q,
+      projectId,
+      policy.document.rate_limits.map((rl) => ({ limitId: rl.id, windowSeconds: rl.window_seconds, windowStart: rateWindow(now, rl.window_seconds).start })),
+    ),
+  ]);
   const find = (kind: PeriodKind, start: string) => spendRows.find((r) => r.period_kind === kind && r.period_start === start);
   const spend = Object.fromEntries(
     PERIOD_KINDS.map((k) => {
@@ -139,12 +156,7 @@ async function loadContext(q: Queryable, projectId: string, now: Date): Promise<
     const r = find('day', s);
     return r ? Number(r.reserved_micros) + Number(r.settled_micros) : 0;
   });
-  const rateUsed = await readRateWindows(
-    q,
-    projectId,
-    policy.document.rate_limits.map((rl) => ({ limitId: rl.id, windowSeconds: rl.window_seconds, windowStart: rateWindow(now, rl.window_seconds).start })),
-  );
-  return { now, plan: rows[0].plan, policy: policy.document, policyVersion: policy.version, periods, spend, previousDaysSpend, rateUsed };
+  return { now, plan, policy: policy.document, policyVersion: policy.version, periods, spend, previousDaysSpend, rateUsed };
 }
 
 function permitEvents(req: GovernanceRequest, p: Pick<PermitRecord, 'id' | 'expires_at'>, o: Outcome, at: Date): NewEvent[] {
@@ -224,6 +236,13 @@ function permitWrite(req: GovernanceRequest, opts: EvaluateOptions, permitId: st
 
 export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
   const { db, clock } = deps;
+  // Plan and policy per project as last read. Only the optimistic path uses them, and its reserve
+  // statement re-checks both under the lock; the locked path reads them again and refreshes this.
+  const planPolicies = new Map<string, PlanPolicy>();
+  const remember = (projectId: string, ctx: EvalContext) => {
+    if (planPolicies.size > 10_000) planPolicies.clear();
+    planPolicies.set(projectId, { plan: ctx.plan, policy: { project_id: projectId, version: ctx.policyVersion, document: ctx.policy, updated_at: null, updated_by: null } });
+  };
 
   async function evaluate(req: GovernanceRequest, opts: EvaluateOptions): Promise<PermitDecision> {
     const permitId = opts.permitId ?? newId('permit');
@@ -238,7 +257,8 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
     // is held for no client round trip. Anything else (a non-allow, a counter or policy that moved
     // past the bounds) is decided again under the lock.
     const snapNow = clock.now();
-    const snap = await loadContext(db, req.projectId, snapNow);
+    const snap = await loadContext(db, req.projectId, snapNow, planPolicies.get(req.projectId));
+    remember(req.projectId, snap);
     const snapOutcome = decide(snap, req);
     const bounds = snapOutcome.decision === 'allow' ? allowBounds(snap, req) : null;
     if (bounds) {
@@ -262,6 +282,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
       );
       if (rows[0].r === 'applied') return w.decision;
       if (rows[0].r === 'exists') return decisionFromPermit((await findPermit(db, req.projectId, permitId))!);
+      planPolicies.delete(req.projectId);
     }
     return withTransaction(db, async (c: PoolClient) => {
       await lockProject(c, req.projectId);
@@ -272,6 +293,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
       // Read the clock after the lock: a decision is evaluated at the moment it can be applied.
       const now = clock.now();
       const ctx = await loadContext(c, req.projectId, now);
+      remember(req.projectId, ctx);
       const o = decide(ctx, req);
       const w = permitWrite(req, opts, permitId, o, ctx, now);
       await insertPermit(c, w.row);
