@@ -16,6 +16,9 @@ import { createGovernance } from './governance';
 import { pricing } from './pricing';
 import { createProviderGateway } from './providers';
 
+/** How long a closing API waits for in-flight requests before it drops their connections. */
+const SHUTDOWN_GRACE_MS = 5000;
+
 export interface Tollgate {
   /** Base URL of the API, when this process serves it. */
   url: string | null;
@@ -113,8 +116,13 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       if (closed) return;
       closed = true;
       if (server) {
+        // Stop accepting, close idle keep-alive sockets, give in-flight requests a grace period,
+        // then drop what is left (a peer that never closes its socket must not hold the process).
+        const closing = new Promise<void>((resolve) => server!.close(() => resolve()));
         server.closeIdleConnections();
-        await new Promise<void>((resolve) => server!.close(() => resolve()));
+        const force = setTimeout(() => server!.closeAllConnections(), SHUTDOWN_GRACE_MS);
+        await closing;
+        clearTimeout(force);
       }
       if (worker && workerRun) {
         if (worker.getState() === 'RUNNING') worker.shutdown();

@@ -194,3 +194,34 @@ describe('X-Svc-Workflow-Id on proxy routes', () => {
     expect(unknown.json.error.code).toBe('workflow_intent.not_found');
   });
 });
+
+describe('a caller that disconnects mid-stream', () => {
+  it('aborts the upstream call and records the execution with its usage', async () => {
+    const q = await h.project();
+    const controller = new AbortController();
+    const res = await fetch(`${h.tg.url}/v1/proxy/openai/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${q.clientKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'Tell a long story [[emulator:chunk_delay_ms=200]]' }] }),
+      signal: controller.signal,
+    });
+    expect(res.status).toBe(200);
+    const requestId = res.headers.get('x-svc-request-id')!;
+    const reader = res.body!.getReader();
+    await reader.read(); // the first chunk arrived: the stream is live
+    controller.abort();
+    await reader.cancel().catch(() => undefined);
+
+    const deadline = Date.now() + 15_000;
+    let row: any;
+    while (Date.now() < deadline) {
+      row = (await h.tg.db.query(`SELECT envelope FROM executions WHERE project_id = $1 AND id = $2`, [q.project.id, requestId])).rows[0];
+      if (row) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(row).toBeDefined();
+    expect(row.envelope).toMatchObject({ status: 'failed', error: { code: 'client_disconnected' } });
+    expect(row.envelope.usage.input_tokens).toBeGreaterThan(0);
+    expect(await eventTypes(h.tg, q.project.id, requestId)).toEqual(expect.arrayContaining(['provider.request_sent', 'usage.recorded', 'request.errored']));
+  });
+});
