@@ -17,7 +17,7 @@ import { executionEvent, normalizedRequest, recordExecution } from '../src/execu
 import { recordReservationDenial } from '../src/executions/reservation-denial';
 import type { Target } from '../src/executions/routing';
 import type { RelayPublisher, StreamRelay } from '../src/executions/stream-relay';
-import type { AttemptRecord, DispatchOutcome, ExecutionInput, GovernOutcome, RecordInput } from '../src/executions/types';
+import type { AttemptRecord, DispatchOutcome, DispatchResult, ExecutionInput, GovernOutcome, RecordInput } from '../src/executions/types';
 import type { Governance } from '../src/governance';
 import type { PricingCatalog } from '../src/pricing/types';
 import { estimatedUsage, requestTexts } from '../src/providers/shared/usage';
@@ -50,7 +50,9 @@ export function createExecutionActivities(deps: Pick<ActivityDeps, 'db' | 'clock
 
   const ev = executionEvent;
 
-  return {
+  const recordDeps = () => ({ db, clock, pricing: need('pricing'), governance: need('governance') });
+
+  const activities = {
     /** Policy, budget, rate and firewall checks; writes the permit (idempotent per permit id). */
     async executionGovern(input: ExecutionInput): Promise<GovernOutcome> {
       const pricing = need('pricing');
@@ -79,107 +81,20 @@ export function createExecutionActivities(deps: Pick<ActivityDeps, 'db' | 'clock
     },
 
     /**
-     * One provider dispatch, then the explicit fallback chain if the primary is unavailable. Writes
-     * routing/execution events before each call (so a call whose worker died is still on the
-     * timeline), heartbeats while waiting, relays stream deltas, and never throws for a provider
-     * failure: the outcome is data for the recording step.
+     * The provider call (`dispatch` below) and, when handed the governance outcome, its recording.
      */
-    async executionDispatch(input: ExecutionInput): Promise<DispatchOutcome> {
-      const providers = need('providers');
-      const ctx = Context.current();
-      const targets = [input.routing.primary, ...input.routing.fallback];
-      const attempts: AttemptRecord[] = [];
-      const abort = new AbortController();
-      const signal = AbortSignal.any([abort.signal, ctx.cancellationSignal]);
-      let clientGone: string | null = null;
-      let publisher: RelayPublisher | null = null;
-      let unsubscribe: (() => Promise<void>) | null = null;
-      const heartbeat = setInterval(() => ctx.heartbeat(), Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
-      heartbeat.unref?.();
-      if (input.relay) {
-        const relay = need('relay');
-        publisher = relay.publisher(input.relay.stream);
-        unsubscribe = await relay.subscribe(input.relay.control, (m) => {
-          if (m.type === 'abort') {
-            clientGone = m.reason;
-            abort.abort();
-          }
-        });
-      }
-      let deltas = 0;
-      let streamed = '';
-      let pendingEvents: NewEvent[] = [];
+    async executionDispatch(input: ExecutionInput, gov?: GovernOutcome): Promise<DispatchResult> {
+      const outcome = await dispatch(input);
+      if (!gov) return outcome;
+      // Recording here spares the workflow a local activity after the call. It is idempotent (the
+      // executions row), so a worker that dies after this commit is still recorded once: the
+      // workflow's interrupted path finds the row. A failed recording is left to the workflow's
+      // local activity, which retries it, so a provider result is never lost to a database hiccup.
       try {
-        let lastFailure: { failure: ProviderFailure; partial: Usage | null } | null = null;
-        for (let i = 0; i < targets.length; i++) {
-          const target = targets[i];
-          const req = normalizedRequest(input, target);
-          const now = clock.now();
-          if (i === 0) {
-            pendingEvents.push(ev(input, 'routing.selected_model', 'routing', now, target, { reason_code: input.routing.reason_code, requested_provider: input.routing.requested_provider, requested_model: input.routing.requested_model }));
-            pendingEvents.push(ev(input, 'execution.started', 'execution', now, target, { operation: req.operation, mode: input.mode }));
-          } else {
-            pendingEvents.push(ev(input, 'fallback.triggered', 'routing', now, targets[i - 1], { failure_kind: lastFailure?.failure.kind, status: lastFailure?.failure.status ?? null, next_provider: target.provider, next_model: target.model }));
-            pendingEvents.push(ev(input, 'fallback.selected_model', 'routing', now, target, { position: i }));
-          }
-          pendingEvents.push(ev(input, 'provider.request_sent', 'execution', now, target, { attempt: i + 1, stream: req.stream }));
-          await appendEvents(db, pendingEvents);
-          pendingEvents = [];
-          const sentAt = now.toISOString();
-          try {
-            const result: ProviderResult = await providers.dispatch(req, {
-              signal,
-              onDelta: publisher
-                ? (text) => {
-                    deltas += 1;
-                    streamed += text;
-                    publisher!.send({ type: 'delta', text });
-                  }
-                : undefined,
-            });
-            attempts.push({ provider: target.provider, model: target.model, sentAt, receivedAt: clock.now().toISOString(), ok: true, status: 200 });
-            return { ok: true, target, result, attempts, fallbackOccurred: i > 0 };
-          } catch (err) {
-            const receivedAt = clock.now();
-            const failure: ProviderFailure =
-              err instanceof ProviderError
-                ? err.failure
-                : { kind: signal.aborted ? 'aborted' : 'network', status: null, retryable: false, message: err instanceof Error ? err.message : String(err) };
-            let partial: Usage | null = err instanceof ProviderError ? err.partialUsage ?? null : null;
-            if (clientGone !== null) {
-              // The client went away mid-stream: usage is what was produced up to the abort, estimated.
-              partial = partial ?? estimatedUsage(req, streamed);
-              partial = { ...partial, estimated: true };
-            }
-            attempts.push({ provider: target.provider, model: target.model, sentAt, receivedAt: receivedAt.toISOString(), ok: false, status: failure.status, failureKind: failure.kind });
-            lastFailure = { failure, partial };
-            const more = i + 1 < targets.length && clientGone === null && !ctx.cancellationSignal.aborted && triggersFallback(failure);
-            if (more) {
-              pendingEvents.push(ev(input, 'provider.response_received', 'execution', receivedAt, target, { ok: false, status: failure.status, failure_kind: failure.kind, attempt: i + 1 }));
-              continue;
-            }
-            const { native: _native, ...plain } = failure;
-            return {
-              ok: false,
-              kind: clientGone !== null ? 'aborted' : 'provider',
-              target,
-              failure: clientGone !== null ? { ...plain, kind: 'aborted', message: `client disconnected: ${clientGone}` } : plain,
-              partialUsage: partial,
-              attempts,
-              fallbackOccurred: i > 0,
-            };
-          }
-        }
-        throw new Error('unreachable: no dispatch target');
-      } finally {
-        clearInterval(heartbeat);
-        if (publisher) {
-          publisher.send({ type: 'end', deltas });
-          await publisher.flush();
-          await publisher.close();
-        }
-        if (unsubscribe) await unsubscribe().catch(() => undefined);
-        if (pendingEvents.length) await appendEvents(db, pendingEvents).catch((err) => logger.warn({ err }, 'could not append dispatch events'));
+        return { ...outcome, recorded: await recordExecution(recordDeps(), input, { kind: 'dispatched', gov, outcome }) };
+      } catch (err) {
+        logger.warn({ err, executionId: input.executionId }, 'recording in the dispatch activity failed; the workflow records');
+        return outcome;
       }
     },
 
@@ -192,9 +107,116 @@ export function createExecutionActivities(deps: Pick<ActivityDeps, 'db' | 'clock
         const existing = await findExecutionById(db, input.executionId);
         if (existing) return existing.envelope;
       }
-      return recordExecution({ db, clock, pricing: need('pricing'), governance: need('governance') }, input, rec);
+      return recordExecution(recordDeps(), input, rec);
     },
   };
+
+  /**
+   * One provider dispatch, then the explicit fallback chain if the primary is unavailable. Writes
+   * routing/execution events before each call (so a call whose worker died is still on the
+   * timeline), heartbeats while waiting, relays stream deltas, and never throws for a provider
+   * failure: the outcome is data for the recording step.
+   */
+  async function dispatch(input: ExecutionInput): Promise<DispatchOutcome> {
+    const providers = need('providers');
+    const ctx = Context.current();
+    const targets = [input.routing.primary, ...input.routing.fallback];
+    const attempts: AttemptRecord[] = [];
+    const abort = new AbortController();
+    const signal = AbortSignal.any([abort.signal, ctx.cancellationSignal]);
+    let clientGone: string | null = null;
+    let publisher: RelayPublisher | null = null;
+    let unsubscribe: (() => Promise<void>) | null = null;
+    const heartbeat = setInterval(() => ctx.heartbeat(), Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
+    heartbeat.unref?.();
+    if (input.relay) {
+      const relay = need('relay');
+      publisher = relay.publisher(input.relay.stream);
+      unsubscribe = await relay.subscribe(input.relay.control, (m) => {
+        if (m.type === 'abort') {
+          clientGone = m.reason;
+          abort.abort();
+        }
+      });
+    }
+    let deltas = 0;
+    let streamed = '';
+    let pendingEvents: NewEvent[] = [];
+    try {
+      let lastFailure: { failure: ProviderFailure; partial: Usage | null } | null = null;
+      for (let i = 0; i < targets.length; i++) {
+        const target = targets[i];
+        const req = normalizedRequest(input, target);
+        const now = clock.now();
+        if (i === 0) {
+          pendingEvents.push(ev(input, 'routing.selected_model', 'routing', now, target, { reason_code: input.routing.reason_code, requested_provider: input.routing.requested_provider, requested_model: input.routing.requested_model }));
+          pendingEvents.push(ev(input, 'execution.started', 'execution', now, target, { operation: req.operation, mode: input.mode }));
+        } else {
+          pendingEvents.push(ev(input, 'fallback.triggered', 'routing', now, targets[i - 1], { failure_kind: lastFailure?.failure.kind, status: lastFailure?.failure.status ?? null, next_provider: target.provider, next_model: target.model }));
+          pendingEvents.push(ev(input, 'fallback.selected_model', 'routing', now, target, { position: i }));
+        }
+        pendingEvents.push(ev(input, 'provider.request_sent', 'execution', now, target, { attempt: i + 1, stream: req.stream }));
+        await appendEvents(db, pendingEvents);
+        pendingEvents = [];
+        const sentAt = now.toISOString();
+        try {
+          const result: ProviderResult = await providers.dispatch(req, {
+            signal,
+            onDelta: publisher
+              ? (text) => {
+                  deltas += 1;
+                  streamed += text;
+                  publisher!.send({ type: 'delta', text });
+                }
+              : undefined,
+          });
+          attempts.push({ provider: target.provider, model: target.model, sentAt, receivedAt: clock.now().toISOString(), ok: true, status: 200 });
+          return { ok: true, target, result, attempts, fallbackOccurred: i > 0 };
+        } catch (err) {
+          const receivedAt = clock.now();
+          const failure: ProviderFailure =
+            err instanceof ProviderError
+              ? err.failure
+              : { kind: signal.aborted ? 'aborted' : 'network', status: null, retryable: false, message: err instanceof Error ? err.message : String(err) };
+          let partial: Usage | null = err instanceof ProviderError ? err.partialUsage ?? null : null;
+          if (clientGone !== null) {
+            // The client went away mid-stream: usage is what was produced up to the abort, estimated.
+            partial = partial ?? estimatedUsage(req, streamed);
+            partial = { ...partial, estimated: true };
+          }
+          attempts.push({ provider: target.provider, model: target.model, sentAt, receivedAt: receivedAt.toISOString(), ok: false, status: failure.status, failureKind: failure.kind });
+          lastFailure = { failure, partial };
+          const more = i + 1 < targets.length && clientGone === null && !ctx.cancellationSignal.aborted && triggersFallback(failure);
+          if (more) {
+            pendingEvents.push(ev(input, 'provider.response_received', 'execution', receivedAt, target, { ok: false, status: failure.status, failure_kind: failure.kind, attempt: i + 1 }));
+            continue;
+          }
+          const { native: _native, ...plain } = failure;
+          return {
+            ok: false,
+            kind: clientGone !== null ? 'aborted' : 'provider',
+            target,
+            failure: clientGone !== null ? { ...plain, kind: 'aborted', message: `client disconnected: ${clientGone}` } : plain,
+            partialUsage: partial,
+            attempts,
+            fallbackOccurred: i > 0,
+          };
+        }
+      }
+      throw new Error('unreachable: no dispatch target');
+    } finally {
+      clearInterval(heartbeat);
+      if (publisher) {
+        publisher.send({ type: 'end', deltas });
+        await publisher.flush();
+        await publisher.close();
+      }
+      if (unsubscribe) await unsubscribe().catch(() => undefined);
+      if (pendingEvents.length) await appendEvents(db, pendingEvents).catch((err) => logger.warn({ err }, 'could not append dispatch events'));
+    }
+  }
+
+  return activities;
 }
 
 export type ExecutionActivities = ReturnType<typeof createExecutionActivities>;

@@ -1,7 +1,7 @@
 import { ActivityFailure, proxyActivities, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { ExecutionActivities } from '../activities/executions';
 import type { ExecutionEnvelope } from '../src/executions/envelope';
-import type { DispatchOutcome, ExecutionInput, RecordInput } from '../src/executions/types';
+import type { DispatchResult, ExecutionInput, RecordInput } from '../src/executions/types';
 import { SA } from './search-attributes';
 
 /** Governance and recording are short database work: local activities, retried on failure (both idempotent). */
@@ -12,7 +12,10 @@ const { executionGovern, executionRecord } = proxyLocalActivities<ExecutionActiv
 
 /**
  * One governed execution (POST /v1/executions, POST /v1/execute): governance → permit →
- * dispatch (with the explicit fallback chain) → usage, spend and events → the envelope.
+ * dispatch (with the explicit fallback chain) → usage, spend and events → the envelope. The
+ * dispatch activity records a call it made itself (one activity instead of an activity and a
+ * local activity); the recording local activity covers denials, interrupted dispatches and a
+ * recording the activity could not do.
  *
  * The dispatch is a normal activity with a heartbeat and no automatic retry (a provider call is
  * not idempotent). When it does not report back (its worker died; heartbeat or start-to-close
@@ -31,14 +34,19 @@ export async function executionWorkflow(input: ExecutionInput): Promise<Executio
       retry: { maximumAttempts: 1 },
     });
     try {
-      const outcome: DispatchOutcome = await executionDispatch(input);
+      // Handed `gov`, the dispatch activity records the execution too (`recorded`).
+      const { recorded, ...outcome }: DispatchResult = await executionDispatch(input, gov);
+      if (recorded) return finish(recorded);
       rec = { kind: 'dispatched', gov, outcome };
     } catch (err) {
       const cause = err instanceof ActivityFailure ? err.cause : err;
       rec = { kind: 'interrupted', gov, message: cause instanceof Error ? cause.message : String(cause) };
     }
   }
-  const envelope = await executionRecord(input, rec);
+  return finish(await executionRecord(input, rec));
+}
+
+function finish(envelope: ExecutionEnvelope): ExecutionEnvelope {
   upsertSearchAttributes([
     { key: SA.status, value: envelope.status },
     ...(envelope.routing.selected_provider ? [{ key: SA.provider, value: envelope.routing.selected_provider }] : []),

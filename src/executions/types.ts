@@ -4,7 +4,7 @@
  */
 import type { ProviderId } from '../config';
 import type { ChatMessage, InputItem, Operation, ProviderFailure, ProviderResult, Usage } from '../providers/types';
-import type { ExecutionRoute } from './envelope';
+import type { ExecutionEnvelope, ExecutionRoute } from './envelope';
 import type { RoutingReason, Target } from './routing';
 
 export interface ExecutionInput {
@@ -79,6 +79,13 @@ export type DispatchOutcome =
       attempts: AttemptRecord[];
       fallbackOccurred: boolean;
     };
+
+/**
+ * What the dispatch activity returns: the outcome, and the envelope when it also recorded the
+ * execution itself (it is handed the governance outcome; older schedules without it, or a failed
+ * recording, leave `recorded` unset and the workflow records with its local activity).
+ */
+export type DispatchResult = DispatchOutcome & { recorded?: ExecutionEnvelope };
 
 export type RecordInput =
   | { kind: 'governed_out'; gov: GovernOutcome }
