@@ -8,6 +8,16 @@ import { PROVIDER_IDS, ProviderId } from '../config';
 import { OPERATIONS, Operation } from '../providers/types';
 
 /** Operations the spec lists as unsupported on POST /v1/executions (a clearer message than "unknown"). */
+/** Neither execution route takes `project_id` (the key decides) nor a top-level `context`. */
+function rejectProjectAndContext(body: { project_id?: unknown; context?: unknown }, ctx: z.RefinementCtx): void {
+  if (body.project_id !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['project_id'], message: 'project_id is not accepted on this route; the project comes from the API key' });
+  }
+  if (body.context !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['context'], message: 'There is no top-level context field on this route' });
+  }
+}
+
 export const UNSUPPORTED_OPERATIONS = [
   'edit.image',
   'generate.video',
@@ -108,12 +118,7 @@ export const executionRequestSchema = z
   })
   .strict()
   .superRefine((body, ctx) => {
-    if (body.project_id !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['project_id'], message: 'project_id is not accepted on this route; the project comes from the API key' });
-    }
-    if (body.context !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['context'], message: 'There is no top-level context field on this route' });
-    }
+    rejectProjectAndContext(body, ctx);
     const hasMessages = body.messages !== undefined;
     const hasInputs = body.inputs !== undefined;
     if (hasMessages === hasInputs) {
@@ -181,12 +186,7 @@ export const executeRequestSchema = z
   })
   .strict()
   .superRefine((body, ctx) => {
-    if (body.project_id !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['project_id'], message: 'project_id is not accepted on this route; the project comes from the API key' });
-    }
-    if (body.context !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['context'], message: 'There is no top-level context field on this route' });
-    }
+    rejectProjectAndContext(body, ctx);
     if (body.input.stream === true) {
       ctx.addIssue({ code: 'custom', path: ['input', 'stream'], message: 'POST /v1/execute is sync only; use POST /v1/executions with mode "stream"' });
     }

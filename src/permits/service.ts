@@ -39,7 +39,7 @@ import type { AuthContext } from '../api/middleware/auth';
 import type { PermitRequest, UsageReport } from './schemas';
 import { z } from 'zod';
 import { attestSchema, evidenceSchema, revokeSchema } from './schemas';
-import { attestationView, eventView, evidenceView, permitView, PermitView, usageReportView } from './view';
+import { attestationView, decisionExcerpt, eventView, evidenceView, permitView, PermitView, usageReportView } from './view';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
@@ -182,13 +182,7 @@ export function createPermitService(deps: { db: Db; clock: Clock; governance: Go
       dry_run: true,
       // Nothing was stored: there is no permit to refer to later.
       permit_id: null,
-      decision: d.decision,
-      reason_code: d.reason_code,
-      display_reason: d.display_reason,
-      decision_details: d.decision_details,
-      actions: d.actions,
-      metadata: d.metadata,
-      ...(d.retry_after_seconds !== undefined ? { retry_after_seconds: d.retry_after_seconds } : {}),
+      ...decisionExcerpt(d),
       project_id: auth.projectId,
       operation: req.operation,
       provider: req.provider,

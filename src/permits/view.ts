@@ -1,4 +1,5 @@
 import type { EventRecord } from '../db/repositories/events';
+import type { PermitDecision } from '../governance/types';
 import { timelineEventView } from '../api/event-view';
 import type { PermitRecord } from '../db/repositories/permits';
 import type { AttestationRecord, EvidenceRecord, UsageReportRecord } from '../db/repositories/permit-first';
@@ -30,6 +31,19 @@ export function permitStatus(p: PermitRecord, now: Date, attested: boolean): Per
   }
 }
 
+/** The spec's permit decision fields (without `permit_id`, which dry runs do not have). */
+export function decisionExcerpt(d: PermitDecision) {
+  return {
+    decision: d.decision,
+    reason_code: d.reason_code,
+    display_reason: d.display_reason,
+    decision_details: d.decision_details,
+    actions: d.actions,
+    metadata: d.metadata,
+    ...(d.retry_after_seconds !== undefined ? { retry_after_seconds: d.retry_after_seconds } : {}),
+  };
+}
+
 export function permitView(p: PermitRecord, now: Date, opts: { attestation?: AttestationRecord | null } = {}) {
   const d = decisionFromPermit(p);
   const meta = p.metadata ?? {};
@@ -39,13 +53,7 @@ export function permitView(p: PermitRecord, now: Date, opts: { attestation?: Att
     object: 'permit',
     // The spec's decision excerpt.
     permit_id: p.id,
-    decision: d.decision,
-    reason_code: d.reason_code,
-    display_reason: d.display_reason,
-    decision_details: d.decision_details,
-    actions: d.actions,
-    metadata: d.metadata,
-    ...(d.retry_after_seconds !== undefined ? { retry_after_seconds: d.retry_after_seconds } : {}),
+    ...decisionExcerpt(d),
     // The full record.
     id: p.id,
     project_id: p.project_id,
