@@ -1,8 +1,8 @@
 import { Middleware, ParameterizedContext } from 'koa';
 import { ApiError } from '../errors';
 import { Db } from '../../db/pool';
-import { findApiKeyByKey, KeyScope } from '../../db/repositories/api-keys';
-import { findProject, Plan } from '../../db/repositories/projects';
+import { findApiKeyWithPlan, KeyScope } from '../../db/repositories/api-keys';
+import type { Plan } from '../../db/repositories/projects';
 
 export interface AuthContext {
   projectId: string;
@@ -39,7 +39,7 @@ export function authenticate(db: Db, opts: { scope?: KeyScope; extract?: KeyExtr
         'www-authenticate': 'Bearer',
       });
     }
-    const record = await findApiKeyByKey(db, presented);
+    const record = await findApiKeyWithPlan(db, presented);
     if (!record) {
       throw new ApiError(401, 'invalid_api_key', 'The API key is not valid', {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
     }
@@ -54,9 +54,7 @@ export function authenticate(db: Db, opts: { scope?: KeyScope; extract?: KeyExtr
         key_scope: record.scope,
       });
     }
-    const project = await findProject(db, record.project_id);
-    if (!project) throw new ApiError(401, 'invalid_api_key', 'The API key is not valid');
-    const auth: AuthContext = { projectId: project.id, plan: project.plan, keyId: record.id, scope: record.scope };
+    const auth: AuthContext = { projectId: record.project_id, plan: record.plan, keyId: record.id, scope: record.scope };
     ctx.state.auth = auth;
     await next();
   };

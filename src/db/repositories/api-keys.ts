@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Queryable } from '../pool';
 import { newId, randomBase62 } from '../../ids';
+import type { Plan } from './projects';
 
 export type KeyScope = 'client' | 'admin';
 export const KEY_SCOPES: readonly KeyScope[] = ['client', 'admin'];
@@ -39,6 +40,16 @@ export async function createApiKey(
 export async function findApiKeyByKey(db: Queryable, key: string): Promise<ApiKeyRecord | null> {
   const { rows } = await db.query<ApiKeyRecord>(
     `SELECT id, project_id, name, scope, key_prefix, created_at, revoked_at FROM api_keys WHERE key_hash = $1`,
+    [hashApiKey(key)],
+  );
+  return rows[0] ?? null;
+}
+
+/** The key and its project's plan in one round trip: what authentication needs on every request. */
+export async function findApiKeyWithPlan(db: Queryable, key: string): Promise<(ApiKeyRecord & { plan: Plan }) | null> {
+  const { rows } = await db.query<ApiKeyRecord & { plan: Plan }>(
+    `SELECT k.id, k.project_id, k.name, k.scope, k.key_prefix, k.created_at, k.revoked_at, p.plan
+     FROM api_keys k JOIN projects p ON p.id = k.project_id WHERE k.key_hash = $1`,
     [hashApiKey(key)],
   );
   return rows[0] ?? null;
