@@ -2,7 +2,6 @@ import type { Clock } from '../src/clock';
 import type { Config } from '../src/config';
 import type { Db } from '../src/db/pool';
 import type { Logger } from '../src/logger';
-import type { StreamRelay } from '../src/executions/stream-relay';
 import type { Governance } from '../src/governance';
 import type { PricingCatalog } from '../src/pricing/types';
 import type { ProviderGateway } from '../src/providers/types';
@@ -13,9 +12,7 @@ export interface ActivityDeps {
   config: Config;
   clock: Clock;
   logger: Logger;
-  /** Governed executions (activities/executions.ts); optional so tests can build other activities without them. */
-  providers?: ProviderGateway;
-  pricing?: PricingCatalog;
-  governance?: Governance;
-  relay?: StreamRelay;
+  providers: ProviderGateway;
+  pricing: PricingCatalog;
+  governance: Governance;
 }

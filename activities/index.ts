@@ -2,6 +2,7 @@ import type { ActivityDeps } from './deps';
 import { createMaintenanceActivities } from './maintenance';
 import { createIntentActivities } from './intents';
 import { createExecutionActivities } from './executions';
+import { createReconciliationActivities } from './reconciliation';
 
 export type { ActivityDeps } from './deps';
 
@@ -11,6 +12,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createMaintenanceActivities(deps),
     ...createIntentActivities(deps),
     ...createExecutionActivities(deps),
+    ...createReconciliationActivities(deps),
   };
 }
 

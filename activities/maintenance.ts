@@ -1,9 +1,7 @@
 import { purgeExpiredIdempotencyKeys } from '../src/db/repositories/idempotency';
-import { createGovernance } from '../src/governance';
 import type { ActivityDeps } from './deps';
 
 export function createMaintenanceActivities({ db, clock, governance }: Pick<ActivityDeps, 'db' | 'clock' | 'governance'>) {
-  const spend = governance ?? createGovernance({ db, clock });
   return {
     /** Deletes one batch of expired idempotency records; returns the number deleted. */
     async purgeExpiredIdempotencyKeys(): Promise<number> {
@@ -11,7 +9,7 @@ export function createMaintenanceActivities({ db, clock, governance }: Pick<Acti
     },
     /** Releases spend reserved by permits that expired unsettled (abandoned executions, unclosed permits). */
     async expireStaleReservations(): Promise<number> {
-      return spend.expireStaleReservations(clock.now());
+      return governance.expireStaleReservations(clock.now());
     },
   };
 }

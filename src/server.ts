@@ -11,7 +11,8 @@ import { connectTemporal, TemporalHandles } from './temporal/connection';
 import { createWorker, ensureMaintenanceWorkflows } from './temporal/worker';
 import { installTemporalRuntime } from './temporal/runtime';
 import { createIntentReservations } from './temporal/intent-reservations';
-import { createStreamRelay } from './executions/stream-relay';
+import { startEventChainer } from './events/chainer';
+import { createGovernedCallActivities } from '../activities/governed-call';
 import { createGovernance } from './governance';
 import { pricing } from './pricing';
 import { createProviderGateway } from './providers';
@@ -55,9 +56,11 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
     retryForMs: opts.temporalRetryMs ?? 0,
   });
 
-  // Governed executions: the stream relay serves both roles; providers and governance the worker.
-  const relay = createStreamRelay({ db, databaseUrl: config.databaseUrl, logger });
-  const providers = config.role !== 'api' ? createProviderGateway(config) : null;
+  // One governance engine and one provider gateway per process, shared by the API's in-process
+  // pipeline and the worker's activities.
+  const governance = createGovernance({ db, clock });
+  const providers = createProviderGateway(config);
+  const calls = createGovernedCallActivities({ db, clock, logger, governance, pricing, providers });
 
   let worker: Worker | null = null;
   let workerRun: Promise<void> | null = null;
@@ -66,7 +69,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       connection: temporal.connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
-      deps: { db, config, clock, logger, providers: providers!, pricing, governance: createGovernance({ db, clock }), relay },
+      deps: { db, config, clock, logger, providers, pricing, governance },
       workflowBundlePath: config.temporal.workflowBundlePath,
     });
     workerRun = worker.run().catch((err) => {
@@ -75,6 +78,9 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
     });
     if (opts.startMaintenance ?? true) await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
   }
+
+  // Chains the hash chain of events the request path inserted unchained (src/events/chainer.ts).
+  const chainer = startEventChainer({ db, logger });
 
   let server: http.Server | null = null;
   let url: string | null = null;
@@ -91,7 +97,9 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       temporal: { client: temporal.client, connection: temporal.connection, taskQueue: config.temporal.taskQueue },
       intentReservations: createIntentReservations({ client: temporal.client, db, logger }),
       pricing,
-      relay,
+      governance,
+      providers,
+      calls,
       onClose: (fn) => closers.push(fn),
     });
     server = http.createServer(app.callback());
@@ -129,8 +137,8 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
         await workerRun.catch(() => undefined);
       }
       for (const fn of closers) await fn().catch(() => undefined);
-      await relay.close().catch(() => undefined);
-      await providers?.close().catch(() => undefined);
+      await chainer.close().catch(() => undefined);
+      await providers.close().catch(() => undefined);
       await temporal.connection.close().catch(() => undefined);
       await db.end().catch(() => undefined);
     },

@@ -2,3 +2,4 @@
 export { idempotencyCleanupWorkflow, reservationExpiryWorkflow } from './maintenance';
 export { intentWorkflow } from './intent';
 export { executionWorkflow } from './execution';
+export { reconciliationWorkflow } from './reconciliation';

@@ -6,7 +6,9 @@ import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Logger } from '../logger';
 import type { IntentReservations } from '../temporal/intent-reservations';
-import type { StreamRelay } from '../executions/stream-relay';
+import type { GovernedCallActivities } from '../../activities/governed-call';
+import type { Governance } from '../governance';
+import type { ProviderGatewayWithClose } from '../providers';
 import type { PricingCatalog } from '../pricing/types';
 
 /** What route modules receive. The API holds no business state of its own. */
@@ -19,9 +21,13 @@ export interface ApiDeps {
   temporal: { client: Client; connection: NativeConnection; taskQueue: string };
   /** Coalesced call reservations against workflow intents (X-Svc-Workflow-Id). */
   intentReservations: IntentReservations;
-  /** Governed executions: routing defaults and the stream relay (src/executions). */
-  pricing?: PricingCatalog;
-  relay?: StreamRelay;
+  pricing: PricingCatalog;
+  /** The one governance engine of this process (its plan/policy cache is shared by every route). */
+  governance: Governance;
+  /** Provider adapters over one connection pool per provider. */
+  providers: ProviderGatewayWithClose;
+  /** The governed-call pipeline's steps, run in process (activities/governed-call.ts). */
+  calls: GovernedCallActivities;
   /** Registers cleanup (connection pools built lazily by a route) to run when the process closes. */
   onClose?: (fn: () => Promise<void>) => void;
 }

@@ -1,16 +1,18 @@
 /**
- * Recording a finished governed call: builds the envelope, settles or releases spend, and persists
- * the execution row and its completion events once (the row insert is the idempotency guard).
- * Shared by the executionWorkflow's recording activity and the provider proxy routes, which run in
- * the API process (src/proxy).
+ * Recording a finished governed call: builds the envelope, then in one statement
+ * (`tollgate_finish_call`, migration 0100) inserts the execution row, settles or releases spend,
+ * appends the completion events, removes the in-flight row and completes the idempotency key.
+ * The row insert is the exactly-once guard: a second recording of the same execution (a retried
+ * activity, reconciliation racing a slow process) writes nothing and returns the stored envelope.
  */
 import type { Clock } from '../clock';
 import type { Db } from '../db/pool';
-import type { NewEvent } from '../db/repositories/events';
-import { findExecutionById, recordExecutionOnce } from '../db/repositories/executions';
-import type { Governance } from '../governance';
+import { eventsPayload, type NewEvent } from '../db/repositories/events';
+import { findExecutionById } from '../db/repositories/executions';
+import type { StoredResponse } from '../db/repositories/idempotency';
+import { GOVERNANCE_LOCK_CLASS } from '../db/repositories/policies';
 import type { PricingCatalog } from '../pricing/types';
-import { estimatedUsage } from '../providers/shared/usage';
+import { estimateInputTokens, makeUsage } from '../providers/shared/usage';
 import type { NormalizedRequest, ProviderResult, Usage } from '../providers/types';
 import { buildEnvelope, ExecutionEnvelope, ExecutionStatus } from './envelope';
 import type { Target } from './routing';
@@ -22,7 +24,20 @@ export interface RecordDeps {
   db: Db;
   clock: Clock;
   pricing: PricingCatalog;
-  governance: Pick<Governance, 'settle' | 'release'>;
+}
+
+/** What recording does with the call's Idempotency-Key (in the same statement). */
+export interface IdempotencyCompletion {
+  scope: string;
+  key: string;
+  /** The stored response for replays; null marks the key completed without one (streams); 'release' forgets the claim. */
+  respond: (envelope: ExecutionEnvelope) => StoredResponse | null | 'release';
+}
+
+export interface RecordOptions {
+  /** Events of fallback tries (src/pipeline/fallback.ts), written before the completion events. */
+  fallbackEvents?: NewEvent[];
+  idempotency?: IdempotencyCompletion;
 }
 
 export function normalizedRequest(input: ExecutionInput, target: Target): NormalizedRequest {
@@ -68,8 +83,8 @@ export function executionEvent(
  * Builds the envelope, settles or releases spend, and persists the execution row and its
  * completion events once. Safe to retry: a second call finds the row and returns the stored envelope.
  */
-export async function recordExecution(deps: RecordDeps, input: ExecutionInput, rec: RecordInput): Promise<ExecutionEnvelope> {
-  const { db, clock, pricing, governance } = deps;
+export async function recordExecution(deps: RecordDeps, input: ExecutionInput, rec: RecordInput, opts: RecordOptions = {}): Promise<ExecutionEnvelope> {
+  const { db, clock, pricing } = deps;
   const ev = (...a: Parameters<typeof executionEvent>) => executionEvent(...a);
   const completedAt = clock.now();
   const gov = rec.gov;
@@ -99,10 +114,13 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
     // estimated input of the request when the call was sent (provider.request_sent persisted).
     status = 'failed';
     statusCode = 502;
-    const sent = await db.query('SELECT 1 FROM events WHERE project_id = $1 AND request_id = $2 AND event_type = $3 LIMIT 1', [input.projectId, input.executionId, 'provider.request_sent']);
-    if (sent.rowCount) {
-      const est = estimatedUsage(normalizedRequest(input, primary), '');
-      usage = { ...est, output_tokens: 0, total_tokens: est.input_tokens, metrics: est.metrics.filter((m) => m.meter !== 'output_tokens').concat([{ meter: 'output_tokens', quantity: 0, unit: 'tokens' }]), estimated: true };
+    let inputTokens = rec.estimatedInputTokens;
+    if (inputTokens === undefined) {
+      const sent = await db.query('SELECT 1 FROM events WHERE project_id = $1 AND request_id = $2 AND event_type = $3 LIMIT 1', [input.projectId, input.executionId, 'provider.request_sent']);
+      if (sent.rowCount) inputTokens = estimateInputTokens(normalizedRequest(input, primary));
+    }
+    if (inputTokens !== undefined) {
+      usage = makeUsage({ input_tokens: inputTokens, output_tokens: 0 }, true);
       cost = pricing.costMicros(primary.provider, primary.model, usage);
     }
     error = { code: 'dispatch_interrupted', message: `The provider call did not report back (${rec.message}); its outcome is unknown and it was not repeated` };
@@ -167,42 +185,60 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
   if (status === 'completed') tail.push(ev(input, 'request.completed', 'completion', completedAt, target, { status_code: statusCode }));
   else if (status === 'failed') tail.push(ev(input, 'request.errored', 'completion', completedAt, target, { status_code: statusCode, error_code: error?.code }));
 
-  // Spend first (idempotent in governance), then the row + events in one statement.
+  // Spend: an allowed call settles what it used (completed, or failed with usage) or releases its reservation.
+  let settle: { cost: number; input: number; output: number } | null = null;
+  let releaseReason: string | null = null;
   if (gov.decision === 'allow') {
-    if (status === 'completed' || (usage && (cost ?? 0) > 0)) {
-      await governance.settle(input.permitId, { costMicros: cost ?? 0, inputTokens: usage?.input_tokens ?? 0, outputTokens: usage?.output_tokens ?? 0 });
-    } else {
-      await governance.release(input.permitId, error?.code ?? 'failed');
+    if (status === 'completed' || (usage && (cost ?? 0) > 0)) settle = { cost: cost ?? 0, input: usage?.input_tokens ?? 0, output: usage?.output_tokens ?? 0 };
+    else releaseReason = error?.code ?? 'failed';
+  }
+  if (settle && (!Number.isInteger(settle.cost) || settle.cost < 0)) throw new Error('recordExecution: cost must be a non-negative integer');
+  const row = {
+    id: input.executionId,
+    project_id: input.projectId,
+    route: input.route,
+    operation: input.request.operation,
+    mode: input.mode,
+    status,
+    status_code: statusCode,
+    permit_id: input.permitId,
+    provider: status === 'denied' ? primary.provider : target?.provider ?? null,
+    model: status === 'denied' ? primary.model : target?.model ?? null,
+    workflow_intent_id: input.workflowIntentId,
+    idempotency_key: input.idempotencyKey,
+    input_tokens: envelope.usage.input_tokens,
+    output_tokens: envelope.usage.output_tokens,
+    cost_usd_micros: envelope.usage.cost_usd_micros,
+    estimated_final: envelope.usage.estimated_final,
+    error_code: error?.code ?? null,
+    created_at: input.createdAt,
+    completed_at: completedAt.toISOString(),
+    duration_ms: envelope.timing.duration_ms,
+    envelope,
+  };
+  let idem: Record<string, unknown> | null = null;
+  let idemBody: Buffer | null = null;
+  if (opts.idempotency) {
+    const r = opts.idempotency.respond(envelope);
+    idem = { scope: opts.idempotency.scope, key: opts.idempotency.key };
+    if (r === 'release') idem.release = true;
+    else if (r) {
+      idem.status = r.status;
+      idem.headers = r.headers;
+      idemBody = r.body;
     }
   }
-  const inserted = await recordExecutionOnce(
-    db,
-    {
-      id: input.executionId,
-      project_id: input.projectId,
-      route: input.route,
-      operation: input.request.operation,
-      mode: input.mode,
-      status,
-      status_code: statusCode,
-      permit_id: input.permitId,
-      provider: status === 'denied' ? primary.provider : target?.provider ?? null,
-      model: status === 'denied' ? primary.model : target?.model ?? null,
-      workflow_intent_id: input.workflowIntentId,
-      idempotency_key: input.idempotencyKey,
-      input_tokens: envelope.usage.input_tokens,
-      output_tokens: envelope.usage.output_tokens,
-      cost_usd_micros: envelope.usage.cost_usd_micros,
-      estimated_final: envelope.usage.estimated_final,
-      error_code: error?.code ?? null,
-      created_at: new Date(input.createdAt),
-      completed_at: completedAt,
-      duration_ms: envelope.timing.duration_ms,
-      envelope,
-    },
-    tail,
-  );
-  if (!inserted) {
+  const events = opts.fallbackEvents?.length ? [...opts.fallbackEvents, ...tail] : tail;
+  const { rows } = await db.query<{ ok: boolean }>('SELECT tollgate_finish_call($1, $2::jsonb, $3::jsonb, $4::jsonb, $5, $6::jsonb, $7) AS ok', [
+    GOVERNANCE_LOCK_CLASS,
+    JSON.stringify(row),
+    eventsPayload(input.projectId, events),
+    settle ? JSON.stringify(settle) : null,
+    releaseReason,
+    idem ? JSON.stringify(idem) : null,
+    idemBody,
+  ]);
+  if (!rows[0].ok) {
     const stored = await findExecutionById(db, input.executionId);
     if (stored) return stored.envelope;
   }

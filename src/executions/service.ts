@@ -1,24 +1,27 @@
 /**
- * The API side of a governed execution: idempotency, workflow-intent reservation, starting the
- * executionWorkflow (eager start) and answering with its envelope, or relaying its stream as SSE.
- * Shared by POST /v1/executions and POST /v1/execute.
+ * POST /v1/executions and POST /v1/execute: the governed-call pipeline in the API process.
+ *
+ *   idempotency claim → intent reservation (X-Svc-Workflow-Id) → govern (permit, reservation,
+ *   first events, in-flight row: one statement) → dispatch (fallback engine; stream deltas go
+ *   straight to the SSE response) → record (row, spend, events, idempotency: one statement) → answer
+ *
+ * No Temporal workflow per call (docs/decisions.md, "Governed-call pipeline"). A process that dies
+ * mid-call leaves its in-flight row; the reconciliation workflow closes it.
  */
 import { createHash } from 'node:crypto';
 import type { ParameterizedContext } from 'koa';
 import canonicalize from 'canonicalize';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ApiDeps } from '../api/deps';
-import { ApiError, errors } from '../api/errors';
+import { errors } from '../api/errors';
 import { authOf } from '../api/middleware/auth';
-import { findExecutionById } from '../db/repositories/executions';
-import { claimIdempotencyKey, completeIdempotencyKey, releaseIdempotencyKey } from '../db/repositories/idempotency';
+import { claimIdempotencyKey, releaseIdempotencyKey, type StoredResponse } from '../db/repositories/idempotency';
 import { newId } from '../ids';
+import { requestTexts } from '../providers/shared/usage';
 import { reservationDenial } from './reservation-denial';
-import { SA } from '../../workflows/search-attributes';
 import type { ExecutionEnvelope, ExecutionRoute } from './envelope';
-import { controlChannel, RelayMessage, streamChannel } from './stream-relay';
+import { normalizedRequest, type IdempotencyCompletion } from './record';
 import { WORKFLOW_ID_PATTERN } from './schema';
-import type { ExecutionInput } from './types';
+import type { ExecutionInput, RecordInput } from './types';
 
 export interface PreparedExecution {
   route: ExecutionRoute;
@@ -30,9 +33,10 @@ export interface PreparedExecution {
   body: unknown;
 }
 
-/** Heartbeat timeout of the dispatch activity: how fast a dead worker is noticed mid-call. */
-const heartbeatTimeoutMs = () => Number(process.env.TOLLGATE_DISPATCH_HEARTBEAT_MS ?? 10_000);
 const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/** Beyond the dispatch deadline: how long reconciliation may take to close a dead process's call. */
+const RECONCILIATION_MARGIN_MS = 75_000;
+const JOIN_POLL_MS = 25;
 
 function payloadHash(route: string, body: unknown, workflowId: string | null): string {
   return createHash('sha256')
@@ -40,40 +44,23 @@ function payloadHash(route: string, body: unknown, workflowId: string | null): s
     .digest('hex');
 }
 
-function respondEnvelope(ctx: ParameterizedContext, env: ExecutionEnvelope, permitId: string | null, retryAfter?: number): void {
-  ctx.status = env.status_code;
-  if (permitId) ctx.set('x-svc-permit-id', permitId);
-  if (env.status_code === 429 && retryAfter !== undefined) ctx.set('retry-after', String(retryAfter));
-  ctx.body = env;
+function responseHeaders(env: ExecutionEnvelope, permitId: string, retryAfter: number | undefined): Record<string, string> {
+  const headers: Record<string, string> = { 'x-svc-permit-id': permitId };
+  if (env.status_code === 429 && retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
+  return headers;
 }
 
-async function retryAfterOf(deps: ApiDeps, projectId: string, permitId: string): Promise<number | undefined> {
-  const { rows } = await deps.db.query<{ r: unknown }>(
-    `SELECT decision_details->'retry_after_seconds' AS r FROM permits WHERE project_id = $1 AND id = $2`,
-    [projectId, permitId],
-  );
-  const r = Number(rows[0]?.r);
-  return Number.isFinite(r) && r > 0 ? Math.ceil(r) : 1;
-}
-
-/** Waits for a workflow started by another request (same Idempotency-Key) and its stored record. */
-async function joinExecution(deps: ApiDeps, projectId: string, executionId: string): Promise<{ envelope: ExecutionEnvelope; permitId: string | null }> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const stored = await findExecutionById(deps.db, executionId);
-    if (stored && stored.project_id === projectId) return { envelope: stored.envelope, permitId: stored.permit_id };
-    try {
-      await deps.temporal.client.workflow.getHandle(executionId).result();
-    } catch (err) {
-      // Not started yet (the first request is between its claim and its start): look again shortly.
-      if (!(err instanceof WorkflowNotFoundError) || Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+function replay(ctx: ParameterizedContext, stored: StoredResponse): void {
+  ctx.set('idempotent-replayed', 'true');
+  ctx.status = stored.status;
+  for (const [k, v] of Object.entries(stored.headers)) ctx.set(k, v);
+  ctx.type = 'application/json';
+  ctx.body = stored.body;
 }
 
 export async function runExecution(ctx: ParameterizedContext, deps: ApiDeps, prep: PreparedExecution): Promise<void> {
   const auth = authOf(ctx);
+  const { calls, clock, db, config } = deps;
   const workflowHeader = ctx.get('x-svc-workflow-id') || null;
   if (workflowHeader !== null && !WORKFLOW_ID_PATTERN.test(workflowHeader)) {
     throw errors.validation([{ path: 'headers.x-svc-workflow-id', message: 'X-Svc-Workflow-Id must be 1 to 255 characters of [A-Za-z0-9_-]', code: 'invalid_format' }]);
@@ -86,141 +73,125 @@ export async function runExecution(ctx: ParameterizedContext, deps: ApiDeps, pre
   const executionId = newId('exec_req');
   const permitId = newId('permit');
   const scope = prep.route;
+  const dispatchTimeoutMs = config.providerTimeouts.totalMs * (1 + prep.routing.fallback.length) + 5_000;
 
   if (key) {
-    const claim = await claimIdempotencyKey(deps.db, {
-      projectId: auth.projectId,
-      scope,
-      key,
-      requestHash: payloadHash(prep.route, prep.body, workflowHeader),
-      resourceId: executionId,
-      retentionHours: deps.config.idempotencyRetentionHours,
-    });
-    if (claim.outcome === 'conflict') throw errors.idempotencyConflict(key);
-    if (claim.outcome !== 'claimed') {
+    const requestHash = payloadHash(prep.route, prep.body, workflowHeader);
+    const deadline = Date.now() + dispatchTimeoutMs + RECONCILIATION_MARGIN_MS;
+    for (;;) {
+      const claim = await claimIdempotencyKey(db, { projectId: auth.projectId, scope, key, requestHash, resourceId: executionId, retentionHours: config.idempotencyRetentionHours });
+      if (claim.outcome === 'claimed') break;
+      if (claim.outcome === 'conflict') throw errors.idempotencyConflict(key);
       if (stream) {
         throw errors.conflict('idempotency_stream_not_replayable', 'This Idempotency-Key was already used for a stream; streams are not replayed and the call is not repeated', {
           idempotency_key: key,
           execution_id: claim.resourceId,
         });
       }
-      ctx.set('idempotent-replayed', 'true');
-      if (claim.outcome === 'completed' && claim.response) {
-        ctx.status = claim.response.status;
-        for (const [k, v] of Object.entries(claim.response.headers)) ctx.set(k, v);
-        ctx.type = 'application/json';
-        ctx.body = claim.response.body;
-        return;
+      if (claim.outcome === 'completed' && claim.response) return replay(ctx, claim.response);
+      if (claim.outcome === 'completed' || Date.now() > deadline) {
+        throw errors.conflict('idempotency_in_flight', 'A request with this Idempotency-Key has not finished; retry later', { idempotency_key: key, execution_id: claim.resourceId });
       }
-      const joined = await joinExecution(deps, auth.projectId, claim.resourceId!);
-      const retry = joined.envelope.status_code === 429 && joined.permitId ? await retryAfterOf(deps, auth.projectId, joined.permitId) : undefined;
-      respondEnvelope(ctx, joined.envelope, joined.permitId, retry);
-      return;
+      // The first request is running (here or in another process): wait for its recorded answer.
+      await new Promise((r) => setTimeout(r, JOIN_POLL_MS));
     }
   }
 
-  let started = false;
+  const input: ExecutionInput = {
+    executionId,
+    permitId,
+    projectId: auth.projectId,
+    route: prep.route,
+    mode: prep.mode,
+    createdAt: clock.now().toISOString(),
+    request: prep.request,
+    routing: prep.routing,
+    workflowIntentId: workflowHeader,
+    idempotencyKey: key,
+    dispatchTimeoutMs,
+    heartbeatTimeoutMs: 0,
+  };
+  if (prep.resolved) input.resolved = prep.resolved;
+
+  let governed = false;
+  let retryAfter: number | undefined;
+  const idempotency: IdempotencyCompletion | undefined = key
+    ? {
+        scope,
+        key,
+        // Streams are not replayed; their key only records the execution it started.
+        respond: (env) => (stream ? null : { status: env.status_code, headers: responseHeaders(env, permitId, retryAfter), body: Buffer.from(JSON.stringify(env)) }),
+      }
+    : undefined;
   try {
-    let reservationDenied: ExecutionInput['reservationDenied'];
     if (workflowHeader) {
       const r = await deps.intentReservations.reserveCall(auth.projectId, workflowHeader);
       // Refused: denied inside the envelope (403, a permit and a timeline), with no provider call.
-      if (!r.granted) reservationDenied = reservationDenial(r.reason, workflowHeader);
+      if (!r.granted) input.reservationDenied = reservationDenial(r.reason, workflowHeader);
     }
-    const input: ExecutionInput = {
-      executionId,
-      permitId,
-      projectId: auth.projectId,
+    const primaryRequest = normalizedRequest(input, prep.routing.primary);
+    const gov = await calls.govern({
+      input,
+      request: primaryRequest,
       route: prep.route,
-      mode: prep.mode,
-      createdAt: deps.clock.now().toISOString(),
-      request: prep.request,
-      routing: prep.routing,
-      workflowIntentId: workflowHeader,
-      idempotencyKey: key,
-      dispatchTimeoutMs: deps.config.providerTimeouts.totalMs * (1 + prep.routing.fallback.length) + 15_000,
-      heartbeatTimeoutMs: heartbeatTimeoutMs(),
-    };
-    if (prep.resolved) input.resolved = prep.resolved;
-    if (reservationDenied) input.reservationDenied = reservationDenied;
-    if (stream) input.relay = { stream: streamChannel(executionId), control: controlChannel(executionId) };
-
-    const startWorkflow = async () => {
-      const p = prep.routing.primary;
-      const handle = await deps.temporal.client.workflow.start('executionWorkflow', {
-        workflowId: executionId,
-        taskQueue: deps.temporal.taskQueue,
-        args: [input],
-        requestEagerStart: true,
-        staticSummary: `${prep.request.operation} → ${p.provider}/${p.model} (${prep.route}, ${prep.mode})`,
-        staticDetails: `project ${auth.projectId} · permit ${permitId}${workflowHeader ? ` · workflow ${workflowHeader}` : ''}`,
-        typedSearchAttributes: [
-          { key: SA.projectId, value: auth.projectId },
-          { key: SA.operation, value: prep.request.operation },
-          { key: SA.provider, value: p.provider },
-          { key: SA.model, value: p.model },
-          { key: SA.status, value: 'running' },
-          ...(workflowHeader ? [{ key: SA.intentId, value: workflowHeader }] : []),
-        ],
-      });
-      started = true;
-      return handle;
-    };
-
-    let envelope: ExecutionEnvelope;
-    let responded = false;
+      inspectableText: requestTexts(primaryRequest),
+      permitMetadata: { execution_id: executionId, mode: prep.mode },
+      inProcess: { ...(key ? { idempotency: { scope, key, onInterrupted: stream ? 'mark_completed' : 'store_envelope' } } : {}) },
+    });
+    governed = true;
+    if (gov.retry_after_seconds !== undefined) retryAfter = Math.max(1, Math.ceil(gov.retry_after_seconds));
+    if (gov.decision !== 'allow') {
+      const envelope = await calls.record(input, { kind: 'governed_out', gov }, { idempotency });
+      respond(ctx, envelope, permitId, retryAfter);
+      return;
+    }
     if (!stream) {
-      const handle = await startWorkflow();
-      envelope = (await handle.result()) as ExecutionEnvelope;
-    } else {
-      const out = await runStream(ctx, deps, input, startWorkflow);
-      envelope = out.envelope;
-      responded = out.responded;
+      const { outcome, fallbackEvents } = await calls.dispatch(input);
+      const envelope = await calls.record(input, { kind: 'dispatched', gov, outcome }, { idempotency, fallbackEvents });
+      respond(ctx, envelope, permitId, retryAfter);
+      return;
     }
-    const retryAfter = envelope.status_code === 429 ? await retryAfterOf(deps, auth.projectId, permitId) : undefined;
-    if (!responded) respondEnvelope(ctx, envelope, permitId, retryAfter);
-    if (key) {
-      const headers: Record<string, string> = { 'x-svc-permit-id': permitId };
-      if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
-      await completeIdempotencyKey(deps.db, {
-        projectId: auth.projectId,
-        scope,
-        key,
-        resourceId: executionId,
-        // Streams are not replayed; their key only records the execution it started.
-        response: stream ? undefined : { status: envelope.status_code, headers, body: Buffer.from(JSON.stringify(envelope)) },
-      });
-    }
+    await runStream(ctx, deps, input, gov, idempotency);
   } catch (err) {
-    if (key && !started) await releaseIdempotencyKey(deps.db, { projectId: auth.projectId, scope, key }).catch(() => undefined);
+    // Nothing was governed: the key may be used again. After governance, the call's record
+    // (or reconciliation) completes the key.
+    if (key && !governed) await releaseIdempotencyKey(db, { projectId: auth.projectId, scope, key }).catch(() => undefined);
     throw err;
   }
+}
+
+function respond(ctx: ParameterizedContext, env: ExecutionEnvelope, permitId: string, retryAfter: number | undefined): void {
+  ctx.status = env.status_code;
+  for (const [k, v] of Object.entries(responseHeaders(env, permitId, retryAfter))) ctx.set(k, v);
+  ctx.body = env;
 }
 
 const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
 /**
  * Stream mode. The HTTP status is decided by the first thing that happens: a delta opens the SSE
- * stream (200); a workflow that ends without deltas (denied, throttled, failed before any output)
- * is answered with the JSON envelope and its status, exactly like sync mode.
+ * stream (200); a call that ends without deltas (failed before any output) is answered with the
+ * JSON envelope and its status, exactly like sync mode.
  */
 async function runStream(
   ctx: ParameterizedContext,
   deps: ApiDeps,
   input: ExecutionInput,
-  startWorkflow: () => Promise<{ result(): Promise<unknown> }>,
-): Promise<{ envelope: ExecutionEnvelope; responded: boolean }> {
-  const relay = deps.relay;
-  if (!relay) throw new ApiError(500, 'internal_error', 'Streaming is not configured in this process');
+  gov: Extract<RecordInput, { kind: 'dispatched' }>['gov'],
+  idempotency: IdempotencyCompletion | undefined,
+): Promise<void> {
   const res = ctx.res;
   let open = false;
   let clientGone = false;
-  let endSeen: () => void = () => undefined;
-  const ended = new Promise<void>((r) => (endSeen = r));
-  const backlog: string[] = [];
-
+  const abort = new AbortController();
+  const onClose = () => {
+    if (res.writableEnded) return;
+    clientGone = true;
+    abort.abort();
+  };
+  res.on('close', onClose);
   const openStream = () => {
-    if (open || clientGone) return;
+    if (open) return;
     open = true;
     ctx.respond = false;
     ctx.status = 200;
@@ -248,45 +219,28 @@ async function runStream(
         },
       }),
     );
-    for (const chunk of backlog.splice(0)) res.write(chunk);
   };
-
-  const onMessage = (m: RelayMessage) => {
-    if (m.type === 'delta') {
-      if (clientGone) return;
-      openStream();
-      res.write(sse('delta', { delta: { type: 'output_text_delta', text: m.text } }));
-    } else if (m.type === 'end') {
-      endSeen();
-    }
-  };
-  const unsubscribe = await relay.subscribe(input.relay!.stream, onMessage);
-  const onClose = () => {
-    if (res.writableEnded) return;
-    clientGone = true;
-    // Tell the dispatch activity (wherever it runs) to stop the upstream call; usage is recorded
-    // from what was produced so far, flagged estimated.
-    const pub = relay.publisher(input.relay!.control);
-    pub.send({ type: 'abort', reason: 'client_closed' });
-    pub.close().catch(() => undefined);
-  };
-  res.on('close', onClose);
   try {
-    const handle = await startWorkflow();
-    const envelope = (await handle.result()) as ExecutionEnvelope;
-    if (envelope.status !== 'denied') {
-      // Deltas travel by NOTIFY, the result by Temporal: let the relay catch up before closing.
-      await Promise.race([ended, new Promise((r) => setTimeout(r, 2000))]);
+    const { outcome, fallbackEvents } = await deps.calls.dispatch(input, {
+      signal: abort.signal,
+      clientGone: () => clientGone,
+      onDelta: (text) => {
+        if (clientGone) return;
+        openStream();
+        res.write(sse('delta', { delta: { type: 'output_text_delta', text } }));
+      },
+    });
+    const envelope = await deps.calls.record(input, { kind: 'dispatched', gov, outcome }, { idempotency, fallbackEvents });
+    if (clientGone) return;
+    if (!open && envelope.status !== 'completed') {
+      respond(ctx, envelope, input.permitId, undefined);
+      return;
     }
-    if (clientGone) return { envelope, responded: true };
-    if (!open && envelope.status !== 'completed') return { envelope, responded: false };
     openStream();
     if (envelope.status === 'completed') res.write(sse('completion', envelope));
     else res.write(sse('error', { error: envelope.error ?? { code: 'upstream_error', message: 'execution failed' }, execution: envelope }));
     res.end();
-    return { envelope, responded: true };
   } finally {
     res.off('close', onClose);
-    await unsubscribe().catch(() => undefined);
   }
 }

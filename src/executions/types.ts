@@ -34,8 +34,6 @@ export interface ExecutionInput {
   idempotencyKey: string | null;
   /** /v1/execute only. */
   resolved?: { provider: string; model: string; alias: string | null };
-  /** Stream mode: relay channels (deltas to the API, control to the worker). */
-  relay?: { stream: string; control: string };
   /** X-Svc-Workflow-Id given but its call reservation was refused: a denied permit, no dispatch. */
   reservationDenied?: { reason_code: string; message: string };
   dispatchTimeoutMs: number;
@@ -91,4 +89,4 @@ export type RecordInput =
   | { kind: 'governed_out'; gov: GovernOutcome }
   | { kind: 'dispatched'; gov: GovernOutcome; outcome: DispatchOutcome }
   /** The dispatch activity did not finish (worker died mid-call, timed out): outcome unknown. */
-  | { kind: 'interrupted'; gov: GovernOutcome; message: string };
+  | { kind: 'interrupted'; gov: GovernOutcome; message: string; estimatedInputTokens?: number };

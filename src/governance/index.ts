@@ -11,7 +11,8 @@ import type { PoolClient } from 'pg';
 import type { Clock } from '../clock';
 import { Db, Queryable, withTransaction } from '../db/pool';
 import { newId } from '../ids';
-import { appendEvents, chainPayload, NewEvent } from '../db/repositories/events';
+import { appendEvents, eventsPayload, NewEvent } from '../db/repositories/events';
+import { inflightPayload, insertInflightCall, type InflightCall } from '../db/repositories/inflight-calls';
 import { findPermit, findPermitForUpdate, insertPermit, NewPermit, PermitRecord } from '../db/repositories/permits';
 import { getPolicy, GOVERNANCE_LOCK_CLASS, StoredPolicy } from '../db/repositories/policies';
 import { addToSpend, consumeRateWindows, purgeRateWindows, readRateWindows, readSpendRows } from '../db/repositories/spend';
@@ -43,6 +44,11 @@ export interface EvaluateOptions {
   idempotencyKey?: string | null;
   /** Stored in permits.metadata (not evaluated). */
   permitMetadata?: Record<string, unknown>;
+  /**
+   * Written in the same statement as an allow (and only with one): the governed-call pipeline's
+   * dispatch-start events and in-flight row, so the allow path costs one round trip before dispatch.
+   */
+  onAllow?: { events: NewEvent[]; inflight: InflightCall };
 }
 
 export interface ActualUsage {
@@ -128,6 +134,16 @@ async function loadPlanPolicy(q: Queryable, projectId: string): Promise<PlanPoli
   const { rows } = await q.query<{ plan: Plan }>('SELECT plan FROM projects WHERE id = $1', [projectId]);
   if (!rows[0]) throw new Error(`project ${projectId} not found`);
   return { plan: rows[0].plan, policy: await getPolicy(q, projectId) };
+}
+
+/** A context without counters: what the optimistic path predicts with (the bounds re-check them). */
+function predictedContext(now: Date, known: PlanPolicy): EvalContext {
+  const periods = currentPeriods(now);
+  const zero = { reserved: 0, settled: 0, requests: 0 };
+  return {
+    now, plan: known.plan, policy: known.policy.document, policyVersion: known.policy.version, periods,
+    spend: { day: zero, week: zero, month: zero, quarter: zero } as EvalContext['spend'], previousDaysSpend: [], rateUsed: new Map(),
+  };
 }
 
 /** Reads the counters the decision needs (plan and policy too unless given). */
@@ -239,6 +255,8 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
   // Plan and policy per project as last read. Only the optimistic path uses them, and its reserve
   // statement re-checks both under the lock; the locked path reads them again and refreshes this.
   const planPolicies = new Map<string, PlanPolicy>();
+  // Projects whose optimistic allow recently went stale: predict from a real snapshot for a while.
+  const staleUntil = new Map<string, number>();
   const remember = (projectId: string, ctx: EvalContext) => {
     if (planPolicies.size > 10_000) planPolicies.clear();
     planPolicies.set(projectId, { plan: ctx.plan, policy: { project_id: projectId, version: ctx.policyVersion, document: ctx.policy, updated_at: null, updated_by: null } });
@@ -252,19 +270,28 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
       const o = decide(ctx, req);
       return decisionFromOutcome(o, permitId, now, null, { dry_run: true, policy_version: ctx.policyVersion });
     }
-    // Optimistic path: decide on an unlocked snapshot; an allow is applied by one statement that
-    // takes the lock, re-checks the counters against the allow's bounds and reserves, so the lock
-    // is held for no client round trip. Anything else (a non-allow, a counter or policy that moved
-    // past the bounds) is decided again under the lock.
+    // Optimistic path: decide without locking, then apply an allow with one statement that takes
+    // the lock, re-checks plan, policy version and every counter against the allow's bounds and
+    // writes everything (permit, reservation, rate windows, events, in-flight row), so no lock is
+    // held across a client round trip. Plan and policy come from the process cache (the statement
+    // re-checks both). Counters are not read: every counter-dependent check is in the bounds, so
+    // the prediction uses zeros, unless this project recently went stale (near a cap or a rate
+    // limit), where a real snapshot avoids a wasted statement. Anything but an applied allow is
+    // decided again under the lock.
     const snapNow = clock.now();
-    const snap = await loadContext(db, req.projectId, snapNow, planPolicies.get(req.projectId));
-    remember(req.projectId, snap);
+    let known = planPolicies.get(req.projectId);
+    if (!known) {
+      known = await loadPlanPolicy(db, req.projectId);
+      planPolicies.set(req.projectId, known);
+    }
+    const contended = (staleUntil.get(req.projectId) ?? 0) > snapNow.getTime();
+    const snap = contended ? await loadContext(db, req.projectId, snapNow, known) : predictedContext(snapNow, known);
     const snapOutcome = decide(snap, req);
     const bounds = snapOutcome.decision === 'allow' ? allowBounds(snap, req) : null;
     if (bounds) {
       const w = permitWrite(req, opts, permitId, snapOutcome, snap, snapNow);
       const { rows } = await db.query<{ r: 'applied' | 'exists' | 'stale' }>(
-        'SELECT tollgate_reserve_allow($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb, $10::jsonb) AS r',
+        'SELECT tollgate_begin_call($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb, $10::jsonb, $11::jsonb) AS r',
         [
           GOVERNANCE_LOCK_CLASS,
           req.projectId,
@@ -277,12 +304,15 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
           JSON.stringify(bounds.rates.map(({ rl, amount, maxUsed }) => ({
             limit_id: rl.id, window_seconds: rl.window_seconds, window_start: rateWindow(snapNow, rl.window_seconds).start, amount, max_used: maxUsed,
           }))),
-          chainPayload(req.projectId, w.events).json,
+          eventsPayload(req.projectId, opts.onAllow ? [...w.events, ...opts.onAllow.events] : w.events),
+          opts.onAllow ? inflightPayload(opts.onAllow.inflight) : null,
         ],
       );
       if (rows[0].r === 'applied') return w.decision;
       if (rows[0].r === 'exists') return decisionFromPermit((await findPermit(db, req.projectId, permitId))!);
       planPolicies.delete(req.projectId);
+      staleUntil.set(req.projectId, snapNow.getTime() + 1000);
+      if (staleUntil.size > 10_000) staleUntil.clear();
     }
     return withTransaction(db, async (c: PoolClient) => {
       await lockProject(c, req.projectId);
@@ -301,7 +331,9 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
         await addToSpend(c, req.projectId, w.periodKeys, { reserved: w.cost, requests: 1 });
         await consumeRateWindows(c, req.projectId, w.rateItems);
       }
-      await appendEvents(c, w.events);
+      const allowExtras = o.decision === 'allow' ? opts.onAllow : undefined;
+      await appendEvents(c, allowExtras ? [...w.events, ...allowExtras.events] : w.events);
+      if (allowExtras) await insertInflightCall(c, allowExtras.inflight);
       return w.decision;
     });
   }

@@ -16,17 +16,15 @@ import type { ApiDeps } from '../api/deps';
 import { ApiError } from '../api/errors';
 import { authenticate, authOf, type KeyExtractor } from '../api/middleware/auth';
 import type { ProviderId } from '../config';
-import { appendEvents, type NewEvent } from '../db/repositories/events';
-import { claimIdempotencyKey, completeIdempotencyKey, releaseIdempotencyKey, type StoredResponse } from '../db/repositories/idempotency';
-import { executionEvent, recordExecution } from '../executions/record';
-import { recordReservationDenial, reservationDenial } from '../executions/reservation-denial';
+import { claimIdempotencyKey, releaseIdempotencyKey, type StoredResponse } from '../db/repositories/idempotency';
+import type { IdempotencyCompletion } from '../executions/record';
+import { dispatchWithFallback } from '../pipeline/fallback';
+import { reservationDenial } from '../executions/reservation-denial';
 import { WORKFLOW_ID_PATTERN } from '../executions/schema';
 import type { Target } from '../executions/routing';
-import type { AttemptRecord, DispatchOutcome, ExecutionInput, GovernOutcome } from '../executions/types';
-import type { Governance } from '../governance';
+import type { DispatchOutcome, ExecutionInput, GovernOutcome } from '../executions/types';
 import { newId } from '../ids';
-import type { PricingCatalog } from '../pricing/types';
-import { providerModules, type ProviderGatewayWithClose, type SseEvent } from '../providers';
+import { providerModules, type SseEvent } from '../providers';
 import { estimatedUsage, makeUsage, requestTexts } from '../providers/shared/usage';
 import { ProviderError, type NormalizedRequest, type ProviderFailure, type ProviderResult, type Usage } from '../providers/types';
 import { inferCall, multipartFields, type ParsedBody, type ProxyCall } from './infer';
@@ -40,10 +38,8 @@ export const ROUTABLE_PROVIDERS: readonly ProviderId[] = ['openai', 'anthropic']
 
 export interface ProxyDeps {
   api: ApiDeps;
-  pricing: PricingCatalog;
-  governance: Governance;
+  /** Pass-through connection pools (native bytes to the provider). */
   upstream: UpstreamClient;
-  gateway: ProviderGatewayWithClose;
 }
 
 const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -189,12 +185,6 @@ function planRouting(ctx: ParameterizedContext, call: ProxyCall): RoutingPlan {
   return { primary, fallback, reason: 'explicit_request', requested, headers };
 }
 
-/** Failures after which the next target of the explicit fallback chain is tried. */
-function triggersFallback(f: ProviderFailure): boolean {
-  if (f.kind === 'aborted') return false;
-  return f.retryable || f.kind === 'rate_limited' || f.kind === 'overloaded' || f.kind === 'timeout' || f.kind === 'network' || (f.status !== null && f.status >= 500);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Responses.
 
@@ -243,6 +233,8 @@ interface Attempt {
   aborted?: boolean;
   /** Ends the piped stream; called after recording, so the record exists once the caller sees the end. */
   finish?: () => void;
+  /** Set by the fallback engine's adapter: no other target after this one. */
+  final?: boolean;
 }
 
 export async function handleProxy(ctx: ParameterizedContext, deps: ProxyDeps, provider: ProviderId, nativePath: string): Promise<void> {
@@ -294,15 +286,9 @@ export async function handleProxy(ctx: ParameterizedContext, deps: ProxyDeps, pr
       claimedKey = key;
     }
 
+    // Recording completes (or releases) the claimed key in the same statement.
     const { reply, sent } = await governAndDispatch(ctx, deps, call, plan, body, projectId, permitId, executionId, key, workflowId, state);
-    if (claimedKey) {
-      if (reply && cacheable(reply.status)) {
-        await completeIdempotencyKey(db, { projectId, scope: `proxy:${provider}`, key: claimedKey, resourceId: executionId, response: { status: reply.status, headers: storedHeaders(reply.headers), body: reply.body } });
-      } else {
-        await releaseIdempotencyKey(db, { projectId, scope: `proxy:${provider}`, key: claimedKey });
-      }
-      claimedKey = null;
-    }
+    claimedKey = null;
     if (reply && !sent) send(ctx, reply);
   } catch (err) {
     if (claimedKey && projectId) await releaseIdempotencyKey(db, { projectId, scope: `proxy:${provider}`, key: claimedKey }).catch(() => undefined);
@@ -333,28 +319,30 @@ async function governAndDispatch(
   workflowId: string | null,
   state: { governed: boolean },
 ): Promise<{ reply: Reply | null; sent: boolean }> {
-  const { db, clock } = deps.api;
-  const createdAt = clock.now().toISOString();
+  const { clock, calls } = deps.api;
+  const route = `proxy:${call.provider}`;
   const input: ExecutionInput = {
     executionId,
     permitId,
     projectId,
     route: 'proxy',
     mode: call.stream ? 'stream' : 'sync',
-    createdAt,
+    createdAt: clock.now().toISOString(),
     request: call.request,
     routing: { requested_provider: plan.requested.provider, requested_model: plan.requested.model, reason_code: plan.reason, primary: plan.primary, fallback: plan.fallback },
     workflowIntentId: workflowId,
     idempotencyKey,
-    dispatchTimeoutMs: deps.api.config.providerTimeouts.totalMs,
+    dispatchTimeoutMs: deps.api.config.providerTimeouts.totalMs * (1 + plan.fallback.length) + 5_000,
     heartbeatTimeoutMs: 0,
   };
   const tollgateHeaders: Record<string, string> = { 'x-svc-permit-id': permitId, 'x-svc-request-id': executionId };
-  const recordDeps = { db, clock, pricing: deps.pricing, governance: deps.governance };
   const normalizedFor = (t: Target): NormalizedRequest => ({ ...translatedRequest(call, t), stream: call.stream, ...(call.request.providerOptions?.[t.provider] ? { providerOptions: call.request.providerOptions[t.provider] } : {}) });
+  // The reply the caller gets is what an idempotent retry replays (throttles and >= 500 are not kept).
+  let finalReply: Reply | null = null;
+  const idempotency: IdempotencyCompletion | undefined = idempotencyKey
+    ? { scope: route, key: idempotencyKey, respond: () => (finalReply && cacheable(finalReply.status) ? { status: finalReply.status, headers: storedHeaders(finalReply.headers), body: finalReply.body } : 'release') }
+    : undefined;
 
-  // Governance and the prompt firewall, on the primary target.
-  const primaryReq = normalizedFor(plan.primary);
   const denied = (gov: GovernOutcome): Reply => {
     const status = gov.decision === 'throttle' ? 429 : 403;
     const headers: Record<string, string> = { ...tollgateHeaders };
@@ -365,85 +353,47 @@ async function governAndDispatch(
   // A call attributed to a workflow intent first reserves one call against its ceiling.
   if (workflowId) {
     const r = await deps.api.intentReservations.reserveCall(projectId, workflowId);
-    if (!r.granted) {
-      input.reservationDenied = reservationDenial(r.reason, workflowId);
-      const gov = await recordReservationDenial({ db, clock }, input, primaryReq);
-      state.governed = true;
-      await recordExecution(recordDeps, input, { kind: 'governed_out', gov });
-      return { reply: denied(gov), sent: false };
-    }
+    if (!r.granted) input.reservationDenied = reservationDenial(r.reason, workflowId);
   }
-  const est = deps.pricing.estimate(primaryReq);
-  const d = await deps.governance.evaluate(
-    {
-      projectId,
-      requestId: executionId,
-      route: `proxy:${call.provider}`,
-      operation: call.operation,
-      provider: plan.primary.provider,
-      model: plan.primary.model,
-      estimatedInputTokens: est.input_tokens,
-      estimatedOutputTokens: est.output_tokens,
-      estimatedCostMicros: est.cost_micros,
-      workflowId,
-      inspectableText: call.inspectable,
+  const { estimatedInputTokens: _est, ...gov } = await calls.govern({
+    input,
+    request: normalizedFor(plan.primary),
+    route,
+    inspectableText: call.inspectable,
+    permitMetadata: { execution_id: executionId, mode: input.mode, proxy: call.provider, native_path: call.pathname },
+    inProcess: {
+      routingMeta: { route },
+      startedMeta: { native_path: call.pathname },
+      ...(idempotencyKey ? { idempotency: { scope: route, key: idempotencyKey, onInterrupted: 'release' as const } } : {}),
     },
-    { persist: true, permitId, permitMetadata: { execution_id: executionId, mode: input.mode, proxy: call.provider, native_path: call.pathname } },
-  );
+  });
   state.governed = true;
-  const gov: GovernOutcome = { decision: d.decision, reason_code: d.reason_code, display_reason: d.display_reason, actions: d.actions };
-  if (d.retry_after_seconds !== undefined) gov.retry_after_seconds = d.retry_after_seconds;
   if (gov.decision !== 'allow') {
-    await recordExecution(recordDeps, input, { kind: 'governed_out', gov });
-    return { reply: denied(gov), sent: false };
+    finalReply = denied(gov);
+    await calls.record(input, { kind: 'governed_out', gov }, { idempotency });
+    return { reply: finalReply, sent: false };
   }
 
-  const targets = [plan.primary, ...plan.fallback];
-  const attempts: AttemptRecord[] = [];
   const abort = new AbortController();
   const onClose = () => {
     if (!ctx.res.writableFinished) abort.abort();
   };
   ctx.res.on('close', onClose);
-  let pending: NewEvent[] = [];
-  let last: { target: Target; attempt: Attempt } | null = null;
+  let run;
   try {
-    for (let i = 0; i < targets.length; i++) {
-      const target = targets[i];
-      const now = clock.now();
-      if (i === 0) {
-        pending.push(executionEvent(input, 'routing.selected_model', 'routing', now, target, { reason_code: plan.reason, requested_provider: plan.requested.provider, requested_model: plan.requested.model, route: `proxy:${call.provider}` }));
-        pending.push(executionEvent(input, 'execution.started', 'execution', now, target, { operation: call.operation, mode: input.mode, native_path: call.pathname }));
-      } else {
-        pending.push(executionEvent(input, 'fallback.triggered', 'routing', now, targets[i - 1], { failure_kind: last?.attempt.failure?.kind, status: last?.attempt.failure?.status ?? null, next_provider: target.provider, next_model: target.model }));
-        pending.push(executionEvent(input, 'fallback.selected_model', 'routing', now, target, { position: i }));
-      }
-      pending.push(executionEvent(input, 'provider.request_sent', 'execution', now, target, { attempt: i + 1, stream: call.stream }));
-      await appendEvents(db, pending);
-      pending = [];
-      const sentAt = now.toISOString();
+    run = await dispatchWithFallback<Attempt>(input, [plan.primary, ...plan.fallback], clock, async (target, i) => {
       const routingHeaders: Record<string, string> = plan.headers.provider || plan.headers.model || plan.headers.chain ? { 'x-svc-selected-provider': target.provider, 'x-svc-selected-model': target.model, 'x-svc-fallback-occurred': String(i > 0) } : {};
       const extraHeaders = { ...tollgateHeaders, ...routingHeaders };
-      const attempt =
+      const a =
         target.provider === call.provider
           ? await passThrough(ctx, deps, call, body, target, normalizedFor(target), extraHeaders, abort.signal)
           : await translated(deps, call, target, abort.signal, extraHeaders);
-      const receivedAt = clock.now().toISOString();
-      attempts.push({ provider: target.provider, model: target.model, sentAt, receivedAt, ok: attempt.ok, status: attempt.ok ? 200 : attempt.failure?.status ?? null, ...(attempt.failure ? { failureKind: attempt.failure.kind } : {}) });
-      last = { target, attempt };
-      const more = !attempt.ok && !attempt.streamed && !attempt.aborted && i + 1 < targets.length && triggersFallback(attempt.failure!);
-      if (more) {
-        pending.push(executionEvent(input, 'provider.response_received', 'execution', receivedAt, target, { ok: false, status: attempt.failure!.status, failure_kind: attempt.failure!.kind, attempt: i + 1 }));
-        continue;
-      }
-      break;
-    }
+      return { ...a, final: Boolean(a.streamed || a.aborted) };
+    }, { stream: call.stream, signal: abort.signal });
   } finally {
     ctx.res.off('close', onClose);
-    if (pending.length) await appendEvents(db, pending).catch(() => undefined);
   }
-  const { target, attempt } = last!;
-  const fallbackOccurred = attempts.length > 1;
+  const { last: attempt, target, attempts, fallbackOccurred } = run;
   let outcome: DispatchOutcome;
   if (attempt.ok) {
     const result: ProviderResult = { output: { content: [] }, output_assets: [], usage: attempt.usage!, finish_reason: null };
@@ -460,8 +410,9 @@ async function governAndDispatch(
       fallbackOccurred,
     };
   }
+  finalReply = attempt.reply ?? null;
   try {
-    await recordExecution(recordDeps, input, { kind: 'dispatched', gov, outcome });
+    await calls.record(input, { kind: 'dispatched', gov, outcome }, { idempotency, fallbackEvents: run.events });
   } finally {
     attempt.finish?.();
   }
@@ -608,7 +559,7 @@ async function pipeStream(
 async function translated(deps: ProxyDeps, call: ProxyCall, target: Target, signal: AbortSignal, extraHeaders: Record<string, string>): Promise<Attempt> {
   const req = translatedRequest(call, target);
   try {
-    const result = await deps.gateway.dispatch(req, { signal });
+    const result = await deps.api.providers.dispatch(req, { signal });
     const body = renderNative(call.provider, target, result, Math.floor(deps.api.clock.now().getTime() / 1000));
     return { ok: true, usage: result.usage, reply: jsonReply(200, body, extraHeaders) };
   } catch (err) {

@@ -3,6 +3,7 @@ import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import { Client } from '@temporalio/client';
 import { createActivities, ActivityDeps } from '../../activities';
 import { IDEMPOTENCY_CLEANUP_WORKFLOW_ID, RESERVATION_EXPIRY_WORKFLOW_ID } from '../../workflows/maintenance';
+import { RECONCILIATION_WORKFLOW_ID } from '../../workflows/reconciliation';
 
 export const WORKFLOWS_PATH = require.resolve('../../workflows');
 
@@ -46,6 +47,12 @@ export async function ensureMaintenanceWorkflows(client: Client, taskQueue: stri
     workflowId: IDEMPOTENCY_CLEANUP_WORKFLOW_ID,
     taskQueue,
     args: [{ intervalSeconds: 300 }],
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+  });
+  await client.workflow.start('reconciliationWorkflow', {
+    workflowId: RECONCILIATION_WORKFLOW_ID,
+    taskQueue,
+    args: [{ intervalSeconds: 10 }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
   });
   await client.workflow.start('reservationExpiryWorkflow', {

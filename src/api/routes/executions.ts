@@ -8,7 +8,6 @@ import { ExecuteInputError, resolveExecuteTarget, translateExecuteInput } from '
 import { planRouting, RoutingError } from '../../executions/routing';
 import { ExecuteRequest, executeRequestSchema, ExecutionRequest, executionRequestSchema } from '../../executions/schema';
 import { runExecution } from '../../executions/service';
-import { pricing as defaultPricing } from '../../pricing';
 
 const metricsQuery = z
   .object({
@@ -27,7 +26,7 @@ function acceptsEventStream(accept: string): boolean {
 
 export function registerExecutionRoutes(router: Router, deps: ApiDeps): void {
   const anyKey = authenticate(deps.db);
-  const pricing = deps.pricing ?? defaultPricing;
+  const { pricing } = deps;
 
   router.post('/v1/executions', anyKey, async (ctx) => {
     const body = parseOrThrow(executionRequestSchema, ctx.request.body ?? {}) as ExecutionRequest;

@@ -4,7 +4,6 @@ import type { ParameterizedContext } from 'koa';
 import { ApiDeps } from '../deps';
 import { errors, parseOrThrow } from '../errors';
 import { authenticate, authOf } from '../middleware/auth';
-import { createGovernance } from '../../governance';
 import { decodeCursor, listPermits } from '../../db/repositories/permits';
 import { createPermitService } from '../../permits/service';
 import { attestSchema, evidenceSchema, exportQuerySchema, listQuerySchema, permitRequestSchema, revokeSchema, usageSchema } from '../../permits/schemas';
@@ -17,8 +16,7 @@ import { attestSchema, evidenceSchema, exportQuerySchema, listQuerySchema, permi
 export function registerPermitRoutes(router: Router, deps: ApiDeps): void {
   const anyKey = authenticate(deps.db);
   const adminKey = authenticate(deps.db, { scope: 'admin' });
-  const governance = createGovernance({ db: deps.db, clock: deps.clock });
-  const svc = createPermitService({ db: deps.db, clock: deps.clock, governance });
+  const svc = createPermitService({ db: deps.db, clock: deps.clock, governance: deps.governance });
 
   const body = (ctx: ParameterizedContext) => ctx.request.body ?? {};
   const query = (ctx: ParameterizedContext) => ({ ...ctx.query }) as Record<string, unknown>;

@@ -1,8 +1,5 @@
 import Router from '@koa/router';
 import type { ProviderId } from '../../config';
-import { createGovernance } from '../../governance';
-import { pricing as defaultPricing } from '../../pricing';
-import { createProviderGateway } from '../../providers';
 import { handleProxy, PROXY_PROVIDERS, type ProxyDeps } from '../../proxy/service';
 import { createUpstreamClient } from '../../proxy/upstream';
 import { ApiDeps } from '../deps';
@@ -18,17 +15,10 @@ export function registerProxyRoutes(router: Router, deps: ApiDeps): void {
   // Built on first use: the upstream pools and the gateway exist only in processes that proxy.
   const proxyDeps = (): ProxyDeps => {
     if (!proxy) {
-      proxy = {
-        api: deps,
-        pricing: deps.pricing ?? defaultPricing,
-        governance: createGovernance({ db: deps.db, clock: deps.clock }),
-        upstream: createUpstreamClient(deps.config.providerTimeouts),
-        gateway: createProviderGateway(deps.config),
-      };
+      proxy = { api: deps, upstream: createUpstreamClient(deps.config.providerTimeouts) };
       const built = proxy;
       deps.onClose?.(async () => {
         await built.upstream.close();
-        await built.gateway.close();
       });
     }
     return proxy;

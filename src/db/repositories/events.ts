@@ -1,15 +1,18 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import type { PoolClient } from 'pg';
+import type { Pool } from 'pg';
 import { Queryable } from '../pool';
 import { newId } from '../../ids';
 
 /**
  * The append-only event log timelines are rebuilt from. Each project has its own hash chain:
- * `hash = sha256(prev_hash + canonical(event))`, the first event's prev_hash is 64 zeros. Appends
- * for one project are serialised with `pg_advisory_xact_lock(hashtext(project_id))` (taken in
- * `tollgate_append_events`, migration 0090) so the chain stays linear under concurrency; `seq`
- * (bigserial, drawn under that lock) orders events.
+ * `hash = sha256(prev_hash + canonical(event))`, the first event's prev_hash is 64 zeros.
+ *
+ * Events are inserted unchained (`tollgate_insert_events`, no lock, migration 0100) so the request
+ * path never waits on the chain; the sequencer (`chainProjectEvents`, run by src/events/chainer.ts
+ * about every 250 ms) chains each project's pending events in `seq` order under a per-project
+ * lock and sets `chain_pos`, `prev_hash` and `hash`. Timelines read events by `seq` whether or not
+ * they are chained yet; verification walks `chain_pos`.
  */
 
 export const GENESIS_HASH = '0'.repeat(64);
@@ -44,8 +47,10 @@ export interface EventRecord {
   job_id: string | null;
   session_id: string | null;
   metadata: Record<string, unknown>;
-  prev_hash: string;
-  hash: string;
+  /** Null until the sequencer chains the event. */
+  prev_hash: string | null;
+  hash: string | null;
+  chain_pos?: number | null;
 }
 
 /** The hashed content of an event: every column except `hash` itself. */
@@ -73,19 +78,96 @@ export function eventHash(prevHash: string, canonical: string): string {
   return createHash('sha256').update(prevHash + canonical).digest('hex');
 }
 
-function isPool(db: Queryable): boolean {
-  // A pg Pool hands out clients; a PoolClient (already inside a caller's transaction) has release().
-  return typeof (db as { connect?: unknown }).connect === 'function' && typeof (db as { release?: unknown }).release !== 'function';
+/** Lock class of the per-project chain sequencer (pg_try_advisory_xact_lock(class, hashtext(project))). */
+export const CHAIN_LOCK_CLASS = 7_301;
+
+/** One project's events as `tollgate_insert_events` takes them (JSON array, in order). */
+export function eventsPayload(projectId: string, events: NewEvent[]): string {
+  return JSON.stringify(
+    events.map((e) => ({
+      id: newId('evt'),
+      // Millisecond precision: what a JS Date carries, so the stored value re-hashes identically.
+      timestamp: (e.timestamp ?? new Date()).toISOString(),
+      event_type: e.eventType,
+      source: e.source,
+      phase: e.phase,
+      provider: e.provider ?? null,
+      model: e.model ?? null,
+      permit_id: e.permitId ?? null,
+      request_id: e.requestId ?? null,
+      job_id: e.jobId ?? null,
+      session_id: e.sessionId ?? null,
+      metadata: e.metadata ?? {},
+      project_id: projectId,
+    })),
+  );
 }
 
-async function inTransaction<T>(db: Queryable, fn: (q: Queryable) => Promise<T>): Promise<T> {
-  if (!isPool(db)) return fn(db);
-  const client: PoolClient = await (db as unknown as { connect(): Promise<PoolClient> }).connect();
+/**
+ * Appends events, unchained (the sequencer chains them shortly after), one statement per project.
+ * On a PoolClient inside a transaction they commit or roll back with it.
+ */
+export async function appendEvents(db: Queryable, events: NewEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const projects = [...new Set(events.map((e) => e.projectId))];
+  for (const projectId of projects) {
+    await db.query('SELECT tollgate_insert_events($1, $2::jsonb)', [projectId, eventsPayload(projectId, events.filter((e) => e.projectId === projectId))]);
+  }
+}
+
+export async function appendEvent(db: Queryable, ev: NewEvent): Promise<void> {
+  await appendEvents(db, [ev]);
+}
+
+/**
+ * Chains up to `batch` of one project's pending events, in `seq` order, after the current head.
+ * Returns how many it chained; 0 when another process holds the project's chain lock (it is
+ * chaining them) or nothing is pending.
+ */
+export async function chainProjectEvents(db: Pool, projectId: string, batch = 2000): Promise<number> {
+  const client = await db.connect();
   try {
     await client.query('BEGIN');
-    const out = await fn(client);
+    const { rows: lock } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS ok', [CHAIN_LOCK_CLASS, projectId]);
+    if (!lock[0].ok) {
+      await client.query('ROLLBACK');
+      return 0;
+    }
+    const { rows: head } = await client.query<{ chain_pos: number; hash: string }>(
+      'SELECT chain_pos, hash FROM events WHERE project_id = $1 AND chain_pos IS NOT NULL ORDER BY chain_pos DESC LIMIT 1',
+      [projectId],
+    );
+    const { rows } = await client.query<EventRecord>(
+      'SELECT * FROM events WHERE project_id = $1 AND chain_pos IS NULL ORDER BY seq LIMIT $2',
+      [projectId, batch],
+    );
+    if (rows.length === 0) {
+      await client.query('ROLLBACK');
+      return 0;
+    }
+    let prev = head[0]?.hash ?? GENESIS_HASH;
+    let pos = Number(head[0]?.chain_pos ?? 0);
+    const seqs: number[] = [];
+    const positions: number[] = [];
+    const prevs: string[] = [];
+    const hashes: string[] = [];
+    for (const r of rows) {
+      const hash = eventHash(prev, canonicalEvent({ ...r, prev_hash: prev }));
+      pos += 1;
+      seqs.push(Number(r.seq));
+      positions.push(pos);
+      prevs.push(prev);
+      hashes.push(hash);
+      prev = hash;
+    }
+    await client.query(
+      `UPDATE events e SET chain_pos = v.pos, prev_hash = v.prev, hash = v.hash
+         FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) AS v(seq, pos, prev, hash)
+        WHERE e.seq = v.seq`,
+      [seqs, positions, prevs, hashes],
+    );
     await client.query('COMMIT');
-    return out;
+    return rows.length;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
@@ -94,82 +176,24 @@ async function inTransaction<T>(db: Queryable, fn: (q: Queryable) => Promise<T>)
   }
 }
 
-const PREV_MARK = 'PREV_HASH_PLACEHOLDER';
-const PREV_TOKEN = `"prev_hash":"${PREV_MARK}"`;
-const SEQ_TOKEN = ',"seq":0,"session_id":';
-
-/**
- * Splits an event's canonical JSON around its prev_hash and seq values, which only the database
- * knows at append time (tollgate_append_events). Both are top-level members that sort after
- * `metadata`, and a string value cannot contain their unescaped quotes, so the last match is the
- * member itself.
- */
-function canonicalParts(base: Omit<EventRecord, 'hash' | 'seq' | 'prev_hash'>): { c_a: string; c_b: string; c_c: string } {
-  const c = canonicalEvent({ ...base, seq: 0, prev_hash: PREV_MARK });
-  const p = c.lastIndexOf(PREV_TOKEN);
-  const q = c.lastIndexOf(SEQ_TOKEN);
-  const prevAt = p + PREV_TOKEN.length - PREV_MARK.length - 1;
-  const seqAt = q + ',"seq":'.length;
-  return { c_a: c.slice(0, prevAt), c_b: c.slice(prevAt + PREV_MARK.length, seqAt), c_c: c.slice(seqAt + 1) };
-}
-
-/**
- * One project's events as `tollgate_append_events` takes them (JSON array; migration 0090), plus
- * their hashed columns except seq, prev_hash and hash, which the database fills in.
- */
-export function chainPayload(projectId: string, events: NewEvent[]): { json: string; bases: Omit<EventRecord, 'hash' | 'seq' | 'prev_hash'>[] } {
-  const bases = events.map((e) => ({
-    id: newId('evt'),
-    project_id: projectId,
-    // Millisecond precision: what a JS Date carries, so the stored value re-hashes identically.
-    timestamp: new Date((e.timestamp ?? new Date()).getTime()),
-    event_type: e.eventType,
-    source: e.source,
-    phase: e.phase,
-    provider: e.provider ?? null,
-    model: e.model ?? null,
-    permit_id: e.permitId ?? null,
-    request_id: e.requestId ?? null,
-    job_id: e.jobId ?? null,
-    session_id: e.sessionId ?? null,
-    metadata: e.metadata ?? {},
-  }));
-  return { json: JSON.stringify(bases.map((b) => ({ ...b, timestamp: b.timestamp.toISOString(), ...canonicalParts(b) }))), bases };
-}
-
-/** Appends one project's events in one statement (chain lock, head, seq and hash in the database). */
-async function appendProjectEvents(q: Queryable, projectId: string, events: NewEvent[]): Promise<EventRecord[]> {
-  const { json, bases } = chainPayload(projectId, events);
-  const { rows } = await q.query<{ out_seq: number; out_prev_hash: string; out_hash: string }>(
-    'SELECT out_seq, out_prev_hash, out_hash FROM tollgate_append_events($1, $2::jsonb)',
-    [projectId, json],
+/** Projects that have events waiting to be chained. */
+export async function projectsWithUnchainedEvents(db: Queryable, limit = 500): Promise<string[]> {
+  const { rows } = await db.query<{ project_id: string }>(
+    'SELECT DISTINCT project_id FROM events WHERE chain_pos IS NULL LIMIT $1',
+    [limit],
   );
-  return bases.map((b, i) => ({ ...b, seq: Number(rows[i].out_seq), prev_hash: rows[i].out_prev_hash, hash: rows[i].out_hash }));
+  return rows.map((r) => r.project_id);
 }
 
-/**
- * Appends events, each project's in one statement (`tollgate_append_events`: chain lock, head read,
- * seq, sha256 and insert in the database, so the chain lock is held for no client round trip).
- * Pass a Pool and the append commits on its own (several projects: in one transaction); a
- * PoolClient must already be inside a transaction (the chain lock is transaction-scoped), and the
- * events commit or roll back with it — and the lock is held until that transaction ends.
- */
-export async function appendEvents(db: Queryable, events: NewEvent[]): Promise<EventRecord[]> {
-  if (events.length === 0) return [];
-  const projects = [...new Set(events.map((e) => e.projectId))].sort();
-  const run = async (q: Queryable) => {
-    const byProject = new Map<string, EventRecord[]>();
-    for (const projectId of projects) {
-      byProject.set(projectId, await appendProjectEvents(q, projectId, events.filter((e) => e.projectId === projectId)));
-    }
-    return events.map((e) => byProject.get(e.projectId)!.shift()!);
-  };
-  return projects.length === 1 ? run(db) : inTransaction(db, run);
-}
-
-export async function appendEvent(db: Queryable, ev: NewEvent): Promise<EventRecord> {
-  const [record] = await appendEvents(db, [ev]);
-  return record;
+/** Chains every pending event of a project (loops over batches; waits while another process holds the lock). */
+export async function chainAllProjectEvents(db: Pool, projectId: string): Promise<void> {
+  for (let i = 0; i < 10_000; i++) {
+    const n = await chainProjectEvents(db, projectId);
+    if (n > 0) continue;
+    const { rows } = await db.query('SELECT 1 FROM events WHERE project_id = $1 AND chain_pos IS NULL LIMIT 1', [projectId]);
+    if (rows.length === 0) return;
+    await new Promise((r) => setTimeout(r, 20)); // another process is chaining this project
+  }
 }
 
 export async function listEventsByRequest(db: Queryable, projectId: string, requestId: string): Promise<EventRecord[]> {
@@ -209,15 +233,19 @@ export interface ChainVerification {
   head_hash: string;
 }
 
-/** Recomputes the project's chain from the genesis hash; any edited, removed or reordered row breaks it. */
-export async function verifyEventChain(db: Queryable, projectId: string): Promise<ChainVerification> {
+/**
+ * Brings the project's chain up to date (chains pending events), then recomputes it from the
+ * genesis hash in `chain_pos` order; any edited, removed or reordered row breaks it.
+ */
+export async function verifyEventChain(db: Pool, projectId: string): Promise<ChainVerification> {
+  await chainAllProjectEvents(db, projectId);
   let prev = GENESIS_HASH;
   let count = 0;
-  let afterSeq = 0;
+  let afterPos = 0;
   for (;;) {
-    const { rows } = await db.query<EventRecord>(
-      'SELECT * FROM events WHERE project_id = $1 AND seq > $2 ORDER BY seq LIMIT 1000',
-      [projectId, afterSeq],
+    const { rows } = await db.query<EventRecord & { chain_pos: number }>(
+      'SELECT * FROM events WHERE project_id = $1 AND chain_pos > $2 ORDER BY chain_pos LIMIT 1000',
+      [projectId, afterPos],
     );
     if (rows.length === 0) break;
     for (const r of rows) {
@@ -225,9 +253,9 @@ export async function verifyEventChain(db: Queryable, projectId: string): Promis
       if (r.prev_hash !== prev || r.hash !== expected) {
         return { ok: false, count, broken_at_seq: Number(r.seq), head_hash: prev };
       }
-      prev = r.hash;
+      prev = r.hash!;
       count += 1;
-      afterSeq = Number(r.seq);
+      afterPos = Number(r.chain_pos);
     }
   }
   return { ok: true, count, broken_at_seq: null, head_hash: prev };

@@ -1,5 +1,4 @@
 import { Queryable } from '../pool';
-import { chainPayload, NewEvent } from './events';
 import type { ExecutionEnvelope } from '../../executions/envelope';
 
 export interface ExecutionRecord {
@@ -29,56 +28,6 @@ export interface ExecutionRecord {
 
 export type NewExecution = Omit<ExecutionRecord, 'recorded_at'>;
 
-/**
- * Inserts the execution once. Returns false when a row with this id already exists (a retried
- * recording), so the caller skips every other side effect of recording.
- */
-export async function insertExecutionOnce(db: Queryable, e: NewExecution): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `INSERT INTO executions (id, project_id, route, operation, mode, status, status_code, permit_id, provider, model,
-       workflow_intent_id, idempotency_key, input_tokens, output_tokens, cost_usd_micros, estimated_final, error_code,
-       created_at, completed_at, duration_ms, envelope)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)
-     ON CONFLICT (id) DO NOTHING`,
-    [
-      e.id,
-      e.project_id,
-      e.route,
-      e.operation,
-      e.mode,
-      e.status,
-      e.status_code,
-      e.permit_id,
-      e.provider,
-      e.model,
-      e.workflow_intent_id,
-      e.idempotency_key,
-      e.input_tokens,
-      e.output_tokens,
-      e.cost_usd_micros,
-      e.estimated_final,
-      e.error_code,
-      e.created_at,
-      e.completed_at,
-      e.duration_ms,
-      JSON.stringify(e.envelope),
-    ],
-  );
-  return (rowCount ?? 0) > 0;
-}
-
-/**
- * Inserts the execution and, only if this call inserted it, appends its events (all of one
- * project), in one statement (`tollgate_record_execution`, migration 0091). Returns false when the
- * row already existed: nothing was written.
- */
-export async function recordExecutionOnce(db: Queryable, e: NewExecution, events: NewEvent[]): Promise<boolean> {
-  const { rows } = await db.query<{ ok: boolean }>('SELECT tollgate_record_execution($1::jsonb, $2::jsonb) AS ok', [
-    JSON.stringify(e),
-    chainPayload(e.project_id, events).json,
-  ]);
-  return rows[0].ok;
-}
 
 export async function findExecution(db: Queryable, projectId: string, id: string): Promise<ExecutionRecord | null> {
   const { rows } = await db.query<ExecutionRecord>('SELECT * FROM executions WHERE project_id = $1 AND id = $2', [projectId, id]);

@@ -1,0 +1,176 @@
+/**
+ * The steps of a governed call, as activity functions built from their dependencies:
+ *
+ *   govern   → policy, budget, rate and firewall checks; the permit, its reservation and (for the
+ *              in-process pipeline) the dispatch-start events and in-flight row, in one statement
+ *   dispatch → the provider call in the normalized shape, through the one fallback engine
+ *   record   → envelope, spend settled or released, completion events, idempotency: one statement
+ *
+ * The API process runs them in process for sync and stream calls (src/pipeline/governed-call.ts);
+ * the executionWorkflow runs them durably (activities/executions.ts). The proxies use govern and
+ * record with their own native attempt (src/proxy/service.ts).
+ */
+import type { Clock } from '../src/clock';
+import type { Db } from '../src/db/pool';
+import type { NewEvent } from '../src/db/repositories/events';
+import type { InflightCall } from '../src/db/repositories/inflight-calls';
+import { normalizedRequest, recordExecution, type RecordOptions } from '../src/executions/record';
+import { recordReservationDenial } from '../src/executions/reservation-denial';
+import type { ExecutionEnvelope } from '../src/executions/envelope';
+import type { DispatchOutcome, ExecutionInput, GovernOutcome, RecordInput } from '../src/executions/types';
+import type { Governance } from '../src/governance';
+import type { Logger } from '../src/logger';
+import { dispatchStartEvents, dispatchWithFallback } from '../src/pipeline/fallback';
+import { closingOf } from '../src/pipeline/inflight';
+import type { PricingCatalog } from '../src/pricing/types';
+import { estimatedUsage } from '../src/providers/shared/usage';
+import { ProviderError, type NormalizedRequest, type ProviderFailure, type ProviderGateway, type ProviderResult, type Usage } from '../src/providers/types';
+
+export interface GovernedCallDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  governance: Governance;
+  pricing: PricingCatalog;
+  providers: ProviderGateway;
+}
+
+export interface GovernSpec {
+  input: ExecutionInput;
+  /** The primary target's normalized request: what is estimated and priced. */
+  request: NormalizedRequest;
+  /** Governance route label (`executions`, `execute`, `proxy:<provider>`). */
+  route: string;
+  /** Texts the prompt firewall inspects. */
+  inspectableText: string[];
+  permitMetadata: Record<string, unknown>;
+  /**
+   * In-process pipeline: write the first try's events and the in-flight row with the allow (one
+   * statement), so a process that dies mid-call leaves a record reconciliation closes.
+   * `idempotency` says what closing it does with the call's key.
+   */
+  inProcess?: {
+    routingMeta?: Record<string, unknown>;
+    startedMeta?: Record<string, unknown>;
+    idempotency?: { scope: string; key: string; onInterrupted: 'store_envelope' | 'mark_completed' | 'release' };
+  };
+}
+
+export interface GovernResult extends GovernOutcome {
+  estimatedInputTokens: number;
+}
+
+export interface DispatchHooks {
+  signal?: AbortSignal;
+  /** Stream mode: each text delta as it arrives. */
+  onDelta?: (text: string) => void;
+  /** True once the caller went away (stream): the failure is recorded as a client disconnect. */
+  clientGone?: () => boolean;
+}
+
+export function createGovernedCallActivities(deps: GovernedCallDeps) {
+  const { db, clock, governance, pricing, providers } = deps;
+
+  async function govern(spec: GovernSpec): Promise<GovernResult> {
+    const { input, request } = spec;
+    if (input.reservationDenied) {
+      return { ...(await recordReservationDenial({ db, clock }, input, request)), estimatedInputTokens: 0 };
+    }
+    const est = pricing.estimate(request);
+    const now = clock.now();
+    let onAllow: { events: NewEvent[]; inflight: InflightCall } | undefined;
+    if (spec.inProcess) {
+      onAllow = {
+        events: dispatchStartEvents(input, now, {
+          operation: request.operation, mode: input.mode, stream: input.mode === 'stream', routing: spec.inProcess.routingMeta, started: spec.inProcess.startedMeta,
+        }),
+        inflight: {
+          executionId: input.executionId,
+          projectId: input.projectId,
+          permitId: input.permitId,
+          startedAt: now,
+          deadline: new Date(now.getTime() + input.dispatchTimeoutMs),
+          closing: closingOf(input, est.input_tokens, spec.inProcess.idempotency ?? null),
+        },
+      };
+    }
+    const d = await governance.evaluate(
+      {
+        projectId: input.projectId,
+        requestId: input.executionId,
+        route: spec.route,
+        operation: request.operation,
+        provider: request.provider,
+        model: request.model,
+        estimatedInputTokens: est.input_tokens,
+        estimatedOutputTokens: est.output_tokens,
+        estimatedCostMicros: est.cost_micros,
+        workflowId: input.workflowIntentId,
+        inspectableText: spec.inspectableText,
+      },
+      { persist: true, permitId: input.permitId, permitMetadata: spec.permitMetadata, ...(onAllow ? { onAllow } : {}) },
+    );
+    const out: GovernResult = { decision: d.decision, reason_code: d.reason_code, display_reason: d.display_reason, actions: d.actions, estimatedInputTokens: est.input_tokens };
+    if (d.retry_after_seconds !== undefined) out.retry_after_seconds = d.retry_after_seconds;
+    return out;
+  }
+
+  /**
+   * The provider call in the normalized shape, primary then the explicit fallback chain. Never
+   * throws for a provider failure: the outcome is data for `record`. Returns the events of fallback
+   * tries for `record` to write (the first try's were written by `govern`).
+   */
+  async function dispatch(input: ExecutionInput, hooks: DispatchHooks = {}): Promise<{ outcome: DispatchOutcome; fallbackEvents: NewEvent[] }> {
+    const targets = [input.routing.primary, ...input.routing.fallback];
+    let streamed = '';
+    type Try = { ok: boolean; failure?: ProviderFailure; final?: boolean; result?: ProviderResult; partial?: Usage | null; req: NormalizedRequest };
+    const run = await dispatchWithFallback<Try>(input, targets, clock, async (target) => {
+      const req = normalizedRequest(input, target);
+      try {
+        const result = await providers.dispatch(req, {
+          signal: hooks.signal,
+          onDelta: hooks.onDelta
+            ? (text) => {
+                streamed += text;
+                hooks.onDelta!(text);
+              }
+            : undefined,
+        });
+        return { ok: true, result, req };
+      } catch (err) {
+        const aborted = Boolean(hooks.signal?.aborted);
+        const failure: ProviderFailure =
+          err instanceof ProviderError ? err.failure : { kind: aborted ? 'aborted' : 'network', status: null, retryable: false, message: err instanceof Error ? err.message : String(err) };
+        const partial = err instanceof ProviderError ? err.partialUsage ?? null : null;
+        // Once a delta reached the caller, another target would splice two answers: no fallback.
+        return { ok: false, failure, partial, req, final: streamed.length > 0 || aborted };
+      }
+    }, { stream: input.mode === 'stream', signal: hooks.signal });
+    const { last, target, attempts, fallbackOccurred } = run;
+    if (last.ok) return { outcome: { ok: true, target, result: last.result!, attempts, fallbackOccurred }, fallbackEvents: run.events };
+    const gone = hooks.clientGone?.() ?? false;
+    let partial = last.partial ?? null;
+    if (gone) partial = { ...(partial ?? estimatedUsage(last.req, streamed)), estimated: true };
+    const { native: _native, ...plain } = last.failure!;
+    return {
+      outcome: {
+        ok: false,
+        kind: gone ? 'aborted' : 'provider',
+        target,
+        failure: gone ? { ...plain, kind: 'aborted', message: 'client disconnected' } : plain,
+        partialUsage: partial,
+        attempts,
+        fallbackOccurred,
+      },
+      fallbackEvents: run.events,
+    };
+  }
+
+  async function record(input: ExecutionInput, rec: RecordInput, opts: RecordOptions = {}): Promise<ExecutionEnvelope> {
+    return recordExecution({ db, clock, pricing }, input, rec, opts);
+  }
+
+  return { govern, dispatch, record };
+}
+
+export type GovernedCallActivities = ReturnType<typeof createGovernedCallActivities>;

@@ -1,0 +1,76 @@
+/**
+ * Reconciliation of governed calls whose process died mid-dispatch (SIGKILL, crash, lost host).
+ * The in-process pipeline writes an in-flight row with the permit before dispatch and deletes it
+ * when it records the call; a row past its dispatch deadline can no longer be running (the
+ * process enforces that timeout), so it is closed here: recorded `failed` with `error.code`
+ * `dispatch_interrupted`, usage estimated from the pre-dispatch input estimate (output unknown,
+ * counted 0), spend settled at that estimate and the rest of the reservation released,
+ * `request.errored` on the timeline, and the Idempotency-Key resolved to that result. The record
+ * statement is the same one the live process would run, guarded by the executions row, so a
+ * process that was only slow and records later changes nothing (docs/decisions.md).
+ */
+import { findOverdueCalls } from '../src/db/repositories/inflight-calls';
+import { findPermit } from '../src/db/repositories/permits';
+import type { IdempotencyCompletion } from '../src/executions/record';
+import type { ExecutionInput, GovernOutcome } from '../src/executions/types';
+import { closingFrom } from '../src/pipeline/inflight';
+import type { ActivityDeps } from './deps';
+import { createGovernedCallActivities } from './governed-call';
+
+export function createReconciliationActivities(deps: ActivityDeps) {
+  const { db, clock, logger } = deps;
+  const calls = createGovernedCallActivities(deps);
+
+  return {
+    /** Closes every in-flight call whose deadline passed; returns how many it recorded. */
+    async closeInterruptedCalls(): Promise<number> {
+      let closed = 0;
+      for (let round = 0; round < 50; round++) {
+        const rows = await findOverdueCalls(db, clock.now());
+        if (rows.length === 0) break;
+        for (const row of rows) {
+          const closing = closingFrom(row.closing);
+          const input = closing.input as ExecutionInput;
+          const permit = await findPermit(db, row.project_id, row.permit_id);
+          const gov: GovernOutcome = {
+            decision: 'allow',
+            reason_code: permit?.reason_code ?? 'policy.active_policy_candidate',
+            display_reason: permit?.display_reason ?? 'Allowed by the active project policy',
+            actions: permit?.actions ?? [],
+          };
+          const idem = closing.idempotency;
+          const idempotency: IdempotencyCompletion | undefined = idem
+            ? {
+                scope: idem.scope,
+                key: idem.key,
+                respond: (env) =>
+                  idem.onInterrupted === 'release'
+                    ? 'release'
+                    : idem.onInterrupted === 'mark_completed'
+                      ? null
+                      : { status: env.status_code, headers: { 'x-svc-permit-id': row.permit_id }, body: Buffer.from(JSON.stringify(env)) },
+              }
+            : undefined;
+          const startedAt = new Date(row.started_at).toISOString();
+          await calls.record(
+            input,
+            {
+              kind: 'interrupted',
+              gov,
+              message: `the process serving it stopped; dispatched at ${startedAt}, deadline ${new Date(row.deadline).toISOString()}`,
+              estimatedInputTokens: closing.estimated_input_tokens,
+            },
+            idempotency ? { idempotency } : {},
+          );
+          // A row the live process recorded meanwhile is gone already; one still here was closed now.
+          await db.query('DELETE FROM inflight_calls WHERE execution_id = $1', [row.execution_id]);
+          closed += 1;
+          logger.warn({ executionId: row.execution_id, projectId: row.project_id }, 'closed a governed call interrupted by a process exit');
+        }
+      }
+      return closed;
+    },
+  };
+}
+
+export type ReconciliationActivities = ReturnType<typeof createReconciliationActivities>;

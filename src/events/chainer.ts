@@ -1,0 +1,57 @@
+/**
+ * The event-chain sequencer: every `intervalMs`, chains the pending events of every project that
+ * has some (src/db/repositories/events.ts, chainProjectEvents). Runs in every API process; the
+ * per-project try-lock makes concurrent sequencers skip a project another one is chaining, so the
+ * chain stays linear. Off the request path: a governed call never waits for it.
+ */
+import type { Db } from '../db/pool';
+import { chainProjectEvents, projectsWithUnchainedEvents } from '../db/repositories/events';
+import type { Logger } from '../logger';
+
+export interface EventChainer {
+  /** Chains everything pending now (all projects), then resolves. */
+  runOnce(): Promise<number>;
+  close(): Promise<void>;
+}
+
+export function startEventChainer(deps: { db: Db; logger: Logger; intervalMs?: number }): EventChainer {
+  const intervalMs = deps.intervalMs ?? 250;
+  let running: Promise<number> | null = null;
+  let closed = false;
+
+  async function round(): Promise<number> {
+    let total = 0;
+    for (const projectId of await projectsWithUnchainedEvents(deps.db)) {
+      for (;;) {
+        const n = await chainProjectEvents(deps.db, projectId);
+        total += n;
+        if (n < 2000) break;
+      }
+    }
+    return total;
+  }
+
+  const runOnce = (): Promise<number> => {
+    if (!running) {
+      running = round().finally(() => {
+        running = null;
+      });
+    }
+    return running;
+  };
+
+  const timer = setInterval(() => {
+    if (closed || running) return;
+    runOnce().catch((err) => deps.logger.warn({ err }, 'event chaining round failed; retried next round'));
+  }, intervalMs);
+  timer.unref?.();
+
+  return {
+    runOnce,
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      await running?.catch(() => undefined);
+    },
+  };
+}

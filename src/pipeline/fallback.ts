@@ -1,0 +1,91 @@
+/**
+ * The one fallback engine of every governed call (executions, execute, the five proxies, jobs):
+ * tries the primary target, then the explicit fallback chain while the failure says the target is
+ * unavailable, and keeps the attempt records and timeline events of each try. What an attempt
+ * does (a normalized dispatch, a native pass-through, a translated call) is the caller's.
+ */
+import type { Clock } from '../clock';
+import type { NewEvent } from '../db/repositories/events';
+import { executionEvent } from '../executions/record';
+import type { Target } from '../executions/routing';
+import type { AttemptRecord, ExecutionInput } from '../executions/types';
+import type { ProviderFailure } from '../providers/types';
+
+/** Failures after which the primary counts as unavailable and the next target is tried. */
+export function triggersFallback(f: Pick<ProviderFailure, 'kind' | 'retryable' | 'status'>): boolean {
+  if (f.kind === 'aborted') return false;
+  return f.retryable || f.kind === 'rate_limited' || f.kind === 'overloaded' || f.kind === 'timeout' || f.kind === 'network' || (f.status !== null && f.status >= 500);
+}
+
+export interface AttemptOutcome {
+  ok: boolean;
+  failure?: ProviderFailure;
+  /** No other target may be tried: output already reached the caller, or the caller went away. */
+  final?: boolean;
+}
+
+export interface FallbackRun<A extends AttemptOutcome> {
+  last: A;
+  target: Target;
+  attempts: AttemptRecord[];
+  fallbackOccurred: boolean;
+  /** Events of the tries after the first (and of each failed try that led to another), in order. */
+  events: NewEvent[];
+}
+
+type EventInput = Pick<ExecutionInput, 'projectId' | 'permitId' | 'executionId'>;
+
+/**
+ * The events of the first try, written with the permit before dispatch (tollgate_begin_call):
+ * routing.selected_model, execution.started, provider.request_sent.
+ */
+export function dispatchStartEvents(
+  input: EventInput & Pick<ExecutionInput, 'routing'>,
+  at: Date,
+  meta: { operation: string; mode: string; stream: boolean; routing?: Record<string, unknown>; started?: Record<string, unknown> },
+): NewEvent[] {
+  const t = input.routing.primary;
+  return [
+    executionEvent(input, 'routing.selected_model', 'routing', at, t, {
+      reason_code: input.routing.reason_code, requested_provider: input.routing.requested_provider, requested_model: input.routing.requested_model, ...meta.routing,
+    }),
+    executionEvent(input, 'execution.started', 'execution', at, t, { operation: meta.operation, mode: meta.mode, ...meta.started }),
+    executionEvent(input, 'provider.request_sent', 'execution', at, t, { attempt: 1, stream: meta.stream }),
+  ];
+}
+
+export async function dispatchWithFallback<A extends AttemptOutcome>(
+  input: EventInput,
+  targets: Target[],
+  clock: Clock,
+  attempt: (target: Target, index: number) => Promise<A>,
+  opts: { stream: boolean; signal?: AbortSignal },
+): Promise<FallbackRun<A>> {
+  const attempts: AttemptRecord[] = [];
+  const events: NewEvent[] = [];
+  let previous: { target: Target; failure: ProviderFailure } | null = null;
+  for (let i = 0; i < targets.length; i++) {
+    const target = targets[i];
+    const sent = clock.now();
+    if (previous) {
+      events.push(executionEvent(input, 'fallback.triggered', 'routing', sent, previous.target, {
+        failure_kind: previous.failure.kind, status: previous.failure.status ?? null, next_provider: target.provider, next_model: target.model,
+      }));
+      events.push(executionEvent(input, 'fallback.selected_model', 'routing', sent, target, { position: i }));
+      events.push(executionEvent(input, 'provider.request_sent', 'execution', sent, target, { attempt: i + 1, stream: opts.stream }));
+    }
+    const a = await attempt(target, i);
+    const received = clock.now();
+    attempts.push({
+      provider: target.provider, model: target.model, sentAt: sent.toISOString(), receivedAt: received.toISOString(), ok: a.ok,
+      status: a.ok ? 200 : a.failure?.status ?? null, ...(a.failure ? { failureKind: a.failure.kind } : {}),
+    });
+    const more = !a.ok && !a.final && i + 1 < targets.length && !opts.signal?.aborted && triggersFallback(a.failure!);
+    if (!more) return { last: a, target, attempts, fallbackOccurred: i > 0, events };
+    events.push(executionEvent(input, 'provider.response_received', 'execution', received, target, {
+      ok: false, status: a.failure!.status, failure_kind: a.failure!.kind, attempt: i + 1,
+    }));
+    previous = { target, failure: a.failure! };
+  }
+  throw new Error('dispatchWithFallback: no target');
+}
