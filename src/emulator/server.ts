@@ -423,13 +423,17 @@ async function handle(req: IncomingMessage, res: ServerResponse, baseUrl: () => 
 
 export interface EmulatorHandle {
   url: string;
+  /** Requests received so far (tests count provider calls with it). */
+  requestCount(): number;
   close(): Promise<void>;
 }
 
 export async function startEmulator(opts: { port?: number; host?: string } = {}): Promise<EmulatorHandle> {
   const host = opts.host ?? '127.0.0.1';
   let url = '';
+  let requests = 0;
   const server = http.createServer((req, res) => {
+    requests += 1;
     handle(req, res, () => url).catch(() => res.destroy());
   });
   server.keepAliveTimeout = 65_000;
@@ -442,6 +446,7 @@ export async function startEmulator(opts: { port?: number; host?: string } = {})
   url = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${addr.port}`;
   return {
     url,
+    requestCount: () => requests,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

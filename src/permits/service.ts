@@ -9,7 +9,7 @@ import type { Clock } from '../clock';
 import { Db, withTransaction } from '../db/pool';
 import { newId } from '../ids';
 import { ApiError, errors } from '../api/errors';
-import { appendEvents, EventRecord, listEventsByPermit } from '../db/repositories/events';
+import { appendEvents, chainAllProjectEvents, EventRecord, listEventsByPermit } from '../db/repositories/events';
 import { findPermit, insertPermit, listChildPermits, listPermitLineage, PermitRecord } from '../db/repositories/permits';
 import { GOVERNANCE_LOCK_CLASS } from '../db/repositories/policies';
 import { addToSpend } from '../db/repositories/spend';
@@ -235,6 +235,8 @@ export function createPermitService(deps: { db: Db; clock: Clock; governance: Go
 
   async function bundle(projectId: string, permitId: string) {
     const p = await getPermit(projectId, permitId);
+    // A bundle is evidence: its events are chained before it is built (the sequencer may lag ~250 ms).
+    await chainAllProjectEvents(db, projectId);
     const attestation = await loadAttestation(p);
     const [events, report, evidence, children] = await Promise.all([
       timelineEvents(p, attestation),

@@ -113,6 +113,7 @@ export function eventView(e: EventRecord, derived = false) {
     seq: Number(e.seq),
     ...timelineEventView(e),
     metadata: e.metadata,
+    /** Null until the sequencer chains the event (well under a second after it is written). */
     prev_hash: e.prev_hash,
     hash: e.hash,
     ...(derived ? { derived: true } : {}),

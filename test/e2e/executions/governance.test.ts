@@ -167,4 +167,27 @@ describe('governance on POST /v1/executions, and timelines', () => {
       await tg.close();
     }
   });
+  it('200 concurrent calls against a monthly cap that fits exactly 50: 50 dispatched, spend never above the cap', async () => {
+    const body = { operation: 'generate.text', messages: say('[[emulator:latency_ms=8000]] count me against the cap') };
+    // The pre-dispatch estimate of this exact call, from a first project.
+    const probe = await h.project();
+    const first = await h.call('POST', '/v1/executions', { key: probe.clientKey, body });
+    expect(first.status).toBe(200);
+    const est = Number((await h.tg.db.query('SELECT reserved_cost_micros FROM permits WHERE request_id = $1', [first.json.id])).rows[0].reserved_cost_micros);
+    expect(est).toBeGreaterThan(0);
+    const p = await h.project();
+    await patchPolicy(h, p, { budgets: { monthly_usd_micros: 50 * est } });
+    const providerCallsBefore = h.emu.requestCount();
+    // Every call is governed long before the first one (3 s at the provider) settles.
+    const all = await Promise.all(Array.from({ length: 200 }, () => h.call('POST', '/v1/executions', { key: p.clientKey, body })));
+    const ok = all.filter((r) => r.status === 200);
+    const denied = all.filter((r) => r.status === 403);
+    expect(ok).toHaveLength(50);
+    expect(denied).toHaveLength(150);
+    for (const d of denied) expect(d.json).toMatchObject({ status: 'denied', governance: { reason: 'budget.monthly_cap_exceeded' } });
+    expect(h.emu.requestCount() - providerCallsBefore).toBe(50);
+    const { rows } = await h.tg.db.query("SELECT reserved_micros, settled_micros FROM spend_counters WHERE project_id = $1 AND period_kind = 'month'", [p.project.id]);
+    expect(Number(rows[0].reserved_micros)).toBe(0);
+    expect(Number(rows[0].settled_micros)).toBeLessThanOrEqual(50 * est);
+  });
 });

@@ -30,6 +30,7 @@ describe('Idempotency-Key on the execution routes', () => {
   it('concurrent requests with the same key join the in-flight execution and dispatch once', async () => {
     const body = { operation: 'generate.text', messages: say('[[emulator:latency_ms=400]] concurrent') };
     const headers = { 'idempotency-key': 'conc-1' };
+    const providerCallsBefore = h.emu.requestCount();
     const all = await Promise.all(Array.from({ length: 6 }, () => h.call('POST', '/v1/executions', { key: p.clientKey, body, headers })));
     const ids = new Set(all.map((r) => r.json.id));
     expect(ids.size).toBe(1);
@@ -40,6 +41,8 @@ describe('Idempotency-Key on the execution routes', () => {
     expect(rows[0].n).toBe(1);
     const ex = await h.tg.db.query('SELECT count(*)::int AS n FROM executions WHERE project_id = $1 AND idempotency_key = $2', [p.project.id, 'conc-1']);
     expect(ex.rows[0].n).toBe(1);
+    // Counted at the provider (the emulator), not only in our own records.
+    expect(h.emu.requestCount() - providerCallsBefore).toBe(1);
   });
 
   it('same key with a different payload → 409 idempotency_conflict naming the key', async () => {

@@ -1,7 +1,7 @@
 import { systemClock } from '../../../src/clock';
 import { Db } from '../../../src/db/pool';
 import { createGovernance } from '../../../src/governance';
-import { appendEvent, appendEvents, verifyEventChain, listEventsByRequest } from '../../../src/db/repositories/events';
+import { appendEvent, appendEvents, chainAllProjectEvents, verifyEventChain, listEventsByRequest } from '../../../src/db/repositories/events';
 import { projectWithPolicy, request, testPool } from '../../unit/governance/helpers';
 
 describe('governance under concurrency (real PostgreSQL)', () => {
@@ -94,11 +94,34 @@ describe('governance under concurrency (real PostgreSQL)', () => {
             : appendEvent(i % 2 ? db : db2, { projectId, eventType: 'usage.recorded', source: 'execution_events', phase: 'usage', requestId: `r${i}`, metadata: { n: i } }),
         ),
       );
+      // Inserted unchained: readable at once, chained by the sequencer.
+      const before = await listEventsByRequest(db, projectId, 'r0');
+      expect(before.map((e) => e.event_type)).toEqual(['execution.started', 'request.completed']);
+      // Two sequencers (two pools) at once: the per-project try-lock keeps the chain linear.
+      await Promise.all([chainAllProjectEvents(db, projectId), chainAllProjectEvents(db2, projectId)]);
       const v = await verifyEventChain(db, projectId);
       expect(v).toMatchObject({ ok: true, count: 80, broken_at_seq: null });
       const r0 = await listEventsByRequest(db, projectId, 'r0');
       expect(r0.map((e) => e.event_type)).toEqual(['execution.started', 'request.completed']);
-      expect(r0[1].prev_hash).toBe(r0[0].hash);
+      expect(r0.every((e) => typeof e.hash === 'string' && e.hash.length === 64)).toBe(true);
+      const { rows } = await db.query('SELECT seq, chain_pos FROM events WHERE project_id = $1 ORDER BY chain_pos', [projectId]);
+      // Chain order is insertion (seq) order, positions 1..80 with no gap.
+      expect(rows.map((r) => Number(r.chain_pos))).toEqual(Array.from({ length: 80 }, (_, i) => i + 1));
+      const seqs = rows.map((r) => Number(r.seq));
+      expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+    });
+
+    it('events appended after a chaining round extend the same chain', async () => {
+      const projectId = await projectWithPolicy(db);
+      await appendEvent(db, { projectId, eventType: 'permit.allowed', source: 'permits', phase: 'permit' });
+      expect((await verifyEventChain(db, projectId)).count).toBe(1);
+      await appendEvents(db2, [
+        { projectId, eventType: 'execution.started', source: 'execution_events', phase: 'execution' },
+        { projectId, eventType: 'request.completed', source: 'execution_events', phase: 'completion' },
+      ]);
+      const { rows } = await db.query('SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND chain_pos IS NULL', [projectId]);
+      expect(rows[0].n).toBe(2);
+      expect(await verifyEventChain(db, projectId)).toMatchObject({ ok: true, count: 3 });
     });
 
     it('detects an edited and a deleted event', async () => {
