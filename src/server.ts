@@ -12,6 +12,7 @@ import { createWorker, ensureMaintenanceWorkflows } from './temporal/worker';
 import { installTemporalRuntime } from './temporal/runtime';
 import { createIntentReservations } from './temporal/intent-reservations';
 import { startEventChainer } from './events/chainer';
+import { createKeyCache } from './api/key-cache';
 import { createGovernedCallActivities } from '../activities/governed-call';
 import { createGovernance } from './governance';
 import { pricing } from './pricing';
@@ -86,6 +87,8 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
   let url: string | null = null;
   const closers: Array<() => Promise<void>> = [];
   if (config.role !== 'worker') {
+    const keys = createKeyCache({ db, databaseUrl: config.databaseUrl, logger });
+    closers.push(() => keys.close());
     const metrics = new Registry();
     collectDefaultMetrics({ register: metrics });
     const app = createApp({
@@ -96,6 +99,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       metrics,
       temporal: { client: temporal.client, connection: temporal.connection, taskQueue: config.temporal.taskQueue },
       intentReservations: createIntentReservations({ client: temporal.client, db, logger }),
+      keys,
       pricing,
       governance,
       providers,

@@ -10,6 +10,7 @@ import type { GovernedCallActivities } from '../../activities/governed-call';
 import type { Governance } from '../governance';
 import type { ProviderGatewayWithClose } from '../providers';
 import type { PricingCatalog } from '../pricing/types';
+import type { KeyLookup } from './key-cache';
 
 /** What route modules receive. The API holds no business state of its own. */
 export interface ApiDeps {
@@ -21,6 +22,8 @@ export interface ApiDeps {
   temporal: { client: Client; connection: NativeConnection; taskQueue: string };
   /** Coalesced call reservations against workflow intents (X-Svc-Workflow-Id). */
   intentReservations: IntentReservations;
+  /** API key lookups (cached per process, invalidated by PostgreSQL notices: src/api/key-cache.ts). */
+  keys: KeyLookup;
   pricing: PricingCatalog;
   /** The one governance engine of this process (its plan/policy cache is shared by every route). */
   governance: Governance;

@@ -73,7 +73,7 @@ const AUTH_HINT: Record<ProviderId, string> = {
 
 async function authenticateNative(ctx: ParameterizedContext, deps: ProxyDeps, provider: ProviderId): Promise<void> {
   try {
-    await authenticate(deps.api.db, { extract: PROXY_KEY_EXTRACTORS[provider] })(ctx, async () => undefined);
+    await authenticate(deps.api.keys, { extract: PROXY_KEY_EXTRACTORS[provider] })(ctx, async () => undefined);
   } catch (err) {
     if (err instanceof ApiError) {
       const message = err.code === 'authentication_required' ? `${AUTH_HINT[provider]}` : err.message;

@@ -1,7 +1,7 @@
 import { Middleware, ParameterizedContext } from 'koa';
 import { ApiError } from '../errors';
-import { Db } from '../../db/pool';
-import { findApiKeyWithPlan, KeyScope } from '../../db/repositories/api-keys';
+import type { KeyScope } from '../../db/repositories/api-keys';
+import type { KeyLookup } from '../key-cache';
 import type { Plan } from '../../db/repositories/projects';
 
 export interface AuthContext {
@@ -25,7 +25,7 @@ export const bearerKey: KeyExtractor = (ctx) => {
  * Authenticates the project API key. `admin` keys may call every route; `client` keys may not call
  * admin-scoped routes. The project always comes from the key.
  */
-export function authenticate(db: Db, opts: { scope?: KeyScope; extract?: KeyExtractor } = {}): Middleware {
+export function authenticate(keys: KeyLookup, opts: { scope?: KeyScope; extract?: KeyExtractor } = {}): Middleware {
   const extract = opts.extract ?? bearerKey;
   return async (ctx, next) => {
     const presented = extract(ctx);
@@ -39,7 +39,7 @@ export function authenticate(db: Db, opts: { scope?: KeyScope; extract?: KeyExtr
         'www-authenticate': 'Bearer',
       });
     }
-    const record = await findApiKeyWithPlan(db, presented);
+    const record = await keys.find(presented);
     if (!record) {
       throw new ApiError(401, 'invalid_api_key', 'The API key is not valid', {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
     }

@@ -25,7 +25,7 @@ function acceptsEventStream(accept: string): boolean {
 }
 
 export function registerExecutionRoutes(router: Router, deps: ApiDeps): void {
-  const anyKey = authenticate(deps.db);
+  const anyKey = authenticate(deps.keys);
   const { pricing } = deps;
 
   router.post('/v1/executions', anyKey, async (ctx) => {

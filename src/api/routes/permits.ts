@@ -14,8 +14,8 @@ import { attestSchema, evidenceSchema, exportQuerySchema, listQuerySchema, permi
  * never captures them. Design rules: docs/decisions.md "Permits and policies".
  */
 export function registerPermitRoutes(router: Router, deps: ApiDeps): void {
-  const anyKey = authenticate(deps.db);
-  const adminKey = authenticate(deps.db, { scope: 'admin' });
+  const anyKey = authenticate(deps.keys);
+  const adminKey = authenticate(deps.keys, { scope: 'admin' });
   const svc = createPermitService({ db: deps.db, clock: deps.clock, governance: deps.governance });
 
   const body = (ctx: ParameterizedContext) => ctx.request.body ?? {};

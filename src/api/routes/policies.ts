@@ -10,8 +10,8 @@ import { findTemplate, POLICY_TEMPLATES, templateView } from '../../policies/tem
  * Design: src/policies/service.ts and docs/decisions.md "Permits and policies".
  */
 export function registerPoliciesRoutes(router: Router, deps: ApiDeps): void {
-  const anyKey = authenticate(deps.db);
-  const adminKey = authenticate(deps.db, { scope: 'admin' });
+  const anyKey = authenticate(deps.keys);
+  const adminKey = authenticate(deps.keys, { scope: 'admin' });
   const svc = createPolicyService({ db: deps.db, clock: deps.clock });
 
   router.get('/v1/policies', anyKey, async (ctx) => {

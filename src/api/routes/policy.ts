@@ -21,7 +21,7 @@ export function policyView(p: StoredPolicy) {
 }
 
 export function registerPolicyRoutes(router: Router, deps: ApiDeps): void {
-  const adminKey = authenticate(deps.db, { scope: 'admin' });
+  const adminKey = authenticate(deps.keys, { scope: 'admin' });
 
   router.get('/v1/projects/:project_id/policy', adminKey, async (ctx) => {
     const auth = authOf(ctx);

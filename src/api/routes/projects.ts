@@ -32,8 +32,8 @@ function ownProject(ctx: { params: Record<string, string> }, projectId: string):
 }
 
 export function registerProjectRoutes(router: Router, deps: ApiDeps): void {
-  const anyKey = authenticate(deps.db);
-  const adminKey = authenticate(deps.db, { scope: 'admin' });
+  const anyKey = authenticate(deps.keys);
+  const adminKey = authenticate(deps.keys, { scope: 'admin' });
 
   router.get('/v1/projects/:project_id', anyKey, async (ctx) => {
     const auth = authOf(ctx);
@@ -68,6 +68,8 @@ export function registerProjectRoutes(router: Router, deps: ApiDeps): void {
       throw new ApiError(409, 'cannot_revoke_own_key', 'An API key cannot revoke itself; use another admin key');
     }
     const record = await revokeApiKey(deps.db, ctx.params.key_id);
+    // Other processes drop the key on the database's change notice; this one at once.
+    deps.keys.invalidate(auth.projectId);
     ctx.body = keyView(record!);
   });
 }

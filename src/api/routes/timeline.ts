@@ -22,7 +22,7 @@ function endpointOf(route: string): string {
 
 /** Timelines are rebuilt only from persisted events and permits; nothing is synthesised. */
 export function registerTimelineRoutes(router: Router, deps: ApiDeps): void {
-  const anyKey = authenticate(deps.db);
+  const anyKey = authenticate(deps.keys);
 
   router.get('/v1/requests/:request_id/timeline', anyKey, async (ctx) => {
     const auth = authOf(ctx);

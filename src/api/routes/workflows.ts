@@ -102,7 +102,7 @@ function header(ctx: { get(name: string): string }, name: string): string | null
 }
 
 export function registerWorkflowRoutes(router: Router, deps: ApiDeps): void {
-  const anyKey = authenticate(deps.db);
+  const anyKey = authenticate(deps.keys);
   const svc: IntentServiceDeps = {
     db: deps.db,
     config: deps.config,

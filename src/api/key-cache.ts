@@ -1,0 +1,109 @@
+/**
+ * Authenticated API keys, cached per process so a governed call spends no database round trip on
+ * authentication. Entries are keyed by the key's SHA-256 (the presented secret is never stored),
+ * live at most `ttlMs`, and are dropped for a whole project the moment PostgreSQL announces a key
+ * or plan change on `tollgate_auth_changes` (migration 0101), so a revocation takes effect at
+ * once in every process. While the listener is down, lookups go to the database.
+ */
+import { Client } from 'pg';
+import type { Db } from '../db/pool';
+import { findApiKeyWithPlan, hashApiKey, type ApiKeyRecord } from '../db/repositories/api-keys';
+import type { Plan } from '../db/repositories/projects';
+import type { Logger } from '../logger';
+
+export type KeyRecord = ApiKeyRecord & { plan: Plan };
+
+export interface KeyLookup {
+  find(presented: string): Promise<KeyRecord | null>;
+  /** Forgets what is cached for a project (this process changed its keys or plan). */
+  invalidate(projectId: string): void;
+}
+
+export interface KeyCache extends KeyLookup {
+  close(): Promise<void>;
+}
+
+const CHANNEL = 'tollgate_auth_changes';
+const MAX_ENTRIES = 50_000;
+
+/** No cache: every lookup reads the database (tests, tools). */
+export function directKeyLookup(db: Db): KeyLookup {
+  return { find: (presented) => findApiKeyWithPlan(db, presented), invalidate: () => undefined };
+}
+
+export function createKeyCache(deps: { db: Db; databaseUrl: string; logger: Logger; ttlMs?: number }): KeyCache {
+  const ttlMs = deps.ttlMs ?? 60_000;
+  const entries = new Map<string, { record: KeyRecord; expires: number }>();
+  let listening = false;
+  let closed = false;
+  let client: Client | null = null;
+  let retry: NodeJS.Timeout | null = null;
+
+  // Bumped by every change notice: a record read before a notice is not cached after it.
+  let generation = 0;
+  const dropProject = (projectId: string) => {
+    generation += 1;
+    for (const [h, e] of entries) if (e.record.project_id === projectId) entries.delete(h);
+  };
+
+  async function listen(): Promise<void> {
+    if (closed) return;
+    const c = new Client({ connectionString: deps.databaseUrl });
+    const lost = (err?: Error) => {
+      if (client !== c) return;
+      listening = false;
+      client = null;
+      entries.clear();
+      c.end().catch(() => undefined);
+      if (!closed) {
+        if (err) deps.logger.warn({ err }, 'auth change listener lost; keys are read from the database until it is back');
+        retry = setTimeout(() => void listen(), 2_000);
+        retry.unref?.();
+      }
+    };
+    client = c;
+    c.on('error', lost);
+    c.on('end', () => lost());
+    c.on('notification', (n) => {
+      if (n.channel === CHANNEL && n.payload) dropProject(n.payload);
+    });
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${CHANNEL}`);
+      // Anything cached before LISTEN took effect may have missed a change.
+      entries.clear();
+      generation += 1;
+      listening = true;
+    } catch (err) {
+      lost(err as Error);
+    }
+  }
+  void listen();
+
+  return {
+    async find(presented) {
+      if (!listening) return findApiKeyWithPlan(deps.db, presented);
+      const h = hashApiKey(presented).toString('base64');
+      const now = Date.now();
+      const hit = entries.get(h);
+      if (hit && hit.expires > now) return hit.record;
+      const seen = generation;
+      const record = await findApiKeyWithPlan(deps.db, presented);
+      // Only live keys are cached; unknown and revoked keys always go to the database.
+      if (record && !record.revoked_at && listening && seen === generation) {
+        if (entries.size >= MAX_ENTRIES) entries.clear();
+        entries.set(h, { record, expires: now + ttlMs });
+      }
+      return record;
+    },
+    invalidate: dropProject,
+    async close() {
+      closed = true;
+      if (retry) clearTimeout(retry);
+      const c = client;
+      client = null;
+      listening = false;
+      await c?.end().catch(() => undefined);
+    },
+  };
+}
