@@ -7,10 +7,11 @@
  */
 import type { Clock } from '../clock';
 import type { Db } from '../db/pool';
-import { eventsPayload, type NewEvent } from '../db/repositories/events';
+import { eventRows, type NewEvent } from '../db/repositories/events';
 import { findExecutionById } from '../db/repositories/executions';
 import type { StoredResponse } from '../db/repositories/idempotency';
 import { GOVERNANCE_LOCK_CLASS } from '../db/repositories/policies';
+import { createProjectBatcher, type ProjectBatcher } from '../pipeline/project-lanes';
 import type { PricingCatalog } from '../pricing/types';
 import { estimateInputTokens, makeUsage } from '../providers/shared/usage';
 import type { NormalizedRequest, ProviderResult, Usage } from '../providers/types';
@@ -24,6 +25,20 @@ export interface RecordDeps {
   db: Db;
   clock: Clock;
   pricing: PricingCatalog;
+}
+
+// Recordings of one project share one tollgate_finish_calls statement (one per pool).
+const finishBatchers = new WeakMap<Db, ProjectBatcher<Record<string, unknown>, boolean>>();
+function finishBatcher(db: Db): ProjectBatcher<Record<string, unknown>, boolean> {
+  let b = finishBatchers.get(db);
+  if (!b) {
+    b = createProjectBatcher(async (_projectId, items) => {
+      const { rows } = await db.query<{ r: boolean[] }>('SELECT tollgate_finish_calls($1, $2::jsonb) AS r', [GOVERNANCE_LOCK_CLASS, JSON.stringify(items)]);
+      return rows[0].r;
+    });
+    finishBatchers.set(db, b);
+  }
+  return b;
 }
 
 /** What recording does with the call's Idempotency-Key (in the same statement). */
@@ -229,16 +244,15 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
     }
   }
   const events = opts.fallbackEvents?.length ? [...opts.fallbackEvents, ...tail] : tail;
-  const { rows } = await db.query<{ ok: boolean }>('SELECT tollgate_finish_call($1, $2::jsonb, $3::jsonb, $4::jsonb, $5, $6::jsonb, $7) AS ok', [
-    GOVERNANCE_LOCK_CLASS,
-    JSON.stringify(row),
-    eventsPayload(input.projectId, events),
-    settle ? JSON.stringify(settle) : null,
-    releaseReason,
-    idem ? JSON.stringify(idem) : null,
-    idemBody,
-  ]);
-  if (!rows[0].ok) {
+  const ok = await finishBatcher(db).submit(input.projectId, {
+    row,
+    events: eventRows(input.projectId, events),
+    settle,
+    release_reason: releaseReason,
+    idem,
+    idem_body: idemBody ? idemBody.toString('base64') : null,
+  });
+  if (!ok) {
     const stored = await findExecutionById(db, input.executionId);
     if (stored) return stored.envelope;
   }

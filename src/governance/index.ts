@@ -11,12 +11,13 @@ import type { PoolClient } from 'pg';
 import type { Clock } from '../clock';
 import { Db, Queryable, withTransaction } from '../db/pool';
 import { newId } from '../ids';
-import { appendEvents, eventsPayload, NewEvent } from '../db/repositories/events';
-import { inflightPayload, insertInflightCall, type InflightCall } from '../db/repositories/inflight-calls';
+import { appendEvents, eventRows, NewEvent } from '../db/repositories/events';
+import { inflightRow, insertInflightCall, type InflightCall } from '../db/repositories/inflight-calls';
 import { findPermit, findPermitForUpdate, insertPermit, NewPermit, PermitRecord } from '../db/repositories/permits';
 import { getPolicy, GOVERNANCE_LOCK_CLASS, StoredPolicy } from '../db/repositories/policies';
 import { addToSpend, consumeRateWindows, purgeRateWindows, readRateWindows, readSpendRows } from '../db/repositories/spend';
 import type { Plan } from '../db/repositories/projects';
+import { createProjectBatcher } from '../pipeline/project-lanes';
 import { allowBounds, decide, EvalContext, Outcome, OUTCOME_LABEL } from './evaluate';
 import { currentPeriods, PERIOD_KINDS, PeriodKind, previousDays, rateWindow } from './periods';
 import type { GovernanceRequest, PermitDecision } from './types';
@@ -255,6 +256,13 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
   // Plan and policy per project as last read. Only the optimistic path uses them, and its reserve
   // statement re-checks both under the lock; the locked path reads them again and refreshes this.
   const planPolicies = new Map<string, PlanPolicy>();
+  // Optimistic allows of one project share one tollgate_begin_calls statement (lock and commit).
+  const beginCalls = createProjectBatcher<Record<string, unknown>, 'applied' | 'exists' | 'stale'>(async (projectId, items) => {
+    const { rows } = await db.query<{ r: Array<'applied' | 'exists' | 'stale'> }>('SELECT tollgate_begin_calls($1, $2, $3::jsonb) AS r', [
+      GOVERNANCE_LOCK_CLASS, projectId, JSON.stringify(items),
+    ]);
+    return rows[0].r;
+  });
   // Projects whose optimistic allow recently went stale: predict from a real snapshot for a while.
   const staleUntil = new Map<string, number>();
   const remember = (projectId: string, ctx: EvalContext) => {
@@ -290,26 +298,21 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
     const bounds = snapOutcome.decision === 'allow' ? allowBounds(snap, req) : null;
     if (bounds) {
       const w = permitWrite(req, opts, permitId, snapOutcome, snap, snapNow);
-      const { rows } = await db.query<{ r: 'applied' | 'exists' | 'stale' }>(
-        'SELECT tollgate_begin_call($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb, $10::jsonb, $11::jsonb) AS r',
-        [
-          GOVERNANCE_LOCK_CLASS,
-          req.projectId,
-          snap.plan,
-          snap.policyVersion,
-          JSON.stringify(w.row),
-          JSON.stringify(w.periodKeys.map((k) => ({ ...k, max_total: bounds.spendTotal[k.kind] }))),
-          bounds.monthRequests,
-          w.cost,
-          JSON.stringify(bounds.rates.map(({ rl, amount, maxUsed }) => ({
-            limit_id: rl.id, window_seconds: rl.window_seconds, window_start: rateWindow(snapNow, rl.window_seconds).start, amount, max_used: maxUsed,
-          }))),
-          eventsPayload(req.projectId, opts.onAllow ? [...w.events, ...opts.onAllow.events] : w.events),
-          opts.onAllow ? inflightPayload(opts.onAllow.inflight) : null,
-        ],
-      );
-      if (rows[0].r === 'applied') return w.decision;
-      if (rows[0].r === 'exists') return decisionFromPermit((await findPermit(db, req.projectId, permitId))!);
+      const r = await beginCalls.submit(req.projectId, {
+        plan: snap.plan,
+        policy_version: snap.policyVersion,
+        permit: w.row,
+        spend: w.periodKeys.map((k) => ({ ...k, max_total: bounds.spendTotal[k.kind] })),
+        quota_max: bounds.monthRequests,
+        cost: w.cost,
+        rates: bounds.rates.map(({ rl, amount, maxUsed }) => ({
+          limit_id: rl.id, window_seconds: rl.window_seconds, window_start: rateWindow(snapNow, rl.window_seconds).start, amount, max_used: maxUsed,
+        })),
+        events: eventRows(req.projectId, opts.onAllow ? [...w.events, ...opts.onAllow.events] : w.events),
+        inflight: opts.onAllow ? inflightRow(opts.onAllow.inflight) : null,
+      });
+      if (r === 'applied') return w.decision;
+      if (r === 'exists') return decisionFromPermit((await findPermit(db, req.projectId, permitId))!);
       planPolicies.delete(req.projectId);
       staleUntil.set(req.projectId, snapNow.getTime() + 1000);
       if (staleUntil.size > 10_000) staleUntil.clear();

@@ -3,12 +3,14 @@
  * close-enough estimate. The ranks come from js-tiktoken's `ranks/o200k_base` (~2 MB, loaded lazily
  * on first use); the encoder is our own, because js-tiktoken's byte-pair merge is quadratic in the
  * length of a pre-tokenizer piece (worse, really: it re-joins every candidate pair's bytes into a
- * string key on every merge) — 10,000 repeated characters held the event loop for ~7 s.
+ * string key on every merge) — 10,000 repeated characters held the event loop for ~7 s — and costs
+ * ~0.4 ms per KB of ordinary text.
  *
  * The counts are exactly js-tiktoken's `encode(text, [], []).length` — so never below it, which the
  * budget checks rely on (test/unit/pricing/tokenizer.test.ts checks it against js-tiktoken):
- *  - Pre-tokenization uses the same o200k pattern (`pat_str` from the ranks file), so the pieces are
- *    the same. Special-token text is ordinary text, as with `encode(text, [], [])`.
+ *  - Pre-tokenization follows the same o200k pattern (`pat_str` from the ranks file), so the pieces
+ *    are the same: a hand-written scanner for ASCII, the regex itself for the rest (see below).
+ *    Special-token text is ordinary text, as with `encode(text, [], [])`.
  *  - Each piece's UTF-8 bytes (TextEncoder's, so a lone surrogate is U+FFFD's bytes) are byte-pair
  *    merged with tiktoken's rule: a piece that is itself a token is one token; otherwise repeatedly
  *    merge the adjacent pair whose concatenation has the lowest rank, leftmost on ties, until no
@@ -17,11 +19,13 @@
  *    or Thai phrases, minified blobs — use a binary heap of (rank, position) over a linked list of
  *    parts, which makes the same merge at every step (the least live heap entry is the lowest-ranked,
  *    leftmost pair) in O(n log n) instead of O(n²).
- *  - Ranks are looked up in an open-addressing hash table over the raw bytes (no string keys), and
- *    candidate spans longer than the longest token (128 bytes) are never looked up.
+ *  - Ranks are looked up in an open-addressing hash table over the raw bytes (no string keys; ~7 MB
+ *    of typed arrays where js-tiktoken's maps take ~65 MB of heap), and candidate spans longer than
+ *    the longest token (128 bytes) are never looked up.
  *  - Piece counts are memoized in a bounded two-generation map (common words repeat across requests).
  *
- * Figures (bench/tokenizer.ts): a 1 KB prompt in ~10–20 µs warm; 100,000 repeated 'a' in ~20–40 ms.
+ * Figures (bench/tokenizer.ts, on a loaded 2-CPU machine): a 1 KB prompt in ~11 µs warm (js-tiktoken:
+ * ~420 µs); 100,000 repeated 'a' in ~30 ms; 1,000,000 in ~340 ms; first call (loading) ~100–150 ms.
  */
 import type { TiktokenBPE } from 'js-tiktoken/lite';
 
@@ -48,10 +52,15 @@ interface Vocab {
 
 let vocab: Vocab | null = null;
 
+// Hot loops use a module-level reference instead of the `Math` global: in a vm context (jest's test
+// environment, for one) every global lookup goes through the context's interceptor, which made the
+// merge ~10× slower there.
+const imul = Math.imul;
+
 /** FNV-1a over bytes[start, end). */
 function hashBytes(bytes: Uint8Array, start: number, end: number): number {
   let h = 0x811c9dc5 | 0;
-  for (let i = start; i < end; i++) h = Math.imul(h ^ bytes[i], 0x01000193);
+  for (let i = start; i < end; i++) h = imul(h ^ bytes[i], 0x01000193);
   return h;
 }
 
@@ -72,48 +81,53 @@ function loadVocab(): Vocab {
   const src = bpe.bpe_ranks;
 
   // js-tiktoken's compressed format: lines of `<name> <offset> <base64 token> <base64 token> …`, the
-  // tokens of a line having consecutive ranks from <offset>. Decode every token into one byte blob.
+  // tokens of a line having consecutive ranks from <offset>. Decode every token into one byte blob,
+  // in rank order: token r is blob[offsets[r] .. offsets[r + 1]) (a gap in the ranks is empty).
+  const lines = src
+    .split('\n')
+    .filter((line) => line.length > 0)
+    .map((line) => {
+      const a = line.indexOf(' ');
+      const b = line.indexOf(' ', a + 1);
+      const end = b < 0 ? line.length : b;
+      return { line, offset: Number.parseInt(line.slice(a + 1, end), 10), start: end + 1 };
+    })
+    .sort((x, y) => x.offset - y.offset);
+  let count = 0;
+  for (const { line, offset, start } of lines) {
+    let tokens = start < line.length ? 1 : 0;
+    for (let i = line.indexOf(' ', start); i >= 0; i = line.indexOf(' ', i + 1)) tokens++;
+    count = Math.max(count, offset + tokens);
+  }
   const blob = new Uint8Array(src.length); // base64 is longer than the bytes it encodes
-  const tokenStart: number[] = []; // by rank
-  const tokenEnd: number[] = [];
+  const offsets = new Int32Array(count + 1);
+  let rank = 0; // the next rank; offsets[0..rank] are set
   let used = 0;
-  let maxRank = -1;
-  for (const line of src.split('\n')) {
-    if (!line) continue;
-    const fields = line.split(' ');
-    const offset = Number.parseInt(fields[1], 10);
-    for (let f = 2; f < fields.length; f++) {
-      const token = fields[f];
-      const rank = offset + f - 2;
-      tokenStart[rank] = used;
-      let acc = 0;
-      let bits = 0;
-      for (let i = 0; i < token.length; i++) {
-        const c = token.charCodeAt(i);
-        const d = c < 128 ? BASE64_VALUES[c] : -1;
-        if (d < 0) continue; // '=' padding
-        acc = ((acc << 6) | d) & 0xffffff;
-        bits += 6;
-        if (bits >= 8) {
-          bits -= 8;
-          blob[used++] = (acc >> bits) & 0xff;
-        }
+  for (const { line, offset, start } of lines) {
+    if (offset < rank || !Number.isFinite(offset)) throw new Error(`o200k ranks: bad offset ${offset}`);
+    while (rank < offset) offsets[++rank] = used;
+    if (start >= line.length) continue; // no tokens on this line
+    let acc = 0;
+    let bits = 0;
+    for (let i = start; i <= line.length; i++) {
+      const c = i < line.length ? line.charCodeAt(i) : 32;
+      if (c === 32) {
+        offsets[++rank] = used; // end of a token
+        acc = 0;
+        bits = 0;
+        continue;
       }
-      tokenEnd[rank] = used;
-      if (rank > maxRank) maxRank = rank;
+      const d = c < 128 ? BASE64_VALUES[c] : -1;
+      if (d < 0) continue; // '=' padding
+      acc = ((acc << 6) | d) & 0xffffff;
+      bits += 6;
+      if (bits >= 8) {
+        bits -= 8;
+        blob[used++] = (acc >> bits) & 0xff;
+      }
     }
   }
-  const count = maxRank + 1;
-  const offsets = new Int32Array(count + 1);
-  const packed = new Uint8Array(used);
-  let at = 0;
-  for (let r = 0; r < count; r++) {
-    offsets[r] = at;
-    if (tokenStart[r] === undefined) continue; // a gap in the ranks: an empty, unreachable token
-    packed.set(blob.subarray(tokenStart[r], tokenEnd[r]), at);
-    at += tokenEnd[r] - tokenStart[r];
-  }
-  offsets[count] = at;
+  const packed = blob.slice(0, used);
 
   let size = 1;
   while (size < count * 2.5) size *= 2;
@@ -138,8 +152,17 @@ function loadVocab(): Vocab {
   // The contraction group only needs grouping, not capturing.
   const source = bpe.pat_str.replace(/\((?!\?)/g, '(?:');
   vocab = { blob: packed, offsets, slots, slotHashes, mask, pairRanks, maxTokenBytes, pattern: new RegExp(source, 'gu') };
+  // Run every path once, so that V8 has type feedback for all of it when it first optimizes a hot
+  // loop: otherwise the first long piece (e.g. 100,000 × 'a') deoptimizes over and over and takes
+  // several times longer than the next. Costs a few ms, once.
+  for (const sample of WARM_UP) {
+    encodePiece(vocab, sample);
+    encodePiece(vocab, sample, []);
+  }
   return vocab;
 }
+
+const WARM_UP = ['a'.repeat(3000), ' '.repeat(700), '中文文本'.repeat(100), 'tokenizer', ' Hello', 'é😀'];
 
 /** Rank of the token bytes[start, end), NO_RANK if those bytes are not a token. */
 function rankOf(v: Vocab, bytes: Uint8Array, start: number, end: number): number {
@@ -289,7 +312,7 @@ function mergeLong(v: Vocab, bytes: Uint8Array, n: number, out?: number[]): numb
       }
       heap[i] = key;
     }
-    const rank = Math.floor(top / POS_SCALE);
+    const rank = (top / POS_SCALE) | 0; // < 2^31: the fraction is position / 2^32
     const p = top - rank * POS_SCALE;
     if (pairRank[p] !== rank) continue; // stale
     // Merge part p with the next part q.
@@ -364,7 +387,7 @@ function encodePiece(v: Vocab, piece: string, out?: number[]): number {
 // try the young map, then the old one (promoting a hit); when the young map fills, it becomes the
 // old one and the previous old one is dropped — recently used pieces survive, memory is bounded.
 
-const CACHE_GENERATION = 16_384;
+const CACHE_GENERATION = 32_768;
 const CACHE_MAX_PIECE_CHARS = 64;
 let young = new Map<string, number>();
 let old = new Map<string, number>();
@@ -380,22 +403,175 @@ function pieceTokens(v: Vocab, piece: string): number {
       old = young;
       young = new Map();
     }
-    young.set(piece, c);
+    young.set(detached(piece), c);
   }
   return c;
 }
 
+/**
+ * A copy of `piece` that does not keep the text it was cut from alive. V8 makes a substring of 13 or
+ * more characters a slice of its parent string, so a memo key could otherwise pin a whole request
+ * body; concatenating and slicing again flattens the piece into a string of its own.
+ */
+function detached(piece: string): string {
+  return piece.length < 13 ? piece : (' ' + piece).slice(1);
+}
+
 // ---------------------------------------------------------------------------------------------
+// Pre-tokenization. The o200k pattern, alternatives in order (first that matches wins):
+//   1. [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(contraction)?
+//   2. [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(contraction)?
+//   3. \p{N}{1,3}      4. ' '?[^\s\p{L}\p{N}]+[\r\n/]*      5. \s*[\r\n]+      6. \s+(?!\S)      7. \s+
+// The regex costs ~20 µs per KB in V8, so ASCII pieces are cut by a hand-written scanner that follows
+// the same rules; whenever the extent of a piece depends on a non-ASCII character (in it or right
+// after it), that one piece comes from the regex instead (the pattern matches at every position, so
+// the regex resumes exactly at the scanner's boundary). The tests check the two agree.
+
+const OTHER = 0; // not a letter, digit or whitespace (punctuation, symbols, control characters)
+const UPPER = 1;
+const LOWER = 2;
+const DIGIT = 3;
+const SPACE = 4; // U+0020, the only character the optional space of alternative 4 takes
+const BLANK = 5; // \t \v \f: whitespace other than newlines and U+0020
+const NEWLINE = 6; // \r \n
+const NON_ASCII = 7;
+
+const ASCII_CLASS = (() => {
+  const t = new Uint8Array(128); // OTHER
+  for (let c = 65; c <= 90; c++) t[c] = UPPER;
+  for (let c = 97; c <= 122; c++) t[c] = LOWER;
+  for (let c = 48; c <= 57; c++) t[c] = DIGIT;
+  t[32] = SPACE;
+  t[9] = BLANK;
+  t[11] = BLANK;
+  t[12] = BLANK;
+  t[10] = NEWLINE;
+  t[13] = NEWLINE;
+  return t;
+})();
+
+function classAt(t: string, i: number): number {
+  const c = t.charCodeAt(i);
+  return c < 128 ? ASCII_CLASS[c] : NON_ASCII;
+}
+
+/** Alternatives 1–2 from `i` (a letter): uppers, then lowers, then an optional contraction. */
+function lettersEnd(t: string, i: number, n: number): number {
+  let j = i;
+  let k = NON_ASCII;
+  while (j < n && (k = classAt(t, j)) === UPPER) j++;
+  if (j < n && k === LOWER) while (++j < n && (k = classAt(t, j)) === LOWER);
+  if (j < n && k === NON_ASCII) return -1; // a non-ASCII letter or mark would extend the run
+  if (j + 1 < n && t.charCodeAt(j) === 39 /* ' */) {
+    const c1 = t.charCodeAt(j + 1) | 0x20; // ASCII lower case (non-letters never match below)
+    if (c1 === 0x73 /* s */ || c1 === 0x74 /* t */ || c1 === 0x6d /* m */ || c1 === 0x64 /* d */) return j + 2;
+    if (j + 2 < n) {
+      const c2 = t.charCodeAt(j + 2) | 0x20;
+      if ((c1 === 0x72 /* r */ || c1 === 0x76 /* v */) && c2 === 0x65 /* e */) return j + 3;
+      if (c1 === 0x6c /* l */ && c2 === 0x6c) return j + 3;
+    }
+  }
+  return j;
+}
+
+/** Alternative 4 from `i` (an OTHER character): OTHER characters, then any \r \n /. */
+function othersEnd(t: string, i: number, n: number): number {
+  let j = i + 1;
+  let k = NON_ASCII;
+  while (j < n && (k = classAt(t, j)) === OTHER) j++;
+  if (j < n && k === NON_ASCII) return -1; // could be another OTHER character
+  for (; j < n; j++) {
+    const c = t.charCodeAt(j);
+    if (c !== 10 && c !== 13 && c !== 47) break;
+  }
+  return j;
+}
+
+/** Alternatives 5–7 from `i` (whitespace). */
+function whitespaceEnd(t: string, i: number, n: number): number {
+  let j = i;
+  let lastNewline = -1;
+  for (; j < n; j++) {
+    const k = classAt(t, j);
+    if (k === NEWLINE) lastNewline = j;
+    else if (k === NON_ASCII) return -1; // could be more whitespace
+    else if (k !== SPACE && k !== BLANK) break;
+  }
+  if (lastNewline >= 0) return lastNewline + 1; // \s*[\r\n]+ backtracks to the last newline
+  if (j === n) return n; // \s+(?!\S) at the end
+  return j - i >= 2 ? j - 1 : j; // \s+(?!\S) leaves the last one for the next word; else \s+
+}
+
+/** End of the ASCII piece starting at `i`, or -1 if it takes the regex to decide. */
+function asciiPieceEnd(t: string, i: number, n: number): number {
+  const k = classAt(t, i);
+  if (k === UPPER || k === LOWER) return lettersEnd(t, i, n);
+  if (k === DIGIT) {
+    let j = i + 1;
+    while (j < n && j < i + 3) {
+      const k1 = classAt(t, j);
+      if (k1 === DIGIT) j++;
+      else if (k1 === NON_ASCII) return -1; // a non-ASCII digit would extend the run
+      else break;
+    }
+    return j;
+  }
+  if (k === NON_ASCII) return -1;
+  if (k !== NEWLINE && i + 1 < n) {
+    // OTHER, SPACE or BLANK: the optional leading character of alternatives 1–2.
+    const k1 = classAt(t, i + 1);
+    if (k1 === UPPER || k1 === LOWER) return lettersEnd(t, i + 1, n);
+    if (k1 === NON_ASCII) return -1;
+    if (k === SPACE && k1 === OTHER) return othersEnd(t, i + 1, n);
+  }
+  if (k === OTHER) return othersEnd(t, i, n);
+  return whitespaceEnd(t, i, n);
+}
+
+/**
+ * Calls `each(piece, start)` for the pre-tokenizer pieces of `text` in order, until it returns false.
+ * Single ASCII characters (one token each) are reported as `null` pieces, without a string.
+ */
+function forEachPiece(v: Vocab, text: string, each: (piece: string | null, start: number) => boolean): void {
+  const n = text.length;
+  const re = v.pattern;
+  let i = 0;
+  while (i < n) {
+    let j = asciiPieceEnd(text, i, n);
+    let piece: string | null;
+    if (j >= 0) {
+      piece = j === i + 1 ? null : text.substring(i, j);
+    } else {
+      re.lastIndex = i;
+      piece = re.exec(text)![0]; // matches at i: the pattern matches at every position
+      j = i + piece.length;
+    }
+    if (!each(piece, i)) return;
+    i = j;
+  }
+}
 
 /** Number of tokens in `text` (special-token text is treated as ordinary text). */
 export function countTokens(text: string): number {
   if (!text) return 0;
   const v = loadVocab();
+  const n = text.length;
   const re = v.pattern;
-  re.lastIndex = 0;
   let total = 0;
-  let m: RegExpExecArray | null;
-  while ((m = re.exec(text)) !== null) total += pieceTokens(v, m[0]);
+  let i = 0;
+  while (i < n) {
+    // forEachPiece, inlined: this is the per-request hot path.
+    let j = asciiPieceEnd(text, i, n);
+    if (j === i + 1) total += 1; // a single ASCII character: every byte is a token
+    else if (j >= 0) total += pieceTokens(v, text.substring(i, j));
+    else {
+      re.lastIndex = i;
+      const piece = re.exec(text)![0];
+      j = i + piece.length;
+      total += pieceTokens(v, piece);
+    }
+    i = j;
+  }
   return total;
 }
 
@@ -431,35 +607,35 @@ function decodeRanks(v: Vocab, ranks: number[]): string {
 export function truncateToTokens(text: string, n: number): string {
   const limit = n > 0 ? Math.floor(n) : 0;
   const v = loadVocab();
-  const re = v.pattern;
-  re.lastIndex = 0;
   let used = 0;
-  let m: RegExpExecArray | null;
-  while ((m = re.exec(text)) !== null) {
-    const c = pieceTokens(v, m[0]);
+  let result = text;
+  forEachPiece(v, text, (piece, start) => {
+    let ids: number[] | null = null;
+    let c: number;
+    if (piece === null) c = 1;
+    else if (piece.length > CACHE_MAX_PIECE_CHARS) c = encodePiece(v, piece, (ids = [])); // not memoized: encode once
+    else c = pieceTokens(v, piece);
     if (used + c <= limit) {
       used += c;
-      continue;
+      return true;
     }
-    const index = m.index;
-    const ids: number[] = [];
-    encodePiece(v, m[0], ids);
-    re.lastIndex = 0;
-    let head = text.slice(0, index);
+    if (!ids) encodePiece(v, piece ?? text[start], (ids = []));
+    let head = text.slice(0, start);
     // js-tiktoken encodes a lone surrogate as U+FFFD's bytes, so its decoded prefix has U+FFFD there.
     if (SURROGATE.test(head)) head = utf8Decoder.decode(utf8.encode(head));
-    return head + decodeRanks(v, ids.slice(0, limit - used));
-  }
-  return text;
+    result = head + decodeRanks(v, ids.slice(0, limit - used));
+    return false;
+  });
+  return result;
 }
 
 /** Token ids of `text`: exactly js-tiktoken's `encode(text, [], [])` for o200k_base (for tests). */
 export function encodeTokens(text: string): number[] {
   const v = loadVocab();
-  const re = v.pattern;
-  re.lastIndex = 0;
   const ids: number[] = [];
-  let m: RegExpExecArray | null;
-  while ((m = re.exec(text)) !== null) encodePiece(v, m[0], ids);
+  forEachPiece(v, text, (piece, start) => {
+    encodePiece(v, piece ?? text[start], ids);
+    return true;
+  });
   return ids;
 }

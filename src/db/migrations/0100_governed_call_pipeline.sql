@@ -110,8 +110,9 @@ RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
   proj text := p_row->>'project_id';
 BEGIN
+  -- FROM-clause form: `(jsonb_populate_record(...)).*` would run the function once per column.
   INSERT INTO executions
-  SELECT (jsonb_populate_record(NULL::executions, p_row || jsonb_build_object('recorded_at', now()))).*
+  SELECT * FROM jsonb_populate_record(NULL::executions, p_row || jsonb_build_object('recorded_at', now()))
   ON CONFLICT (id) DO NOTHING;
   IF NOT FOUND THEN RETURN false; END IF;
   IF p_settle IS NOT NULL THEN
@@ -138,7 +139,46 @@ BEGIN
 END;
 $$;
 
+-- 5. Batches of the two, one project per call, in order (src/pipeline/project-lanes.ts): one lock
+--    and one commit shared by every call that queued while the previous batch ran. Each call sees
+--    the writes of the calls before it, so caps and rate limits hold call by call.
+--    p_calls: [{"plan","policy_version","permit","spend","quota_max","cost","rates","events","inflight"}]
+CREATE FUNCTION tollgate_begin_calls(p_lock_class int, p_project text, p_calls jsonb)
+RETURNS text[] LANGUAGE plpgsql AS $$
+DECLARE
+  c jsonb;
+  out text[] := '{}';
+BEGIN
+  FOR c IN SELECT value FROM jsonb_array_elements(p_calls) LOOP
+    out := out || tollgate_begin_call(p_lock_class, p_project, c->>'plan', (c->>'policy_version')::int, c->'permit', c->'spend',
+                                      (c->>'quota_max')::bigint, (c->>'cost')::bigint, c->'rates', c->'events',
+                                      CASE WHEN jsonb_typeof(c->'inflight') = 'object' THEN c->'inflight' END);
+  END LOOP;
+  RETURN out;
+END;
+$$;
+
+--    p_calls: [{"row","events","settle","release_reason","idem","idem_body" (base64)}]
+CREATE FUNCTION tollgate_finish_calls(p_lock_class int, p_calls jsonb)
+RETURNS boolean[] LANGUAGE plpgsql AS $$
+DECLARE
+  c jsonb;
+  out boolean[] := '{}';
+BEGIN
+  FOR c IN SELECT value FROM jsonb_array_elements(p_calls) LOOP
+    out := out || tollgate_finish_call(p_lock_class, c->'row', c->'events',
+                                       CASE WHEN jsonb_typeof(c->'settle') = 'object' THEN c->'settle' END,
+                                       c->>'release_reason',
+                                       CASE WHEN jsonb_typeof(c->'idem') = 'object' THEN c->'idem' END,
+                                       decode(c->>'idem_body', 'base64'));
+  END LOOP;
+  RETURN out;
+END;
+$$;
+
 -- Down Migration
+DROP FUNCTION tollgate_finish_calls(int, jsonb);
+DROP FUNCTION tollgate_begin_calls(int, text, jsonb);
 DROP FUNCTION tollgate_finish_call(int, jsonb, jsonb, jsonb, text, jsonb, bytea);
 DROP FUNCTION tollgate_reserve_allow(int, text, text, int, jsonb, jsonb, bigint, bigint, jsonb, jsonb);
 DROP FUNCTION tollgate_begin_call(int, text, text, int, jsonb, jsonb, bigint, bigint, jsonb, jsonb, jsonb);

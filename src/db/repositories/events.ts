@@ -83,8 +83,12 @@ export const CHAIN_LOCK_CLASS = 7_301;
 
 /** One project's events as `tollgate_insert_events` takes them (JSON array, in order). */
 export function eventsPayload(projectId: string, events: NewEvent[]): string {
-  return JSON.stringify(
-    events.map((e) => ({
+  return JSON.stringify(eventRows(projectId, events));
+}
+
+/** The rows of `eventsPayload`, before serialisation (for batch payloads). */
+export function eventRows(projectId: string, events: NewEvent[]): Record<string, unknown>[] {
+  return events.map((e) => ({
       id: newId('evt'),
       // Millisecond precision: what a JS Date carries, so the stored value re-hashes identically.
       timestamp: (e.timestamp ?? new Date()).toISOString(),
@@ -99,8 +103,7 @@ export function eventsPayload(projectId: string, events: NewEvent[]): string {
       session_id: e.sessionId ?? null,
       metadata: e.metadata ?? {},
       project_id: projectId,
-    })),
-  );
+    }));
 }
 
 /**

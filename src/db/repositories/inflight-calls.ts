@@ -25,9 +25,9 @@ export interface InflightRow {
   closing: Record<string, unknown>;
 }
 
-/** The JSON `tollgate_begin_call` takes for its in-flight row. */
-export function inflightPayload(c: InflightCall): string {
-  return JSON.stringify({ execution_id: c.executionId, started_at: c.startedAt.toISOString(), deadline: c.deadline.toISOString(), closing: c.closing });
+/** What `tollgate_begin_call` takes for its in-flight row. */
+export function inflightRow(c: InflightCall): Record<string, unknown> {
+  return { execution_id: c.executionId, started_at: c.startedAt.toISOString(), deadline: c.deadline.toISOString(), closing: c.closing };
 }
 
 export async function insertInflightCall(q: Queryable, c: InflightCall): Promise<void> {

@@ -1,0 +1,132 @@
+/**
+ * The bench stack: a throwaway PostgreSQL database (migrated), a Temporal dev server, the provider
+ * emulator and Tollgate (`src/main.ts`, API + worker in one process, LOG_LEVEL=warn) as child
+ * processes, and optionally Portkey's open-source gateway pointed at nothing in particular (the
+ * caller chooses its upstream per request with `x-portkey-custom-host`). Every step registers its
+ * own teardown.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ensureTemporalCli } from '../../scripts/lib/temporal-cli';
+import { createDatabaseIfMissing, dropDatabase, ensurePostgres, withDatabase } from '../../scripts/lib/postgres';
+import { freePort, startTemporalDevServer } from '../../scripts/lib/temporal-dev-server';
+import { migrate } from '../../src/db/migrate';
+import { createPool, type Db } from '../../src/db/pool';
+import { createProject } from '../../src/db/repositories/projects';
+import { createApiKey } from '../../src/db/repositories/api-keys';
+import { type Child, spawnChild, type Teardown, track, waitReady } from './children';
+
+export const ROOT = path.resolve(__dirname, '..', '..');
+
+export interface Stack {
+  databaseUrl: string;
+  db: Db;
+  emulatorUrl: string;
+  tollgateUrl: string;
+  tollgate: Child;
+  portkeyUrl: string | null;
+  portkey: Child | null;
+  /** An Enterprise-plan project (default policy) and a client API key for it. */
+  newProjectKey(name: string): Promise<{ projectId: string; key: string }>;
+}
+
+export async function startStack(opts: {
+  name: string;
+  teardown: Teardown;
+  log: (m: string) => void;
+  portkey?: boolean;
+  /** Write a V8 CPU profile of the Tollgate process into this directory when it exits. */
+  cpuProfDir?: string;
+}): Promise<Stack> {
+  const { teardown, log } = opts;
+  const dataDir = path.join(ROOT, '.data');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const cli = ensureTemporalCli(log);
+  const serverUrl = await ensurePostgres(dataDir, log);
+  const database = `tollgate_bench_${opts.name}_${Date.now()}`;
+  await createDatabaseIfMissing(serverUrl, database);
+  teardown.add('drop database', () => dropDatabase(serverUrl, database));
+  const databaseUrl = withDatabase(serverUrl, database);
+  await migrate(databaseUrl);
+
+  const temporal = await startTemporalDevServer({ cli, port: await freePort(), logFile: fs.createWriteStream(path.join(dataDir, `bench-${opts.name}-temporal.log`)) });
+  track(temporal.process);
+  teardown.add('temporal', () => temporal.stop());
+
+  const db = createPool(databaseUrl, 2);
+  teardown.add('pool', () => db.end());
+
+  const tsx = (script: string, nodeArgs: string[] = []) => [...nodeArgs, '--import', 'tsx', script];
+
+  const emuPort = await freePort();
+  const emulatorUrl = `http://127.0.0.1:${emuPort}`;
+  const emulator = spawnChild('emulator', process.execPath, tsx('src/emulator/main.ts'), { cwd: ROOT, env: { PORT: String(emuPort), HOST: '127.0.0.1' }, echoStderr: true });
+  teardown.add('emulator', () => emulator.stop());
+  await waitReady(emulator, `${emulatorUrl}/health`);
+
+  let portkey: Child | null = null;
+  let portkeyUrl: string | null = null;
+  if (opts.portkey) {
+    const port = await freePort();
+    portkeyUrl = `http://127.0.0.1:${port}`;
+    // Flags read in build/start-server.js: `--port=N` (default 8787) and `--headless` (no UI or log
+    // stream routes). The preload works around Portkey's broken streaming on Node (see the file).
+    const p = spawnChild(
+      'portkey',
+      process.execPath,
+      ['--require', path.join(__dirname, 'portkey-preload.cjs'), path.join(ROOT, 'node_modules/@portkey-ai/gateway/build/start-server.js'), `--port=${port}`, '--headless'],
+      { cwd: ROOT, env: { NODE_ENV: 'production' } },
+    );
+    portkey = p;
+    teardown.add('portkey', () => p.stop());
+    await waitReady(p, `${portkeyUrl}/`);
+  }
+
+  const tgPort = await freePort();
+  const tollgateUrl = `http://127.0.0.1:${tgPort}`;
+  const prof = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(opts.cpuProfDir)}`] : [];
+  const tollgate = spawnChild('tollgate', process.execPath, tsx('src/main.ts', prof), {
+    cwd: ROOT,
+    echoStderr: true,
+    env: {
+      NODE_ENV: 'production',
+      PORT: String(tgPort),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_TASK_QUEUE: `bench-${opts.name}-${Date.now()}`,
+      OPENAI_BASE_URL: `${emulatorUrl}/openai`,
+      OPENAI_API_KEY: 'bench',
+    },
+  });
+  // Graceful stop first (the CPU profile is written on a normal exit), before Temporal goes away.
+  teardown.add('tollgate', () => tollgate.stop(15_000));
+  await waitReady(tollgate, `${tollgateUrl}/v1/public/status/summary`);
+
+  return {
+    databaseUrl,
+    db,
+    emulatorUrl,
+    tollgateUrl,
+    tollgate,
+    portkeyUrl,
+    portkey,
+    newProjectKey: async (name) => {
+      const project = await createProject(db, { name, plan: 'enterprise' });
+      const { key } = await createApiKey(db, { projectId: project.id, scope: 'client' });
+      return { projectId: project.id, key };
+    },
+  };
+}
+
+/** VmRSS and VmHWM (peak) of a live process, in MiB, from /proc/<pid>/status. */
+export function rssMiB(pid: number): { rss: number; peak: number } | null {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+    return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+  } catch {
+    return null;
+  }
+}
