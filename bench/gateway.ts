@@ -27,6 +27,13 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
+import { postgresCpuMs, processCpuMs } from './lib/cpu';
+
+interface CpuPerRequest {
+  /** CPU ms per request of the process answering (Tollgate, Portkey, or the emulator for the direct path). */
+  gatewayMs: number;
+  postgresMs: number;
+}
 import path from 'node:path';
 import { Teardown } from './lib/children';
 import { load, pct, type Run, timeToMarker } from './lib/load';
@@ -56,7 +63,7 @@ interface Target {
 interface Row {
   group: string;
   path: PathName;
-  run: Run;
+  run: Run & { cpu: CpuPerRequest };
   addedP50: number;
   addedP99: number;
   ratioToPortkey: number | null;
@@ -134,22 +141,32 @@ async function main(): Promise<void> {
 
     const rows: Row[] = [];
     const base: Record<number, { emulator: Run; portkey: Run }> = {};
-    const add = (group: string, p: PathName, run: Run, c: number) => {
+    const add = (group: string, p: PathName, run: Run & { cpu: CpuPerRequest }, c: number) => {
       const b = base[c];
       rows.push({ group, path: p, run, addedP50: run.p50 - b.emulator.p50, addedP99: run.p99 - b.emulator.p99, ratioToPortkey: b.portkey.rps ? run.rps / b.portkey.rps : null });
     };
+    // CPU per request of the gateway process under test and of PostgreSQL, during one run.
+    const gatewayPid = (p: PathName) => (p === 'portkey' ? stack.portkey?.pid : p === 'emulator' ? stack.emulator.pid : stack.tollgate.pid);
+    const measured = async (p: PathName, o: Parameters<typeof load>[0]): Promise<Run & { cpu: CpuPerRequest }> => {
+      const pid = gatewayPid(p);
+      const g0 = pid ? processCpuMs(pid) : 0;
+      const pg0 = postgresCpuMs();
+      const run = await load(o);
+      const n = Math.max(1, run.total);
+      return { ...run, cpu: { gatewayMs: pid ? (processCpuMs(pid) - g0) / n : 0, postgresMs: (postgresCpuMs() - pg0) / n } };
+    };
     for (const c of [1, 32]) {
-      const runs = {} as Record<PathName, Run>;
+      const runs = {} as Record<PathName, Run & { cpu: CpuPerRequest }>;
       for (const p of paths) {
         log(`  c=${c} ${LABEL[p]}…`);
-        runs[p] = await load({ ...targets[p], connections: c, seconds: SECONDS });
+        runs[p] = await measured(p, { ...targets[p], connections: c, seconds: SECONDS });
       }
       base[c] = { emulator: runs.emulator, portkey: runs.portkey };
       for (const p of paths) add(`c=${c}`, p, runs[p], c);
     }
     for (const p of ['tg-exec', 'tg-proxy'] as const) {
       log(`  c=32, 32 projects ${LABEL[p]}…`);
-      add('c=32, 32 projects', p, await load({ ...targets[p], headers: {}, perConnection: spread, connections: 32, seconds: SECONDS }), 32);
+      add('c=32, 32 projects', p, await measured(p, { ...targets[p], headers: {}, perConnection: spread, connections: 32, seconds: SECONDS }), 32);
     }
 
     // Sequential streams, round-robin over the paths so drift in machine load hits all alike.
@@ -168,11 +185,11 @@ async function main(): Promise<void> {
 
     log('');
     log(`sync chat completion, ${SECONDS} s per run, emulator latency 0 ms (default); latency in ms; added = path − emulator direct at the same concurrency`);
-    log(`${'concurrency'.padEnd(18)} ${'path'.padEnd(26)} ${'req/s'.padStart(8)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'+p50'.padStart(8)} ${'+p99'.padStart(8)} ${'err/non2xx'.padStart(11)} ${'×portkey'.padStart(9)}`);
+    log(`${'concurrency'.padEnd(18)} ${'path'.padEnd(26)} ${'req/s'.padStart(8)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'+p50'.padStart(8)} ${'+p99'.padStart(8)} ${'err/non2xx'.padStart(11)} ${'×portkey'.padStart(9)} ${'cpu ms/req'.padStart(11)} ${'pg ms/req'.padStart(10)}`);
     for (const r of rows) {
       const isBase = r.path === 'emulator';
       log(
-        `${r.group.padEnd(18)} ${LABEL[r.path].padEnd(26)} ${num(r.run.rps)} ${num(r.run.p50)} ${num(r.run.p99)} ${isBase ? '       —' : num(r.addedP50)} ${isBase ? '       —' : num(r.addedP99)} ${`${r.run.errors + r.run.timeouts}/${r.run.non2xx}`.padStart(11)} ${r.ratioToPortkey === null ? '—'.padStart(9) : num(r.ratioToPortkey, 9, 2)}`,
+        `${r.group.padEnd(18)} ${LABEL[r.path].padEnd(26)} ${num(r.run.rps)} ${num(r.run.p50)} ${num(r.run.p99)} ${isBase ? '       —' : num(r.addedP50)} ${isBase ? '       —' : num(r.addedP99)} ${`${r.run.errors + r.run.timeouts}/${r.run.non2xx}`.padStart(11)} ${r.ratioToPortkey === null ? '—'.padStart(9) : num(r.ratioToPortkey, 9, 2)} ${num(r.run.cpu.gatewayMs, 11, 2)} ${num(r.run.cpu.postgresMs, 10, 2)}`,
       );
     }
     log('');

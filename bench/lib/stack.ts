@@ -22,6 +22,7 @@ export interface Stack {
   databaseUrl: string;
   db: Db;
   emulatorUrl: string;
+  emulator: Child;
   tollgateUrl: string;
   tollgate: Child;
   portkeyUrl: string | null;
@@ -108,6 +109,7 @@ export async function startStack(opts: {
     databaseUrl,
     db,
     emulatorUrl,
+    emulator,
     tollgateUrl,
     tollgate,
     portkeyUrl,

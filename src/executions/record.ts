@@ -11,7 +11,7 @@ import { eventRows, type NewEvent } from '../db/repositories/events';
 import { findExecutionById } from '../db/repositories/executions';
 import type { StoredResponse } from '../db/repositories/idempotency';
 import { GOVERNANCE_LOCK_CLASS } from '../db/repositories/policies';
-import { createProjectBatcher, type ProjectBatcher } from '../pipeline/project-lanes';
+import { createProjectBatcher, type ProjectBatcher } from '../pipeline/batcher';
 import type { PricingCatalog } from '../pricing/types';
 import { estimateInputTokens, makeUsage } from '../providers/shared/usage';
 import type { NormalizedRequest, ProviderResult, Usage } from '../providers/types';
@@ -27,12 +27,12 @@ export interface RecordDeps {
   pricing: PricingCatalog;
 }
 
-// Recordings of one project share one tollgate_finish_calls statement (one per pool).
+// Recordings share one tollgate_finish_calls statement per batch (one batcher per pool).
 const finishBatchers = new WeakMap<Db, ProjectBatcher<Record<string, unknown>, boolean>>();
 function finishBatcher(db: Db): ProjectBatcher<Record<string, unknown>, boolean> {
   let b = finishBatchers.get(db);
   if (!b) {
-    b = createProjectBatcher(async (_projectId, items) => {
+    b = createProjectBatcher(async (items) => {
       const { rows } = await db.query<{ r: boolean[] }>('SELECT tollgate_finish_calls($1, $2::jsonb) AS r', [GOVERNANCE_LOCK_CLASS, JSON.stringify(items)]);
       return rows[0].r;
     });

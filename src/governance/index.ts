@@ -17,7 +17,7 @@ import { findPermit, findPermitForUpdate, insertPermit, NewPermit, PermitRecord 
 import { getPolicy, GOVERNANCE_LOCK_CLASS, StoredPolicy } from '../db/repositories/policies';
 import { addToSpend, consumeRateWindows, purgeRateWindows, readRateWindows, readSpendRows } from '../db/repositories/spend';
 import type { Plan } from '../db/repositories/projects';
-import { createProjectBatcher } from '../pipeline/project-lanes';
+import { createProjectBatcher } from '../pipeline/batcher';
 import { allowBounds, decide, EvalContext, Outcome, OUTCOME_LABEL } from './evaluate';
 import { currentPeriods, PERIOD_KINDS, PeriodKind, previousDays, rateWindow } from './periods';
 import type { GovernanceRequest, PermitDecision } from './types';
@@ -256,10 +256,10 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
   // Plan and policy per project as last read. Only the optimistic path uses them, and its reserve
   // statement re-checks both under the lock; the locked path reads them again and refreshes this.
   const planPolicies = new Map<string, PlanPolicy>();
-  // Optimistic allows of one project share one tollgate_begin_calls statement (lock and commit).
-  const beginCalls = createProjectBatcher<Record<string, unknown>, 'applied' | 'exists' | 'stale'>(async (projectId, items) => {
-    const { rows } = await db.query<{ r: Array<'applied' | 'exists' | 'stale'> }>('SELECT tollgate_begin_calls($1, $2, $3::jsonb) AS r', [
-      GOVERNANCE_LOCK_CLASS, projectId, JSON.stringify(items),
+  // Optimistic allows share one tollgate_begin_calls statement (locks and commit) per batch.
+  const beginCalls = createProjectBatcher<Record<string, unknown>, 'applied' | 'exists' | 'stale'>(async (items) => {
+    const { rows } = await db.query<{ r: Array<'applied' | 'exists' | 'stale'> }>('SELECT tollgate_begin_calls($1, $2::jsonb) AS r', [
+      GOVERNANCE_LOCK_CLASS, JSON.stringify(items),
     ]);
     return rows[0].r;
   });
@@ -299,6 +299,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
     if (bounds) {
       const w = permitWrite(req, opts, permitId, snapOutcome, snap, snapNow);
       const r = await beginCalls.submit(req.projectId, {
+        project: req.projectId,
         plan: snap.plan,
         policy_version: snap.policyVersion,
         permit: w.row,

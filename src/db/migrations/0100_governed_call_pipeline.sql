@@ -139,18 +139,20 @@ BEGIN
 END;
 $$;
 
--- 5. Batches of the two, one project per call, in order (src/pipeline/project-lanes.ts): one lock
---    and one commit shared by every call that queued while the previous batch ran. Each call sees
---    the writes of the calls before it, so caps and rate limits hold call by call.
---    p_calls: [{"plan","policy_version","permit","spend","quota_max","cost","rates","events","inflight"}]
-CREATE FUNCTION tollgate_begin_calls(p_lock_class int, p_project text, p_calls jsonb)
+-- 5. Batches of the two (src/pipeline/batcher.ts): one statement, one commit, for every
+--    call that queued while the previous batch ran, in order; each call sees the writes of the
+--    calls before it, so caps and rate limits hold call by call. The batcher sends calls sorted by
+--    project (stable), so every batch takes project locks in the same order and two batches can
+--    never wait on each other in a cycle.
+--    p_calls: [{"project","plan","policy_version","permit","spend","quota_max","cost","rates","events","inflight"}]
+CREATE FUNCTION tollgate_begin_calls(p_lock_class int, p_calls jsonb)
 RETURNS text[] LANGUAGE plpgsql AS $$
 DECLARE
   c jsonb;
   out text[] := '{}';
 BEGIN
   FOR c IN SELECT value FROM jsonb_array_elements(p_calls) LOOP
-    out := out || tollgate_begin_call(p_lock_class, p_project, c->>'plan', (c->>'policy_version')::int, c->'permit', c->'spend',
+    out := out || tollgate_begin_call(p_lock_class, c->>'project', c->>'plan', (c->>'policy_version')::int, c->'permit', c->'spend',
                                       (c->>'quota_max')::bigint, (c->>'cost')::bigint, c->'rates', c->'events',
                                       CASE WHEN jsonb_typeof(c->'inflight') = 'object' THEN c->'inflight' END);
   END LOOP;
@@ -178,7 +180,7 @@ $$;
 
 -- Down Migration
 DROP FUNCTION tollgate_finish_calls(int, jsonb);
-DROP FUNCTION tollgate_begin_calls(int, text, jsonb);
+DROP FUNCTION tollgate_begin_calls(int, jsonb);
 DROP FUNCTION tollgate_finish_call(int, jsonb, jsonb, jsonb, text, jsonb, bytea);
 DROP FUNCTION tollgate_reserve_allow(int, text, text, int, jsonb, jsonb, bigint, bigint, jsonb, jsonb);
 DROP FUNCTION tollgate_begin_call(int, text, text, int, jsonb, jsonb, bigint, bigint, jsonb, jsonb, jsonb);

@@ -101,6 +101,8 @@ describe('a Tollgate process killed mid-call', () => {
     const body = { operation: 'generate.text', messages: say('[[emulator:latency_ms=3000]] die mid-call') };
     const pending = http(doomed.url)('POST', '/v1/executions', { key: p.clientKey, body, headers: { 'idempotency-key': 'crash-sync-1' } }).catch((e) => e);
     const sent = await waitFor(async () => (await survivor.db.query("SELECT request_id FROM events WHERE project_id = $1 AND event_type = 'provider.request_sent'", [p.project.id])).rows[0], 30_000);
+    // Killed while the provider holds the call (the emulator answers after 3 s).
+    await waitFor(async () => emu.requestCount() - before === 1, 10_000);
     doomed.child.kill('SIGKILL');
     const killedAt = Date.now();
     expect(String(await pending)).toMatch(/fetch failed|terminated|socket/i); // the connection died with the process
