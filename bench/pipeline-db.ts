@@ -1,0 +1,98 @@
+/**
+ * The governed-call pipeline's database work alone: `govern` (tollgate_begin_calls) and `record`
+ * (tollgate_finish_calls) of activities/governed-call.ts with a stub provider that answers at
+ * once, on one project, C concurrent callers for BENCH_SECONDS. Prints calls/s, the latency of each
+ * step, PostgreSQL CPU per call and the per-function time PostgreSQL spent (pg_stat_user_functions).
+ *
+ *   BENCH_SECONDS=5 C=32 npm run bench:pipeline-db
+ *
+ * Uses a throwaway database (tollgate_bench_pipeline_<pid>) on DATABASE_ADMIN_URL (default the local
+ * server), dropped afterwards.
+ */
+import { createDatabaseIfMissing, dropDatabase } from '../scripts/lib/postgres';
+import { createGovernedCallActivities } from '../activities/governed-call';
+import { systemClock } from '../src/clock';
+import { migrate } from '../src/db/migrate';
+import { createPool } from '../src/db/pool';
+import { createProject } from '../src/db/repositories/projects';
+import type { ExecutionInput } from '../src/executions/types';
+import { createGovernance } from '../src/governance';
+import { newId } from '../src/ids';
+import { createLogger } from '../src/logger';
+import { pricing } from '../src/pricing';
+import type { NormalizedRequest, ProviderGateway } from '../src/providers/types';
+import { postgresCpuMs } from './lib/cpu';
+import { pct } from './lib/load';
+
+const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONCURRENCY = Number(process.env.C ?? 32);
+const PROMPT = 'Summarise the benefits of unit tests in two sentences.';
+
+async function main(): Promise<void> {
+  const name = `tollgate_bench_pipeline_${process.pid}`;
+  await createDatabaseIfMissing(ADMIN_URL, name);
+  const url = ADMIN_URL.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
+  const db = createPool(`${url}${url.includes('?') ? '&' : '?'}options=-c%20track_functions%3Dall`, 20);
+  try {
+    await migrate(url);
+    const project = await createProject(db, { name: 'bench', plan: 'enterprise' });
+    const providers: ProviderGateway = {
+      dispatch: async () => ({
+        output: { content: [{ type: 'text', role: 'assistant', text: 'Unit tests catch regressions early.' }] },
+        output_assets: [],
+        usage: { input_tokens: 12, output_tokens: 6, total_tokens: 18, metrics: [], estimated: false },
+        finish_reason: 'stop',
+      }),
+    };
+    const calls = createGovernedCallActivities({ db, clock: systemClock, logger: createLogger('warn'), governance: createGovernance({ db, clock: systemClock }), pricing, providers });
+    const govern: number[] = [];
+    const record: number[] = [];
+    let n = 0;
+    const pg0 = postgresCpuMs();
+    const end = Date.now() + SECONDS * 1000;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (Date.now() < end) {
+          const input: ExecutionInput = {
+            executionId: newId('exec_req'), permitId: newId('permit'), projectId: project.id, route: 'executions', mode: 'sync', createdAt: new Date().toISOString(),
+            request: { operation: 'generate.text', messages: [{ role: 'user', content: PROMPT }] },
+            routing: { requested_provider: 'openai', requested_model: 'gpt-4o-mini', reason_code: 'explicit_request', primary: { provider: 'openai', model: 'gpt-4o-mini' }, fallback: [] },
+            workflowIntentId: null, idempotencyKey: null, dispatchTimeoutMs: 60_000, heartbeatTimeoutMs: 0,
+          };
+          const req: NormalizedRequest = { operation: 'generate.text', provider: 'openai', model: 'gpt-4o-mini', stream: false, messages: input.request.messages };
+          const t0 = performance.now();
+          const gov = await calls.govern({ input, request: req, route: 'executions', inspectableText: [PROMPT], permitMetadata: {}, inProcess: {} });
+          if (gov.decision !== 'allow') throw new Error(`not allowed: ${gov.reason_code}`);
+          const t1 = performance.now();
+          const { outcome } = await calls.dispatch(input);
+          const t2 = performance.now();
+          await calls.record(input, { kind: 'dispatched', gov, outcome });
+          record.push(performance.now() - t2);
+          govern.push(t1 - t0);
+          n += 1;
+        }
+      }),
+    );
+    const pgMs = postgresCpuMs() - pg0;
+    govern.sort((a, b) => a - b);
+    record.sort((a, b) => a - b);
+    const f = (v: number) => v.toFixed(2);
+    console.log(`c=${CONCURRENCY}, ${SECONDS} s, one project: ${(n / SECONDS).toFixed(0)} calls/s`);
+    console.log(`govern p50 ${f(pct(govern, 50))} p99 ${f(pct(govern, 99))} ms; record p50 ${f(pct(record, 50))} p99 ${f(pct(record, 99))} ms`);
+    console.log(`PostgreSQL CPU: ${f(pgMs / n)} ms per call (every postgres process on the machine)`);
+    const { rows } = await db.query<{ funcname: string; calls: number; total: number; self: number }>(
+      'SELECT funcname, calls, total_time AS total, self_time AS self FROM pg_stat_user_functions ORDER BY total_time DESC',
+    );
+    console.log('function                    calls   total ms/call  self ms/call');
+    for (const r of rows) console.log(`${r.funcname.padEnd(26)} ${String(r.calls).padStart(6)} ${f(r.total / n).padStart(14)} ${f(r.self / n).padStart(13)}`);
+  } finally {
+    await db.end();
+    await dropDatabase(ADMIN_URL, name).catch(() => undefined);
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
