@@ -1,4 +1,5 @@
 import { Pool, PoolClient, types } from 'pg';
+import { storableParam } from './text-safety';
 
 // int8 (bigint) columns carry micro-USD amounts and counters; they fit in a JS number far below
 // 2^53, so parse them as numbers instead of strings.
@@ -10,7 +11,21 @@ export function createPool(databaseUrl: string, max = 20): Db {
   const pool = new Pool({ connectionString: databaseUrl, max, idleTimeoutMillis: 30000 });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
+  // Every query of every client (pool.query goes through one) gets storable parameters.
+  pool.on('connect', (client) => makeParametersStorable(client));
   return pool;
+}
+
+function makeParametersStorable(client: PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const [first, second] = args;
+    if (Array.isArray(second)) args[1] = second.map(storableParam);
+    else if (first && typeof first === 'object' && Array.isArray((first as { values?: unknown[] }).values)) {
+      args[0] = { ...(first as object), values: (first as { values: unknown[] }).values.map(storableParam) };
+    }
+    return query(...args);
+  };
 }
 
 /** Runs `fn` in one transaction; rolls back on any error. */

@@ -46,9 +46,20 @@ function omit(o: Obj, keys: string[]): Obj {
   return Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k)));
 }
 
-function params(max: unknown, temperature: unknown, topP: unknown): ExecutionInput['request']['parameters'] | undefined {
+/** The output-token ceiling, as /v1/executions accepts it (parameters.max_output_tokens): an integer 1 to 1,000,000. */
+export const MAX_OUTPUT_TOKENS_LIMIT = 1_000_000;
+
+export function validOutputCeiling(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= MAX_OUTPUT_TOKENS_LIMIT;
+}
+
+function params(max: unknown, temperature: unknown, topP: unknown, maxPath = 'input.max_tokens'): ExecutionInput['request']['parameters'] | undefined {
   const p: NonNullable<ExecutionInput['request']['parameters']> = {};
-  if (typeof max === 'number') p.max_output_tokens = max;
+  if (max !== undefined && max !== null) {
+    // It sizes the spend reservation: a negative, fractional or huge value must not get through.
+    if (!validOutputCeiling(max)) throw new ExecuteInputError(maxPath, `must be an integer from 1 to ${MAX_OUTPUT_TOKENS_LIMIT}`);
+    p.max_output_tokens = max;
+  }
   if (typeof temperature === 'number') p.temperature = temperature;
   if (typeof topP === 'number') p.top_p = topP;
   return Object.keys(p).length ? p : undefined;
@@ -148,7 +159,7 @@ export function translateExecuteInput(provider: ProviderId, model: string, input
       const sys = isObj(input.systemInstruction) ? googleParts(input.systemInstruction.parts, 'input.systemInstruction.parts') : null;
       if (sys) msgs.unshift({ role: 'system', parts: sys });
       const gc = isObj(input.generationConfig) ? input.generationConfig : {};
-      req = { ...fromConversation(msgs), parameters: params(gc.maxOutputTokens, gc.temperature, gc.topP) };
+      req = { ...fromConversation(msgs), parameters: params(gc.maxOutputTokens, gc.temperature, gc.topP, 'input.generationConfig.maxOutputTokens') };
       const extra = omit(input, ['model', 'stream', 'contents', 'systemInstruction']);
       if (isObj(extra.generationConfig)) {
         const g = omit(extra.generationConfig, ['maxOutputTokens', 'temperature', 'topP']);
@@ -179,7 +190,7 @@ export function translateExecuteInput(provider: ProviderId, model: string, input
       });
       req = {
         ...fromConversation(msgs),
-        parameters: params(input.max_completion_tokens ?? input.max_tokens, input.temperature, input.top_p),
+        parameters: params(input.max_completion_tokens ?? input.max_tokens, input.temperature, input.top_p, input.max_completion_tokens !== undefined ? 'input.max_completion_tokens' : 'input.max_tokens'),
         providerOptions: rest(['messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p']),
       };
     } else if (provider === 'openai' && typeof input.prompt === 'string') {

@@ -552,8 +552,17 @@ function forEachPiece(v: Vocab, text: string, each: (piece: string | null, start
 }
 
 /** Number of tokens in `text` (special-token text is treated as ordinary text). */
+/**
+ * Above this many characters a text is bounded, not counted: its UTF-8 byte length, which no BPE
+ * count can exceed (every token is at least one byte). Counting exactly costs up to ~350 ns per
+ * character; bounding keeps any one request's estimate under ~1 ms per MB so it never holds the
+ * event loop, at the price of an over-estimate (an upper bound is what budgets need).
+ */
+export const EXACT_COUNT_MAX_CHARS = 256 * 1024;
+
 export function countTokens(text: string): number {
   if (!text) return 0;
+  if (text.length > EXACT_COUNT_MAX_CHARS) return Buffer.byteLength(text, 'utf8');
   const v = loadVocab();
   const n = text.length;
   const re = v.pattern;

@@ -4,7 +4,7 @@
  * of it for the pricing estimate (the /v1/execute translation, when the payload translates).
  */
 import type { ProviderId } from '../config';
-import { ExecuteInputError, translateExecuteInput } from '../executions/execute-input';
+import { ExecuteInputError, MAX_OUTPUT_TOKENS_LIMIT, translateExecuteInput, validOutputCeiling } from '../executions/execute-input';
 import type { ExecutionInput } from '../executions/types';
 import { providerModules } from '../providers';
 import type { Operation } from '../providers/types';
@@ -75,6 +75,30 @@ export async function multipartFields(raw: Buffer, contentType: string): Promise
   return out;
 }
 
+/** Native fields that set the output-token ceiling, per provider. */
+const CEILING_FIELDS: Record<ProviderId, string[][]> = {
+  openai: [['max_tokens'], ['max_completion_tokens'], ['max_output_tokens']],
+  anthropic: [['max_tokens']],
+  google: [['generationConfig', 'maxOutputTokens'], ['generation_config', 'max_output_tokens']],
+  deepseek: [['max_tokens']],
+  mistral: [['max_tokens']],
+};
+
+/**
+ * The output-token ceiling sizes the spend reservation, so it is checked before anything else:
+ * an integer from 1 to 1,000,000 (what /v1/executions accepts), else 400 in the provider's shape.
+ */
+function checkOutputCeiling(provider: ProviderId, b: Record<string, unknown>): void {
+  for (const path of CEILING_FIELDS[provider]) {
+    let v: unknown = b;
+    for (const k of path) v = v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined;
+    if (v === undefined || v === null) continue;
+    if (!validOutputCeiling(v)) {
+      throw new ProxyError(400, 'invalid_max_tokens', `${path.join('.')} must be an integer from 1 to ${MAX_OUTPUT_TOKENS_LIMIT}`);
+    }
+  }
+}
+
 export function inferCall(provider: ProviderId, path: string, body: ParsedBody): ProxyCall {
   const pathname = path.split('?')[0];
   const op = operationOf(provider, pathname);
@@ -83,6 +107,7 @@ export function inferCall(provider: ProviderId, path: string, body: ParsedBody):
   const model = op.model ?? (typeof b.model === 'string' ? b.model : '');
   if (!model) throw new ProxyError(400, 'model_required', 'The request names no model');
   const stream = op.stream ?? b.stream === true;
+  checkOutputCeiling(provider, b);
   const inspectable = body.kind === 'multipart' ? (typeof b.prompt === 'string' ? [b.prompt] : []) : providerModules[provider].inspectableText(b);
 
   let request: ExecutionInput['request'] | null = null;

@@ -1,5 +1,5 @@
 /** Building the provider-neutral `Usage` (with its `metrics`) from provider-reported counts. */
-import { countChatTokens, countTokens } from '../../pricing/tokenizer';
+import { CHAT_MESSAGE_OVERHEAD_TOKENS, countChatTokens, countTokens, EXACT_COUNT_MAX_CHARS } from '../../pricing/tokenizer';
 import type { NormalizedRequest, Usage, UsageMetric } from '../types';
 
 export interface UsageCounts {
@@ -57,6 +57,10 @@ export function requestTexts(req: Pick<NormalizedRequest, 'messages' | 'inputs'>
 /** Estimated input tokens of a normalized request (tokenizer; used when a provider reports none). */
 export function estimateInputTokens(req: Pick<NormalizedRequest, 'messages' | 'inputs' | 'operation'>): number {
   const texts = requestTexts(req);
+  // A request this large is bounded by its UTF-8 size, not counted (see EXACT_COUNT_MAX_CHARS).
+  if (texts.reduce((n, t) => n + t.length, 0) > EXACT_COUNT_MAX_CHARS) {
+    return texts.reduce((n, t) => n + Buffer.byteLength(t, 'utf8') + (req.operation === 'embed.text' ? 0 : CHAT_MESSAGE_OVERHEAD_TOKENS), 0);
+  }
   if (req.operation === 'embed.text') return texts.reduce((n, t) => n + countTokens(t), 0);
   return countChatTokens(texts);
 }

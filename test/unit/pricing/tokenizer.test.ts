@@ -8,6 +8,7 @@
  */
 import { Tiktoken, type TiktokenBPE } from 'js-tiktoken/lite';
 import {
+  EXACT_COUNT_MAX_CHARS,
   CHAT_MESSAGE_OVERHEAD_TOKENS,
   TOKENIZER_NAME,
   countChatTokens,
@@ -292,5 +293,11 @@ describe('tokenizer', () => {
     expect(text.startsWith(out)).toBe(true);
     expect(out.length).toBeGreaterThan(90_000);
     expect(out.length).toBeLessThan(100_000);
+  });
+  it('bounds a text over EXACT_COUNT_MAX_CHARS by its UTF-8 size instead of counting it', () => {
+    const n = EXACT_COUNT_MAX_CHARS + 8;
+    expect(countTokens('a'.repeat(n))).toBe(n); // >= the exact count (n / 8), never below it
+    expect(countTokens('é'.repeat(n))).toBe(2 * n);
+    expect(countTokens('a'.repeat(EXACT_COUNT_MAX_CHARS))).toBe(EXACT_COUNT_MAX_CHARS / 8);
   });
 });
