@@ -92,6 +92,8 @@ async function main(): Promise<void> {
   try {
     log(`load average at start: ${loadStart.join(' ')} (${os.cpus().length} CPUs)`);
     const stack = await startStack({ name: 'gateway', teardown, log, portkey: true, cpuProfDir: process.env.BENCH_CPU_PROF || undefined });
+    const idleRss = rssMiB(stack.tollgate.pid);
+    log(`tollgate RSS after start, idle: ${idleRss ? `${idleRss.rss.toFixed(0)} MiB` : 'unavailable'}`);
     const { key } = await stack.newProjectKey('bench');
     const spread: Record<string, string>[] = [];
     for (let i = 0; i < 32; i++) spread.push({ authorization: `Bearer ${(await stack.newProjectKey(`bench-${i}`)).key}` });

@@ -6,6 +6,8 @@
  * own teardown.
  */
 import fs from 'node:fs';
+import os from 'node:os';
+import { bundleWorkflows } from '../../src/temporal/worker';
 import path from 'node:path';
 import { ensureTemporalCli } from '../../scripts/lib/temporal-cli';
 import { createDatabaseIfMissing, dropDatabase, ensurePostgres, withDatabase } from '../../scripts/lib/postgres';
@@ -85,8 +87,17 @@ export async function startStack(opts: {
 
   const tgPort = await freePort();
   const tollgateUrl = `http://127.0.0.1:${tgPort}`;
+  // A prebuilt workflow bundle, as a production deployment runs (`npm run build`): bundling at
+  // start would keep webpack's memory in the measured process.
+  const bundlePath = path.join(os.tmpdir(), `tollgate-bench-workflows-${process.pid}.js`);
+  fs.writeFileSync(bundlePath, await bundleWorkflows());
+  teardown.add('workflow bundle', async () => fs.rmSync(bundlePath, { force: true }));
   const prof = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(opts.cpuProfDir)}`] : [];
-  const tollgate = spawnChild('tollgate', process.execPath, tsx('src/main.ts', prof), {
+  // The compiled build (`npm run build`, as production runs it) when present; else through tsx.
+  const compiled = path.join(ROOT, 'dist', 'src', 'main.js');
+  const useBuild = fs.existsSync(compiled) && process.env.BENCH_TSX !== '1';
+  log(`tollgate runs ${useBuild ? 'the compiled build (dist/)' : 'from source through tsx'}`);
+  const tollgate = spawnChild('tollgate', process.execPath, useBuild ? [...prof, ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []), compiled] : tsx('src/main.ts', prof), {
     cwd: ROOT,
     echoStderr: true,
     env: {
@@ -97,6 +108,8 @@ export async function startStack(opts: {
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporal.address,
       TEMPORAL_TASK_QUEUE: `bench-${opts.name}-${Date.now()}`,
+      TEMPORAL_WORKFLOW_BUNDLE: bundlePath,
+      ...(process.env.BENCH_ROLE ? { TOLLGATE_ROLE: process.env.BENCH_ROLE } : {}),
       OPENAI_BASE_URL: `${emulatorUrl}/openai`,
       OPENAI_API_KEY: 'bench',
     },
