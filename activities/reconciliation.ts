@@ -9,7 +9,7 @@
  * statement is the same one the live process would run, guarded by the executions row, so a
  * process that was only slow and records later changes nothing (docs/decisions.md).
  */
-import { findOverdueCalls } from '../src/db/repositories/inflight-calls';
+import { deleteInflightCall, findOverdueCalls } from '../src/db/repositories/inflight-calls';
 import { findPermit } from '../src/db/repositories/permits';
 import type { IdempotencyCompletion } from '../src/executions/record';
 import type { ExecutionInput, GovernOutcome } from '../src/executions/types';
@@ -63,7 +63,7 @@ export function createReconciliationActivities(deps: ActivityDeps) {
             idempotency ? { idempotency } : {},
           );
           // A row the live process recorded meanwhile is gone already; one still here was closed now.
-          await db.query('DELETE FROM inflight_calls WHERE execution_id = $1', [row.execution_id]);
+          await deleteInflightCall(db, row.execution_id);
           closed += 1;
           logger.warn({ executionId: row.execution_id, projectId: row.project_id }, 'closed a governed call interrupted by a process exit');
         }

@@ -7,10 +7,10 @@
  */
 import type { Clock } from '../clock';
 import type { Db } from '../db/pool';
-import { eventRows, type NewEvent } from '../db/repositories/events';
+import { eventRows, requestHasEvent, type NewEvent } from '../db/repositories/events';
 import { findExecutionById } from '../db/repositories/executions';
 import type { StoredResponse } from '../db/repositories/idempotency';
-import { GOVERNANCE_LOCK_CLASS } from '../db/repositories/policies';
+import { finishCalls } from '../db/repositories/governed-calls';
 import { createProjectBatcher, type ProjectBatcher } from '../pipeline/batcher';
 import type { PricingCatalog } from '../pricing/types';
 import { estimateInputTokens, makeUsage } from '../providers/shared/usage';
@@ -32,10 +32,7 @@ const finishBatchers = new WeakMap<Db, ProjectBatcher<Record<string, unknown>, b
 function finishBatcher(db: Db): ProjectBatcher<Record<string, unknown>, boolean> {
   let b = finishBatchers.get(db);
   if (!b) {
-    b = createProjectBatcher(async (items) => {
-      const { rows } = await db.query<{ r: boolean[] }>('SELECT tollgate_finish_calls($1, $2::jsonb) AS r', [GOVERNANCE_LOCK_CLASS, JSON.stringify(items)]);
-      return rows[0].r;
-    });
+    b = createProjectBatcher((items) => finishCalls(db, items));
     finishBatchers.set(db, b);
   }
   return b;
@@ -131,8 +128,7 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
     statusCode = 502;
     let inputTokens = rec.estimatedInputTokens;
     if (inputTokens === undefined) {
-      const sent = await db.query('SELECT 1 FROM events WHERE project_id = $1 AND request_id = $2 AND event_type = $3 LIMIT 1', [input.projectId, input.executionId, 'provider.request_sent']);
-      if (sent.rowCount) inputTokens = estimateInputTokens(normalizedRequest(input, primary));
+      if (await requestHasEvent(db, input.projectId, input.executionId, 'provider.request_sent')) inputTokens = estimateInputTokens(normalizedRequest(input, primary));
     }
     if (inputTokens !== undefined) {
       usage = makeUsage({ input_tokens: inputTokens, output_tokens: 0 }, true);

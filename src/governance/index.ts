@@ -18,6 +18,7 @@ import { getPolicy, GOVERNANCE_LOCK_CLASS, StoredPolicy } from '../db/repositori
 import { addToSpend, consumeRateWindows, purgeRateWindows, readRateWindows, readSpendRows } from '../db/repositories/spend';
 import type { Plan } from '../db/repositories/projects';
 import { createProjectBatcher } from '../pipeline/batcher';
+import { beginCalls, type BeginResult } from '../db/repositories/governed-calls';
 import { allowBounds, decide, EvalContext, Outcome, OUTCOME_LABEL } from './evaluate';
 import { currentPeriods, PERIOD_KINDS, PeriodKind, previousDays, rateWindow } from './periods';
 import type { GovernanceRequest, PermitDecision } from './types';
@@ -257,12 +258,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
   // statement re-checks both under the lock; the locked path reads them again and refreshes this.
   const planPolicies = new Map<string, PlanPolicy>();
   // Optimistic allows share one tollgate_begin_calls statement (locks and commit) per batch.
-  const beginCalls = createProjectBatcher<Record<string, unknown>, 'applied' | 'exists' | 'stale'>(async (items) => {
-    const { rows } = await db.query<{ r: Array<'applied' | 'exists' | 'stale'> }>('SELECT tollgate_begin_calls($1, $2::jsonb) AS r', [
-      GOVERNANCE_LOCK_CLASS, JSON.stringify(items),
-    ]);
-    return rows[0].r;
-  });
+  const begins = createProjectBatcher<Record<string, unknown>, BeginResult>((items) => beginCalls(db, items));
   // Projects whose optimistic allow recently went stale: predict from a real snapshot for a while.
   const staleUntil = new Map<string, number>();
   const remember = (projectId: string, ctx: EvalContext) => {
@@ -298,7 +294,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
     const bounds = snapOutcome.decision === 'allow' ? allowBounds(snap, req) : null;
     if (bounds) {
       const w = permitWrite(req, opts, permitId, snapOutcome, snap, snapNow);
-      const r = await beginCalls.submit(req.projectId, {
+      const r = await begins.submit(req.projectId, {
         project: req.projectId,
         plan: snap.plan,
         policy_version: snap.policyVersion,

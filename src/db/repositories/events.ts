@@ -199,6 +199,12 @@ export async function chainAllProjectEvents(db: Pool, projectId: string): Promis
   }
 }
 
+/** Whether a request has an event of this type (e.g. provider.request_sent: the call may have reached the provider). */
+export async function requestHasEvent(db: Queryable, projectId: string, requestId: string, eventType: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM events WHERE project_id = $1 AND request_id = $2 AND event_type = $3 LIMIT 1', [projectId, requestId, eventType]);
+  return (rowCount ?? 0) > 0;
+}
+
 export async function listEventsByRequest(db: Queryable, projectId: string, requestId: string): Promise<EventRecord[]> {
   const { rows } = await db.query<EventRecord>(
     'SELECT * FROM events WHERE project_id = $1 AND request_id = $2 ORDER BY seq',

@@ -47,3 +47,7 @@ export async function findInflightCall(q: Queryable, executionId: string): Promi
   const { rows } = await q.query<InflightRow>('SELECT * FROM inflight_calls WHERE execution_id = $1', [executionId]);
   return rows[0] ?? null;
 }
+
+export async function deleteInflightCall(q: Queryable, executionId: string): Promise<void> {
+  await q.query('DELETE FROM inflight_calls WHERE execution_id = $1', [executionId]);
+}
