@@ -14,6 +14,7 @@ import type { ParameterizedContext } from 'koa';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { ApiDeps } from '../api/deps';
 import { ApiError } from '../api/errors';
+import { jsonDepth, MAX_JSON_DEPTH } from '../api/json-depth';
 import { authenticate, authOf, type KeyExtractor } from '../api/middleware/auth';
 import type { ProviderId } from '../config';
 import { claimIdempotencyKey, releaseIdempotencyKey, type StoredResponse } from '../db/repositories/idempotency';
@@ -117,6 +118,7 @@ async function parseBody(ctx: ParameterizedContext, limit: number): Promise<Pars
     throw new ProxyError(400, 'invalid_json', 'The request body is not valid JSON');
   }
   if (!json || typeof json !== 'object' || Array.isArray(json)) throw new ProxyError(400, 'invalid_json', 'The request body must be a JSON object');
+  if (jsonDepth(json) > MAX_JSON_DEPTH) throw new ProxyError(400, 'invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels`);
   return { kind: 'json', raw, contentType, json: json as Record<string, unknown> };
 }
 

@@ -1,10 +1,12 @@
 import { Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import { ApiError } from '../errors';
+import { jsonDepth, MAX_JSON_DEPTH } from '../json-depth';
 
 /**
  * JSON request bodies for the `/v1` JSON routes: a body with another content type is a 415,
- * malformed JSON a 400 `invalid_json`, an oversized body a 413 (mapped in the error handler).
+ * malformed JSON or JSON nested deeper than MAX_JSON_DEPTH a 400 `invalid_json`, an oversized body a
+ * 413 (mapped in the error handler).
  */
 export function jsonBody(limitBytes: number): Middleware {
   const parse = koaBody({
@@ -26,7 +28,12 @@ export function jsonBody(limitBytes: number): Middleware {
           content_type: ctx.get('content-type') || null,
         });
       }
-      return parse(ctx, next);
+      return parse(ctx, async () => {
+        if (jsonDepth(ctx.request.body) > MAX_JSON_DEPTH) {
+          throw new ApiError(400, 'invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels`, { max_depth: MAX_JSON_DEPTH });
+        }
+        await next();
+      });
     }
     ctx.request.body = undefined;
     await next();

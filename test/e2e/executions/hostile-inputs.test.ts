@@ -70,4 +70,22 @@ describe('hostile inputs on the governed-call routes', () => {
     expect(Number(rows[0].estimated_input_tokens)).toBeGreaterThanOrEqual(2_000_000);
   });
 
+  it.each([200, 10_000, 100_000])('%p levels of nesting: 400 invalid_json on executions, execute and the proxy (never a 500)', async (levels) => {
+    const nested = '['.repeat(levels) + ']'.repeat(levels);
+    const raw = (path: string, body: string) => h.call('POST', path, { key: p.clientKey, rawBody: body, headers: { 'content-type': 'application/json' } });
+    const ex = await raw('/v1/executions', `{"operation":"generate.text","messages":[{"role":"user","content":"hi"}],"provider_options":{"openai":{"x":${nested}}}}`);
+    expect(ex.status).toBe(400);
+    expect(ex.json.error.code).toBe('invalid_json');
+    const exe = await raw('/v1/execute', `{"model":"gpt-4o-mini","input":{"messages":[{"role":"user","content":"hi"}],"metadata":${nested}}}`);
+    expect(exe.status).toBe(400);
+    const px = await raw('/v1/proxy/openai/v1/chat/completions', `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"x":${nested}}`);
+    expect(px.status).toBe(400);
+    expect(px.json.error.code).toBe('invalid_json');
+  });
+
+  it('a 5 MB prompt on /v1/executions is governed and answered (no Temporal payload on the request path)', async () => {
+    const res = await h.call('POST', '/v1/executions', { key: p.clientKey, body: { operation: 'generate.text', messages: say('word '.repeat(1_000_000)), parameters: { max_output_tokens: 16 } } });
+    expect(res.status).toBe(200);
+    expect(res.json.status).toBe('completed');
+  });
 });
