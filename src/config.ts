@@ -50,6 +50,8 @@ const baseEnvSchema = z.object({
   IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24),
   /** 32 bytes, base64: encrypts provider keys at rest and seeds the signing key in development. */
   TOLLGATE_MASTER_KEY: optionalSecret,
+  /** Bearer token GET /metrics requires; without one, /metrics is open except in production (403). */
+  METRICS_TOKEN: optionalSecret,
   PROVIDER_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(1).default(5000),
   PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(1).default(120000),
 });
@@ -86,6 +88,7 @@ export interface Config {
   bodyLimitBytes: number;
   idempotencyRetentionHours: number;
   masterKey?: string;
+  metricsToken?: string;
   providerTimeouts: { connectMs: number; totalMs: number };
   providers: Record<ProviderId, ProviderEndpoint>;
 }
@@ -138,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     idempotencyRetentionHours: e.IDEMPOTENCY_RETENTION_HOURS,
     masterKey: e.TOLLGATE_MASTER_KEY,
+    metricsToken: e.METRICS_TOKEN,
     providerTimeouts: { connectMs: e.PROVIDER_CONNECT_TIMEOUT_MS, totalMs: e.PROVIDER_TIMEOUT_MS },
     providers,
   };

@@ -36,6 +36,23 @@ describe('foundation: auth, error contract, status', () => {
       expect(res.text).toMatch(/tollgate_http_request_duration_seconds_count\{method="GET",route="\/v1\/projects\/:project_id",status="200"\} \d+/);
     });
 
+    it('GET /metrics behind METRICS_TOKEN when configured, and closed in production without one', async () => {
+      const guarded = await startTestTollgate({ env: { METRICS_TOKEN: 'metrics-secret-1' }, role: 'api' });
+      const prod = await startTestTollgate({ env: { NODE_ENV: 'production' }, role: 'api' });
+      try {
+        const g = http(guarded.url!);
+        expectError(await g('GET', '/metrics'), 401, 'authentication_required');
+        expectError(await g('GET', '/metrics', { headers: { authorization: 'Bearer metrics-secret-2' } }), 401, 'authentication_required');
+        const ok = await g('GET', '/metrics', { headers: { authorization: 'Bearer metrics-secret-1' } });
+        expect(ok.status).toBe(200);
+        expect(ok.text).toContain('tollgate_http_request_duration_seconds');
+        expectError(await http(prod.url!)('GET', '/metrics'), 403, 'metrics_token_required');
+      } finally {
+        await guarded.close();
+        await prod.close();
+      }
+    });
+
     it('echoes a well-formed inbound x-request-id and replaces a bad one', async () => {
       const good = await call('GET', '/v1/public/status/summary', { headers: { 'x-request-id': 'abc-123' } });
       expect(good.headers.get('x-request-id')).toBe('abc-123');

@@ -1,5 +1,7 @@
+import { timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import { ApiDeps } from '../deps';
+import { ApiError } from '../errors';
 import { temporalReady } from '../../temporal/connection';
 import { PROVIDER_IDS, DEFAULT_PROVIDER_BASE_URLS } from '../../config';
 
@@ -37,7 +39,19 @@ export function registerStatusRoutes(router: Router, deps: ApiDeps): void {
     };
   });
 
+  // Metrics describe traffic per route and status: behind a bearer token (METRICS_TOKEN) wherever
+  // one is configured, and never open in production (docs/decisions.md, "Hostile inputs").
   router.get('/metrics', async (ctx) => {
+    const token = deps.config.metricsToken;
+    if (token) {
+      const presented = Buffer.from(/^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'))?.[1] ?? '');
+      const expected = Buffer.from(token);
+      if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
+        throw new ApiError(401, 'authentication_required', 'GET /metrics needs "Authorization: Bearer <METRICS_TOKEN>"', {}, { 'www-authenticate': 'Bearer' });
+      }
+    } else if (deps.config.env === 'production') {
+      throw new ApiError(403, 'metrics_token_required', 'Set METRICS_TOKEN to expose GET /metrics in production');
+    }
     ctx.set('content-type', deps.metrics.contentType);
     ctx.body = await deps.metrics.metrics();
   });
