@@ -115,7 +115,3 @@ export function buildEnvelope(i: BuildEnvelopeInput): ExecutionEnvelope {
   return env;
 }
 
-/** HTTP status of a response carrying this envelope. */
-export function httpStatusOf(env: ExecutionEnvelope): number {
-  return env.status_code;
-}

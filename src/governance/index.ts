@@ -13,10 +13,10 @@ import { Db, Queryable, withTransaction } from '../db/pool';
 import { newId } from '../ids';
 import { appendEvents, eventRows, NewEvent } from '../db/repositories/events';
 import { inflightRow, insertInflightCall, type InflightCall } from '../db/repositories/inflight-calls';
-import { findPermit, findPermitForUpdate, insertPermit, NewPermit, PermitRecord } from '../db/repositories/permits';
-import { getPolicy, GOVERNANCE_LOCK_CLASS, StoredPolicy } from '../db/repositories/policies';
-import { addToSpend, consumeRateWindows, purgeRateWindows, readRateWindows, readSpendRows } from '../db/repositories/spend';
-import type { Plan } from '../db/repositories/projects';
+import { findPermit, findPermitForUpdate, findPermitProjectId, insertPermit, listExpiredActivePermitIds, markPermitRevoked, NewPermit, PermitRecord } from '../db/repositories/permits';
+import { getPolicy, lockProjectGovernance, StoredPolicy } from '../db/repositories/policies';
+import { addToSpend, consumeRateWindows, purgeRateWindows, readRateWindows, readSpendRows, releasePermitSpend, settlePermitSpend } from '../db/repositories/spend';
+import { findProjectPlan, type Plan } from '../db/repositories/projects';
 import { createProjectBatcher } from '../pipeline/batcher';
 import { beginCalls, type BeginResult } from '../db/repositories/governed-calls';
 import { allowBounds, decide, EvalContext, Outcome, OUTCOME_LABEL } from './evaluate';
@@ -123,9 +123,7 @@ export function decisionFromPermit(p: PermitRecord): PermitDecision {
   return d;
 }
 
-async function lockProject(q: Queryable, projectId: string): Promise<void> {
-  await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [GOVERNANCE_LOCK_CLASS, projectId]);
-}
+const lockProject = lockProjectGovernance;
 
 interface PlanPolicy {
   plan: Plan;
@@ -133,9 +131,9 @@ interface PlanPolicy {
 }
 
 async function loadPlanPolicy(q: Queryable, projectId: string): Promise<PlanPolicy> {
-  const { rows } = await q.query<{ plan: Plan }>('SELECT plan FROM projects WHERE id = $1', [projectId]);
-  if (!rows[0]) throw new Error(`project ${projectId} not found`);
-  return { plan: rows[0].plan, policy: await getPolicy(q, projectId) };
+  const plan = await findProjectPlan(q, projectId);
+  if (!plan) throw new Error(`project ${projectId} not found`);
+  return { plan, policy: await getPolicy(q, projectId) };
 }
 
 /** A context without counters: what the optimistic path predicts with (the bounds re-check them). */
@@ -340,10 +338,10 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
 
   /** Runs `fn` on the locked permit inside the project's governance lock. */
   async function withLockedPermit<T>(permitId: string, fn: (c: PoolClient, p: PermitRecord) => Promise<T>): Promise<T | null> {
-    const { rows } = await db.query<{ project_id: string }>('SELECT project_id FROM permits WHERE id = $1', [permitId]);
-    if (!rows[0]) return null;
+    const projectId = await findPermitProjectId(db, permitId);
+    if (!projectId) return null;
     return withTransaction(db, async (c) => {
-      await lockProject(c, rows[0].project_id);
+      await lockProject(c, projectId);
       const p = await findPermitForUpdate(c, permitId);
       if (!p) return null;
       return fn(c, p);
@@ -354,14 +352,11 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
   // only while PostgreSQL executes them.
   async function settle(permitId: string, actual: ActualUsage): Promise<void> {
     if (!Number.isInteger(actual.costMicros) || actual.costMicros < 0) throw new Error('settle: costMicros must be a non-negative integer');
-    await db.query('SELECT tollgate_settle_permit($1, $2, $3, $4, $5, $6)', [
-      GOVERNANCE_LOCK_CLASS, permitId, actual.costMicros, actual.inputTokens, actual.outputTokens, clock.now(),
-    ]);
+    await settlePermitSpend(db, permitId, { ...actual, at: clock.now() });
   }
 
   async function releaseWith(c: Queryable, permitId: string, state: 'released' | 'expired', reason: string, at: Date): Promise<boolean> {
-    const { rows } = await c.query<{ ok: boolean }>('SELECT tollgate_release_permit($1, $2, $3, $4, $5) AS ok', [GOVERNANCE_LOCK_CLASS, permitId, state, reason, at]);
-    return rows[0].ok;
+    return releasePermitSpend(c, permitId, state, reason, at);
   }
 
   async function release(permitId: string, reason: string): Promise<void> {
@@ -371,13 +366,9 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
   async function expireStaleReservations(now: Date = clock.now(), opts: { projectId?: string } = {}): Promise<number> {
     let count = 0;
     for (;;) {
-      const { rows } = await db.query<{ id: string }>(
-        `SELECT id FROM permits WHERE reservation_state = 'active' AND expires_at <= $1 AND ($2::text IS NULL OR project_id = $2)
-          ORDER BY expires_at LIMIT 500`,
-        [now, opts.projectId ?? null],
-      );
-      if (rows.length === 0) break;
-      for (const { id } of rows) {
+      const ids = await listExpiredActivePermitIds(db, now, { projectId: opts.projectId, limit: 500 });
+      if (ids.length === 0) break;
+      for (const id of ids) {
         const done = await withLockedPermit(id, async (c, p) => {
           if (!p.expires_at || new Date(p.expires_at) > now) return false;
           const ok = await releaseWith(c, p.id, 'expired', 'permit_expired', now);
@@ -392,7 +383,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
         });
         if (done) count += 1;
       }
-      if (rows.length < 500) break;
+      if (ids.length < 500) break;
     }
     if (!opts.projectId) await purgeRateWindows(db, new Date(now.getTime() - 24 * 3600 * 1000));
     return count;
@@ -405,15 +396,12 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
       if (p.revoked_at) return null;
       const now = clock.now();
       await releaseWith(c, p.id, 'released', 'permit_revoked', now);
-      const { rows } = await c.query<PermitRecord>(
-        'UPDATE permits SET revoked_at = $2, revoked_by = $3, revocation_reason = $4 WHERE id = $1 RETURNING *',
-        [p.id, now, input.revokedBy, input.reason],
-      );
+      const revoked = await markPermitRevoked(c, p.id, { revokedBy: input.revokedBy, reason: input.reason, at: now });
       await appendEvents(c, [{
         projectId: p.project_id, eventType: 'permit.revoked', source: 'permits', phase: 'permit', provider: p.provider, model: p.model,
         permitId: p.id, requestId: p.request_id, timestamp: now, metadata: { revoked_by: input.revokedBy, reason: input.reason },
       }]);
-      return rows[0];
+      return revoked;
     });
   }
 

@@ -11,7 +11,7 @@ import { newId } from '../ids';
 import { ApiError, errors } from '../api/errors';
 import { appendEvents, chainAllProjectEvents, EventRecord, listEventsByPermit } from '../db/repositories/events';
 import { findPermit, insertPermit, listChildPermits, listPermitLineage, PermitRecord } from '../db/repositories/permits';
-import { GOVERNANCE_LOCK_CLASS } from '../db/repositories/policies';
+import { lockProjectGovernance } from '../db/repositories/policies';
 import { addToSpend } from '../db/repositories/spend';
 import {
   findAttestation,
@@ -439,7 +439,7 @@ export function createPermitService(deps: { db: Db; clock: Clock; governance: Go
       };
       const child = await withTransaction(db, async (c) => {
         // Hold the governance lock: the re-check below and the reservation are one atomic step.
-        await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [GOVERNANCE_LOCK_CLASS, p.project_id]);
+        await lockProjectGovernance(c, p.project_id);
         // Re-check everything but the review under today's policy and counters (a dry run reads
         // committed state on another connection; no decision can commit while we hold the lock).
         const check = await governance.evaluate(req, { persist: false });

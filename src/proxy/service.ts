@@ -240,7 +240,7 @@ interface Attempt {
 }
 
 export async function handleProxy(ctx: ParameterizedContext, deps: ProxyDeps, provider: ProviderId, nativePath: string): Promise<void> {
-  const { db, clock, config, logger } = deps.api;
+  const { db, config, logger } = deps.api;
   const permitId = newId('permit');
   const executionId = newId('exec_req');
   let claimedKey: string | null = null;

@@ -43,11 +43,6 @@ export async function findOverdueCalls(q: Queryable, now: Date, limit = 200): Pr
   return rows;
 }
 
-export async function findInflightCall(q: Queryable, executionId: string): Promise<InflightRow | null> {
-  const { rows } = await q.query<InflightRow>('SELECT * FROM inflight_calls WHERE execution_id = $1', [executionId]);
-  return rows[0] ?? null;
-}
-
 export async function deleteInflightCall(q: Queryable, executionId: string): Promise<void> {
   await q.query('DELETE FROM inflight_calls WHERE execution_id = $1', [executionId]);
 }

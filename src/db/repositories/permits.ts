@@ -85,11 +85,6 @@ export async function findPermitForUpdate(db: Queryable, permitId: string): Prom
   return rows[0] ?? null;
 }
 
-export async function findPermitByIdempotencyKey(db: Queryable, projectId: string, key: string): Promise<PermitRecord | null> {
-  const { rows } = await db.query<PermitRecord>('SELECT * FROM permits WHERE project_id = $1 AND idempotency_key = $2', [projectId, key]);
-  return rows[0] ?? null;
-}
-
 export async function listPermitsByRequest(db: Queryable, projectId: string, requestId: string): Promise<PermitRecord[]> {
   const { rows } = await db.query<PermitRecord>(
     'SELECT * FROM permits WHERE project_id = $1 AND request_id = $2 ORDER BY issued_at, id',
@@ -189,16 +184,26 @@ export async function listPermits(
   return { data: page, next_cursor: rows.length > n ? encodeCursor(page[page.length - 1]) : null };
 }
 
-export async function revokePermit(
-  db: Queryable,
-  projectId: string,
-  permitId: string,
-  input: { revokedBy: string; reason: string; at: Date },
-): Promise<PermitRecord | null> {
+/** Records a permit's revocation (run inside governance's project lock: src/governance/index.ts). */
+export async function markPermitRevoked(db: Queryable, permitId: string, input: { revokedBy: string; reason: string; at: Date }): Promise<PermitRecord> {
   const { rows } = await db.query<PermitRecord>(
-    `UPDATE permits SET revoked_at = $3, revoked_by = $4, revocation_reason = $5
-     WHERE project_id = $1 AND id = $2 AND revoked_at IS NULL RETURNING *`,
-    [projectId, permitId, input.at, input.revokedBy, input.reason],
+    'UPDATE permits SET revoked_at = $2, revoked_by = $3, revocation_reason = $4 WHERE id = $1 RETURNING *',
+    [permitId, input.at, input.revokedBy, input.reason],
   );
-  return rows[0] ?? null;
+  return rows[0];
+}
+
+export async function findPermitProjectId(db: Queryable, permitId: string): Promise<string | null> {
+  const { rows } = await db.query<{ project_id: string }>('SELECT project_id FROM permits WHERE id = $1', [permitId]);
+  return rows[0]?.project_id ?? null;
+}
+
+/** Ids of permits whose reservation is still active after their expiry (oldest first). */
+export async function listExpiredActivePermitIds(db: Queryable, now: Date, opts: { projectId?: string; limit: number }): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM permits WHERE reservation_state = 'active' AND expires_at <= $1 AND ($2::text IS NULL OR project_id = $2)
+      ORDER BY expires_at LIMIT $3`,
+    [now, opts.projectId ?? null, opts.limit],
+  );
+  return rows.map((r) => r.id);
 }

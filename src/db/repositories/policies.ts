@@ -78,13 +78,10 @@ export async function updatePolicy(
   });
 }
 
-export async function getPolicyVersion(db: Queryable, projectId: string, version: number): Promise<StoredPolicy | null> {
-  const { rows } = await db.query(
-    'SELECT project_id, version, document, updated_at, updated_by FROM project_policy_versions WHERE project_id = $1 AND version = $2',
-    [projectId, version],
-  );
-  return (rows[0] as StoredPolicy | undefined) ?? null;
-}
-
 /** Class id of the two-key advisory lock serialising governance decisions per project. */
 export const GOVERNANCE_LOCK_CLASS = 7401;
+
+/** Takes a project's governance lock for the rest of the caller's transaction. */
+export async function lockProjectGovernance(q: Queryable, projectId: string): Promise<void> {
+  await q.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [GOVERNANCE_LOCK_CLASS, projectId]);
+}

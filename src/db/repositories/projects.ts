@@ -24,12 +24,12 @@ export async function findProject(db: Queryable, id: string): Promise<Project | 
   return rows[0] ?? null;
 }
 
-export async function findProjectByName(db: Queryable, name: string): Promise<Project | null> {
-  const { rows } = await db.query<Project>('SELECT * FROM projects WHERE name = $1 ORDER BY created_at LIMIT 1', [name]);
-  return rows[0] ?? null;
-}
-
 export async function setProjectPlan(db: Queryable, id: string, plan: Plan): Promise<Project | null> {
   const { rows } = await db.query<Project>('UPDATE projects SET plan = $2 WHERE id = $1 RETURNING *', [id, plan]);
   return rows[0] ?? null;
+}
+
+export async function findProjectPlan(db: Queryable, id: string): Promise<Plan | null> {
+  const { rows } = await db.query<{ plan: Plan }>('SELECT plan FROM projects WHERE id = $1', [id]);
+  return rows[0]?.plan ?? null;
 }

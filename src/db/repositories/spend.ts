@@ -1,4 +1,5 @@
 import { Queryable } from '../pool';
+import { GOVERNANCE_LOCK_CLASS } from './policies';
 import type { PeriodKind } from '../../governance/periods';
 
 /** Spend counters per project and UTC period, and fixed-window rate-limit counters. */
@@ -77,4 +78,15 @@ export async function purgeRateWindows(db: Queryable, before: Date): Promise<num
     [before],
   );
   return res.rowCount ?? 0;
+}
+
+/** Converts a permit's reservation to actual spend (`tollgate_settle_permit`, under the project's governance lock; idempotent). */
+export async function settlePermitSpend(db: Queryable, permitId: string, actual: { costMicros: number; inputTokens: number; outputTokens: number; at: Date }): Promise<void> {
+  await db.query('SELECT tollgate_settle_permit($1, $2, $3, $4, $5, $6)', [GOVERNANCE_LOCK_CLASS, permitId, actual.costMicros, actual.inputTokens, actual.outputTokens, actual.at]);
+}
+
+/** Releases a permit's active reservation (`tollgate_release_permit`); true when something was released. */
+export async function releasePermitSpend(db: Queryable, permitId: string, state: 'released' | 'expired', reason: string, at: Date): Promise<boolean> {
+  const { rows } = await db.query<{ ok: boolean }>('SELECT tollgate_release_permit($1, $2, $3, $4, $5) AS ok', [GOVERNANCE_LOCK_CLASS, permitId, state, reason, at]);
+  return rows[0].ok;
 }
