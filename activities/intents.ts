@@ -1,5 +1,14 @@
 import { withTransaction } from '../src/db/pool';
-import { persistActualCalls, WorkflowIntentRecord, AmendmentRecord } from '../src/db/repositories/workflow-intents';
+import {
+  applyIntentVersion,
+  countAllowedIntentCalls,
+  findAmendment,
+  findWorkflowIntentForUpdate,
+  insertAmendment,
+  markIntentCompleted,
+  markIntentExpired,
+  persistActualCalls,
+} from '../src/db/repositories/workflow-intents';
 import { canonicalAmendment } from '../src/intents/canonical';
 import { integritySigner } from '../src/intents/signing';
 import { projectCost } from '../src/intents/projection';
@@ -29,8 +38,8 @@ export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps,
     async recordIntentAmendment(i: RecordAmendmentInput): Promise<{ amendment: AmendmentView; projected_cost: Record<string, unknown> }> {
       const signer = await integritySigner(db, config);
       return withTransaction(db, async (tx) => {
-        const existing = await tx.query<AmendmentRecord>('SELECT * FROM workflow_intent_amendments WHERE id = $1', [i.amendmentId]);
-        if (existing.rows[0]) return { amendment: amendmentView(existing.rows[0]), projected_cost: existing.rows[0].projected_cost };
+        const existing = await findAmendment(tx, i.amendmentId);
+        if (existing) return { amendment: amendmentView(existing), projected_cost: existing.projected_cost };
         let projected: Record<string, unknown>;
         try {
           projected = projectCost({ ...i.projection, expected_calls: i.newExpectedCalls, max_calls: i.newMaxCalls }) as unknown as Record<string, unknown>;
@@ -53,33 +62,23 @@ export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps,
             created_at: createdAt,
           }),
         );
-        const { rows } = await tx.query<AmendmentRecord>(
-          `INSERT INTO workflow_intent_amendments (id, project_id, workflow_id, applied_against_version, previous_expected_calls,
-             new_expected_calls, previous_max_calls, new_max_calls, reason_provided, projected_cost, amendment_signature_b64,
-             signature_kid, created_at)
-           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) RETURNING *`,
-          [
-            i.amendmentId,
-            i.projectId,
-            i.workflowId,
-            i.appliedAgainstVersion,
-            i.previousExpectedCalls,
-            i.newExpectedCalls,
-            i.previousMaxCalls,
-            i.newMaxCalls,
-            i.reasonProvided,
-            JSON.stringify(projected),
-            signature,
-            signer.kid,
-            createdAt,
-          ],
-        );
-        await tx.query(
-          `UPDATE workflow_intents SET version = $3, expected_calls = $4, max_calls = $5, projected_cost = $6, updated_at = now()
-           WHERE project_id = $1 AND workflow_id = $2 AND version < $3`,
-          [i.projectId, i.workflowId, i.newVersion, i.newExpectedCalls, i.newMaxCalls, JSON.stringify(projected)],
-        );
-        return { amendment: amendmentView(rows[0]), projected_cost: projected };
+        const amendment = await insertAmendment(tx, {
+          id: i.amendmentId,
+          project_id: i.projectId,
+          workflow_id: i.workflowId,
+          applied_against_version: i.appliedAgainstVersion,
+          previous_expected_calls: i.previousExpectedCalls,
+          new_expected_calls: i.newExpectedCalls,
+          previous_max_calls: i.previousMaxCalls,
+          new_max_calls: i.newMaxCalls,
+          reason_provided: i.reasonProvided,
+          projected_cost: projected,
+          amendment_signature_b64: signature,
+          signature_kid: signer.kid,
+          created_at: createdAt,
+        });
+        await applyIntentVersion(tx, i.projectId, i.workflowId, { version: i.newVersion, expectedCalls: i.newExpectedCalls, maxCalls: i.newMaxCalls, projectedCost: projected });
+        return { amendment: amendmentView(amendment), projected_cost: projected };
       });
     },
 
@@ -89,30 +88,17 @@ export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps,
      */
     async completeIntent(i: { projectId: string; workflowId: string; cachedActualCalls: number; reasonProvided: string | null }): Promise<CompleteResult> {
       return withTransaction(db, async (tx) => {
-        const { rows } = await tx.query<WorkflowIntentRecord>(
-          'SELECT * FROM workflow_intents WHERE project_id = $1 AND workflow_id = $2 FOR UPDATE',
-          [i.projectId, i.workflowId],
-        );
-        let row = rows[0];
+        let row = await findWorkflowIntentForUpdate(tx, i.projectId, i.workflowId);
         if (!row) throw new Error(`workflow intent ${i.workflowId} of ${i.projectId} is not persisted`);
         if (row.status !== 'completed') {
-          const count = await tx.query<{ n: number }>(
-            `SELECT count(*)::int AS n FROM permits WHERE project_id = $1 AND workflow_id = $2 AND decision = 'allow'`,
-            [i.projectId, i.workflowId],
-          );
-          const authoritative = count.rows[0].n;
+          const authoritative = await countAllowedIntentCalls(tx, i.projectId, i.workflowId);
           const reconciliation = {
             authoritative_actual_calls: authoritative,
             cached_actual_calls: i.cachedActualCalls,
             counter_divergence_detected: authoritative !== i.cachedActualCalls,
             reason_provided: i.reasonProvided,
           };
-          const updated = await tx.query<WorkflowIntentRecord>(
-            `UPDATE workflow_intents SET status = 'completed', completed_at = $3, actual_calls = $4, reconciliation = $5, updated_at = now()
-             WHERE project_id = $1 AND workflow_id = $2 RETURNING *`,
-            [i.projectId, i.workflowId, clock.now(), authoritative, JSON.stringify(reconciliation)],
-          );
-          row = updated.rows[0];
+          row = await markIntentCompleted(tx, i.projectId, i.workflowId, { at: clock.now(), actualCalls: authoritative, reconciliation });
         }
         const rec = row.reconciliation as unknown as CompleteResult['reconciliation'];
         return {
@@ -134,11 +120,7 @@ export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps,
 
     /** Moves an active intent to expired (max_duration_seconds elapsed) with its final counter. */
     async expireIntent(i: { projectId: string; workflowId: string; actualCalls: number }): Promise<void> {
-      await db.query(
-        `UPDATE workflow_intents SET status = 'expired', expired_at = $3, actual_calls = $4, updated_at = now()
-         WHERE project_id = $1 AND workflow_id = $2 AND status = 'active'`,
-        [i.projectId, i.workflowId, clock.now(), i.actualCalls],
-      );
+      await markIntentExpired(db, i.projectId, i.workflowId, { at: clock.now(), actualCalls: i.actualCalls });
     },
 
     /** Mirrors the call counter (throttled by the workflow). */

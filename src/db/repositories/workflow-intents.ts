@@ -158,3 +158,76 @@ export async function listWorkflowIntents(
   );
   return rows;
 }
+
+export async function findAmendment(db: Queryable, amendmentId: string): Promise<AmendmentRecord | null> {
+  const { rows } = await db.query<AmendmentRecord>('SELECT * FROM workflow_intent_amendments WHERE id = $1', [amendmentId]);
+  return rows[0] ?? null;
+}
+
+export type NewAmendment = Omit<AmendmentRecord, 'created_at'> & { created_at: string };
+
+export async function insertAmendment(db: Queryable, a: NewAmendment): Promise<AmendmentRecord> {
+  const { rows } = await db.query<AmendmentRecord>(
+    `INSERT INTO workflow_intent_amendments (id, project_id, workflow_id, applied_against_version, previous_expected_calls,
+       new_expected_calls, previous_max_calls, new_max_calls, reason_provided, projected_cost, amendment_signature_b64,
+       signature_kid, created_at)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) RETURNING *`,
+    [
+      a.id, a.project_id, a.workflow_id, a.applied_against_version, a.previous_expected_calls, a.new_expected_calls,
+      a.previous_max_calls, a.new_max_calls, a.reason_provided, JSON.stringify(a.projected_cost), a.amendment_signature_b64,
+      a.signature_kid, a.created_at,
+    ],
+  );
+  return rows[0];
+}
+
+/** Moves the intent to an amended version (a no-op when it is already at or past it). */
+export async function applyIntentVersion(
+  db: Queryable,
+  projectId: string,
+  workflowId: string,
+  v: { version: number; expectedCalls: number | null; maxCalls: number | null; projectedCost: Record<string, unknown> },
+): Promise<void> {
+  await db.query(
+    `UPDATE workflow_intents SET version = $3, expected_calls = $4, max_calls = $5, projected_cost = $6, updated_at = now()
+     WHERE project_id = $1 AND workflow_id = $2 AND version < $3`,
+    [projectId, workflowId, v.version, v.expectedCalls, v.maxCalls, JSON.stringify(v.projectedCost)],
+  );
+}
+
+export async function findWorkflowIntentForUpdate(db: Queryable, projectId: string, workflowId: string): Promise<WorkflowIntentRecord | null> {
+  const { rows } = await db.query<WorkflowIntentRecord>('SELECT * FROM workflow_intents WHERE project_id = $1 AND workflow_id = $2 FOR UPDATE', [projectId, workflowId]);
+  return rows[0] ?? null;
+}
+
+/** Allowed permits carrying this workflow id: the authoritative count of the intent's calls. */
+export async function countAllowedIntentCalls(db: Queryable, projectId: string, workflowId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM permits WHERE project_id = $1 AND workflow_id = $2 AND decision = 'allow'`,
+    [projectId, workflowId],
+  );
+  return rows[0].n;
+}
+
+export async function markIntentCompleted(
+  db: Queryable,
+  projectId: string,
+  workflowId: string,
+  c: { at: Date; actualCalls: number; reconciliation: Record<string, unknown> },
+): Promise<WorkflowIntentRecord> {
+  const { rows } = await db.query<WorkflowIntentRecord>(
+    `UPDATE workflow_intents SET status = 'completed', completed_at = $3, actual_calls = $4, reconciliation = $5, updated_at = now()
+     WHERE project_id = $1 AND workflow_id = $2 RETURNING *`,
+    [projectId, workflowId, c.at, c.actualCalls, JSON.stringify(c.reconciliation)],
+  );
+  return rows[0];
+}
+
+/** Moves an active intent to expired with its final counter. */
+export async function markIntentExpired(db: Queryable, projectId: string, workflowId: string, e: { at: Date; actualCalls: number }): Promise<void> {
+  await db.query(
+    `UPDATE workflow_intents SET status = 'expired', expired_at = $3, actual_calls = $4, updated_at = now()
+     WHERE project_id = $1 AND workflow_id = $2 AND status = 'active'`,
+    [projectId, workflowId, e.at, e.actualCalls],
+  );
+}
