@@ -45,3 +45,13 @@ export async function withTransaction<T>(db: Db, fn: (client: PoolClient) => Pro
 }
 
 export type Queryable = Pick<Pool, 'query'> | PoolClient;
+
+/** Whether the database answers a trivial query within `timeoutMs` (readiness). */
+export async function databaseAnswers(db: Db, timeoutMs = 2000): Promise<boolean> {
+  try {
+    await db.query({ text: 'SELECT 1', query_timeout: timeoutMs } as never);
+    return true;
+  } catch {
+    return false;
+  }
+}

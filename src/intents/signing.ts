@@ -1,3 +1,4 @@
+import { findSigningKey, insertSigningKeyIfAbsent } from '../db/repositories/integrity-keys';
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, hkdfSync, KeyObject, sign, verify } from 'node:crypto';
 import type { Queryable } from '../db/pool';
 
@@ -57,20 +58,19 @@ export function signerFromMasterKey(masterKeyB64: string): IntegritySigner {
 }
 
 async function loadOrCreateStored(db: Queryable): Promise<IntegritySigner> {
-  const select = () =>
-    db.query<{ private_key_der: Buffer; created_at: Date }>('SELECT private_key_der, created_at FROM integrity_keys WHERE purpose = $1', [SIGNING_PURPOSE]);
-  let { rows } = await select();
-  if (!rows[0]) {
+  let stored = await findSigningKey(db, SIGNING_PURPOSE);
+  if (!stored) {
     const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-    await db.query(
-      `INSERT INTO integrity_keys (kid, purpose, algorithm, public_key_der, private_key_der)
-       VALUES ($1, $2, 'Ed25519', $3, $4) ON CONFLICT DO NOTHING`,
-      [kidOf(publicKey), SIGNING_PURPOSE, publicKey.export({ format: 'der', type: 'spki' }), privateKey.export({ format: 'der', type: 'pkcs8' })],
-    );
-    ({ rows } = await select());
+    await insertSigningKeyIfAbsent(db, {
+      kid: kidOf(publicKey),
+      purpose: SIGNING_PURPOSE,
+      publicKeyDer: publicKey.export({ format: 'der', type: 'spki' }),
+      privateKeyDer: privateKey.export({ format: 'der', type: 'pkcs8' }),
+    });
+    stored = (await findSigningKey(db, SIGNING_PURPOSE))!;
   }
-  const privateKey = createPrivateKey({ key: rows[0].private_key_der, format: 'der', type: 'pkcs8' });
-  return makeSigner(privateKey, 'stored', rows[0].created_at.toISOString());
+  const privateKey = createPrivateKey({ key: stored.private_key_der, format: 'der', type: 'pkcs8' });
+  return makeSigner(privateKey, 'stored', stored.created_at.toISOString());
 }
 
 const cache = new Map<string, Promise<IntegritySigner>>();

@@ -1,18 +1,12 @@
 import { timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import { ApiDeps } from '../deps';
+import { databaseAnswers } from '../../db/pool';
 import { ApiError } from '../errors';
 import { temporalReady } from '../../temporal/connection';
 import { PROVIDER_IDS, DEFAULT_PROVIDER_BASE_URLS } from '../../config';
 
-async function databaseReady(deps: ApiDeps): Promise<boolean> {
-  try {
-    await deps.db.query({ text: 'SELECT 1', query_timeout: 2000 } as never);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const databaseReady = (deps: ApiDeps) => databaseAnswers(deps.db);
 
 /**
  * Public readiness: no authentication, no tenant data. 200 when PostgreSQL and Temporal answer,
