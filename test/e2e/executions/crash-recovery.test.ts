@@ -10,18 +10,10 @@ import { emulatorEnv, say } from './helpers';
 import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
 import { RECONCILIATION_WORKFLOW_ID } from '../../../workflows/reconciliation';
 import { createTestProject, http, startTestTollgate, TestProject } from '../../support/tollgate';
+import { waitUntil as waitFor } from '../../support/wait';
 
 jest.setTimeout(120_000);
 
-async function waitFor<T>(fn: () => Promise<T | null | undefined | false>, ms: number): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('a Tollgate process killed mid-call', () => {
   let emu: EmulatorHandle;

@@ -1,15 +1,6 @@
 import { startHarness, Harness, say, eventTypes, parseSse, emulatorEnv, patchPolicy } from './helpers';
 import { startTestTollgate, TestProject } from '../../support/tollgate';
-
-async function waitFor<T>(fn: () => Promise<T | null | undefined>, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+import { waitUntil as waitFor } from '../../support/wait';
 
 describe('streaming executions (mode: stream, SSE)', () => {
   let h: Harness;
@@ -76,7 +67,6 @@ describe('streaming executions (mode: stream, SSE)', () => {
       await api.close();
     }
   });
-
 
   it('upstream break mid-stream: error record, estimated usage recorded once', async () => {
     const res = await stream(h.tg.url!, p.clientKey, { messages: say('[[emulator:stream_break_after=4]] break please') });
