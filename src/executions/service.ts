@@ -7,13 +7,18 @@
  *
  * No Temporal workflow per call (docs/decisions.md, "Governed-call pipeline"). A process that dies
  * mid-call leaves its in-flight row; the reconciliation workflow closes it.
+ *
+ * Plain inputs and results: the route (src/api/routes/executions.ts) turns HTTP into a `Caller`
+ * and applies the `ExecutionReply`; a stream is written through a `StreamSink`.
  */
 import { createHash } from 'node:crypto';
-import type { ParameterizedContext } from 'koa';
 import canonicalize from 'canonicalize';
-import type { ApiDeps } from '../api/deps';
-import { errors } from '../api/errors';
-import { authOf } from '../api/middleware/auth';
+import type { GovernedCallActivities } from '../../activities/governed-call';
+import type { Clock } from '../clock';
+import type { Config } from '../config';
+import type { Db } from '../db/pool';
+import { errors } from '../errors';
+import type { IntentReservations } from '../temporal/intent-reservations';
 import { claimIdempotencyKey, releaseIdempotencyKey, type StoredResponse } from '../db/repositories/idempotency';
 import { newId } from '../ids';
 import { requestTexts } from '../providers/shared/usage';
@@ -33,7 +38,38 @@ export interface PreparedExecution {
   body: unknown;
 }
 
-const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+export interface ExecutionServiceDeps {
+  db: Db;
+  clock: Clock;
+  config: Pick<Config, 'providerTimeouts' | 'idempotencyRetentionHours'>;
+  calls: GovernedCallActivities;
+  intentReservations: Pick<IntentReservations, 'reserveCall'>;
+}
+
+/** Who calls, and the headers that shape the call (validated by the route). */
+export interface Caller {
+  projectId: string;
+  workflowId: string | null;
+  idempotencyKey: string | null;
+}
+
+/** A JSON answer: the envelope (or a replayed stored response) with its status and headers. */
+export interface ExecutionReply {
+  status: number;
+  headers: Record<string, string>;
+  body: ExecutionEnvelope | Buffer;
+}
+
+/** Where a stream goes: opened on its first delta, written as SSE, told when the caller leaves. */
+export interface StreamSink {
+  open(headers: Record<string, string>): void;
+  write(chunk: string): void;
+  end(): void;
+  /** Subscribes to the caller going away; returns the unsubscribe. */
+  onClose(listener: () => void): () => void;
+}
 /** Beyond the dispatch deadline: how long reconciliation may take to close a dead process's call. */
 const RECONCILIATION_MARGIN_MS = 75_000;
 const JOIN_POLL_MS = 25;
@@ -50,25 +86,32 @@ function responseHeaders(env: ExecutionEnvelope, permitId: string, retryAfter: n
   return headers;
 }
 
-function replay(ctx: ParameterizedContext, stored: StoredResponse): void {
-  ctx.set('idempotent-replayed', 'true');
-  ctx.status = stored.status;
-  for (const [k, v] of Object.entries(stored.headers)) ctx.set(k, v);
-  ctx.type = 'application/json';
-  ctx.body = stored.body;
+function replay(stored: StoredResponse): ExecutionReply {
+  return { status: stored.status, headers: { ...stored.headers, 'content-type': 'application/json', 'idempotent-replayed': 'true' }, body: stored.body };
 }
 
-export async function runExecution(ctx: ParameterizedContext, deps: ApiDeps, prep: PreparedExecution): Promise<void> {
-  const auth = authOf(ctx);
-  const { calls, clock, db, config } = deps;
-  const workflowHeader = ctx.get('x-svc-workflow-id') || null;
-  if (workflowHeader !== null && !WORKFLOW_ID_PATTERN.test(workflowHeader)) {
+/** Validates the call-shaping headers into a `Caller` (400 validation_error naming the header). */
+export function callerOf(projectId: string, header: (name: string) => string): Caller {
+  const workflowId = header('x-svc-workflow-id') || null;
+  if (workflowId !== null && !WORKFLOW_ID_PATTERN.test(workflowId)) {
     throw errors.validation([{ path: 'headers.x-svc-workflow-id', message: 'X-Svc-Workflow-Id must be 1 to 255 characters of [A-Za-z0-9_-]', code: 'invalid_format' }]);
   }
-  const key = ctx.get('idempotency-key') || null;
-  if (key !== null && !IDEMPOTENCY_KEY_PATTERN.test(key)) {
+  const idempotencyKey = header('idempotency-key') || null;
+  if (idempotencyKey !== null && !IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey)) {
     throw errors.validation([{ path: 'headers.idempotency-key', message: 'Idempotency-Key must be 1 to 255 visible ASCII characters', code: 'invalid_format' }]);
   }
+  return { projectId, workflowId, idempotencyKey };
+}
+
+/**
+ * Runs one governed execution. Returns the JSON reply, or null when the answer went out as a
+ * stream through `sink` (stream mode; a stream that fails before its first delta is a JSON reply).
+ */
+export async function runExecution(deps: ExecutionServiceDeps, caller: Caller, prep: PreparedExecution, sink?: StreamSink): Promise<ExecutionReply | null> {
+  const { calls, clock, db, config } = deps;
+  const auth = { projectId: caller.projectId };
+  const workflowHeader = caller.workflowId;
+  const key = caller.idempotencyKey;
   const stream = prep.mode === 'stream';
   const executionId = newId('exec_req');
   const permitId = newId('permit');
@@ -88,7 +131,7 @@ export async function runExecution(ctx: ParameterizedContext, deps: ApiDeps, pre
           execution_id: claim.resourceId,
         });
       }
-      if (claim.outcome === 'completed' && claim.response) return replay(ctx, claim.response);
+      if (claim.outcome === 'completed' && claim.response) return replay(claim.response);
       if (claim.outcome === 'completed' || Date.now() > deadline) {
         throw errors.conflict('idempotency_in_flight', 'A request with this Idempotency-Key has not finished; retry later', { idempotency_key: key, execution_id: claim.resourceId });
       }
@@ -142,16 +185,14 @@ export async function runExecution(ctx: ParameterizedContext, deps: ApiDeps, pre
     if (gov.retry_after_seconds !== undefined) retryAfter = Math.max(1, Math.ceil(gov.retry_after_seconds));
     if (gov.decision !== 'allow') {
       const envelope = await calls.record(input, { kind: 'governed_out', gov }, { idempotency });
-      respond(ctx, envelope, permitId, retryAfter);
-      return;
+      return reply(envelope, permitId, retryAfter);
     }
-    if (!stream) {
+    if (!stream || !sink) {
       const { outcome, fallbackEvents } = await calls.dispatch(input);
       const envelope = await calls.record(input, { kind: 'dispatched', gov, outcome }, { idempotency, fallbackEvents });
-      respond(ctx, envelope, permitId, retryAfter);
-      return;
+      return reply(envelope, permitId, retryAfter);
     }
-    await runStream(ctx, deps, input, gov, idempotency);
+    return await runStream(deps, input, gov, idempotency, sink);
   } catch (err) {
     // Nothing was governed: the key may be used again. After governance, the call's record
     // (or reconciliation) completes the key.
@@ -160,10 +201,8 @@ export async function runExecution(ctx: ParameterizedContext, deps: ApiDeps, pre
   }
 }
 
-function respond(ctx: ParameterizedContext, env: ExecutionEnvelope, permitId: string, retryAfter: number | undefined): void {
-  ctx.status = env.status_code;
-  for (const [k, v] of Object.entries(responseHeaders(env, permitId, retryAfter))) ctx.set(k, v);
-  ctx.body = env;
+function reply(env: ExecutionEnvelope, permitId: string, retryAfter: number | undefined): ExecutionReply {
+  return { status: env.status_code, headers: responseHeaders(env, permitId, retryAfter), body: env };
 }
 
 const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -174,28 +213,23 @@ const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.str
  * JSON envelope and its status, exactly like sync mode.
  */
 async function runStream(
-  ctx: ParameterizedContext,
-  deps: ApiDeps,
+  deps: ExecutionServiceDeps,
   input: ExecutionInput,
   gov: Extract<RecordInput, { kind: 'dispatched' }>['gov'],
   idempotency: IdempotencyCompletion | undefined,
-): Promise<void> {
-  const res = ctx.res;
+  sink: StreamSink,
+): Promise<ExecutionReply | null> {
   let open = false;
   let clientGone = false;
   const abort = new AbortController();
-  const onClose = () => {
-    if (res.writableEnded) return;
+  const unsubscribe = sink.onClose(() => {
     clientGone = true;
     abort.abort();
-  };
-  res.on('close', onClose);
+  });
   const openStream = () => {
     if (open) return;
     open = true;
-    ctx.respond = false;
-    ctx.status = 200;
-    res.writeHead(200, {
+    sink.open({
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
       connection: 'keep-alive',
@@ -203,7 +237,7 @@ async function runStream(
       'x-svc-permit-id': input.permitId,
     });
     const p = input.routing.primary;
-    res.write(
+    sink.write(
       sse('start', {
         id: input.executionId,
         object: 'execution',
@@ -227,20 +261,18 @@ async function runStream(
       onDelta: (text) => {
         if (clientGone) return;
         openStream();
-        res.write(sse('delta', { delta: { type: 'output_text_delta', text } }));
+        sink.write(sse('delta', { delta: { type: 'output_text_delta', text } }));
       },
     });
     const envelope = await deps.calls.record(input, { kind: 'dispatched', gov, outcome }, { idempotency, fallbackEvents });
-    if (clientGone) return;
-    if (!open && envelope.status !== 'completed') {
-      respond(ctx, envelope, input.permitId, undefined);
-      return;
-    }
+    if (clientGone) return null;
+    if (!open && envelope.status !== 'completed') return reply(envelope, input.permitId, undefined);
     openStream();
-    if (envelope.status === 'completed') res.write(sse('completion', envelope));
-    else res.write(sse('error', { error: envelope.error ?? { code: 'upstream_error', message: 'execution failed' }, execution: envelope }));
-    res.end();
+    if (envelope.status === 'completed') sink.write(sse('completion', envelope));
+    else sink.write(sse('error', { error: envelope.error ?? { code: 'upstream_error', message: 'execution failed' }, execution: envelope }));
+    sink.end();
+    return null;
   } finally {
-    res.off('close', onClose);
+    unsubscribe();
   }
 }

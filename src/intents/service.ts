@@ -6,7 +6,7 @@ import type { Clock } from '../clock';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Logger } from '../logger';
-import { ApiError, errors } from '../api/errors';
+import { ApiError, errors } from '../errors';
 import { newId } from '../ids';
 import {
   AmendmentRecord,

@@ -14,8 +14,8 @@ import { z } from 'zod';
 import type { Clock } from '../clock';
 import { Db } from '../db/pool';
 import { newId } from '../ids';
-import { errors, zodIssues } from '../api/errors';
-import type { AuthContext } from '../api/middleware/auth';
+import { errors, zodIssues } from '../errors';
+import type { AuthContext } from '../auth-context';
 import { appendEvent } from '../db/repositories/events';
 import { getPolicy, PolicyValidationError, StoredPolicy, updatePolicy } from '../db/repositories/policies';
 import {

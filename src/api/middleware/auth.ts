@@ -2,14 +2,9 @@ import { Middleware, ParameterizedContext } from 'koa';
 import { ApiError } from '../errors';
 import type { KeyScope } from '../../db/repositories/api-keys';
 import type { KeyLookup } from '../key-cache';
-import type { Plan } from '../../db/repositories/projects';
 
-export interface AuthContext {
-  projectId: string;
-  plan: Plan;
-  keyId: string;
-  scope: KeyScope;
-}
+import type { AuthContext } from '../../auth-context';
+export type { AuthContext };
 
 export type KeyExtractor = (ctx: ParameterizedContext) => string | null;
 

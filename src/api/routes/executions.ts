@@ -7,7 +7,8 @@ import { executionMetrics, findExecution } from '../../db/repositories/execution
 import { ExecuteInputError, resolveExecuteTarget, translateExecuteInput } from '../../executions/execute-input';
 import { planRouting, RoutingError } from '../../executions/routing';
 import { ExecuteRequest, executeRequestSchema, ExecutionRequest, executionRequestSchema } from '../../executions/schema';
-import { runExecution } from '../../executions/service';
+import { callerOf, runExecution, type PreparedExecution, type StreamSink } from '../../executions/service';
+import type { ParameterizedContext } from 'koa';
 
 const metricsQuery = z
   .object({
@@ -24,9 +25,38 @@ function acceptsEventStream(accept: string): boolean {
   return /text\/event-stream|\*\/\*|text\/\*/i.test(accept);
 }
 
+/** The SSE response of a stream-mode execution, on Koa's raw response. */
+function sseSink(ctx: ParameterizedContext): StreamSink {
+  return {
+    open(headers) {
+      ctx.respond = false;
+      ctx.status = 200;
+      ctx.res.writeHead(200, headers);
+    },
+    write: (chunk) => void ctx.res.write(chunk),
+    end: () => void ctx.res.end(),
+    onClose(listener) {
+      const onClose = () => {
+        if (!ctx.res.writableEnded) listener();
+      };
+      ctx.res.on('close', onClose);
+      return () => void ctx.res.off('close', onClose);
+    },
+  };
+}
+
 export function registerExecutionRoutes(router: Router, deps: ApiDeps): void {
   const anyKey = authenticate(deps.keys);
   const { pricing } = deps;
+
+  async function execute(ctx: ParameterizedContext, prep: PreparedExecution): Promise<void> {
+    const caller = callerOf(authOf(ctx).projectId, (name) => ctx.get(name));
+    const reply = await runExecution(deps, caller, prep, prep.mode === 'stream' ? sseSink(ctx) : undefined);
+    if (!reply) return; // streamed
+    ctx.status = reply.status;
+    for (const [k, v] of Object.entries(reply.headers)) ctx.set(k, v);
+    ctx.body = reply.body;
+  }
 
   router.post('/v1/executions', anyKey, async (ctx) => {
     const body = parseOrThrow(executionRequestSchema, ctx.request.body ?? {}) as ExecutionRequest;
@@ -41,7 +71,7 @@ export function registerExecutionRoutes(router: Router, deps: ApiDeps): void {
       if (err instanceof RoutingError) throw errors.validation([{ path: err.path, message: err.message, code: 'invalid_routing' }]);
       throw err;
     }
-    await runExecution(ctx, deps, {
+    await execute(ctx, {
       route: 'executions',
       mode,
       body,
@@ -73,7 +103,7 @@ export function registerExecutionRoutes(router: Router, deps: ApiDeps): void {
       if (err instanceof ExecuteInputError) throw errors.validation([{ path: err.path, message: err.message, code: 'invalid_target' }]);
       throw err;
     }
-    await runExecution(ctx, deps, {
+    await execute(ctx, {
       route: 'execute',
       mode: 'sync',
       body,
