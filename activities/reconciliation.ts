@@ -12,7 +12,7 @@
 import { deleteInflightCall, findOverdueCalls } from '../src/db/repositories/inflight-calls';
 import { findPermit } from '../src/db/repositories/permits';
 import type { IdempotencyCompletion } from '../src/executions/record';
-import type { ExecutionInput, GovernOutcome } from '../src/executions/types';
+import type { GovernOutcome } from '../src/executions/types';
 import { closingFrom } from '../src/pipeline/inflight';
 import type { ActivityDeps } from './deps';
 import { createGovernedCallActivities } from './governed-call';
@@ -30,7 +30,7 @@ export function createReconciliationActivities(deps: ActivityDeps) {
         if (rows.length === 0) break;
         for (const row of rows) {
           const closing = closingFrom(row.closing);
-          const input = closing.input as ExecutionInput;
+          const input = closing.input;
           const permit = await findPermit(db, row.project_id, row.permit_id);
           const gov: GovernOutcome = {
             decision: 'allow',

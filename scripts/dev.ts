@@ -85,7 +85,7 @@ async function main(): Promise<void> {
   fs.mkdirSync(dataDir, { recursive: true });
   const cli = ensureTemporalCli(log);
   const serverUrl = await ensurePostgres(dataDir, log);
-  let databaseUrl = process.env.DATABASE_URL && serverUrl === process.env.DATABASE_URL ? serverUrl : withDatabase(serverUrl, 'tollgate_dev');
+  const databaseUrl = process.env.DATABASE_URL && serverUrl === process.env.DATABASE_URL ? serverUrl : withDatabase(serverUrl, 'tollgate_dev');
   if (databaseUrl !== process.env.DATABASE_URL) await createDatabaseIfMissing(serverUrl, 'tollgate_dev');
   const applied = await migrate(databaseUrl);
   if (applied.length) log(`[tollgate] applied migrations: ${applied.join(', ')}`);

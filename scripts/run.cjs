@@ -38,6 +38,11 @@ if (mode === 'dev') {
     console.error('[tollgate] type check failed');
     process.exit(tsc.status ?? 1);
   }
+  const lint = spawnSync(path.join(root, 'node_modules', '.bin', 'eslint'), ['.'], { cwd: root, stdio: 'inherit' });
+  if (lint.status !== 0) {
+    console.error('[tollgate] lint failed (npm run lint)');
+    process.exit(lint.status ?? 1);
+  }
   child = spawn(jest, rest, { cwd: root, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } });
 } else {
   console.error('usage: node scripts/run.cjs dev|test');

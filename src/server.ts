@@ -106,7 +106,8 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       calls,
       onClose: (fn) => closers.push(fn),
     });
-    server = http.createServer(app.callback());
+    const handler = app.callback();
+    server = http.createServer((req, res) => void handler(req, res));
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve, reject) => {
       server!.once('error', reject);
@@ -130,9 +131,9 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       if (server) {
         // Stop accepting, close idle keep-alive sockets, give in-flight requests a grace period,
         // then drop what is left (a peer that never closes its socket must not hold the process).
-        const closing = new Promise<void>((resolve) => server!.close(() => resolve()));
+        const closing = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
-        const force = setTimeout(() => server!.closeAllConnections(), SHUTDOWN_GRACE_MS);
+        const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
         await closing;
         clearTimeout(force);
       }

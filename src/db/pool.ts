@@ -22,7 +22,7 @@ function makeParametersStorable(client: PoolClient): void {
     const [first, second] = args;
     if (Array.isArray(second)) args[1] = second.map(storableParam);
     else if (first && typeof first === 'object' && Array.isArray((first as { values?: unknown[] }).values)) {
-      args[0] = { ...(first as object), values: (first as { values: unknown[] }).values.map(storableParam) };
+      args[0] = { ...(first), values: (first as { values: unknown[] }).values.map(storableParam) };
     }
     return query(...args);
   };
@@ -49,7 +49,7 @@ export type Queryable = Pick<Pool, 'query'> | PoolClient;
 /** Whether the database answers a trivial query within `timeoutMs` (readiness). */
 export async function databaseAnswers(db: Db, timeoutMs = 2000): Promise<boolean> {
   try {
-    await db.query({ text: 'SELECT 1', query_timeout: timeoutMs } as never);
+    await db.query({ text: 'SELECT 1', query_timeout: timeoutMs } as unknown as string);
     return true;
   } catch {
     return false;

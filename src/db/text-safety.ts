@@ -9,6 +9,7 @@
  * not touched: this applies to what Tollgate stores.
  */
 
+// eslint-disable-next-line no-control-regex -- matching NUL is the point
 const SUSPECT = /\u0000|\\u0000|\\u[dD][89a-fA-F]/;
 /** One JSON escape (or an escaped character) at a time, so `\\u0000` (an escaped backslash) is left alone. */
 const JSON_ESCAPE = /\\(?:u([0-9a-fA-F]{4})|[\s\S])/g;
@@ -18,6 +19,7 @@ const isLow = (hex: string) => /^[dD][c-fC-F]/.test(hex);
 
 export function storableText(s: string): string {
   if (!SUSPECT.test(s)) return s;
+  // eslint-disable-next-line no-control-regex -- matching NUL is the point
   if (s.includes('\u0000')) s = s.replace(/\u0000/g, '\uFFFD');
   if (!s.includes('\\u')) return s;
   let out = '';

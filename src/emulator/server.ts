@@ -212,10 +212,11 @@ async function transcriptions(ctx: Ctx, faults: Faults) {
   if (!file || typeof file === 'string') throw new HttpFail(400, "'file' is required");
   if (!model) throw new HttpFail(400, "'model' is required");
   const data = Buffer.from(await (file as Blob).arrayBuffer());
-  const text = transcriptOf(data, (file as File).name ?? 'audio');
+  const text = transcriptOf(data, (file).name ?? 'audio');
   const seconds = audioSecondsOf(data);
-  const format = String(form.get('response_format') ?? 'json');
-  const usage = String(model).startsWith('whisper')
+  const rf = form.get('response_format');
+  const format = typeof rf === 'string' ? rf : 'json';
+  const usage = (typeof model === 'string' ? model : '').startsWith('whisper')
     ? { type: 'duration', seconds }
     : { type: 'tokens', input_tokens: seconds * 10, output_tokens: countTokens(text), total_tokens: seconds * 10 + countTokens(text), input_token_details: { text_tokens: 0, audio_tokens: seconds * 10 } };
   if (format === 'text') {

@@ -40,6 +40,8 @@ export function resolveExecuteTarget(body: Pick<ExecuteRequest, 'provider' | 'mo
 }
 
 type Obj = Record<string, unknown>;
+/** A wire field that should be a string; anything else is ''. */
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 function omit(o: Obj, keys: string[]): Obj {
@@ -108,7 +110,7 @@ function anthropicParts(content: unknown, path: string): Parts {
   content.forEach((b, i) => {
     if (!isObj(b)) throw new ExecuteInputError(`${path}.${i}`, 'content block must be an object');
     if (b.type === 'text' && typeof b.text === 'string') out.texts.push(b.text);
-    else if (b.type === 'image') out.images.push({ type: 'image', role: 'user', asset: { source: 'url', url: String((b.source as Obj | undefined)?.url ?? '') } });
+    else if (b.type === 'image') out.images.push({ type: 'image', role: 'user', asset: { source: 'url', url: str((b.source as Obj | undefined)?.url) } });
     else throw new ExecuteInputError(`${path}.${i}.type`, `Unsupported content block type "${String(b.type)}"`);
   });
   return out;
@@ -121,8 +123,8 @@ function googleParts(parts: unknown, path: string): Parts {
     if (!isObj(p)) throw new ExecuteInputError(`${path}.${i}`, 'part must be an object');
     if (typeof p.text === 'string') out.texts.push(p.text);
     else if (isObj(p.fileData)) {
-      const mime = String(p.fileData.mimeType ?? '');
-      const item: InputItem = { type: mime.startsWith('audio/') ? 'audio' : 'image', role: 'user', asset: { source: 'url', url: String(p.fileData.fileUri ?? ''), mime_type: mime || undefined } };
+      const mime = str(p.fileData.mimeType);
+      const item: InputItem = { type: mime.startsWith('audio/') ? 'audio' : 'image', role: 'user', asset: { source: 'url', url: str(p.fileData.fileUri), mime_type: mime || undefined } };
       (item.type === 'audio' ? out.audio : out.images).push(item);
     } else throw new ExecuteInputError(`${path}.${i}`, 'Only text and fileData parts are supported');
   });
@@ -200,7 +202,7 @@ export function translateExecuteInput(provider: ProviderId, model: string, input
     } else if (provider === 'openai' && typeof input.file === 'string') {
       req = { operation: 'transcribe.audio', inputs: [{ type: 'audio', role: 'user', asset: { source: 'url', url: input.file } }], providerOptions: rest(['file']) };
     } else if (typeof input.input === 'string' || (Array.isArray(input.input) && input.input.every((x) => typeof x === 'string'))) {
-      const texts = typeof input.input === 'string' ? [input.input] : (input.input as string[]);
+      const texts = typeof input.input === 'string' ? [input.input] : (input.input);
       req = { operation: 'embed.text', inputs: texts.map((t) => ({ type: 'text', role: 'user', text: t })), providerOptions: rest(['input']) };
     } else {
       throw new ExecuteInputError('input', 'Cannot infer the operation: send "messages" (chat), "input" (embeddings or speech with "voice"), "prompt" (images) or "file" (transcription)');

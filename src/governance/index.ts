@@ -142,7 +142,7 @@ function predictedContext(now: Date, known: PlanPolicy): EvalContext {
   const zero = { reserved: 0, settled: 0, requests: 0 };
   return {
     now, plan: known.plan, policy: known.policy.document, policyVersion: known.policy.version, periods,
-    spend: { day: zero, week: zero, month: zero, quarter: zero } as EvalContext['spend'], previousDaysSpend: [], rateUsed: new Map(),
+    spend: { day: zero, week: zero, month: zero, quarter: zero }, previousDaysSpend: [], rateUsed: new Map(),
   };
 }
 

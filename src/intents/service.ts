@@ -264,7 +264,7 @@ async function mapUpdateError(deps: IntentServiceDeps, projectId: string, workfl
     if (cause.type === INTENT_FAILURES.versionConflict) {
       throw errors.conflict('workflow_intent.amendment_version_conflict', cause.message, details);
     }
-    if (cause.type === INTENT_FAILURES.notActive) throw notActive({ workflow_id: workflowId, status: String(details.status ?? 'not active') });
+    if (cause.type === INTENT_FAILURES.notActive) throw notActive({ workflow_id: workflowId, status: typeof details.status === 'string' ? details.status : 'not active' });
   }
   if (err instanceof WorkflowNotFoundError || (err as Error)?.name === 'WorkflowNotFoundError') {
     const row = await findWorkflowIntent(deps.db, projectId, workflowId);

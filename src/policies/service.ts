@@ -102,7 +102,7 @@ function documentPatch(doc: PolicyDocument, type: PolicyType, id: string, config
       const i = (doc[section] as Array<{ id: string }>).findIndex((r) => r.id === id);
       const entry = { id, ...config };
       if (i >= 0) list.splice(i, 0, entry as never);
-      else list.push(entry as never);
+      else list.push(entry);
     }
     return { [section]: list };
   }

@@ -60,7 +60,7 @@ export class IntentReservations {
       lane = { inFlight: false, queue: [] };
       this.lanes.set(key, lane);
     }
-    const promise = new Promise<ReservationOutcome>((resolve, reject) => lane!.queue.push({ resolve, reject }));
+    const promise = new Promise<ReservationOutcome>((resolve, reject) => lane.queue.push({ resolve, reject }));
     if (!lane.inFlight) {
       lane.inFlight = true;
       void this.flush(key, lane, projectId, workflowId);
@@ -91,7 +91,7 @@ export class IntentReservations {
           } catch {
             /* fall through to the original error */
           }
-          if (outcome) batch.forEach((w) => w.resolve(outcome!));
+          if (outcome) batch.forEach((w) => w.resolve(outcome));
           else {
             this.opts.logger?.warn({ err, workflow_id: workflowId }, 'intent reservation failed');
             batch.forEach((w) => w.reject(err));

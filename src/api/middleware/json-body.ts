@@ -21,19 +21,23 @@ export function jsonBody(limitBytes: number): Middleware {
   });
   return async (ctx, next) => {
     // Proxy routes forward the provider-native body byte for byte; they read it themselves.
-    if (ctx.path.startsWith('/v1/proxy/')) return next();
+    if (ctx.path.startsWith('/v1/proxy/')) {
+      await next();
+      return;
+    }
     if (['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method) && hasBody(ctx.req.headers)) {
       if (!ctx.is('application/json', 'application/*+json')) {
         throw new ApiError(415, 'unsupported_media_type', 'Send the request body as JSON with "Content-Type: application/json"', {
           content_type: ctx.get('content-type') || null,
         });
       }
-      return parse(ctx, async () => {
+      await parse(ctx, async () => {
         if (jsonDepth(ctx.request.body) > MAX_JSON_DEPTH) {
           throw new ApiError(400, 'invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels`, { max_depth: MAX_JSON_DEPTH });
         }
         await next();
       });
+      return;
     }
     ctx.request.body = undefined;
     await next();

@@ -1,6 +1,7 @@
 import { Middleware } from 'koa';
 import { Histogram, Registry } from 'prom-client';
 import { Logger } from '../../logger';
+import type { AuthContext } from '../../auth-context';
 
 export function createHttpMetrics(registry: Registry): Histogram<'method' | 'route' | 'status'> {
   return new Histogram({
@@ -29,7 +30,7 @@ export function observe(logger: Logger, histogram: Histogram<'method' | 'route' 
           route,
           status: ctx.status,
           duration_ms: Math.round(seconds * 1000),
-          project_id: ctx.state.auth?.projectId,
+          project_id: (ctx.state.auth as AuthContext | undefined)?.projectId,
         },
         'request',
       );

@@ -80,7 +80,7 @@ export function registerExecutionRoutes(router: Router, deps: ApiDeps): void {
         ...(body.messages ? { messages: body.messages } : {}),
         ...(body.inputs ? { inputs: body.inputs } : {}),
         ...(body.parameters ? { parameters: body.parameters } : {}),
-        ...(body.provider_options ? { providerOptions: body.provider_options as Record<string, Record<string, unknown>> } : {}),
+        ...(body.provider_options ? { providerOptions: body.provider_options } : {}),
       },
       routing: {
         requested_provider: plan.requested_provider,
@@ -93,7 +93,7 @@ export function registerExecutionRoutes(router: Router, deps: ApiDeps): void {
   });
 
   router.post('/v1/execute', anyKey, async (ctx) => {
-    const body = parseOrThrow(executeRequestSchema, ctx.request.body ?? {}) as ExecuteRequest;
+    const body: ExecuteRequest = parseOrThrow(executeRequestSchema, ctx.request.body ?? {});
     let target;
     let request;
     try {

@@ -73,7 +73,7 @@ export function encodeIntentCursor(t: string, id: string): string {
 
 function decodeIntentCursor(cursor: string): { declaredAt: string; id: string } {
   try {
-    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; t?: unknown; id?: unknown } | null;
     if (c?.v === 1 && typeof c.t === 'string' && !Number.isNaN(Date.parse(c.t)) && typeof c.id === 'string') return { declaredAt: c.t, id: c.id };
   } catch {
     /* fall through */

@@ -241,5 +241,5 @@ export async function listDescendantPermits(db: Queryable, projectId: string, pe
      ) SELECT * FROM tree ORDER BY issued_at, id`,
     [projectId, permitId],
   );
-  return rows.map(({ depth: _d, ...r }) => r as PermitRecord);
+  return rows.map(({ depth: _d, ...r }) => r);
 }

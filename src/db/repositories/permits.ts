@@ -103,7 +103,7 @@ export async function listPermitLineage(db: Queryable, projectId: string, permit
      ) SELECT * FROM chain ORDER BY depth`,
     [projectId, permitId],
   );
-  return rows.map(({ depth: _d, ...r }: PermitRecord & { depth?: number }) => r as PermitRecord);
+  return rows.map(({ depth: _d, ...r }: PermitRecord & { depth?: number }) => r);
 }
 
 export async function listChildPermits(db: Queryable, projectId: string, permitId: string): Promise<PermitRecord[]> {
@@ -151,7 +151,7 @@ export async function listPermits(
 ): Promise<{ data: PermitRecord[]; next_cursor: string | null }> {
   const where = ['project_id = $1'];
   const params: unknown[] = [projectId];
-  const eq = (col: keyof PermitFilters & string) => {
+  const eq = (col: keyof PermitFilters) => {
     const v = filters[col];
     if (v !== undefined) {
       params.push(v);

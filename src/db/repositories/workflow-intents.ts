@@ -150,7 +150,7 @@ export async function listWorkflowIntents(
     where.push(`(declared_at, id) < ($${params.length - 1}::timestamptz, $${params.length})`);
   }
   params.push(f.limit);
-  const { rows } = await db.query(
+  const { rows } = await db.query<WorkflowIntentRecord & { cursor_ts: string }>(
     `SELECT *, to_char(declared_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts
      FROM workflow_intents WHERE ${where.join(' AND ')}
      ORDER BY declared_at DESC, id DESC LIMIT $${params.length}`,

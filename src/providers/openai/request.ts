@@ -32,7 +32,7 @@ export async function buildOpenAIRequest(req: NormalizedRequest, ctx: BuildConte
     case 'embed.text':
       return json(OPENAI_PATHS.embeddings, buildEmbeddingsBody(req));
     case 'generate.image':
-      return json(OPENAI_PATHS.images, mergeOptions(req, { model: req.model, prompt: prompt(), n: (req.providerOptions?.n as number) ?? 1 }));
+      return json(OPENAI_PATHS.images, mergeOptions(req, { model: req.model, prompt: prompt(), n: (req.providerOptions?.n) ?? 1 }));
     case 'generate.audio': {
       const body = mergeOptions(req, { model: req.model, input: prompt() });
       body.voice ??= 'alloy';
@@ -48,7 +48,7 @@ export async function buildOpenAIRequest(req: NormalizedRequest, ctx: BuildConte
       const fields = mergeOptions(req, { model: req.model, response_format: 'json', temperature: req.parameters?.temperature });
       const textPrompt = prompt();
       if (textPrompt && fields.prompt === undefined) fields.prompt = textPrompt;
-      for (const [k, v] of Object.entries(fields)) if (v !== undefined && v !== null) form.append(k, String(v));
+      for (const [k, v] of Object.entries(fields)) if (v !== undefined && v !== null) form.append(k, typeof v === 'string' ? v : JSON.stringify(v));
       return { method: 'POST', path: OPENAI_PATHS.transcriptions, headers: {}, body: form, bodyKind: 'multipart', responseKind: 'json' };
     }
   }

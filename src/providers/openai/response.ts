@@ -25,7 +25,7 @@ export function parseOpenAIResponse(req: NormalizedRequest, call: NativeCall, pa
   if (path === OPENAI_PATHS.chat) return parseChatResponse(payload);
   if (path === OPENAI_PATHS.embeddings) return parseEmbeddingsResponse(payload);
   if (path === OPENAI_PATHS.speech) {
-    const bytes = Buffer.isBuffer(payload) ? payload : Buffer.from(String(payload ?? ''));
+    const bytes = Buffer.isBuffer(payload) ? payload : Buffer.from(typeof payload === 'string' ? payload : '');
     const characters = requestTexts(req).join('\n').length;
     return {
       output: { content: [] },

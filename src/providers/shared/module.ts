@@ -60,7 +60,7 @@ export class StreamErrorEvent extends Error {
 }
 
 /** JSON of one stream event; an unparseable event is a malformed_response. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+ 
 export function parseEventJson(ev: SseEvent): any {
   try {
     return JSON.parse(ev.data);

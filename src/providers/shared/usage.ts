@@ -39,7 +39,7 @@ export function makeUsage(c: UsageCounts, estimated = false): Usage {
     ['characters', 'characters'],
   ];
   for (const [k, unit] of extra) {
-    const v = k === 'audio_seconds' ? (typeof c[k] === 'number' && c[k]! >= 0 ? c[k] : undefined) : int(c[k]);
+    const v = k === 'audio_seconds' ? (typeof c[k] === 'number' && c[k] >= 0 ? c[k] : undefined) : int(c[k]);
     if (v === undefined) continue;
     (usage as unknown as Record<string, number>)[k] = v;
     if (v > 0) metrics.push({ meter: k, quantity: v, unit });

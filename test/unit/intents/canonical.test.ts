@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { generateKeyPairSync } from 'node:crypto';
 import {
   canonicalAmendment,
@@ -28,7 +29,7 @@ describe('canonical intent (RFC 8785)', () => {
     const h1 = canonicalIntentHash({ expected_calls: 5 });
     expect(h1).toMatch(/^sha256:[0-9a-f]{64}$/);
     // sha256('{"expected_calls":5}')
-    expect(h1).toBe('sha256:' + require('node:crypto').createHash('sha256').update('{"expected_calls":5}').digest('hex'));
+    expect(h1).toBe('sha256:' + createHash('sha256').update('{"expected_calls":5}').digest('hex'));
     expect(canonicalIntentHash({ expected_calls: 6 })).not.toBe(h1);
     expect(canonicalIntentHash({ expected_calls: 5, max_calls: 5 })).not.toBe(h1);
   });
