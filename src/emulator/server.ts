@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { providerModules } from '../providers';
 import type { ProviderId } from '../providers/types';
 import { countChatTokens, countTokens } from '../pricing/tokenizer';
+import { readRoute } from './models';
 import { audioFor, audioSecondsOf, chunksOf, embeddingBase64, embeddingFor, hashHex, pngFor, replyFor, transcriptOf } from './content';
 import { parseFaults, type Faults } from './faults';
 
@@ -383,12 +384,27 @@ async function handle(req: IncomingMessage, res: ServerResponse, baseUrl: () => 
   if (!m) return sendJson(res, 404, { error: { message: `no emulated provider at ${url.pathname}` } });
   const ctx: Ctx = { req, res, provider: m[1] as ProviderId, path: m[2].replace(/\/+$/, ''), query: url.searchParams, raw: Buffer.alloc(0), body: null, baseUrl: baseUrl() };
   try {
-    if (req.method !== 'POST') throw new HttpFail(404, `Unknown route ${req.method} ${ctx.path}`);
-    ctx.raw = await readBody(req);
+    if (req.method !== 'POST' && req.method !== 'GET') throw new HttpFail(404, `Unknown route ${req.method} ${ctx.path}`);
+    ctx.raw = req.method === 'POST' ? await readBody(req) : Buffer.alloc(0);
     if (!hasKey(ctx)) {
       const msg = ctx.provider === 'google' ? 'Method doesn\'t allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.' : 'Missing API key';
       return sendError(ctx, 401, ctx.provider === 'anthropic' ? 'x-api-key header is required' : msg);
     }
+    // Read-only routes: model lists and details, token counting (src/emulator/models.ts).
+    let readBodyJson: Record<string, unknown> | null = null;
+    if (req.method === 'POST' && ctx.raw.length) {
+      try {
+        readBodyJson = JSON.parse(ctx.raw.toString('utf8')) as Record<string, unknown>;
+      } catch {
+        readBodyJson = null;
+      }
+    }
+    const read = readRoute(ctx.provider, req.method, ctx.path, readBodyJson);
+    if (read) {
+      if (read.status === 404) return sendError(ctx, 404, `The model \`${ctx.path.split('/').pop()}\` does not exist`);
+      return sendJson(res, read.status, read.body);
+    }
+    if (req.method !== 'POST') throw new HttpFail(404, `Unknown route ${req.method} ${ctx.path}`);
     const ct = String(req.headers['content-type'] ?? '');
     if (ct.startsWith('multipart/form-data')) {
       ctx.body = await new Response(ctx.raw, { headers: { 'content-type': ct } }).formData();

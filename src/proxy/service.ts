@@ -72,7 +72,7 @@ const AUTH_HINT: Record<ProviderId, string> = {
   google: 'Send the Tollgate project API key in the "x-goog-api-key" header or the "key" query parameter',
 };
 
-async function authenticateNative(ctx: ParameterizedContext, deps: ProxyDeps, provider: ProviderId): Promise<void> {
+export async function authenticateNative(ctx: ParameterizedContext, deps: ProxyDeps, provider: ProviderId): Promise<void> {
   try {
     await authenticate(deps.api.keys, { extract: PROXY_KEY_EXTRACTORS[provider] })(ctx, async () => undefined);
   } catch (err) {
@@ -190,7 +190,7 @@ function planRouting(ctx: ParameterizedContext, call: ProxyCall): RoutingPlan {
 // ---------------------------------------------------------------------------------------------
 // Responses.
 
-interface Reply {
+export interface Reply {
   status: number;
   headers: Record<string, string>;
   body: Buffer;
@@ -200,7 +200,7 @@ function jsonReply(status: number, body: unknown, headers: Record<string, string
   return { status, headers: { 'content-type': 'application/json', ...headers }, body: Buffer.from(JSON.stringify(body)) };
 }
 
-function send(ctx: ParameterizedContext, r: Reply): void {
+export function send(ctx: ParameterizedContext, r: Reply): void {
   ctx.status = r.status;
   for (const [k, v] of Object.entries(r.headers)) ctx.set(k, v);
   ctx.body = r.body;

@@ -53,7 +53,7 @@ export function passBackHeaders(upstream: Record<string, string | string[] | und
 }
 
 export interface UpstreamClient {
-  send(input: { provider: ProviderId; baseUrl: string; apiKey: string; path: string; headers: Record<string, string>; body: Buffer; signal: AbortSignal }): Promise<Dispatcher.ResponseData>;
+  send(input: { provider: ProviderId; baseUrl: string; apiKey: string; path: string; headers: Record<string, string>; body?: Buffer; signal: AbortSignal; method?: 'GET' | 'POST' }): Promise<Dispatcher.ResponseData>;
   close(): Promise<void>;
 }
 
@@ -66,9 +66,9 @@ export function createUpstreamClient(timeouts: { connectMs: number; totalMs: num
     bodyTimeout: timeouts.totalMs,
   });
   return {
-    send({ provider, baseUrl, apiKey, path, headers, body, signal }) {
+    send({ provider, baseUrl, apiKey, path, headers, body, signal, method = 'POST' }) {
       const h = { ...headers, ...providerModules[provider].authHeaders(apiKey) };
-      return request(baseUrl.replace(/\/+$/, '') + path, { method: 'POST', headers: h, body, signal, dispatcher: agent });
+      return request(baseUrl.replace(/\/+$/, '') + path, { method, headers: h, body: method === 'GET' ? undefined : body, signal, dispatcher: agent });
     },
     close: () => agent.close(),
   };

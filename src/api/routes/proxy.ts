@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { ProviderId } from '../../config';
 import { handleProxy, PROXY_PROVIDERS, type ProxyDeps } from '../../proxy/service';
 import { createUpstreamClient } from '../../proxy/upstream';
+import { createReadCounter, handleProxyRead, readRouteOf, unsupportedPath } from '../../proxy/reads';
 import { ApiDeps } from '../deps';
 
 /**
@@ -23,9 +24,21 @@ export function registerProxyRoutes(router: Router, deps: ApiDeps): void {
     }
     return proxy;
   };
+  const reads = createReadCounter(deps.metrics);
   const pattern = new RegExp(`^/v1/proxy/(${PROXY_PROVIDERS.join('|')})(/.*)$`);
   router.post(pattern, async (ctx) => {
     const m = pattern.exec(ctx.path)!;
-    await handleProxy(ctx, proxyDeps(), m[1] as ProviderId, m[2]);
+    const provider = m[1] as ProviderId;
+    const read = readRouteOf(provider, 'POST', m[2]);
+    if (read) return handleProxyRead(ctx, proxyDeps(), reads, provider, m[2], read);
+    await handleProxy(ctx, proxyDeps(), provider, m[2]);
+  });
+  // Model lists and details: authenticated, forwarded, not governed (src/proxy/reads.ts).
+  router.get(pattern, async (ctx) => {
+    const m = pattern.exec(ctx.path)!;
+    const provider = m[1] as ProviderId;
+    const read = readRouteOf(provider, 'GET', m[2]);
+    if (read) return handleProxyRead(ctx, proxyDeps(), reads, provider, m[2], read);
+    unsupportedPath(ctx, provider, m[2]);
   });
 }

@@ -1,0 +1,120 @@
+/**
+ * Read-only provider routes the official SDKs call beside the governed ones: model lists and
+ * model details, and token counting (Anthropic `count_tokens`, Gemini `countTokens`). They cost
+ * nothing at the provider, so they are not governed: no permit, no reservation, no timeline. They
+ * are authenticated with the project key like every proxy call, forwarded with Tollgate's managed
+ * key, answered with the provider's bytes, and counted per provider and route in
+ * `tollgate_proxy_reads_total`. Every other path stays a native 404 (docs/decisions.md, "Proxies").
+ */
+import type { ParameterizedContext } from 'koa';
+import { Counter, type Registry } from 'prom-client';
+import type { ProviderId } from '../config';
+import { nativeErrorBody, ProxyError } from './native-errors';
+import { authenticateNative, proxyErrorReply, send, type ProxyDeps } from './service';
+import { forwardRequestHeaders, passBackHeaders } from './upstream';
+
+interface ReadRoute {
+  method: 'GET' | 'POST';
+  pattern: RegExp;
+  /** The route template, for metrics and the README. */
+  name: string;
+}
+
+const MODEL_ID = '[^/]+';
+export const READ_ROUTES: Record<ProviderId, ReadRoute[]> = {
+  openai: [
+    { method: 'GET', pattern: /^\/v1\/models$/, name: 'GET /v1/models' },
+    { method: 'GET', pattern: new RegExp(`^/v1/models/${MODEL_ID}$`), name: 'GET /v1/models/{model}' },
+  ],
+  deepseek: [
+    { method: 'GET', pattern: /^\/(v1\/)?models$/, name: 'GET /models' },
+  ],
+  mistral: [
+    { method: 'GET', pattern: /^\/v1\/models$/, name: 'GET /v1/models' },
+    { method: 'GET', pattern: new RegExp(`^/v1/models/${MODEL_ID}$`), name: 'GET /v1/models/{model}' },
+  ],
+  anthropic: [
+    { method: 'GET', pattern: /^\/v1\/models$/, name: 'GET /v1/models' },
+    { method: 'GET', pattern: new RegExp(`^/v1/models/${MODEL_ID}$`), name: 'GET /v1/models/{model}' },
+    { method: 'POST', pattern: /^\/v1\/messages\/count_tokens$/, name: 'POST /v1/messages/count_tokens' },
+  ],
+  google: [
+    { method: 'GET', pattern: /^\/(v1beta|v1)\/models$/, name: 'GET /v1beta/models' },
+    { method: 'GET', pattern: /^\/(v1beta|v1)\/models\/[^/:]+$/, name: 'GET /v1beta/models/{model}' },
+    { method: 'POST', pattern: /^\/(v1beta|v1)\/models\/[^/:]+:countTokens$/, name: 'POST /v1beta/models/{model}:countTokens' },
+  ],
+};
+
+export function readRouteOf(provider: ProviderId, method: string, nativePath: string): ReadRoute | null {
+  const pathname = nativePath.split('?')[0].replace(/\/+$/, '');
+  return READ_ROUTES[provider].find((r) => r.method === method && r.pattern.test(pathname)) ?? null;
+}
+
+export function createReadCounter(registry: Registry): Counter<'provider' | 'route' | 'status'> {
+  return new Counter({
+    name: 'tollgate_proxy_reads_total',
+    help: 'Ungoverned provider reads (model lists, token counting) through the proxies',
+    labelNames: ['provider', 'route', 'status'],
+    registers: [registry],
+  });
+}
+
+const READ_BODY_LIMIT = 1024 * 1024;
+
+async function readBody(ctx: ParameterizedContext): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of ctx.req) {
+    size += (c as Buffer).length;
+    if (size > READ_BODY_LIMIT) throw new ProxyError(413, 'payload_too_large', `A token-counting body is limited to ${READ_BODY_LIMIT} bytes`);
+    chunks.push(c as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+export async function handleProxyRead(
+  ctx: ParameterizedContext,
+  deps: ProxyDeps,
+  counter: Counter<'provider' | 'route' | 'status'>,
+  provider: ProviderId,
+  nativePath: string,
+  route: ReadRoute,
+): Promise<void> {
+  try {
+    await authenticateNative(ctx, deps, provider);
+    const endpoint = deps.api.config.providers[provider];
+    if (!endpoint?.apiKey || !endpoint.baseUrl) throw new ProxyError(502, 'provider_not_configured', `provider ${provider} has no API key configured`);
+    const query = new URLSearchParams(ctx.querystring);
+    query.delete('key');
+    const qs = query.toString();
+    const body = route.method === 'POST' ? await readBody(ctx) : undefined;
+    let res;
+    try {
+      res = await deps.upstream.send({
+        provider,
+        baseUrl: endpoint.baseUrl,
+        apiKey: endpoint.apiKey,
+        path: nativePath + (qs ? `?${qs}` : ''),
+        headers: forwardRequestHeaders(ctx.req.headers),
+        body,
+        method: route.method,
+        signal: AbortSignal.timeout(deps.api.config.providerTimeouts.totalMs),
+      });
+    } catch (err) {
+      throw new ProxyError(502, 'upstream_unreachable', `The provider could not be reached: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    const bytes = Buffer.from(await res.body.arrayBuffer());
+    counter.inc({ provider, route: route.name, status: String(res.statusCode) });
+    send(ctx, { status: res.statusCode, headers: passBackHeaders(res.headers), body: bytes });
+  } catch (err) {
+    const e = err instanceof ProxyError ? err : new ProxyError(500, 'internal_error', 'An internal error occurred; retry later');
+    if (!(err instanceof ProxyError)) deps.api.logger.error({ err, provider }, 'proxy read failed');
+    counter.inc({ provider, route: route.name, status: String(e.status) });
+    send(ctx, proxyErrorReply(provider, e));
+  }
+}
+
+/** A native 404 for a path the proxy neither governs nor reads. */
+export function unsupportedPath(ctx: ParameterizedContext, provider: ProviderId, nativePath: string): void {
+  send(ctx, { status: 404, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(nativeErrorBody(provider, 404, 'unsupported_proxy_path', `${ctx.method} ${nativePath.split('?')[0]} is not a ${provider} endpoint the Tollgate proxy serves`))) });
+}
