@@ -153,6 +153,75 @@ async function chat(ctx: Ctx, faults: Faults) {
   w.end();
 }
 
+// ---------------------------------------------------------------- OpenAI Responses API
+
+/** `POST /v1/responses`, sync and streamed (the event sequence the official SDK consumes). */
+async function responses(ctx: Ctx, faults: Faults) {
+  const b = ctx.body;
+  if (!b?.model) throw new HttpFail(400, 'Missing required parameter: \'model\'.');
+  if (b.input === undefined) throw new HttpFail(400, 'Missing required parameter: \'input\'.');
+  const texts = providerModules.openai.inspectableText(b);
+  const last = typeof b.input === 'string' ? b.input : texts[texts.length - 1] ?? '';
+  const { text, truncated } = replyFor(last, b.max_output_tokens);
+  const inputTokens = countChatTokens(texts);
+  const outputTokens = countTokens(text);
+  const cached = Math.min(faults.cachedTokens, inputTokens);
+  const id = `resp_${hashHex(JSON.stringify(b)).slice(0, 24)}`;
+  const msgId = `msg_${hashHex(`${id}:message`).slice(0, 24)}`;
+  const created = now();
+  const usage = {
+    input_tokens: inputTokens,
+    input_tokens_details: { cached_tokens: cached },
+    output_tokens: outputTokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: inputTokens + outputTokens,
+  };
+  const part = (t: string) => ({ type: 'output_text', text: t, annotations: [] });
+  const message = (t: string, status: string) => ({ type: 'message', id: msgId, status, role: 'assistant', content: t === '' && status !== 'completed' ? [] : [part(t)] });
+  const response = (status: string, output: unknown[], withUsage: boolean) => ({
+    id,
+    object: 'response',
+    created_at: created,
+    status,
+    error: null,
+    incomplete_details: truncated && status !== 'in_progress' ? { reason: 'max_output_tokens' } : null,
+    instructions: b.instructions ?? null,
+    max_output_tokens: b.max_output_tokens ?? null,
+    model: b.model,
+    output,
+    parallel_tool_calls: true,
+    previous_response_id: b.previous_response_id ?? null,
+    temperature: b.temperature ?? 1,
+    top_p: b.top_p ?? 1,
+    tool_choice: 'auto',
+    tools: [],
+    text: { format: { type: 'text' } },
+    usage: withUsage && !faults.omitUsage ? usage : null,
+    metadata: b.metadata ?? {},
+  });
+  const finalStatus = truncated ? 'incomplete' : 'completed';
+  if (!b.stream) return sendJson(ctx.res, 200, response(finalStatus, [message(text, 'completed')], true));
+  const w = sseWriter(ctx, faults);
+  let seq = 0;
+  const send = (type: string, data: Record<string, unknown>) => w.write(JSON.stringify({ type, sequence_number: seq++, ...data }), type);
+  if (!(await send('response.created', { response: response('in_progress', [], false) }))) return;
+  if (!(await send('response.in_progress', { response: response('in_progress', [], false) }))) return;
+  if (!(await send('response.output_item.added', { output_index: 0, item: message('', 'in_progress') }))) return;
+  if (!(await send('response.content_part.added', { item_id: msgId, output_index: 0, content_index: 0, part: part('') }))) return;
+  for (const piece of chunksOf(text)) {
+    if (!(await send('response.output_text.delta', { item_id: msgId, output_index: 0, content_index: 0, delta: piece, logprobs: [] }))) return;
+  }
+  if (faults.malformed) {
+    ctx.res.write('event: response.output_text.done\ndata: {"type": "response.output_text.done", \n\n');
+    return w.end();
+  }
+  if (!(await send('response.output_text.done', { item_id: msgId, output_index: 0, content_index: 0, text, logprobs: [] }))) return;
+  if (!(await send('response.content_part.done', { item_id: msgId, output_index: 0, content_index: 0, part: part(text) }))) return;
+  if (!(await send('response.output_item.done', { output_index: 0, item: message(text, 'completed') }))) return;
+  if (!(await send(`response.${finalStatus}`, { response: response(finalStatus, [message(text, 'completed')], true) }))) return;
+  w.end();
+}
+
 function embeddings(ctx: Ctx, faults: Faults) {
   const b = ctx.body;
   if (!b?.model) throw new HttpFail(400, 'you must provide a model parameter');
@@ -346,6 +415,7 @@ async function route(ctx: Ctx, faults: Faults): Promise<unknown> {
     if (provider === 'openai' && p === '/v1/images/generations') return images(ctx, faults);
     if (provider === 'openai' && p === '/v1/audio/speech') return speech(ctx);
     if (provider === 'openai' && p === '/v1/audio/transcriptions') return transcriptions(ctx, faults);
+    if (provider === 'openai' && p === '/v1/responses') return responses(ctx, faults);
   }
   if (provider === 'anthropic' && p === '/v1/messages') return anthropicMessages(ctx, faults);
   if (provider === 'google') {

@@ -46,6 +46,8 @@ function operationOf(provider: ProviderId, pathname: string): { operation: Opera
         '/v1/images/generations': 'generate.image',
         '/v1/audio/speech': 'generate.audio',
         '/v1/audio/transcriptions': 'transcribe.audio',
+        // The Responses API: governed like chat, its native events passed through (src/providers/openai/responses.ts).
+        '/v1/responses': 'generate.text',
       };
       return map[p] ? { operation: map[p], chat: p === '/v1/chat/completions' } : null;
     }
@@ -88,7 +90,8 @@ const CEILING_FIELDS: Record<ProviderId, string[][]> = {
  * The output-token ceiling sizes the spend reservation, so it is checked before anything else:
  * an integer from 1 to 1,000,000 (what /v1/executions accepts), else 400 in the provider's shape.
  */
-function checkOutputCeiling(provider: ProviderId, b: Record<string, unknown>): void {
+function checkOutputCeiling(provider: ProviderId, b: Record<string, unknown>): number | undefined {
+  let ceiling: number | undefined;
   for (const path of CEILING_FIELDS[provider]) {
     let v: unknown = b;
     for (const k of path) v = v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined;
@@ -96,7 +99,9 @@ function checkOutputCeiling(provider: ProviderId, b: Record<string, unknown>): v
     if (!validOutputCeiling(v)) {
       throw new ProxyError(400, 'invalid_max_tokens', `${path.join('.')} must be an integer from 1 to ${MAX_OUTPUT_TOKENS_LIMIT}`);
     }
+    ceiling ??= v;
   }
+  return ceiling;
 }
 
 export function inferCall(provider: ProviderId, path: string, body: ParsedBody): ProxyCall {
@@ -107,7 +112,7 @@ export function inferCall(provider: ProviderId, path: string, body: ParsedBody):
   const model = op.model ?? (typeof b.model === 'string' ? b.model : '');
   if (!model) throw new ProxyError(400, 'model_required', 'The request names no model');
   const stream = op.stream ?? b.stream === true;
-  checkOutputCeiling(provider, b);
+  const ceiling = checkOutputCeiling(provider, b);
   const inspectable = body.kind === 'multipart' ? (typeof b.prompt === 'string' ? [b.prompt] : []) : providerModules[provider].inspectableText(b);
 
   let request: ExecutionInput['request'] | null = null;
@@ -124,7 +129,7 @@ export function inferCall(provider: ProviderId, path: string, body: ParsedBody):
     request =
       op.operation === 'transcribe.audio'
         ? { operation: op.operation, inputs: inspectable.map((t) => ({ type: 'text' as const, role: 'user' as const, text: t })) }
-        : { operation: op.operation, messages: inspectable.map((t) => ({ role: 'user' as const, content: t })) };
+        : { operation: op.operation, messages: inspectable.map((t) => ({ role: 'user' as const, content: t })), ...(ceiling !== undefined ? { parameters: { max_output_tokens: ceiling } } : {}) };
   }
   return { provider, path, pathname, operation: request.operation, model, stream, chat: op.chat, inspectable, request };
 }

@@ -1,6 +1,7 @@
 /**
  * Read-only provider routes the official SDKs call beside the governed ones: model lists and
- * model details, and token counting (Anthropic `count_tokens`, Gemini `countTokens`). They cost
+ * model details, token counting (Anthropic `count_tokens`, Gemini `countTokens`), and OpenAI's
+ * stored responses (read, input items, delete). They cost
  * nothing at the provider, so they are not governed: no permit, no reservation, no timeline. They
  * are authenticated with the project key like every proxy call, forwarded with Tollgate's managed
  * key, answered with the provider's bytes, and counted per provider and route in
@@ -14,7 +15,7 @@ import { authenticateNative, proxyErrorReply, send, type ProxyDeps } from './ser
 import { forwardRequestHeaders, passBackHeaders } from './upstream';
 
 interface ReadRoute {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   pattern: RegExp;
   /** The route template, for metrics and the README. */
   name: string;
@@ -25,6 +26,10 @@ export const READ_ROUTES: Record<ProviderId, ReadRoute[]> = {
   openai: [
     { method: 'GET', pattern: /^\/v1\/models$/, name: 'GET /v1/models' },
     { method: 'GET', pattern: new RegExp(`^/v1/models/${MODEL_ID}$`), name: 'GET /v1/models/{model}' },
+    // Stored Responses API objects: reads and deletes of what an earlier governed call created.
+    { method: 'GET', pattern: /^\/v1\/responses\/[^/]+$/, name: 'GET /v1/responses/{id}' },
+    { method: 'GET', pattern: /^\/v1\/responses\/[^/]+\/input_items$/, name: 'GET /v1/responses/{id}/input_items' },
+    { method: 'DELETE', pattern: /^\/v1\/responses\/[^/]+$/, name: 'DELETE /v1/responses/{id}' },
   ],
   deepseek: [
     { method: 'GET', pattern: /^\/(v1\/)?models$/, name: 'GET /models' },

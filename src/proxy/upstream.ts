@@ -53,7 +53,7 @@ export function passBackHeaders(upstream: Record<string, string | string[] | und
 }
 
 export interface UpstreamClient {
-  send(input: { provider: ProviderId; baseUrl: string; apiKey: string; path: string; headers: Record<string, string>; body?: Buffer; signal: AbortSignal; method?: 'GET' | 'POST' }): Promise<Dispatcher.ResponseData>;
+  send(input: { provider: ProviderId; baseUrl: string; apiKey: string; path: string; headers: Record<string, string>; body?: Buffer; signal: AbortSignal; method?: 'GET' | 'POST' | 'DELETE' }): Promise<Dispatcher.ResponseData>;
   close(): Promise<void>;
 }
 
@@ -68,7 +68,7 @@ export function createUpstreamClient(timeouts: { connectMs: number; totalMs: num
   return {
     send({ provider, baseUrl, apiKey, path, headers, body, signal, method = 'POST' }) {
       const h = { ...headers, ...providerModules[provider].authHeaders(apiKey) };
-      return request(baseUrl.replace(/\/+$/, '') + path, { method, headers: h, body: method === 'GET' ? undefined : body, signal, dispatcher: agent });
+      return request(baseUrl.replace(/\/+$/, '') + path, { method, headers: h, body: method === 'POST' ? body : undefined, signal, dispatcher: agent });
     },
     close: () => agent.close(),
   };

@@ -33,12 +33,14 @@ export function registerProxyRoutes(router: Router, deps: ApiDeps): void {
     if (read) return handleProxyRead(ctx, proxyDeps(), reads, provider, m[2], read);
     await handleProxy(ctx, proxyDeps(), provider, m[2]);
   });
-  // Model lists and details: authenticated, forwarded, not governed (src/proxy/reads.ts).
-  router.get(pattern, async (ctx) => {
+  // Model lists and details, stored responses: authenticated, forwarded, not governed (src/proxy/reads.ts).
+  const readOnly = async (ctx: Parameters<Parameters<typeof router.get>[1]>[0]) => {
     const m = pattern.exec(ctx.path)!;
     const provider = m[1] as ProviderId;
-    const read = readRouteOf(provider, 'GET', m[2]);
+    const read = readRouteOf(provider, ctx.method, m[2]);
     if (read) return handleProxyRead(ctx, proxyDeps(), reads, provider, m[2], read);
     unsupportedPath(ctx, provider, m[2]);
-  });
+  };
+  router.get(pattern, readOnly);
+  router.delete(pattern, readOnly);
 }

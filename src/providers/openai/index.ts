@@ -4,16 +4,29 @@ import { chatInspectableText, chatStreamUsage, createChatStreamParser, openAIErr
 import { mapOpenAIError } from './errors';
 import { buildOpenAIRequest } from './request';
 import { extractOpenAIUsage, parseOpenAIResponse } from './response';
+import { createResponsesStreamParser, isResponsesBody, isResponsesEvent, responsesInspectableText, responsesStreamUsage } from './responses';
 
 export const openai: ProviderModule = {
   id: 'openai',
   authHeaders: (apiKey) => ({ authorization: `Bearer ${apiKey}` }),
   buildRequest: buildOpenAIRequest,
   parseResponse: parseOpenAIResponse,
-  createStreamParser: () => createChatStreamParser(),
+  // Chat completions and the Responses API share the openai proxy: each event says which it is.
+  createStreamParser: () => {
+    const chat = createChatStreamParser();
+    const responses = createResponsesStreamParser();
+    let isResponses: boolean | null = null;
+    return {
+      push(ev) {
+        isResponses ??= isResponsesEvent(ev);
+        return isResponses ? responses.push(ev) : chat.push(ev);
+      },
+      snapshot: () => (isResponses ? responses.snapshot() : chat.snapshot()),
+    };
+  },
   mapError: mapOpenAIError,
   errorBody: openAIErrorBody,
   extractUsageFromNative: extractOpenAIUsage,
-  extractStreamUsage: chatStreamUsage,
-  inspectableText: chatInspectableText,
+  extractStreamUsage: (events) => (events.some(isResponsesEvent) ? responsesStreamUsage(events) : chatStreamUsage(events)),
+  inspectableText: (body) => (isResponsesBody(body) ? responsesInspectableText(body) : chatInspectableText(body)),
 };

@@ -1,4 +1,5 @@
 /** OpenAI native responses → ProviderResult, and usage extraction from native bodies. */
+import { responsesUsage } from './responses';
 import type { NormalizedRequest, ProviderResult, Usage } from '../types';
 import { ProviderError } from '../types';
 import type { NativeCall } from '../shared/module';
@@ -72,5 +73,6 @@ export function extractOpenAIUsage(path: string, body: unknown): Usage | null {
     return makeUsage({ ...mediaUsage(b.usage), images: Array.isArray(b.data) ? b.data.length : 0 });
   }
   if (p === '/audio/transcriptions' || p === '/audio/translations') return b.usage ? makeUsage(mediaUsage(b.usage)) : null;
+  if (p === '/responses') return responsesUsage(b);
   return null;
 }

@@ -1,0 +1,104 @@
+/**
+ * OpenAI's Responses API (`POST /v1/responses`) as the proxy sees it: the text the firewall
+ * inspects (`instructions` and the `input` items), usage (`input_tokens`, `output_tokens`, cached
+ * and reasoning details) from the response or from the stream's `response.completed` event, and
+ * the stream's text deltas (`response.output_text.delta`). Events pass to the caller unchanged.
+ */
+import { makeUsage, type UsageCounts } from '../shared/usage';
+import { parseEventJson, StreamErrorEvent, type SseEvent, type StreamParser, type StreamSnapshot } from '../shared/module';
+import type { Usage } from '../types';
+
+type Json = Record<string, any>;
+
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined);
+
+/** A Responses API request body (rather than chat completions'). */
+export function isResponsesBody(body: unknown): boolean {
+  return !!body && typeof body === 'object' && !Array.isArray((body as Json).messages) && ('input' in (body as Json) || 'instructions' in (body as Json));
+}
+
+export function responsesInspectableText(body: unknown): string[] {
+  const b = body as Json;
+  const out: string[] = [];
+  if (typeof b.instructions === 'string') out.push(b.instructions);
+  const pushContent = (c: unknown) => {
+    if (typeof c === 'string') out.push(c);
+    else if (Array.isArray(c)) for (const part of c) if (typeof part?.text === 'string') out.push(part.text);
+  };
+  if (typeof b.input === 'string') out.push(b.input);
+  else if (Array.isArray(b.input)) {
+    for (const item of b.input) {
+      if (typeof item === 'string') out.push(item);
+      else if (item && typeof item === 'object') {
+        pushContent((item as Json).content);
+        if (typeof (item as Json).output === 'string') out.push((item as Json).output); // function_call_output
+      }
+    }
+  }
+  return out;
+}
+
+export function responsesUsageCounts(u: unknown): UsageCounts | null {
+  if (!u || typeof u !== 'object') return null;
+  const r = u as Json;
+  if (num(r.input_tokens) === undefined && num(r.output_tokens) === undefined) return null;
+  return {
+    input_tokens: num(r.input_tokens),
+    output_tokens: num(r.output_tokens),
+    total_tokens: num(r.total_tokens),
+    cached_input_tokens: num(r.input_tokens_details?.cached_tokens),
+    reasoning_tokens: num(r.output_tokens_details?.reasoning_tokens),
+  };
+}
+
+export function responsesUsage(body: unknown): Usage | null {
+  const c = responsesUsageCounts((body as Json | null)?.usage);
+  return c ? makeUsage(c) : null;
+}
+
+/** Whether an SSE event belongs to a Responses API stream (its data has a `response.*` type). */
+export function isResponsesEvent(ev: SseEvent): boolean {
+  return (ev.event ?? '').startsWith('response.') || /^\s*\{\s*"type"\s*:\s*"response\./.test(ev.data);
+}
+
+/** Usage of a Responses stream: the `response.completed` (or `response.incomplete`) event's. */
+export function responsesStreamUsage(events: SseEvent[]): Usage | null {
+  for (let i = events.length - 1; i >= 0; i--) {
+    if (!isResponsesEvent(events[i])) continue;
+    try {
+      const e = JSON.parse(events[i].data) as Json;
+      if (e.type === 'response.completed' || e.type === 'response.incomplete') return responsesUsage(e.response);
+    } catch {
+      /* skip */
+    }
+  }
+  return null;
+}
+
+export function createResponsesStreamParser(): StreamParser {
+  const state: StreamSnapshot = { usage: null, finish_reason: null, model: null, done: false };
+  return {
+    push(ev: SseEvent): string[] {
+      const e = parseEventJson(ev) as Json;
+      switch (e.type) {
+        case 'response.output_text.delta':
+          return typeof e.delta === 'string' && e.delta ? [e.delta] : [];
+        case 'response.created':
+          if (typeof e.response?.model === 'string') state.model = e.response.model;
+          return [];
+        case 'response.completed':
+        case 'response.incomplete':
+          state.usage = responsesUsageCounts(e.response?.usage);
+          state.finish_reason = e.type === 'response.completed' ? 'stop' : 'length';
+          state.done = true;
+          return [];
+        case 'response.failed':
+        case 'error':
+          throw new StreamErrorEvent(e, null);
+        default:
+          return [];
+      }
+    },
+    snapshot: () => ({ ...state }),
+  };
+}
