@@ -3,13 +3,15 @@
  * model details, token counting (Anthropic `count_tokens`, Gemini `countTokens`), and OpenAI's
  * stored responses (read, input items, delete). They cost
  * nothing at the provider, so they are not governed: no permit, no reservation, no timeline. They
- * are authenticated with the project key like every proxy call, forwarded with Tollgate's managed
- * key, answered with the provider's bytes, and counted per provider and route in
- * `tollgate_proxy_reads_total`. Every other path stays a native 404 (docs/decisions.md, "Proxies").
+ * are authenticated with the project key like every proxy call, count against the project's
+ * request rate limits, are forwarded with Tollgate's managed key, answered with the provider's
+ * bytes, and counted per provider and route in `tollgate_proxy_reads_total`. Every other path stays a native 404 (docs/decisions.md, "Proxies").
  */
 import type { ParameterizedContext } from 'koa';
 import { Counter, type Registry } from 'prom-client';
+import { authOf } from '../api/middleware/auth';
 import type { ProviderId } from '../config';
+import { consumeReadRate } from '../db/repositories/spend';
 import { nativeErrorBody, ProxyError } from './native-errors';
 import { authenticateNative, proxyErrorReply, send, type ProxyDeps } from './service';
 import { forwardRequestHeaders, passBackHeaders } from './upstream';
@@ -33,6 +35,7 @@ export const READ_ROUTES: Record<ProviderId, ReadRoute[]> = {
   ],
   deepseek: [
     { method: 'GET', pattern: /^\/(v1\/)?models$/, name: 'GET /models' },
+    { method: 'GET', pattern: new RegExp(`^/(v1/)?models/${MODEL_ID}$`), name: 'GET /models/{model}' },
   ],
   mistral: [
     { method: 'GET', pattern: /^\/v1\/models$/, name: 'GET /v1/models' },
@@ -87,6 +90,13 @@ export async function handleProxyRead(
 ): Promise<void> {
   try {
     await authenticateNative(ctx, deps, provider);
+    // Reads count against the project's request rate limits, like every governed call.
+    const rate = await consumeReadRate(deps.api.db, authOf(ctx).projectId, deps.api.clock.now());
+    if (!rate.ok) {
+      const status = rate.action === 'deny' ? 403 : 429;
+      const code = rate.action === 'deny' ? 'budget.rate_limit_exceeded' : 'budget.rate_limit_throttled';
+      throw new ProxyError(status, code, `Rate limit ${rate.limit_id} (${rate.limit} requests per ${rate.window_seconds} s) reached`, status === 429 ? { 'retry-after': String(rate.retry_after_seconds) } : {});
+    }
     const endpoint = deps.api.config.providers[provider];
     if (!endpoint?.apiKey || !endpoint.baseUrl) throw new ProxyError(502, 'provider_not_configured', `provider ${provider} has no API key configured`);
     const query = new URLSearchParams(ctx.querystring);

@@ -90,3 +90,13 @@ export async function releasePermitSpend(db: Queryable, permitId: string, state:
   const { rows } = await db.query<{ ok: boolean }>('SELECT tollgate_release_permit($1, $2, $3, $4, $5) AS ok', [GOVERNANCE_LOCK_CLASS, permitId, state, reason, at]);
   return rows[0].ok;
 }
+
+export type ReadRateResult =
+  | { ok: true }
+  | { ok: false; limit_id: string; action: 'deny' | 'throttle'; limit: number; window_seconds: number; retry_after_seconds: number };
+
+/** Counts one ungoverned read against the project's request rate limits (`tollgate_consume_read`, migration 0102). */
+export async function consumeReadRate(db: Queryable, projectId: string, now: Date): Promise<ReadRateResult> {
+  const { rows } = await db.query<{ r: ReadRateResult }>('SELECT tollgate_consume_read($1, $2, $3) AS r', [GOVERNANCE_LOCK_CLASS, projectId, now]);
+  return rows[0].r;
+}

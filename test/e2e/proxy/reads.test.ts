@@ -7,7 +7,7 @@ import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import { Mistral } from '@mistralai/mistralai';
-import { startHarness, Harness } from '../executions/helpers';
+import { startHarness, Harness, patchPolicy } from '../executions/helpers';
 import type { TestProject } from '../../support/tollgate';
 
 let h: Harness;
@@ -41,10 +41,11 @@ describe('read-only proxy routes with the official SDKs', () => {
     await expect(openai('tg_client_not_a_real_key').models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
   });
 
-  it('deepseek (openai SDK): models.list', async () => {
+  it('deepseek (openai SDK): models.list and models.retrieve', async () => {
     const ids: string[] = [];
     for await (const m of deepseek().models.list()) ids.push(m.id);
     expect(ids).toEqual(expect.arrayContaining(['deepseek-chat']));
+    expect(await deepseek().models.retrieve('deepseek-chat')).toMatchObject({ id: 'deepseek-chat' });
   });
 
   it('mistral: models.list', async () => {
@@ -76,5 +77,18 @@ describe('read-only proxy routes with the official SDKs', () => {
     const unknown = await h.call('GET', '/v1/proxy/openai/v1/files', { key: p.clientKey });
     expect(unknown.status).toBe(404);
     expect(unknown.json.error).toMatchObject({ code: 'unsupported_proxy_path' });
+  });
+  it('reads count against the project\'s request rate limits, shared with governed calls', async () => {
+    const q = await h.project();
+    await patchPolicy(h, q, { rate_limits: [{ id: 'hourly', metric: 'requests', limit: 3, window_seconds: 3600, action: 'throttle' }] });
+    const list = () => h.call('GET', '/v1/proxy/openai/v1/models', { key: q.clientKey });
+    for (let i = 0; i < 3; i++) expect((await list()).status).toBe(200);
+    const throttled = await list();
+    expect(throttled.status).toBe(429);
+    expect(throttled.json.error).toMatchObject({ code: 'budget.rate_limit_throttled' });
+    expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // The window is full for governed calls too.
+    const chat = await h.call('POST', '/v1/proxy/openai/v1/chat/completions', { key: q.clientKey, body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] } });
+    expect(chat.status).toBe(429);
   });
 });
