@@ -22,6 +22,7 @@ import type { IdempotencyCompletion } from '../executions/record';
 import { dispatchWithFallback } from '../pipeline/fallback';
 import { reservationDenial } from '../executions/reservation-denial';
 import { WORKFLOW_ID_PATTERN } from '../executions/schema';
+import { IDEMPOTENCY_KEY_PATTERN } from '../executions/service';
 import type { Target } from '../executions/routing';
 import type { DispatchOutcome, ExecutionInput, GovernOutcome } from '../executions/types';
 import { newId } from '../ids';
@@ -43,7 +44,6 @@ export interface ProxyDeps {
   upstream: UpstreamClient;
 }
 
-const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 const POLL_MS = 50;
 
 // ---------------------------------------------------------------------------------------------
