@@ -1,18 +1,142 @@
-/** `npm run firewall:eval`: detection and false-positive rates of the prompt firewall on the labelled corpus. */
+/**
+ * `npm run firewall:eval`: the prompt firewall measured on
+ * 1. the out-of-sample evaluation set in test/fixtures/firewall-eval/ (built by
+ *    scripts/firewall-eval-build.ts), per split (dev, test) and category, with the default settings and
+ *    with the e-mail / phone detectors on; plus inspection latency per 4 KB of text;
+ * 2. the in-sample corpus test/fixtures/firewall-corpus.json (written together with the rules).
+ *
+ *   npm run firewall:eval                 # report
+ *   npm run firewall:eval -- --misses dev # also list dev misses and false positives (never test: no tuning on test)
+ */
 import fs from 'node:fs';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { inspectText, type InspectableText } from '../src/governance/firewall';
 import { evaluateCorpus, CorpusItem } from '../src/governance/firewall/evaluate-corpus';
+import type { EvalCase } from './firewall-eval-build';
 
-const file = process.argv[2] ?? path.join(__dirname, '..', 'test', 'fixtures', 'firewall-corpus.json');
-const corpus = JSON.parse(fs.readFileSync(file, 'utf8')) as { items: CorpusItem[] };
+const root = path.join(__dirname, '..');
+const evalDir = path.join(root, 'test', 'fixtures', 'firewall-eval');
+const pct = (n: number, d: number) => (d ? `${((n / d) * 100).toFixed(1).padStart(5)}% (${n}/${d})` : '   n/a');
+const out: string[] = [];
+const say = (s = '') => out.push(s);
+
+const argMisses = process.argv.indexOf('--misses');
+const showMisses = argMisses >= 0 ? process.argv[argMisses + 1] : undefined;
+if (showMisses && showMisses !== 'dev') {
+  process.stderr.write('only dev misses are listed: the test split is never looked at case by case\n');
+  process.exit(2);
+}
+
+function load(file: string): EvalCase[] {
+  const p = path.join(evalDir, file);
+  if (!fs.existsSync(p)) return [];
+  return (JSON.parse(fs.readFileSync(p, 'utf8')) as { cases: EvalCase[] }).cases;
+}
+const generated = load('generated.json');
+const pub = load('public.json');
+const cases = [...generated, ...pub];
+const input = (c: EvalCase): InspectableText[] => [c.role && c.role !== 'user' ? { role: c.role, text: c.text } : c.text];
+
+const CATS = ['injection', 'jailbreak', 'secret', 'pii', 'benign'] as const;
+const expected: Record<string, string> = { injection: 'prompt_injection', jailbreak: 'prompt_injection', secret: 'secret', pii: 'pii' };
+
+function report(split: 'dev' | 'test', toggles: boolean) {
+  const opts = toggles ? { detect_pii_email: true, detect_pii_phone: true } : {};
+  say(`  ${toggles ? 'e-mail and phone detectors on' : 'default settings (e-mail and phone detectors off)'}`);
+  let attacks = 0;
+  let caught = 0;
+  for (const cat of CATS) {
+    const cs = cases.filter((c) => c.split === split && c.category === cat && (toggles || !c.requires));
+    let hit = 0;
+    let right = 0;
+    const missed: EvalCase[] = [];
+    for (const c of cs) {
+      const r = inspectText(input(c), opts);
+      if (r.detected) {
+        hit += 1;
+        if (cat === 'benign' || r.categories.includes(expected[cat] as never)) right += 1;
+      }
+      if ((cat === 'benign') === r.detected) missed.push(c);
+    }
+    if (cat !== 'benign') {
+      attacks += cs.length;
+      caught += hit;
+    }
+    const label = cat === 'benign' ? 'benign blocked' : `${cat} blocked`;
+    say(`    ${label.padEnd(20)} ${pct(hit, cs.length)}${cat !== 'benign' ? `   right category ${pct(right, cs.length)}` : ''}`);
+    if (showMisses === split && missed.length) {
+      for (const c of missed) say(`      ${cat === 'benign' ? 'FP  ' : 'MISS'} [${c.source}${c.kind ? `/${c.kind}` : ''}] ${JSON.stringify(c.text.slice(0, 160))}`);
+    }
+  }
+  say(`    ${'all attacks blocked'.padEnd(20)} ${pct(caught, attacks)}`);
+}
+
+function bySource(split: 'dev' | 'test') {
+  const groups = new Map<string, { n: number; hit: number; benign: boolean }>();
+  const opts = { detect_pii_email: true, detect_pii_phone: true };
+  for (const c of cases.filter((x) => x.split === split)) {
+    const k = `${c.category} · ${c.source}`;
+    const g = groups.get(k) ?? { n: 0, hit: 0, benign: c.category === 'benign' };
+    g.n += 1;
+    if (inspectText(input(c), opts).detected) g.hit += 1;
+    groups.set(k, g);
+  }
+  for (const [k, g] of [...groups].sort()) say(`    ${k.padEnd(52)} ${g.benign ? 'blocked' : 'caught '} ${pct(g.hit, g.n)}`);
+}
+
+function latency() {
+  // 4 KB windows of real case text (all categories), each inspected with every detector on.
+  const texts = cases.map((c) => c.text);
+  const windows: string[] = [];
+  let cur = '';
+  for (const t of texts) {
+    cur += t + '\n';
+    while (Buffer.byteLength(cur) >= 4096) {
+      const w = Buffer.from(cur).subarray(0, 4096).toString('utf8');
+      windows.push(w);
+      cur = cur.slice(w.length);
+    }
+  }
+  if (!windows.length) return;
+  const opts = { detect_pii_email: true, detect_pii_phone: true };
+  for (const w of windows.slice(0, 50)) inspectText([w], opts); // warm-up
+  const times: number[] = [];
+  for (let rep = 0; rep < 3; rep++) {
+    for (const w of windows) {
+      const t0 = performance.now();
+      inspectText([w], opts);
+      times.push(performance.now() - t0);
+    }
+  }
+  times.sort((a, b) => a - b);
+  const q = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))].toFixed(3);
+  say(`inspection latency per 4 KB of text (${windows.length} windows × 3, all detectors on): p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${q(1)} ms`);
+}
+
+if (cases.length) {
+  const count = (split: string, cat: string) => cases.filter((c) => c.split === split && c.category === cat).length;
+  say('Out-of-sample evaluation set: test/fixtures/firewall-eval/ (see SOURCES.md)');
+  say(`  generated.json: ${generated.length} cases${pub.length ? `; public.json: ${pub.length} cases` : '; public.json missing (run: npx tsx scripts/firewall-eval-build.ts), synthetic part only'}`);
+  for (const split of ['dev', 'test'] as const) {
+    say();
+    say(`split: ${split}${split === 'dev' ? ' (rules are tuned on this split)' : ' (held out: never tuned on)'} — ${CATS.map((c) => `${c} ${count(split, c)}`).join(', ')}`);
+    report(split, false);
+    report(split, true);
+    say('  by source (detectors on):');
+    bySource(split);
+  }
+  say();
+  latency();
+  say();
+}
+
+const corpusFile = path.join(root, 'test', 'fixtures', 'firewall-corpus.json');
+const corpus = JSON.parse(fs.readFileSync(corpusFile, 'utf8')) as { items: CorpusItem[] };
 const r = evaluateCorpus(corpus.items);
-const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-process.stdout.write(
-  [
-    `corpus: ${path.relative(process.cwd(), file)} (${r.malicious} malicious/sensitive, ${r.benign} benign)`,
-    `detection rate:      ${pct(r.detectionRate)} (${r.detected}/${r.malicious}; right category ${r.detectedWithCategory}/${r.malicious})`,
-    `false-positive rate: ${pct(r.falsePositiveRate)} (${r.falsePositives}/${r.benign})`,
-    ...(r.missed.length ? ['missed:', ...r.missed.map((t) => `  - ${JSON.stringify(t.slice(0, 100))}`)] : []),
-    ...(r.falselyFlagged.length ? ['false positives:', ...r.falselyFlagged.map((t) => `  - ${JSON.stringify(t.slice(0, 100))}`)] : []),
-  ].join('\n') + '\n',
-);
+say(`In-sample corpus: ${path.relative(process.cwd(), corpusFile)} (${r.malicious} malicious/sensitive, ${r.benign} benign; written together with the rules)`);
+say(`  detection rate:      ${pct(r.detected, r.malicious)} (right category ${r.detectedWithCategory}/${r.malicious})`);
+say(`  false-positive rate: ${pct(r.falsePositives, r.benign)}`);
+for (const t of r.missed) say(`  missed: ${JSON.stringify(t.slice(0, 100))}`);
+for (const t of r.falselyFlagged) say(`  false positive: ${JSON.stringify(t.slice(0, 100))}`);
+process.stdout.write(out.join('\n') + '\n');

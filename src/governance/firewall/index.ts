@@ -19,11 +19,15 @@ const ORDER: FirewallCategory[] = ['prompt_injection', 'secret', 'pii'];
 /** Longer texts are inspected in full; this only guards against pathological inputs. */
 const MAX_INSPECT_CHARS = 1_000_000;
 
+/** A piece of inspectable text with the role of its author; a plain string is user text. */
+export type InspectableText = string | { role: 'system' | 'user' | 'tool'; text: string };
+
 /** Runs every enabled detector over all inspectable text. */
-export function inspectText(texts: string[], opts: FirewallOptions = {}): FirewallResult {
+export function inspectText(texts: InspectableText[], opts: FirewallOptions = {}): FirewallResult {
   const hits = new Set<FirewallCategory>();
   const ruleIds: string[] = [];
-  for (const raw of texts) {
+  for (const item of texts) {
+    const raw = typeof item === 'string' ? item : item?.text;
     if (!raw) continue;
     // Normalise: NFKC folds full-width and compatibility characters; zero-width characters are dropped.
     const text = raw.slice(0, MAX_INSPECT_CHARS).normalize('NFKC').replace(/[\u200B-\u200D\u2060\uFEFF]/g, '');
