@@ -51,37 +51,108 @@ function ibanValid(raw: string): boolean {
   return rem === 1;
 }
 
-const INJ_OBJECT = '(?:instructions?|prompts?|rules|directions|directives|guidelines|guardrails|context|messages|system prompt|programming)';
-const INJ_PRIOR = '(?:previous|prior|above|earlier|preceding|original|initial|existing|all|any|your|the|these|those|system)';
+// ---------------------------------------------------------------------------------------------
+// Secrets: provider key formats (prefix + body), then placeholder rejection on the body ("xxxx…",
+// "AIzaaaa…", runs of one character, too few distinct characters, "your-key-here"), so documentation
+// placeholders pass while real-looking keys do not. `(?<![\w-])` / `(?![\w-])` instead of `\b` so a key
+// followed by punctuation (`key.`, `key);`, `key"`) still matches.
 
-const injection: Detector[] = [
-  re('inj.ignore_prior', 'prompt_injection', new RegExp(`\\b(?:ignore|disregard|forget|override|skip|drop|abandon|bypass)\\s+(?:(?:all|any|of|the|your|my|these|those|everything)\\s+){0,3}${INJ_PRIOR}\\s+(?:\\w+\\s+){0,2}${INJ_OBJECT}`, 'i')),
-  re('inj.forget_everything', 'prompt_injection', /\b(?:forget|disregard|ignore)\s+(?:everything|all)\s+(?:you\s+(?:were|have\s+been)\s+told|(?:said|written)\s+(?:above|before))/i),
-  re('inj.dan', 'prompt_injection', /\b(?:you\s+are\s+(?:now\s+)?DAN\b|do\s+anything\s+now\b|jailbroken\b|jailbreak\s+mode)/i),
-  re('inj.mode_switch', 'prompt_injection', /\b(?:enable|enter|activate|switch\s+to|you\s+are\s+(?:now\s+)?in)\s+(?:developer|dev|god|debug|unrestricted|admin|sudo|DAN)\s+mode\b/i),
-  re('inj.you_are_now', 'prompt_injection', /\byou\s+are\s+now\s+(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|evil|rogue|unaligned)\b/i),
-  re('inj.no_restrictions', 'prompt_injection', /\b(?:pretend|act\s+as\s+if|imagine|roleplay\s+that)\b[^.\n]{0,60}\b(?:no|without|free\s+(?:of|from))\s+(?:any\s+)?(?:restrictions|rules|limits|filters|guidelines|safety|content\s+polic(?:y|ies))/i),
-  re('inj.reveal_system', 'prompt_injection', /\b(?:reveal|print|show|output|repeat|leak|dump|display|tell\s+me|give\s+me|echo)\s+(?:me\s+)?(?:your|the)\s+(?:full\s+|entire\s+|exact\s+|hidden\s+|secret\s+|original\s+|initial\s+)*(?:system\s+prompt|system\s+message|hidden\s+instructions|initial\s+instructions|developer\s+message|pre-?prompt)/i),
-  re('inj.bypass_safety', 'prompt_injection', /\b(?:bypass|disable|turn\s+off|deactivate|circumvent|ignore)\s+(?:all\s+|your\s+|the\s+|any\s+)*(?:safety|content|moderation|ethical)?\s*(?:filters?|guardrails|safeguards|restrictions|safety\s+(?:checks|rules|protocols)|content\s+polic(?:y|ies))\b/i),
-  re('inj.new_instructions', 'prompt_injection', /(?:^|\n)\s*(?:#+\s*)?(?:new|updated|real|actual)\s+(?:system\s+)?instructions\s*:/i),
-  re('inj.fake_role_tag', 'prompt_injection', /(?:<\/?\s*(?:system|im_start|im_end)\s*>|\[\/?(?:SYSTEM|INST)\]|<\|im_start\|>\s*system|^\s*system\s*:\s*you\s+(?:must|will|are))/im),
-  re('inj.from_now_on', 'prompt_injection', /\bfrom\s+now\s+on,?\s+you\s+(?:will|must|shall)\s+(?:ignore|not\s+follow|answer\s+without|disregard|obey\s+only)/i),
+/** Shannon entropy in bits per character. */
+export function entropy(s: string): number {
+  const counts = new Map<string, number>();
+  for (const ch of s) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+  let h = 0;
+  for (const n of counts.values()) {
+    const p = n / s.length;
+    h -= p * Math.log2(p);
+  }
+  return h;
+}
+
+/** True for documentation placeholders rather than keys. */
+export function isPlaceholder(body: string): boolean {
+  if (/(?:x{4,}|X{4,}|\.{3}|\*{4,}|<[^>]*>|\$\{|your|YOUR|Your|here|HERE|placeholder|PLACEHOLDER|redacted|REDACTED|dummy|DUMMY|changeme|CHANGEME|0{6,})/.test(body)) return true;
+  if (/(.)\1{5,}/.test(body)) return true;
+  const distinct = new Set(body).size;
+  return distinct < Math.min(8, Math.ceil(body.length / 3));
+}
+
+interface KeyFormat {
+  id: string;
+  /** Global regex; group 1 (if any) is the random body checked against placeholders. */
+  pattern: RegExp;
+  /** Minimum entropy (bits/char) of the body; 0 = format alone suffices. */
+  minEntropy?: number;
+}
+const B = '(?<![\\w-])';
+const E = '(?![\\w-])';
+const K = (id: string, src: string, minEntropy = 0): KeyFormat => ({ id, pattern: new RegExp(src, 'g'), minEntropy });
+
+const KEY_FORMATS: KeyFormat[] = [
+  K('sec.aws_access_key', `${B}(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|A3T[A-Z0-9])([0-9A-Z]{16})${E}`),
+  K('sec.aws_secret', `aws_?secret_?(?:access_?)?key["']?\\s*[:=]\\s*["']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])`, 3.5),
+  K('sec.anthropic', `${B}sk-ant-(?:api|admin|oat|sid)\\d{2}-([A-Za-z0-9_-]{20,})`),
+  K('sec.openai', `${B}sk-(?:proj-|svcacct-|admin-|None-)?([A-Za-z0-9_-]{20,})${E}`, 3),
+  K('sec.google_api_key', `${B}AIza([0-9A-Za-z_-]{35})${E}`),
+  K('sec.github', `${B}(?:gh[pousr]_([A-Za-z0-9]{36,})|github_pat_([A-Za-z0-9_]{22,}))${E}`),
+  K('sec.gitlab', `${B}(?:glpat|gldt|glrt|glptt|glsoat)-([A-Za-z0-9_-]{20,})${E}`),
+  K('sec.slack', `${B}xox[abprecs]-((?:\\d+-)+[A-Za-z0-9-]{8,}|[A-Za-z0-9]{10,}(?:-[A-Za-z0-9]+)*)${E}`),
+  K('sec.slack_webhook', `hooks\\.slack\\.com/(?:services|workflows)/(T[A-Z0-9]+/[A-Z0-9]+/[A-Za-z0-9]{16,})`),
+  K('sec.stripe', `${B}(?:sk|rk)_(?:live|test)_([A-Za-z0-9]{20,})${E}`),
+  K('sec.twilio', `${B}(?:SK|AC)([0-9a-f]{32})${E}`, 3),
+  K('sec.sendgrid', `${B}SG\\.([A-Za-z0-9_-]{22}\\.[A-Za-z0-9_-]{43})${E}`),
+  K('sec.mailgun', `${B}key-([0-9a-f]{32})${E}`, 3),
+  K('sec.npm', `${B}npm_([A-Za-z0-9]{36})${E}`),
+  K('sec.pypi', `${B}pypi-AgEIcHlwaS5vcmc([A-Za-z0-9_-]{50,})`),
+  K('sec.huggingface', `${B}hf_([A-Za-z]{34,40})${E}`),
+  K('sec.telegram', `${B}\\d{8,10}:(AA[A-Za-z0-9_-]{33})${E}`),
+  K('sec.shopify', `${B}shp(?:at|ss|ca|pa)_([a-fA-F0-9]{32})${E}`),
+  K('sec.digitalocean', `${B}do[opr]_v1_([a-f0-9]{64})${E}`),
+  K('sec.databricks', `${B}dapi([a-f0-9]{32})(?:-\\d)?${E}`),
+  K('sec.doppler', `${B}dp\\.(?:pt|st|ct|sa|scim|audit)\\.([A-Za-z0-9]{40,44})${E}`),
+  K('sec.postman', `${B}PMAK-([a-f0-9]{24}-[a-f0-9]{34})${E}`),
+  K('sec.linear', `${B}lin_(?:api|oauth)_([A-Za-z0-9]{40})${E}`),
+  K('sec.notion', `${B}(?:secret_|ntn_)([A-Za-z0-9]{43,46})${E}`),
+  K('sec.groq', `${B}gsk_([A-Za-z0-9]{52})${E}`),
+  K('sec.replicate', `${B}r8_([A-Za-z0-9]{37})${E}`),
+  K('sec.perplexity', `${B}pplx-([A-Za-z0-9]{48})${E}`),
+  K('sec.xai', `${B}xai-([A-Za-z0-9]{70,90})${E}`),
+  K('sec.atlassian', `${B}ATATT3([A-Za-z0-9_=-]{150,})`),
+  K('sec.vault', `${B}hv[sbr]\\.([A-Za-z0-9_-]{24,})${E}`),
+  K('sec.newrelic', `${B}NRAK-([A-Z0-9]{27})${E}`),
+  K('sec.grafana', `${B}(?:glsa|glc)_([A-Za-z0-9_+/=-]{32,})${E}`),
+  K('sec.figma', `${B}figd_([A-Za-z0-9_-]{40,})${E}`),
+  K('sec.supabase', `${B}sbp_([a-f0-9]{40})${E}`),
+  K('sec.pulumi', `${B}pul-([a-f0-9]{40})${E}`),
+  K('sec.square', `${B}sq0(?:atp|csp)-([A-Za-z0-9_-]{22,43})${E}`),
+  K('sec.sentry_dsn', `https?://([a-f0-9]{32})@[a-z0-9.-]*(?:sentry\\.io|ingest)`),
+  K('sec.discord_webhook', `discord(?:app)?\\.com/api/webhooks/\\d{17,20}/([A-Za-z0-9_-]{60,68})`),
+  K('sec.azure_storage', `AccountKey=([A-Za-z0-9+/]{80,90}={0,2})`),
+  K('sec.connection_url', `${B}(?:postgres(?:ql)?|mysql|mongodb(?:\\+srv)?|redis|rediss|amqps?|mssql)://[^\\s:/@]{1,64}:([^\\s:/@]{6,128})@[^\\s/]{3,}`, 2.5),
+  K('sec.private_key', `-----BEGIN[ A-Z]{0,20} PRIVATE KEY(?: BLOCK)?-----()`),
+  K('sec.jwt', `${B}eyJ[A-Za-z0-9_-]{8,}\\.eyJ([A-Za-z0-9_-]{8,})\\.[A-Za-z0-9_-]{8,}`),
+  K('sec.bearer', `\\bBearer\\s+((?=[A-Za-z0-9._~+/-]*\\d)(?=[A-Za-z0-9._~+/-]*[A-Za-z])[A-Za-z0-9._~+/-]{24,}=*)`, 3),
+  // A labelled secret: a key/password/token label, then a high-entropy value.
+  K('sec.labeled', `(?:api[_-]?key|api[_-]?secret|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token|password|passwd|pwd|pass|secret|token)["']?\\s{0,3}[:=]\\s{0,3}["']?([A-Za-z0-9!#%&*+/=?@^_.~-]{12,128})`, 3.2),
 ];
 
-const secrets: Detector[] = [
-  re('sec.aws_access_key', 'secret', /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b/),
-  re('sec.aws_secret', 'secret', /\baws_?secret_?(?:access_?)?key\b\s*[:=]\s*["']?[A-Za-z0-9/+=]{40}\b/i),
-  re('sec.anthropic', 'secret', /\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,}/),
-  re('sec.openai', 'secret', /\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}\b/),
-  re('sec.google_api_key', 'secret', /\bAIza[0-9A-Za-z_-]{35}\b/),
-  re('sec.github', 'secret', /\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b/),
-  re('sec.gitlab', 'secret', /\bglpat-[A-Za-z0-9_-]{20,}\b/),
-  re('sec.slack', 'secret', /\bxox[abposr]-[A-Za-z0-9-]{10,}\b/),
-  re('sec.stripe', 'secret', /\b(?:sk|rk)_live_[A-Za-z0-9]{20,}\b/),
-  re('sec.private_key', 'secret', /-----BEGIN\s+(?:RSA\s+|EC\s+|DSA\s+|OPENSSH\s+|ENCRYPTED\s+|PGP\s+)?PRIVATE\s+KEY(?:\s+BLOCK)?-----/),
-  re('sec.jwt', 'secret', /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/),
-  re('sec.bearer', 'secret', /\bBearer\s+(?=[A-Za-z0-9._~+/-]*\d)(?=[A-Za-z0-9._~+/-]*[A-Za-z])[A-Za-z0-9._~+/-]{24,}=*/),
-];
+function findSecret(text: string): string | null {
+  for (const f of KEY_FORMATS) {
+    f.pattern.lastIndex = 0;
+    for (const m of text.matchAll(f.pattern)) {
+      const body = m.slice(1).find((g) => g !== undefined) ?? '';
+      if (body && isPlaceholder(body)) continue;
+      if (f.minEntropy && entropy(body) < f.minEntropy) continue;
+      if (f.id === 'sec.labeled' && !(/[A-Za-z]/.test(body) && /[0-9!#%&*+/=?@^_.~-]/.test(body))) continue;
+      return f.id;
+    }
+  }
+  return null;
+}
+
+const secretDetector: Detector = { id: 'sec.formats', category: 'secret', test: (t) => findSecret(t) !== null };
+const secrets: Detector[] = [secretDetector];
+
 
 const CARD_CANDIDATE = /\b(?:\d[ -]?){12,18}\d\b/g;
 const cardDetector: Detector = {
@@ -106,6 +177,47 @@ const ibanDetector: Detector = {
   test: (text) => [...text.matchAll(IBAN_CANDIDATE)].some((m) => ibanValid(m[0])),
 };
 
+// Verhoeff check digit (Aadhaar).
+const VD = [[0,1,2,3,4,5,6,7,8,9],[1,2,3,4,0,6,7,8,9,5],[2,3,4,0,1,7,8,9,5,6],[3,4,0,1,2,8,9,5,6,7],[4,0,1,2,3,9,5,6,7,8],[5,9,8,7,6,0,4,3,2,1],[6,5,9,8,7,1,0,4,3,2],[7,6,5,9,8,2,1,0,4,3],[8,7,6,5,9,3,2,1,0,4],[9,8,7,6,5,4,3,2,1,0]]; // prettier-ignore
+const VP = [[0,1,2,3,4,5,6,7,8,9],[1,5,7,6,2,8,3,0,9,4],[5,8,0,3,7,9,6,1,4,2],[8,9,1,6,0,4,3,5,2,7],[9,4,5,3,1,2,6,8,7,0],[4,2,8,6,5,7,3,9,0,1],[2,7,9,3,8,0,6,4,1,5],[7,0,4,6,9,1,3,2,5,8]]; // prettier-ignore
+export function verhoeffValid(digits: string): boolean {
+  let c = 0;
+  for (let i = 0; i < digits.length; i++) c = VD[c][VP[i % 8][digits.charCodeAt(digits.length - 1 - i) - 48]];
+  return c === 0;
+}
+// Indian Aadhaar: 12 digits (first 2-9) with a Verhoeff check digit and an Aadhaar/UIDAI label nearby.
+const AADHAAR = /\b(?:aadhaa?r|uidai|uid)\b[^0-9\n]{0,30}([2-9]\d{3}[ -]?\d{4}[ -]?\d{4})\b/gi;
+const aadhaarDetector: Detector = {
+  id: 'pii.in_aadhaar',
+  category: 'pii',
+  test: (text) => [...text.matchAll(AADHAAR)].some((m) => verhoeffValid(m[1].replace(/[ -]/g, ''))),
+};
+
+// E-mail addresses (toggle detect_pii_email): a personal address is flagged; not the sender/recipient
+// lines of an e-mail being processed (From:/To:/Cc:/Sender: headers, "message from x@y") or role
+// accounts (noreply@, support@, info@...).
+const EMAIL = /[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}\b/g;
+const ROLE_LOCAL = /^(?:no-?reply|do-?not-?reply|support|help|info|contact|hello|team|sales|admin|billing|accounts?|alerts?|notifications?|newsletter|news|marketing|office|hr|jobs|careers|press|security|privacy|abuse|postmaster|webmaster|service|feedback|orders?|invoices?|updates?)$/i;
+const HEADER_LINE = /^[ \t>]*(?:from|to|cc|bcc|sender|reply-to|return-path|delivered-to)[ \t]*:/i;
+const SENDER_CONTEXT = /\b(?:from|sender|sent by)\s*:?\s*(?:"[^"\n]{0,60}"\s*|[^<\n@]{0,40}<)?$/i;
+const emailDetector: Detector = {
+  id: 'pii.email',
+  category: 'pii',
+  toggle: 'detect_pii_email',
+  test: (text) => {
+    for (const m of text.matchAll(EMAIL)) {
+      const local = m[0].split('@')[0];
+      if (ROLE_LOCAL.test(local)) continue;
+      const at = m.index ?? 0;
+      const lineStart = text.lastIndexOf('\n', at - 1) + 1;
+      if (HEADER_LINE.test(text.slice(lineStart, at))) continue;
+      if (SENDER_CONTEXT.test(text.slice(Math.max(lineStart, at - 80), at))) continue;
+      return true;
+    }
+    return false;
+  },
+};
+
 const pii: Detector[] = [
   cardDetector,
   // US SSN (dashed; area 000/666/9xx, group 00 and serial 0000 are never issued).
@@ -116,12 +228,12 @@ const pii: Detector[] = [
   // Canadian SIN with a label (digits alone collide with phone numbers).
   re('pii.ca_sin', 'pii', /\b(?:SIN|social\s+insurance(?:\s+number)?)\b[^0-9\n]{0,20}\d{3}[- ]?\d{3}[- ]?\d{3}\b/i),
   // Indian Aadhaar with a label.
-  re('pii.in_aadhaar', 'pii', /\baadhaar\b[^0-9\n]{0,20}[2-9]\d{3}\s?\d{4}\s?\d{4}\b/i),
+  aadhaarDetector,
   // Passport numbers only with a label.
   re('pii.passport', 'pii', /\bpassport\s+(?:no\.?|number|#)\s*[:#]?\s*[A-Z0-9]{6,9}\b/i),
   ibanDetector,
-  re('pii.email', 'pii', /\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b/, 'detect_pii_email'),
-  re('pii.phone', 'pii', /(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)\s?|\b\d{3}[ .-])\d{3}[ .-]\d{4}\b|\+\d{10,15}\b/, 'detect_pii_phone'),
+  emailDetector,
+  re('pii.phone', 'pii', /(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)\s?|\b\d{3}[ .-])\d{3}[ .-]\d{4}\b|\+\d{10,15}\b|(?<![\w+])\+\d{1,3}(?:[ .-]?\d{1,4}){3,5}(?!\d)/, 'detect_pii_phone'),
 ];
 
-export const DETECTORS: readonly Detector[] = [...injection, ...secrets, ...pii];
+export const DETECTORS: readonly Detector[] = [...secrets, ...pii];

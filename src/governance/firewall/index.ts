@@ -1,4 +1,6 @@
 import { DETECTORS, FirewallCategory } from './detectors';
+import { detectInjection } from './injection';
+import { baseView, decodedViews } from './normalize';
 
 export type { FirewallCategory } from './detectors';
 
@@ -15,25 +17,37 @@ export interface FirewallResult {
   ruleIds: string[];
 }
 
+/**
+ * A piece of inspectable text. A plain string is user text (what every caller passes today); a
+ * role-tagged item lets a caller mark the system prompt (not scored for injection: defensive rules
+ * are expected there; still inspected for secrets and personal data) or tool output (inspected like
+ * user text, since indirect injections arrive there).
+ */
+export type InspectableText = string | { role: 'system' | 'user' | 'tool'; text: string };
+
 const ORDER: FirewallCategory[] = ['prompt_injection', 'secret', 'pii'];
 /** Longer texts are inspected in full; this only guards against pathological inputs. */
 const MAX_INSPECT_CHARS = 1_000_000;
 
-/** A piece of inspectable text with the role of its author; a plain string is user text. */
-export type InspectableText = string | { role: 'system' | 'user' | 'tool'; text: string };
-
-/** Runs every enabled detector over all inspectable text. */
+/** Runs every enabled detector over all inspectable text (normalised, and with embedded encodings decoded). */
 export function inspectText(texts: InspectableText[], opts: FirewallOptions = {}): FirewallResult {
   const hits = new Set<FirewallCategory>();
   const ruleIds: string[] = [];
   for (const item of texts) {
     const raw = typeof item === 'string' ? item : item?.text;
-    if (!raw) continue;
-    // Normalise: NFKC folds full-width and compatibility characters; zero-width characters are dropped.
-    const text = raw.slice(0, MAX_INSPECT_CHARS).normalize('NFKC').replace(/[\u200B-\u200D\u2060\uFEFF]/g, '');
+    if (!raw || typeof raw !== 'string') continue;
+    const role = typeof item === 'string' ? 'user' : item.role;
+    // Normalise: NFKC, invisible (zero-width, bidi) characters dropped, diacritics stripped, confusables mapped.
+    const text = baseView(raw.slice(0, MAX_INSPECT_CHARS));
+    const decoded = decodedViews(text);
+    const inj = detectInjection(text, decoded, role);
+    if (inj.length) {
+      hits.add('prompt_injection');
+      ruleIds.push(...inj);
+    }
     for (const d of DETECTORS) {
       if (d.toggle && !opts[d.toggle]) continue;
-      if (d.test(text)) {
+      if (d.test(text) || (d.category === 'secret' && decoded.some((t) => d.test(t)))) {
         hits.add(d.category);
         ruleIds.push(d.id);
       }
