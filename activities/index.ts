@@ -1,7 +1,7 @@
 import type { ActivityDeps } from './deps';
 import { createMaintenanceActivities } from './maintenance';
 import { createIntentActivities } from './intents';
-import { createExecutionActivities } from './executions';
+import { createJobActivities } from './jobs';
 import { createReconciliationActivities } from './reconciliation';
 
 export type { ActivityDeps } from './deps';
@@ -11,7 +11,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createMaintenanceActivities(deps),
     ...createIntentActivities(deps),
-    ...createExecutionActivities(deps),
+    ...createJobActivities(deps),
     ...createReconciliationActivities(deps),
   };
 }

@@ -1,72 +1,145 @@
 /**
- * Activities of the executionWorkflow, the durable engine of a governed call (async jobs): the
- * governed-call steps of activities/governed-call.ts, wrapped for Temporal. Governance and
- * recording are local activities (idempotent per permit and per execution id); the dispatch is a
- * normal activity with a heartbeat and no automatic retry (a provider call is not idempotent).
- * Sync and stream calls do not come here: the API runs the same steps in process.
+ * Activities of the jobWorkflow (workflows/job.ts), the durable engine of an async job: the
+ * governed-call steps of activities/governed-call.ts wrapped for Temporal, plus the job's status
+ * moves. Governance and recording are local activities (idempotent per permit and per execution
+ * id); the dispatch is a normal activity with a heartbeat and no automatic retry (a provider call is
+ * not idempotent: the workflow decides whether another attempt is made). Sync and stream calls do
+ * not come here: the API runs the same steps in process.
  */
 import { Context } from '@temporalio/activity';
-import { appendEvents } from '../src/db/repositories/events';
+import { appendEvents, type NewEvent } from '../src/db/repositories/events';
 import { findExecutionById } from '../src/db/repositories/executions';
+import { acquireJobSlot, finishJob, markJobQueued, setJobAttempts, type SlotOutcome } from '../src/db/repositories/jobs';
 import type { ExecutionEnvelope } from '../src/executions/envelope';
-import { normalizedRequest } from '../src/executions/record';
-import type { DispatchResult, ExecutionInput, GovernOutcome, RecordInput } from '../src/executions/types';
-import { dispatchStartEvents } from '../src/pipeline/fallback';
+import { executionEvent, normalizedRequest } from '../src/executions/record';
+import type { AttemptRecord, DispatchOutcome, ExecutionInput, GovernOutcome, RecordInput } from '../src/executions/types';
+import { dispatchStartEvents, triggersFallback } from '../src/pipeline/fallback';
 import { requestTexts } from '../src/providers/shared/usage';
 import type { ActivityDeps } from './deps';
 import { createGovernedCallActivities } from './governed-call';
 
-export function createExecutionActivities(deps: ActivityDeps) {
-  const { db, logger } = deps;
+/** Governance route label of jobs (policy rules can match `route: "jobs"`). */
+export const JOB_GOVERNANCE_ROUTE = 'jobs';
+
+/** What earlier attempts of a job leave for the one that records: their provider calls and events. */
+export interface PriorAttempts {
+  attempts: AttemptRecord[];
+  events: NewEvent[];
+}
+
+export interface JobDispatchSpec {
+  jobId: string;
+  /** 1-based dispatch attempt. */
+  attempt: number;
+  /** No further attempt may follow: record whatever this one ends with. */
+  final: boolean;
+  prior: PriorAttempts;
+}
+
+/**
+ * What a dispatch attempt returns: `recorded` when it recorded the execution (success, a final
+ * failure, or the last attempt); otherwise a retryable failure, with what the next attempt carries.
+ */
+export interface JobDispatchResult {
+  recorded?: ExecutionEnvelope;
+  retry?: { failureKind: string; status: number | null; retryAfterSeconds: number | null; prior: PriorAttempts };
+}
+
+/** Events that crossed Temporal (JSON) carry their timestamps as strings: Dates again. */
+function revived(events: NewEvent[]): NewEvent[] {
+  return events.map((e) => (e.timestamp === undefined ? e : { ...e, timestamp: new Date(e.timestamp) }));
+}
+
+export function createJobActivities(deps: ActivityDeps) {
+  const { db, logger, clock } = deps;
   const calls = createGovernedCallActivities(deps);
 
   return {
-    /** Policy, budget, rate and firewall checks; writes the permit (idempotent per permit id). */
-    async executionGovern(input: ExecutionInput): Promise<GovernOutcome> {
+    /** `job.queued`: the workflow took the job. */
+    async jobQueued(jobId: string): Promise<void> {
+      await markJobQueued(db, jobId, clock.now());
+    },
+
+    /** One of the project's processing slots (`job.processing`), or `full` / `gone` (cancelled). */
+    async jobAcquireSlot(jobId: string, limit: number): Promise<SlotOutcome> {
+      return acquireJobSlot(db, jobId, limit, clock.now());
+    },
+
+    /** Policy, budget, rate and firewall checks at processing time; writes the permit (idempotent per permit id). */
+    async jobGovern(input: ExecutionInput, jobId: string): Promise<GovernOutcome> {
       const req = normalizedRequest(input, input.routing.primary);
       const { estimatedInputTokens: _e, ...gov } = await calls.govern({
         input,
         request: req,
-        route: input.route,
+        route: JOB_GOVERNANCE_ROUTE,
         inspectableText: requestTexts(req),
-        permitMetadata: { execution_id: input.executionId, mode: input.mode },
+        permitMetadata: { execution_id: input.executionId, mode: input.mode, job_id: jobId },
       });
       return gov;
     },
 
-    /** The provider call and, when handed the governance outcome, its recording. */
-    async executionDispatch(input: ExecutionInput, gov?: GovernOutcome): Promise<DispatchResult> {
+    /**
+     * One dispatch attempt (primary, then the explicit fallback chain). Records the execution
+     * itself unless the failure is retryable and another attempt may follow. Never dispatches for
+     * an execution already recorded (an attempt that recorded but died before reporting back).
+     */
+    async jobDispatch(input: ExecutionInput, gov: GovernOutcome, spec: JobDispatchSpec): Promise<JobDispatchResult> {
+      const existing = await findExecutionById(db, input.executionId);
+      if (existing) return { recorded: existing.envelope };
       const ctx = Context.current();
       const heartbeat = setInterval(() => ctx.heartbeat(), Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
       heartbeat.unref?.();
       try {
-        // The in-process pipeline writes these with the permit; here they precede the call.
+        await setJobAttempts(db, spec.jobId, spec.attempt);
         const req = normalizedRequest(input, input.routing.primary);
-        await appendEvents(db, dispatchStartEvents(input, deps.clock.now(), { operation: req.operation, mode: input.mode, stream: input.mode === 'stream' }));
+        const start =
+          spec.attempt === 1
+            ? dispatchStartEvents(input, clock.now(), { operation: req.operation, mode: input.mode, stream: false, started: { job_id: spec.jobId } })
+            : [executionEvent(input, 'provider.request_sent', 'execution', clock.now(), input.routing.primary, { attempt: spec.prior.attempts.length + 1, stream: false, job_attempt: spec.attempt })];
+        await appendEvents(db, start);
         const { outcome, fallbackEvents } = await calls.dispatch(input, { signal: ctx.cancellationSignal });
-        if (!gov) return outcome;
-        try {
-          return { ...outcome, recorded: await calls.record(input, { kind: 'dispatched', gov, outcome }, { fallbackEvents }) };
-        } catch (err) {
-          // Left to the workflow's recording local activity, which retries: a provider result is
-          // never lost to a database hiccup.
-          logger.warn({ err, executionId: input.executionId }, 'recording in the dispatch activity failed; the workflow records');
-          return outcome;
+        const merged: DispatchOutcome = { ...outcome, attempts: [...spec.prior.attempts, ...outcome.attempts] };
+        const events = [...revived(spec.prior.events), ...fallbackEvents];
+        const retryable = !outcome.ok && outcome.kind === 'provider' && outcome.failure.kind !== 'aborted' && triggersFallback(outcome.failure) && !ctx.cancellationSignal.aborted;
+        if (retryable && !spec.final && !outcome.ok) {
+          const last = outcome.attempts[outcome.attempts.length - 1];
+          events.push(
+            executionEvent(input, 'provider.response_received', 'execution', last?.receivedAt ?? clock.now(), outcome.target, {
+              ok: false, status: outcome.failure.status, failure_kind: outcome.failure.kind, attempt: merged.attempts.length, job_attempt: spec.attempt, retried: true,
+            }),
+          );
+          return {
+            retry: {
+              failureKind: outcome.failure.kind,
+              status: outcome.failure.status,
+              retryAfterSeconds: outcome.failure.retry_after_seconds ?? null,
+              prior: { attempts: merged.attempts, events },
+            },
+          };
         }
+        return { recorded: await calls.record(input, { kind: 'dispatched', gov, outcome: merged }, { fallbackEvents: events }) };
       } finally {
         clearInterval(heartbeat);
       }
     },
 
-    /** Envelope, spend, completion events, once. Safe to retry. */
-    async executionRecord(input: ExecutionInput, rec: RecordInput): Promise<ExecutionEnvelope> {
-      if (Context.current().info.attempt > 1) {
-        const existing = await findExecutionById(db, input.executionId);
-        if (existing) return existing.envelope;
-      }
-      return calls.record(input, rec);
+    /** Envelope, spend, completion events, once (denials, interrupted attempts). Safe to retry. */
+    async jobRecord(input: ExecutionInput, rec: RecordInput, prior?: PriorAttempts): Promise<ExecutionEnvelope> {
+      const existing = await findExecutionById(db, input.executionId);
+      if (existing) return existing.envelope;
+      return calls.record(input, rec, prior?.events.length ? { fallbackEvents: revived(prior.events) } : {});
+    },
+
+    /** Closes the job (`job.completed` / `job.failed` / `job.cancelled`); returns the queued job the freed slot wakes. */
+    async jobFinish(
+      jobId: string,
+      f: { status: 'completed' | 'failed' | 'cancelled'; result: ExecutionEnvelope | null; attempts: number; errorCode: string | null },
+    ): Promise<string | null> {
+      const r = await finishJob(db, jobId, { ...f, at: clock.now() });
+      if (!r.finished) logger.debug({ jobId }, 'job already closed');
+      return r.nextQueuedJobId;
     },
   };
 }
 
-export type ExecutionActivities = ReturnType<typeof createExecutionActivities>;
+export type JobActivities = ReturnType<typeof createJobActivities>;

@@ -54,6 +54,25 @@ const baseEnvSchema = z.object({
   METRICS_TOKEN: optionalSecret,
   PROVIDER_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(1).default(5000),
   PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(1).default(120000),
+  /** Async jobs (docs/decisions.md, "Jobs"): per-project processing limit and the retry policy of upstream failures. */
+  JOBS_MAX_PROCESSING_PER_PROJECT: z.coerce.number().int().min(1).max(10_000).default(16),
+  JOBS_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(4),
+  JOBS_RETRY_BASE_MS: z.coerce.number().int().min(1).default(2000),
+  JOBS_RETRY_MAX_MS: z.coerce.number().int().min(1).default(60_000),
+  /** The longest upstream Retry-After a job waits for before its next attempt (longer ones are capped). */
+  JOBS_RETRY_AFTER_MAX_MS: z.coerce.number().int().min(1).default(300_000),
+  JOBS_HEARTBEAT_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
+  /** Webhook delivery waits before each attempt, comma-separated durations in ms (the first is usually 0). */
+  WEBHOOK_RETRY_SCHEDULE_MS: z
+    .string()
+    .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, 'comma-separated non-negative integers (milliseconds)')
+    .default('0,5000,300000,1800000,7200000,18000000,36000000,36000000'),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(15_000),
+  /**
+   * Webhook targets allowed although they resolve to loopback, private, link-local or metadata
+   * addresses: comma-separated host names, IP addresses or CIDR ranges (tests and `npm run dev`).
+   */
+  WEBHOOK_ALLOWED_HOSTS: z.string().default(''),
 });
 
 const envSchema = baseEnvSchema.extend(
@@ -91,6 +110,19 @@ export interface Config {
   metricsToken?: string;
   providerTimeouts: { connectMs: number; totalMs: number };
   providers: Record<ProviderId, ProviderEndpoint>;
+  jobs: {
+    maxProcessingPerProject: number;
+    maxAttempts: number;
+    retryBaseMs: number;
+    retryMaxMs: number;
+    retryAfterMaxMs: number;
+    heartbeatTimeoutMs: number;
+  };
+  webhooks: {
+    retryScheduleMs: number[];
+    timeoutMs: number;
+    allowedHosts: string[];
+  };
 }
 
 export class ConfigError extends Error {
@@ -144,6 +176,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: e.METRICS_TOKEN,
     providerTimeouts: { connectMs: e.PROVIDER_CONNECT_TIMEOUT_MS, totalMs: e.PROVIDER_TIMEOUT_MS },
     providers,
+    jobs: {
+      maxProcessingPerProject: e.JOBS_MAX_PROCESSING_PER_PROJECT,
+      maxAttempts: e.JOBS_MAX_ATTEMPTS,
+      retryBaseMs: e.JOBS_RETRY_BASE_MS,
+      retryMaxMs: e.JOBS_RETRY_MAX_MS,
+      retryAfterMaxMs: e.JOBS_RETRY_AFTER_MAX_MS,
+      heartbeatTimeoutMs: e.JOBS_HEARTBEAT_TIMEOUT_MS,
+    },
+    webhooks: {
+      retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS.split(',').map((v) => Number(v.trim())),
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      allowedHosts: e.WEBHOOK_ALLOWED_HOSTS.split(',').map((v) => v.trim().toLowerCase()).filter(Boolean),
+    },
   };
 }
 

@@ -1,5 +1,5 @@
 // Every workflow the worker serves. One file per workflow; this file only re-exports.
 export { idempotencyCleanupWorkflow, reservationExpiryWorkflow } from './maintenance';
 export { intentWorkflow } from './intent';
-export { executionWorkflow } from './execution';
+export { jobWorkflow } from './job';
 export { reconciliationWorkflow } from './reconciliation';

@@ -1,56 +1,137 @@
-import { ActivityFailure, proxyActivities, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
-import type { ExecutionActivities } from '../activities/executions';
+import {
+  ActivityCancellationType,
+  ActivityFailure,
+  CancellationScope,
+  condition,
+  getExternalWorkflowHandle,
+  isCancellation,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { JobActivities, PriorAttempts } from '../activities/jobs';
 import type { ExecutionEnvelope } from '../src/executions/envelope';
-import type { DispatchResult, ExecutionInput, RecordInput } from '../src/executions/types';
+import type { GovernOutcome, RecordInput } from '../src/executions/types';
+import { jobWorkflowId, retryDelayMs, slotFreedSignal, type JobInput, type JobOutcome } from './job-messages';
 import { SA } from './search-attributes';
 
-/** Governance and recording are short database work: local activities, retried on failure (both idempotent). */
-const { executionGovern, executionRecord } = proxyLocalActivities<ExecutionActivities>({
+/** Short database work: local activities, retried on failure (each is idempotent). */
+const { jobQueued, jobAcquireSlot, jobGovern, jobRecord, jobFinish } = proxyLocalActivities<JobActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '100 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 20 },
 });
 
-/**
- * One governed execution (POST /v1/executions, POST /v1/execute): governance → permit →
- * dispatch (with the explicit fallback chain) → usage, spend and events → the envelope. The
- * dispatch activity records a call it made itself (one activity instead of an activity and a
- * local activity); the recording local activity covers denials, interrupted dispatches and a
- * recording the activity could not do.
- *
- * The dispatch is a normal activity with a heartbeat and no automatic retry (a provider call is
- * not idempotent). When it does not report back (its worker died; heartbeat or start-to-close
- * timeout), the workflow does not dispatch again: it records the execution as failed
- * (`dispatch_interrupted`) with estimated input usage, once.
- */
-export async function executionWorkflow(input: ExecutionInput): Promise<ExecutionEnvelope> {
-  const gov = await executionGovern(input);
-  let rec: RecordInput;
-  if (gov.decision !== 'allow') {
-    rec = { kind: 'governed_out', gov };
-  } else {
-    const { executionDispatch } = proxyActivities<ExecutionActivities>({
-      startToCloseTimeout: input.dispatchTimeoutMs,
-      heartbeatTimeout: input.heartbeatTimeoutMs,
-      retry: { maximumAttempts: 1 },
-    });
-    try {
-      // Handed `gov`, the dispatch activity records the execution too (`recorded`).
-      const { recorded, ...outcome }: DispatchResult = await executionDispatch(input, gov);
-      if (recorded) return finish(recorded);
-      rec = { kind: 'dispatched', gov, outcome };
-    } catch (err) {
-      const cause = err instanceof ActivityFailure ? err.cause : err;
-      rec = { kind: 'interrupted', gov, message: cause instanceof Error ? cause.message : String(cause) };
-    }
-  }
-  return finish(await executionRecord(input, rec));
+/** Slot polling when no signal arrives (a missed wake-up, a cancelled wakee): 1 s doubling to 30 s. */
+function slotPollMs(round: number): number {
+  return Math.min(30_000, 1000 * 2 ** Math.min(round, 5));
 }
 
-function finish(envelope: ExecutionEnvelope): ExecutionEnvelope {
-  upsertSearchAttributes([
-    { key: SA.status, value: envelope.status },
-    ...(envelope.routing.selected_provider ? [{ key: SA.provider, value: envelope.routing.selected_provider }] : []),
-    ...(envelope.routing.selected_model ? [{ key: SA.model, value: envelope.routing.selected_model }] : []),
-  ]);
-  return envelope;
+/**
+ * One async job (POST /v1/jobs): queued → a per-project processing slot → governance at
+ * processing time (the prompt firewall runs here, not at submission) → dispatch, retried on
+ * retryable upstream failures with backoff honouring Retry-After → recording once → the job
+ * closed with its execution envelope, and the next queued job of the project woken.
+ *
+ * The dispatch is a normal activity with a heartbeat and no automatic retry: a provider call is
+ * not idempotent, so each attempt dispatches at most once. An attempt that does not report back
+ * (its worker died: heartbeat timeout) counts as a failed attempt; the next one first checks that
+ * the execution was not recorded meanwhile. A denial is final. Cancellation (POST
+ * /v1/jobs/{id}/cancel) aborts a running dispatch and records what happened, once.
+ */
+export async function jobWorkflow(input: JobInput): Promise<JobOutcome> {
+  const { jobId, execution, limits } = input;
+  let woken = false;
+  setHandler(slotFreedSignal, () => {
+    woken = true;
+  });
+
+  let gov: GovernOutcome | null = null;
+  let attempts = 0;
+  let prior: PriorAttempts = { attempts: [], events: [] };
+  let envelope: ExecutionEnvelope | null = null;
+
+  const { jobDispatch } = proxyActivities<JobActivities>({
+    startToCloseTimeout: execution.dispatchTimeoutMs,
+    heartbeatTimeout: execution.heartbeatTimeoutMs,
+    retry: { maximumAttempts: 1 },
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  });
+
+  try {
+    await jobQueued(jobId);
+    for (let round = 0; ; round++) {
+      const slot = await jobAcquireSlot(jobId, limits.maxProcessing);
+      if (slot === 'acquired') break;
+      if (slot === 'gone') return { status: 'cancelled', result: null, attempts: 0 };
+      woken = false;
+      await condition(() => woken, slotPollMs(round));
+    }
+
+    gov = await jobGovern(execution, jobId);
+    if (gov.decision !== 'allow') {
+      envelope = await jobRecord(execution, { kind: 'governed_out', gov });
+    } else {
+      for (let attempt = 1; attempt <= limits.maxAttempts; attempt++) {
+        attempts = attempt;
+        const final = attempt === limits.maxAttempts;
+        let retryAfterSeconds: number | null = null;
+        try {
+          const r = await jobDispatch(execution, gov, { jobId, attempt, final, prior });
+          if (r.recorded) {
+            envelope = r.recorded;
+            break;
+          }
+          prior = r.retry!.prior;
+          retryAfterSeconds = r.retry!.retryAfterSeconds;
+        } catch (err) {
+          if (isCancellation(err)) throw err;
+          // The attempt did not report back (worker died, timed out): its outcome is unknown.
+          const cause = err instanceof ActivityFailure ? err.cause : err;
+          if (final) {
+            envelope = await jobRecord(execution, { kind: 'interrupted', gov, message: cause instanceof Error ? cause.message : String(cause) }, prior);
+            break;
+          }
+        }
+        await sleep(retryDelayMs(limits, attempt + 1, retryAfterSeconds));
+      }
+    }
+    const status = envelope!.status === 'completed' ? 'completed' : 'failed';
+    await close(status);
+    return { status, result: envelope, attempts };
+  } catch (err) {
+    if (!isCancellation(err)) {
+      // An engine failure (a local activity out of retries): the job must not hold its slot
+      // forever. The permit's reservation, if any, expires with the permit.
+      await close('failed', 'job_engine_error');
+      return { status: 'failed', result: envelope, attempts };
+    }
+    // Cancelled (queued, waiting for a slot, between attempts, or mid-dispatch): record what the
+    // governed call came to, once, and close the job. Not cancellable itself.
+    await CancellationScope.nonCancellable(async () => {
+      if (gov && !envelope) {
+        const rec: RecordInput = gov.decision !== 'allow' ? { kind: 'governed_out', gov } : { kind: 'interrupted', gov, message: 'job cancelled' };
+        envelope = await jobRecord(execution, rec, prior);
+      }
+      await close('cancelled');
+    });
+    return { status: 'cancelled', result: envelope, attempts };
+  }
+
+  async function close(status: JobOutcome['status'], errorCode?: string): Promise<void> {
+    const next = await jobFinish(jobId, { status, result: envelope, attempts, errorCode: errorCode ?? envelope?.error?.code ?? (status === 'cancelled' ? 'job_cancelled' : null) });
+    upsertSearchAttributes([
+      { key: SA.status, value: status },
+      ...(envelope?.routing.selected_provider ? [{ key: SA.provider, value: envelope.routing.selected_provider }] : []),
+      ...(envelope?.routing.selected_model ? [{ key: SA.model, value: envelope.routing.selected_model }] : []),
+    ]);
+    if (next && next !== jobId) {
+      try {
+        await getExternalWorkflowHandle(jobWorkflowId(next)).signal(slotFreedSignal);
+      } catch {
+        // The wakee already finished or was cancelled: it polls anyway, nothing is lost.
+      }
+    }
+  }
 }

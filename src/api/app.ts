@@ -15,9 +15,10 @@ import { registerTimelineRoutes } from './routes/timeline';
 import { registerPermitRoutes } from './routes/permits';
 import { registerProxyRoutes } from './routes/proxy';
 import { registerPoliciesRoutes } from './routes/policies';
+import { registerJobRoutes } from './routes/jobs';
 
 /** Route families, each in src/api/routes/<family>.ts. */
-const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes, registerExecutionRoutes, registerTimelineRoutes, registerPermitRoutes, registerProxyRoutes, registerPoliciesRoutes];
+const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes, registerExecutionRoutes, registerTimelineRoutes, registerPermitRoutes, registerProxyRoutes, registerPoliciesRoutes, registerJobRoutes];
 
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();

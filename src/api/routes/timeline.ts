@@ -13,6 +13,7 @@ const ENDPOINTS: Record<string, string> = {
   executions: 'POST /v1/executions',
   execute: 'POST /v1/execute',
   permits: 'POST /v1/permits',
+  jobs: 'POST /v1/jobs',
 };
 function endpointOf(route: string): string {
   if (ENDPOINTS[route]) return ENDPOINTS[route];

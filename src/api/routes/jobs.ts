@@ -1,0 +1,132 @@
+import Router from '@koa/router';
+import { z } from 'zod';
+import { ApiDeps } from '../deps';
+import { errors, parseOrThrow, zodIssues } from '../errors';
+import { authenticate, authOf } from '../middleware/auth';
+import { JOB_STATUSES, listJobs } from '../../db/repositories/jobs';
+import { planRouting, RoutingError } from '../../executions/routing';
+import { ExecutionRequest, executionRequestSchema } from '../../executions/schema';
+import { IDEMPOTENCY_KEY_PATTERN } from '../../executions/service';
+import { cancelJob, readJob, submitJob, type JobServiceDeps } from '../../jobs/service';
+import { jobView } from '../../jobs/view';
+
+/** `metadata`: a string map (at most 50 keys of 1–64 characters, values up to 512). */
+const metadataSchema = z
+  .record(z.string().min(1).max(64), z.string().max(512))
+  .refine((m) => Object.keys(m).length <= 50, { message: 'metadata takes at most 50 keys' });
+
+const LIST_LIMIT_DEFAULT = 20;
+const LIST_LIMIT_MAX = 100;
+
+const listSchema = z
+  .object({
+    status: z.enum(JOB_STATUSES).optional(),
+    operation: z.string().min(1).max(100).optional(),
+    created_at_gte: z.iso.datetime({ offset: true }).optional(),
+    created_at_lte: z.iso.datetime({ offset: true }).optional(),
+    limit: z.coerce.number().int().min(1).max(LIST_LIMIT_MAX).default(LIST_LIMIT_DEFAULT),
+    cursor: z.string().min(1).max(500).optional(),
+  })
+  .strict();
+
+/** Opaque cursor: base64url of `{"v":1,"id":<last job id>}` (ids are time-ordered). */
+function encodeCursor(id: string): string {
+  return Buffer.from(JSON.stringify({ v: 1, id })).toString('base64url');
+}
+
+function decodeCursor(cursor: string): string {
+  try {
+    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; id?: unknown } | null;
+    if (c?.v === 1 && typeof c.id === 'string' && c.id.startsWith('job_')) return c.id;
+  } catch {
+    /* fall through */
+  }
+  throw errors.validation([{ path: 'cursor', message: 'Invalid cursor; pass next_cursor from a previous page unchanged', code: 'invalid_cursor' }]);
+}
+
+export function registerJobRoutes(router: Router, deps: ApiDeps): void {
+  const anyKey = authenticate(deps.keys);
+  const svc: JobServiceDeps = {
+    db: deps.db,
+    clock: deps.clock,
+    logger: deps.logger,
+    config: deps.config,
+    temporal: { client: deps.temporal.client, taskQueue: deps.temporal.taskQueue },
+  };
+
+  router.post('/v1/jobs', anyKey, async (ctx) => {
+    const auth = authOf(ctx);
+    const raw = (ctx.request.body ?? {}) as Record<string, unknown>;
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw errors.validation([{ path: '', message: 'The body must be a JSON object', code: 'invalid_type' }]);
+    const { metadata: rawMetadata, ...rest } = raw;
+    const issues = [];
+    const meta = metadataSchema.safeParse(rawMetadata ?? {});
+    if (!meta.success) issues.push(...zodIssues(meta.error, 'metadata'));
+    const parsed = executionRequestSchema.safeParse(rest);
+    if (!parsed.success) issues.push(...zodIssues(parsed.error));
+    else if (parsed.data.mode === 'stream') issues.push({ path: 'mode', message: 'Jobs run asynchronously; mode must be "sync" or omitted', code: 'custom' });
+    if (issues.length > 0 || !parsed.success || !meta.success) throw errors.validation(issues);
+    const body = parsed.data as ExecutionRequest;
+    const key = ctx.get('idempotency-key') || null;
+    if (key !== null && !IDEMPOTENCY_KEY_PATTERN.test(key)) {
+      throw errors.validation([{ path: 'headers.idempotency-key', message: 'Idempotency-Key must be 1 to 255 visible ASCII characters', code: 'invalid_format' }]);
+    }
+    let plan;
+    try {
+      plan = planRouting(body, deps.pricing);
+    } catch (err) {
+      if (err instanceof RoutingError) throw errors.validation([{ path: err.path, message: err.message, code: 'invalid_routing' }]);
+      throw err;
+    }
+    const reply = await submitJob(svc, { projectId: auth.projectId, idempotencyKey: key }, {
+      body: { ...body, metadata: meta.data },
+      metadata: meta.data,
+      request: {
+        operation: body.operation,
+        ...(body.messages ? { messages: body.messages } : {}),
+        ...(body.inputs ? { inputs: body.inputs } : {}),
+        ...(body.parameters ? { parameters: body.parameters } : {}),
+        ...(body.provider_options ? { providerOptions: body.provider_options } : {}),
+      },
+      routing: {
+        requested_provider: plan.requested_provider,
+        requested_model: plan.requested_model,
+        reason_code: plan.reason_code,
+        primary: plan.primary,
+        fallback: plan.fallback,
+      },
+    });
+    ctx.status = reply.status;
+    for (const [k, v] of Object.entries(reply.headers)) ctx.set(k, v);
+    ctx.body = reply.body;
+  });
+
+  router.get('/v1/jobs', anyKey, async (ctx) => {
+    const auth = authOf(ctx);
+    const q = parseOrThrow(listSchema, ctx.query, 'query');
+    const rows = await listJobs(deps.db, auth.projectId, {
+      status: q.status,
+      operation: q.operation,
+      createdAtGte: q.created_at_gte ? new Date(q.created_at_gte) : undefined,
+      createdAtLte: q.created_at_lte ? new Date(q.created_at_lte) : undefined,
+      beforeId: q.cursor ? decodeCursor(q.cursor) : undefined,
+      limit: q.limit + 1,
+    });
+    const page = rows.slice(0, q.limit);
+    ctx.body = {
+      object: 'list',
+      data: page.map(jobView),
+      next_cursor: rows.length > q.limit ? encodeCursor(page[page.length - 1].id) : null,
+    };
+  });
+
+  router.get('/v1/jobs/:job_id', anyKey, async (ctx) => {
+    ctx.body = await readJob(svc, authOf(ctx).projectId, ctx.params.job_id);
+  });
+
+  router.post('/v1/jobs/:job_id/cancel', anyKey, async (ctx) => {
+    const r = await cancelJob(svc, authOf(ctx).projectId, ctx.params.job_id);
+    ctx.status = r.status;
+    ctx.body = r.body;
+  });
+}

@@ -1,0 +1,45 @@
+/**
+ * What the jobWorkflow shares with its callers (the API, other job workflows): its id, its signal
+ * and its input. Safe to import outside the workflow sandbox.
+ */
+import { defineSignal } from '@temporalio/workflow';
+import type { ExecutionEnvelope } from '../src/executions/envelope';
+import type { ExecutionInput } from '../src/executions/types';
+
+/** Sent by a finishing job to the oldest queued job of its project: a processing slot is free. */
+export const slotFreedSignal = defineSignal('slotFreed');
+
+export function jobWorkflowId(jobId: string): string {
+  return `job:${jobId}`;
+}
+
+export interface JobLimits {
+  /** Jobs of one project in processing at once; the others wait queued. */
+  maxProcessing: number;
+  /** Dispatch attempts of one job (retryable upstream failures: 429, 5xx, timeouts, network). */
+  maxAttempts: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** Cap on an upstream Retry-After. */
+  retryAfterMaxMs: number;
+}
+
+export interface JobInput {
+  jobId: string;
+  projectId: string;
+  execution: ExecutionInput;
+  limits: JobLimits;
+}
+
+export interface JobOutcome {
+  status: 'completed' | 'failed' | 'cancelled';
+  result: ExecutionEnvelope | null;
+  attempts: number;
+}
+
+/** Wait before dispatch attempt `next` (2, 3, …): exponential backoff, at least the upstream Retry-After (capped). */
+export function retryDelayMs(limits: JobLimits, next: number, retryAfterSeconds: number | null): number {
+  const backoff = Math.min(limits.retryMaxMs, limits.retryBaseMs * 2 ** (next - 2));
+  const after = retryAfterSeconds === null ? 0 : Math.min(limits.retryAfterMaxMs, retryAfterSeconds * 1000);
+  return Math.max(backoff, after);
+}
