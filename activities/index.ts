@@ -2,6 +2,7 @@ import type { ActivityDeps } from './deps';
 import { createMaintenanceActivities } from './maintenance';
 import { createIntentActivities } from './intents';
 import { createJobActivities } from './jobs';
+import { createWebhookActivities } from './webhooks';
 import { createReconciliationActivities } from './reconciliation';
 
 export type { ActivityDeps } from './deps';
@@ -12,6 +13,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createMaintenanceActivities(deps),
     ...createIntentActivities(deps),
     ...createJobActivities(deps),
+    ...createWebhookActivities(deps),
     ...createReconciliationActivities(deps),
   };
 }

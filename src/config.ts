@@ -73,6 +73,8 @@ const baseEnvSchema = z.object({
    * addresses: comma-separated host names, IP addresses or CIDR ranges (tests and `npm run dev`).
    */
   WEBHOOK_ALLOWED_HOSTS: z.string().default(''),
+  /** Whether this worker process runs the webhook fan-out (src/webhooks/fanout.ts). */
+  WEBHOOK_FANOUT: z.enum(['on', 'off']).default('on'),
 });
 
 const envSchema = baseEnvSchema.extend(
@@ -122,6 +124,7 @@ export interface Config {
     retryScheduleMs: number[];
     timeoutMs: number;
     allowedHosts: string[];
+    fanout: boolean;
   };
 }
 
@@ -188,6 +191,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS.split(',').map((v) => Number(v.trim())),
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       allowedHosts: e.WEBHOOK_ALLOWED_HOSTS.split(',').map((v) => v.trim().toLowerCase()).filter(Boolean),
+      fanout: e.WEBHOOK_FANOUT === 'on',
     },
   };
 }

@@ -12,6 +12,7 @@ import { createWorker, ensureMaintenanceWorkflows } from './temporal/worker';
 import { installTemporalRuntime } from './temporal/runtime';
 import { createIntentReservations } from './temporal/intent-reservations';
 import { startEventChainer } from './events/chainer';
+import { startWebhookFanout, type WebhookFanout } from './webhooks/fanout';
 import { createKeyCache } from './api/key-cache';
 import { createGovernedCallActivities } from '../activities/governed-call';
 import { createGovernance } from './governance';
@@ -82,6 +83,11 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
 
   // Chains the hash chain of events the request path inserted unchained (src/events/chainer.ts).
   const chainer = startEventChainer({ db, logger });
+  // Turns chained events into webhook deliveries (worker processes; src/webhooks/fanout.ts).
+  let fanout: WebhookFanout | null = null;
+  if (config.role !== 'api' && config.webhooks.fanout) {
+    fanout = startWebhookFanout({ db, logger, config, temporal: { client: temporal.client, taskQueue: config.temporal.taskQueue } });
+  }
 
   let server: http.Server | null = null;
   let url: string | null = null;
@@ -142,6 +148,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
         await workerRun.catch(() => undefined);
       }
       for (const fn of closers) await fn().catch(() => undefined);
+      await fanout?.close().catch(() => undefined);
       await chainer.close().catch(() => undefined);
       await providers.close().catch(() => undefined);
       await temporal.connection.close().catch(() => undefined);

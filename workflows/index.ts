@@ -2,4 +2,5 @@
 export { idempotencyCleanupWorkflow, reservationExpiryWorkflow } from './maintenance';
 export { intentWorkflow } from './intent';
 export { jobWorkflow } from './job';
+export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { reconciliationWorkflow } from './reconciliation';

@@ -16,9 +16,10 @@ import { registerPermitRoutes } from './routes/permits';
 import { registerProxyRoutes } from './routes/proxy';
 import { registerPoliciesRoutes } from './routes/policies';
 import { registerJobRoutes } from './routes/jobs';
+import { registerWebhookRoutes } from './routes/webhooks';
 
 /** Route families, each in src/api/routes/<family>.ts. */
-const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes, registerExecutionRoutes, registerTimelineRoutes, registerPermitRoutes, registerProxyRoutes, registerPoliciesRoutes, registerJobRoutes];
+const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes, registerExecutionRoutes, registerTimelineRoutes, registerPermitRoutes, registerProxyRoutes, registerPoliciesRoutes, registerJobRoutes, registerWebhookRoutes];
 
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();

@@ -16,6 +16,8 @@ export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
     PORT: '0',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     TEMPORAL_TASK_QUEUE: `test-${randomUUID()}`,
+    // Off unless a test turns it on: a fan-out would deliver other files' subscriptions on its own task queue.
+    WEBHOOK_FANOUT: 'off',
     ...overrides,
   });
 }

@@ -1,0 +1,113 @@
+import Router from '@koa/router';
+import { z } from 'zod';
+import { ApiDeps } from '../deps';
+import { errors, parseOrThrow } from '../errors';
+import { authenticate, authOf } from '../middleware/auth';
+import { findAttempt } from '../../db/repositories/webhooks';
+import { WEBHOOK_EVENT_TYPES } from '../../webhooks/events';
+import {
+  createSubscription,
+  deliveryView,
+  listDeliveries,
+  listSubscriptionsPage,
+  patchSubscription,
+  readSubscription,
+  removeSubscription,
+  sendTestEvent,
+  type WebhookServiceDeps,
+} from '../../webhooks/service';
+
+const eventTypes = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1).max(WEBHOOK_EVENT_TYPES.length * 2);
+const createSchema = z
+  .object({
+    url: z.string().min(1).max(2048),
+    event_types: eventTypes,
+    description: z.string().max(500).nullable().optional(),
+    enabled: z.boolean().optional(),
+  })
+  .strict();
+const patchSchema = z
+  .object({
+    url: z.string().min(1).max(2048).optional(),
+    event_types: eventTypes.optional(),
+    description: z.string().max(500).nullable().optional(),
+    enabled: z.boolean().optional(),
+  })
+  .strict();
+const pageSchema = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+    cursor: z.string().min(1).max(500).optional(),
+  })
+  .strict();
+
+function encode(c: Record<string, string>): string {
+  return Buffer.from(JSON.stringify({ v: 1, ...c })).toString('base64url');
+}
+function decode<K extends string>(cursor: string, keys: K[]): Record<K, string> {
+  try {
+    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Record<string, unknown> | null;
+    if (c?.v === 1 && keys.every((k) => typeof c[k] === 'string')) return c as Record<K, string>;
+  } catch {
+    /* fall through */
+  }
+  throw errors.validation([{ path: 'cursor', message: 'Invalid cursor; pass next_cursor from a previous page unchanged', code: 'invalid_cursor' }]);
+}
+
+/** Webhook subscriptions: admin-scoped (a subscription receives the project's job results). */
+export function registerWebhookRoutes(router: Router, deps: ApiDeps): void {
+  const admin = authenticate(deps.keys, { scope: 'admin' });
+  const svc: WebhookServiceDeps = {
+    db: deps.db,
+    clock: deps.clock,
+    logger: deps.logger,
+    config: deps.config,
+    temporal: { client: deps.temporal.client, taskQueue: deps.temporal.taskQueue },
+  };
+
+  router.post('/v1/webhooks', admin, async (ctx) => {
+    const body = parseOrThrow(createSchema, ctx.request.body ?? {});
+    ctx.status = 201;
+    ctx.body = await createSubscription(svc, authOf(ctx).projectId, body);
+  });
+
+  router.get('/v1/webhooks', admin, async (ctx) => {
+    const q = parseOrThrow(pageSchema, ctx.query, 'query');
+    const page = await listSubscriptionsPage(svc, authOf(ctx).projectId, { afterId: q.cursor ? decode(q.cursor, ['id']).id : undefined, limit: q.limit });
+    ctx.body = { object: 'list', data: page.data, next_cursor: page.nextAfter ? encode({ id: page.nextAfter }) : null };
+  });
+
+  router.get('/v1/webhooks/:subscription_id', admin, async (ctx) => {
+    ctx.body = await readSubscription(svc, authOf(ctx).projectId, ctx.params.subscription_id);
+  });
+
+  router.patch('/v1/webhooks/:subscription_id', admin, async (ctx) => {
+    const body = parseOrThrow(patchSchema, ctx.request.body ?? {});
+    ctx.body = await patchSubscription(svc, authOf(ctx).projectId, ctx.params.subscription_id, body);
+  });
+
+  router.delete('/v1/webhooks/:subscription_id', admin, async (ctx) => {
+    await removeSubscription(svc, authOf(ctx).projectId, ctx.params.subscription_id);
+    ctx.status = 204;
+  });
+
+  router.get('/v1/webhooks/:subscription_id/deliveries', admin, async (ctx) => {
+    const q = parseOrThrow(pageSchema, ctx.query, 'query');
+    const before = q.cursor ? decode(q.cursor, ['at', 'id']) : undefined;
+    const page = await listDeliveries(svc, authOf(ctx).projectId, ctx.params.subscription_id, { before, limit: q.limit });
+    ctx.body = { object: 'list', data: page.data, next_cursor: page.next ? encode(page.next) : null };
+  });
+
+  /** Sends a signed `webhook.test` event; answers with its first attempt once made (or 202 while it runs). */
+  router.post('/v1/webhooks/:subscription_id/test', admin, async (ctx) => {
+    const messageId = await sendTestEvent(svc, authOf(ctx).projectId, ctx.params.subscription_id);
+    const deadline = Date.now() + deps.config.webhooks.timeoutMs + 5_000;
+    let first = await findAttempt(deps.db, messageId, 1);
+    while (!first && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      first = await findAttempt(deps.db, messageId, 1);
+    }
+    ctx.status = first ? 200 : 202;
+    ctx.body = { object: 'webhook_test', webhook_id: messageId, event_type: 'webhook.test', delivery: first ? deliveryView(first) : null };
+  });
+}

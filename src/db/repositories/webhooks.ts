@@ -1,0 +1,259 @@
+/**
+ * Webhook subscriptions, messages (one per subscription and source event: the webhook-id and the
+ * body), delivery attempts, and the fan-out's per-project cursor (migration 0111).
+ */
+import type { Db, Queryable } from '../pool';
+import { withTransaction } from '../pool';
+import { appendEvents, type EventRecord, type NewEvent } from './events';
+
+export interface WebhookSubscriptionRecord {
+  id: string;
+  project_id: string;
+  url: string;
+  description: string | null;
+  event_types: string[];
+  enabled: boolean;
+  secret_encrypted: string;
+  disabled_reason: string | null;
+  deleted_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface WebhookMessageRecord {
+  id: string;
+  project_id: string;
+  subscription_id: string;
+  event_id: string;
+  event_type: string;
+  request_id: string | null;
+  job_id: string | null;
+  permit_id: string | null;
+  payload: Record<string, unknown>;
+  status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
+  attempts: number;
+  created_at: Date;
+  completed_at: Date | null;
+}
+
+export interface WebhookAttemptRecord {
+  id: string;
+  message_id: string;
+  subscription_id: string;
+  project_id: string;
+  attempt: number;
+  attempted_at: Date;
+  status_code: number | null;
+  latency_ms: number;
+  ok: boolean;
+  error: string | null;
+  response_body: string | null;
+  event_type?: string;
+}
+
+export async function insertSubscription(
+  db: Queryable,
+  s: { id: string; projectId: string; url: string; description: string | null; eventTypes: string[]; enabled: boolean; secretEncrypted: string },
+): Promise<WebhookSubscriptionRecord> {
+  const { rows } = await db.query<WebhookSubscriptionRecord>(
+    `INSERT INTO webhook_subscriptions (id, project_id, url, description, event_types, enabled, secret_encrypted)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+    [s.id, s.projectId, s.url, s.description, s.eventTypes, s.enabled, s.secretEncrypted],
+  );
+  return rows[0];
+}
+
+export async function findSubscription(db: Queryable, projectId: string, id: string): Promise<WebhookSubscriptionRecord | null> {
+  const { rows } = await db.query<WebhookSubscriptionRecord>('SELECT * FROM webhook_subscriptions WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL', [projectId, id]);
+  return rows[0] ?? null;
+}
+
+export async function findSubscriptionById(db: Queryable, id: string): Promise<WebhookSubscriptionRecord | null> {
+  const { rows } = await db.query<WebhookSubscriptionRecord>('SELECT * FROM webhook_subscriptions WHERE id = $1', [id]);
+  return rows[0] ?? null;
+}
+
+export async function listSubscriptions(db: Queryable, projectId: string, q: { afterId?: string; limit: number }): Promise<WebhookSubscriptionRecord[]> {
+  const { rows } = await db.query<WebhookSubscriptionRecord>(
+    `SELECT * FROM webhook_subscriptions WHERE project_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3`,
+    [projectId, q.afterId ?? null, q.limit],
+  );
+  return rows;
+}
+
+export async function updateSubscription(
+  db: Queryable,
+  projectId: string,
+  id: string,
+  patch: { url?: string; description?: string | null; eventTypes?: string[]; enabled?: boolean },
+): Promise<WebhookSubscriptionRecord | null> {
+  const { rows } = await db.query<WebhookSubscriptionRecord>(
+    `UPDATE webhook_subscriptions
+        SET url = COALESCE($3, url),
+            description = CASE WHEN $4::boolean THEN $5 ELSE description END,
+            event_types = COALESCE($6, event_types),
+            enabled = COALESCE($7, enabled),
+            disabled_reason = CASE WHEN $7::boolean IS TRUE THEN NULL WHEN $7::boolean IS FALSE THEN 'disabled_by_user' ELSE disabled_reason END,
+            updated_at = now()
+      WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING *`,
+    [projectId, id, patch.url ?? null, patch.description !== undefined, patch.description ?? null, patch.eventTypes ?? null, patch.enabled ?? null],
+  );
+  return rows[0] ?? null;
+}
+
+export async function deleteSubscription(db: Queryable, projectId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    'UPDATE webhook_subscriptions SET deleted_at = now(), enabled = false, updated_at = now() WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL',
+    [projectId, id],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** 410 Gone from the receiver: the subscription is disabled (re-enable with PATCH). */
+export async function disableSubscription(db: Queryable, id: string, reason: string): Promise<void> {
+  await db.query('UPDATE webhook_subscriptions SET enabled = false, disabled_reason = $2, updated_at = now() WHERE id = $1', [id, reason]);
+}
+
+/** Projects with at least one enabled subscription (what the fan-out scans). */
+export async function projectsWithSubscriptions(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ project_id: string }>('SELECT DISTINCT project_id FROM webhook_subscriptions WHERE enabled AND deleted_at IS NULL');
+  return rows.map((r) => r.project_id);
+}
+
+export async function enabledSubscriptions(db: Queryable, projectId: string): Promise<WebhookSubscriptionRecord[]> {
+  const { rows } = await db.query<WebhookSubscriptionRecord>('SELECT * FROM webhook_subscriptions WHERE project_id = $1 AND enabled AND deleted_at IS NULL', [projectId]);
+  return rows;
+}
+
+/**
+ * The chain's order (chain_pos per project, assigned in commit order by the sequencer, unlike seq)
+ * lives in `events` (migration 0100) or, after migration 0103, in the `event_chain` side table;
+ * the fan-out reads whichever this database has.
+ */
+interface ChainQueries {
+  start: string;
+  head: string;
+  events: string;
+}
+const SUBS_START = '(SELECT min(created_at) FROM webhook_subscriptions WHERE project_id = $1)';
+const IN_EVENTS: ChainQueries = {
+  start: `SELECT COALESCE(max(chain_pos), 0) AS chain_pos FROM events WHERE project_id = $1 AND chain_pos IS NOT NULL AND timestamp < ${SUBS_START}`,
+  head: 'SELECT max(chain_pos) AS pos FROM (SELECT chain_pos FROM events WHERE project_id = $1 AND chain_pos > $2 ORDER BY chain_pos LIMIT $3) s',
+  events: 'SELECT * FROM events WHERE project_id = $1 AND chain_pos > $2 AND chain_pos <= $3 AND event_type = ANY($4) ORDER BY chain_pos',
+};
+const IN_SIDE_TABLE: ChainQueries = {
+  start: `SELECT COALESCE(max(c.chain_pos), 0) AS chain_pos FROM event_chain c JOIN events e ON e.seq = c.seq WHERE c.project_id = $1 AND e.timestamp < ${SUBS_START}`,
+  head: 'SELECT max(chain_pos) AS pos FROM (SELECT chain_pos FROM event_chain WHERE project_id = $1 AND chain_pos > $2 ORDER BY chain_pos LIMIT $3) s',
+  events: `SELECT e.*, c.chain_pos FROM event_chain c JOIN events e ON e.seq = c.seq
+            WHERE c.project_id = $1 AND c.chain_pos > $2 AND c.chain_pos <= $3 AND e.event_type = ANY($4) ORDER BY c.chain_pos`,
+};
+let chainLayout: Promise<ChainQueries> | null = null;
+function chainQueries(db: Queryable): Promise<ChainQueries> {
+  chainLayout ??= db
+    .query<{ side: boolean }>("SELECT to_regclass('event_chain') IS NOT NULL AS side")
+    .then((r) => (r.rows[0].side ? IN_SIDE_TABLE : IN_EVENTS));
+  chainLayout.catch(() => {
+    chainLayout = null;
+  });
+  return chainLayout;
+}
+
+/** Lock class of a project's fan-out (pg_try_advisory_xact_lock(class, hashtext(project))). */
+export const WEBHOOK_FANOUT_LOCK_CLASS = 7_501;
+
+/**
+ * One fan-out step of a project, in a transaction holding its try-lock: reads chained events after
+ * the cursor (at most `batch`), hands them to `plan` (which inserts messages and starts their
+ * deliveries), then moves the cursor. Returns how many events it read, or null when another
+ * process holds the project.
+ */
+export async function fanOutProjectEvents(
+  db: Db,
+  projectId: string,
+  types: string[],
+  batch: number,
+  plan: (c: Queryable, events: EventRecord[]) => Promise<void>,
+): Promise<number | null> {
+  return withTransaction(db, async (c) => {
+    const { rows: lock } = await c.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS ok', [WEBHOOK_FANOUT_LOCK_CLASS, projectId]);
+    if (!lock[0].ok) return null;
+    const q = await chainQueries(c);
+    let { rows: cur } = await c.query<{ chain_pos: number }>('SELECT chain_pos FROM webhook_cursors WHERE project_id = $1', [projectId]);
+    if (!cur[0]) {
+      // First scan of the project: start after the events from before its first subscription.
+      const { rows: start } = await c.query<{ chain_pos: number }>(q.start, [projectId]);
+      await c.query('INSERT INTO webhook_cursors (project_id, chain_pos) VALUES ($1, $2) ON CONFLICT DO NOTHING', [projectId, start[0].chain_pos]);
+      cur = start;
+    }
+    const from = Number(cur[0].chain_pos);
+    const { rows: head } = await c.query<{ pos: number | null }>(q.head, [projectId, from, batch]);
+    const to = head[0].pos === null ? null : Number(head[0].pos);
+    if (to === null) return 0;
+    const { rows: events } = await c.query<EventRecord>(q.events, [projectId, from, to, types]);
+    if (events.length > 0) await plan(c, events);
+    await c.query('UPDATE webhook_cursors SET chain_pos = $2 WHERE project_id = $1', [projectId, to]);
+    return to - from;
+  });
+}
+
+export async function insertMessage(
+  db: Queryable,
+  m: { id: string; projectId: string; subscriptionId: string; eventId: string; eventType: string; requestId: string | null; jobId: string | null; permitId: string | null; payload: Record<string, unknown> },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO webhook_messages (id, project_id, subscription_id, event_id, event_type, request_id, job_id, permit_id, payload)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
+    [m.id, m.projectId, m.subscriptionId, m.eventId, m.eventType, m.requestId, m.jobId, m.permitId, JSON.stringify(m.payload)],
+  );
+}
+
+export async function findMessage(db: Queryable, id: string): Promise<WebhookMessageRecord | null> {
+  const { rows } = await db.query<WebhookMessageRecord>('SELECT * FROM webhook_messages WHERE id = $1', [id]);
+  return rows[0] ?? null;
+}
+
+/** Records one attempt with its events, and the message's state, in one transaction (once per attempt number). */
+export async function recordAttempt(
+  db: Db,
+  a: Omit<WebhookAttemptRecord, 'event_type'>,
+  messageStatus: WebhookMessageRecord['status'],
+  events: NewEvent[],
+): Promise<void> {
+  await withTransaction(db, async (c) => {
+    const { rowCount } = await c.query(
+      `INSERT INTO webhook_attempts (id, message_id, subscription_id, project_id, attempt, attempted_at, status_code, latency_ms, ok, error, response_body)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (message_id, attempt) DO NOTHING`,
+      [a.id, a.message_id, a.subscription_id, a.project_id, a.attempt, a.attempted_at, a.status_code, a.latency_ms, a.ok, a.error, a.response_body],
+    );
+    if (!rowCount) return;
+    await c.query(
+      `UPDATE webhook_messages SET attempts = GREATEST(attempts, $2), status = $3, completed_at = CASE WHEN $3 = 'pending' THEN NULL ELSE now() END WHERE id = $1`,
+      [a.message_id, a.attempt, messageStatus],
+    );
+    await appendEvents(c, events);
+  });
+}
+
+export async function setMessageStatus(db: Queryable, id: string, status: WebhookMessageRecord['status']): Promise<void> {
+  await db.query("UPDATE webhook_messages SET status = $2, completed_at = now() WHERE id = $1 AND status = 'pending'", [id, status]);
+}
+
+export async function listAttempts(db: Queryable, projectId: string, subscriptionId: string, q: { before?: { at: string; id: string }; limit: number }): Promise<(WebhookAttemptRecord & { cursor_ts: string })[]> {
+  const { rows } = await db.query<WebhookAttemptRecord & { cursor_ts: string }>(
+    `SELECT a.*, m.event_type, to_char(a.attempted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts
+       FROM webhook_attempts a JOIN webhook_messages m ON m.id = a.message_id
+      WHERE a.project_id = $1 AND a.subscription_id = $2
+        AND ($3::timestamptz IS NULL OR (a.attempted_at, a.id) < ($3::timestamptz, $4::text))
+      ORDER BY a.attempted_at DESC, a.id DESC LIMIT $5`,
+    [projectId, subscriptionId, q.before?.at ?? null, q.before?.id ?? null, q.limit],
+  );
+  return rows;
+}
+
+export async function findAttempt(db: Queryable, messageId: string, attempt: number): Promise<WebhookAttemptRecord | null> {
+  const { rows } = await db.query<WebhookAttemptRecord>(
+    'SELECT a.*, m.event_type FROM webhook_attempts a JOIN webhook_messages m ON m.id = a.message_id WHERE a.message_id = $1 AND a.attempt = $2',
+    [messageId, attempt],
+  );
+  return rows[0] ?? null;
+}

@@ -1,0 +1,106 @@
+/**
+ * The webhook fan-out: every `intervalMs`, for each project with an enabled subscription, reads
+ * the chained timeline events after the project's cursor (chain order is commit order, so an event
+ * that commits late is not skipped), turns those a subscription wants into messages (one per
+ * subscription, event and type; the id is derived from them, so a re-scan after a crash makes the
+ * same message) and starts each message's delivery workflow, then moves the cursor, all under the
+ * project's try-lock. Runs in worker processes (WEBHOOK_FANOUT=on).
+ */
+import type { Client } from '@temporalio/client';
+import type { Config } from '../config';
+import type { Db } from '../db/pool';
+import { enabledSubscriptions, fanOutProjectEvents, insertMessage, projectsWithSubscriptions } from '../db/repositories/webhooks';
+import type { Logger } from '../logger';
+import { SOURCE_EVENT_TYPES, webhookTypesOf } from './events';
+import { messageId, payloadOf, startDelivery } from './service';
+
+const BATCH = 1000;
+const START_CONCURRENCY = 32;
+
+export interface WebhookFanout {
+  runOnce(): Promise<number>;
+  close(): Promise<void>;
+}
+
+export function startWebhookFanout(deps: {
+  db: Db;
+  logger: Logger;
+  config: Pick<Config, 'webhooks'>;
+  temporal: { client: Client; taskQueue: string };
+  intervalMs?: number;
+}): WebhookFanout {
+  const intervalMs = deps.intervalMs ?? 250;
+  let running: Promise<number> | null = null;
+  let closed = false;
+
+  async function project(projectId: string): Promise<number> {
+    return (
+      (await fanOutProjectEvents(deps.db, projectId, SOURCE_EVENT_TYPES, BATCH, async (c, events) => {
+        const subs = await enabledSubscriptions(c, projectId);
+        const ids: string[] = [];
+        for (const e of events) {
+          const types = webhookTypesOf(e);
+          for (const s of subs) {
+            if (new Date(s.created_at) > new Date(e.timestamp)) continue;
+            for (const type of types) {
+              if (!s.event_types.includes(type)) continue;
+              const id = messageId(s.id, e.id, type);
+              await insertMessage(c, {
+                id,
+                projectId,
+                subscriptionId: s.id,
+                eventId: e.id,
+                eventType: type,
+                requestId: e.request_id,
+                jobId: e.job_id,
+                permitId: e.permit_id,
+                payload: await payloadOf(deps.db, e, type),
+              });
+              ids.push(id);
+            }
+          }
+        }
+        // Started before the cursor moves: a crash here re-scans and re-starts (same ids, no duplicates).
+        for (let i = 0; i < ids.length; i += START_CONCURRENCY) {
+          await Promise.all(ids.slice(i, i + START_CONCURRENCY).map((id) => startDelivery(deps.temporal, deps.config, id)));
+        }
+      })) ?? 0
+    );
+  }
+
+  async function round(): Promise<number> {
+    let total = 0;
+    for (const projectId of await projectsWithSubscriptions(deps.db)) {
+      for (;;) {
+        const n = await project(projectId);
+        total += n;
+        if (n < BATCH) break;
+      }
+    }
+    return total;
+  }
+
+  const runOnce = (): Promise<number> => {
+    if (!running) {
+      running = round().finally(() => {
+        running = null;
+      });
+    }
+    return running;
+  };
+
+  const timer = setInterval(() => {
+    if (closed || running) return;
+    runOnce().catch((err) => deps.logger.warn({ err }, 'webhook fan-out round failed; retried next round'));
+  }, intervalMs);
+  timer.unref?.();
+
+  return {
+    runOnce,
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      await running?.catch(() => undefined);
+    },
+  };
+}
