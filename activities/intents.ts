@@ -1,5 +1,7 @@
 import { withTransaction } from '../src/db/pool';
+import { appendEvents, type NewEvent } from '../src/db/repositories/events';
 import {
+  type WorkflowIntentRecord,
   applyIntentVersion,
   countAllowedIntentCalls,
   findAmendment,
@@ -30,6 +32,18 @@ export interface RecordAmendmentInput {
   projection: IntentState['projection'];
 }
 
+
+/** A timeline event of an intent (webhook sources: workflow_intent.expired, workflow_intent.max_calls_reached). */
+function intentEvent(row: WorkflowIntentRecord, eventType: string, at: Date, actualCalls: number): NewEvent {
+  return {
+    projectId: row.project_id,
+    eventType,
+    source: 'workflow_intents',
+    phase: 'workflow',
+    timestamp: at,
+    metadata: { workflow_id: row.workflow_id, version: row.version, actual_calls: actualCalls, expected_calls: row.expected_calls, max_calls: row.max_calls },
+  };
+}
 
 /** Persistence of every intentWorkflow state change. Each activity is idempotent (retries are safe). */
 export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps, 'db' | 'clock' | 'config'>) {
@@ -120,12 +134,24 @@ export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps,
 
     /** Moves an active intent to expired (max_duration_seconds elapsed) with its final counter. */
     async expireIntent(i: { projectId: string; workflowId: string; actualCalls: number }): Promise<void> {
-      await markIntentExpired(db, i.projectId, i.workflowId, { at: clock.now(), actualCalls: i.actualCalls });
+      await withTransaction(db, async (tx) => {
+        const row = await findWorkflowIntentForUpdate(tx, i.projectId, i.workflowId);
+        const at = clock.now();
+        await markIntentExpired(tx, i.projectId, i.workflowId, { at, actualCalls: i.actualCalls });
+        if (row?.status === 'active') await appendEvents(tx, [intentEvent(row, 'workflow_intent.expired', at, i.actualCalls)]);
+      });
     },
 
     /** Mirrors the call counter (throttled by the workflow). */
     async persistIntentCounter(i: { projectId: string; workflowId: string; actualCalls: number }): Promise<void> {
-      await persistActualCalls(db, i.projectId, i.workflowId, i.actualCalls);
+      await withTransaction(db, async (tx) => {
+        const row = await findWorkflowIntentForUpdate(tx, i.projectId, i.workflowId);
+        await persistActualCalls(tx, i.projectId, i.workflowId, i.actualCalls);
+        // The counter crossing max_calls (once per crossing; an amendment raising the ceiling re-arms it).
+        if (row && row.status === 'active' && row.max_calls !== null && row.actual_calls < row.max_calls && i.actualCalls >= row.max_calls) {
+          await appendEvents(tx, [intentEvent(row, 'workflow_intent.max_calls_reached', clock.now(), i.actualCalls)]);
+        }
+      });
     },
   };
 }
