@@ -1,0 +1,140 @@
+/**
+ * Jobs survive their worker dying mid-dispatch (SIGKILL) and the Temporal server restarting
+ * mid-job: every job completes exactly once (one execution row, one job.completed), and each
+ * attempt dispatches at most once (the provider sees at most one call per attempt).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server';
+import { freePort, startTemporalDevServer, type DevServer } from '../../../scripts/lib/temporal-dev-server';
+import { createTestProject, http, startTestTollgate, type TestProject } from '../../support/tollgate';
+import { waitUntil } from '../../support/wait';
+import { emulatorEnv, say } from '../executions/helpers';
+
+jest.setTimeout(180_000);
+
+type TG = Awaited<ReturnType<typeof startTestTollgate>>;
+
+async function spawnTollgate(env: NodeJS.ProcessEnv, role: 'worker' | 'all'): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'tollgate-process.ts')], {
+    env: { ...process.env, TOLLGATE_TEST_ENV: JSON.stringify(env), TOLLGATE_TEST_ROLE: role },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      if (/ready /.test(String(d))) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`tollgate process exited ${code}`)));
+  });
+  return child;
+}
+
+async function submitMany(api: TG, p: TestProject, n: number, latencyMs: number, tag: string): Promise<string[]> {
+  const call = http(api.url!);
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = await call('POST', '/v1/jobs', { key: p.clientKey, body: { operation: 'generate.text', messages: say(`[[emulator:latency_ms=${latencyMs}]] ${tag} ${i}`) } });
+    expect(r.status).toBe(202);
+    ids.push(r.json.id);
+  }
+  return ids;
+}
+
+async function expectEachCompletedOnce(db: TG['db'], ids: string[]): Promise<any[]> {
+  const jobs = await waitUntil(async () => {
+    const { rows } = await db.query('SELECT * FROM jobs WHERE id = ANY($1)', [ids]);
+    return rows.length === ids.length && rows.every((r) => r.status === 'completed') ? rows : null;
+  }, 120_000, 250);
+  for (const j of jobs) {
+    const ex = await db.query('SELECT count(*)::int AS n FROM executions WHERE id = $1', [j.request_id]);
+    expect(ex.rows[0].n).toBe(1);
+    const ev = await db.query("SELECT event_type FROM events WHERE request_id = $1 AND event_type IN ('job.completed', 'job.failed', 'request.completed', 'request.errored', 'usage.recorded')", [j.request_id]);
+    expect(ev.rows.map((r) => r.event_type).sort()).toEqual(['job.completed', 'request.completed', 'usage.recorded']);
+    expect(j.result.status).toBe('completed');
+  }
+  return jobs;
+}
+
+describe('jobs and a worker killed mid-dispatch (SIGKILL)', () => {
+  let emu: EmulatorHandle;
+  let api: TG;
+  let env: NodeJS.ProcessEnv;
+  const children: ChildProcess[] = [];
+  let survivor: TG | null = null;
+
+  beforeAll(async () => {
+    emu = await startEmulator({ port: 0 });
+    env = { ...emulatorEnv(emu.url), TEMPORAL_TASK_QUEUE: `jobs-crash-${Date.now()}`, JOBS_HEARTBEAT_TIMEOUT_MS: '2000', JOBS_RETRY_BASE_MS: '200' };
+    api = await startTestTollgate({ env, role: 'api' });
+  });
+  afterAll(async () => {
+    for (const c of children) c.kill('SIGKILL');
+    await survivor?.close();
+    await api?.close();
+    await emu?.close();
+  });
+
+  it('every job completes exactly once on the next worker; at most one provider call per attempt', async () => {
+    const p = await createTestProject(api.db);
+    children.push(await spawnTollgate(env, 'worker'));
+    const before = emu.requestCount();
+    const ids = await submitMany(api, p, 4, 4000, 'killed');
+    // All four are at the provider (it answers after 4 s) when the worker dies.
+    await waitUntil(async () => emu.requestCount() - before >= 4, 30_000);
+    children[0].kill('SIGKILL');
+    survivor = await startTestTollgate({ env, role: 'worker' });
+    const jobs = await expectEachCompletedOnce(api.db, ids);
+    // The killed attempt did not report back (heartbeat timeout): a second attempt dispatched once.
+    expect(jobs.map((j) => j.attempts)).toEqual([2, 2, 2, 2]);
+    expect(emu.requestCount() - before).toBe(8);
+    for (const j of jobs) {
+      const sent = await api.db.query("SELECT count(*)::int AS n FROM events WHERE request_id = $1 AND event_type = 'provider.request_sent'", [j.request_id]);
+      expect(sent.rows[0].n).toBe(2);
+    }
+  });
+});
+
+describe('jobs across a Temporal server restart', () => {
+  let emu: EmulatorHandle;
+  let temporal: DevServer;
+  let tg: TG;
+  let port: number;
+  let dbFile: string;
+
+  beforeAll(async () => {
+    emu = await startEmulator({ port: 0 });
+    port = await freePort();
+    dbFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-temporal-')), 'temporal.db');
+    temporal = await startTemporalDevServer({ cli: process.env.TEMPORAL_CLI_PATH!, port, dbFile });
+    tg = await startTestTollgate({ env: { ...emulatorEnv(emu.url), TEMPORAL_ADDRESS: temporal.address, JOBS_HEARTBEAT_TIMEOUT_MS: '3000', JOBS_RETRY_BASE_MS: '200' } });
+  });
+  afterAll(async () => {
+    await tg?.close();
+    await temporal?.stop();
+    await emu?.close();
+  });
+
+  it('jobs dispatched before the restart and jobs queued around it all complete exactly once', async () => {
+    const p = await createTestProject(tg.db);
+    const before = emu.requestCount();
+    const ids = await submitMany(tg, p, 3, 3000, 'restart');
+    await waitUntil(async () => emu.requestCount() - before >= 3, 30_000);
+    await temporal.stop();
+    await new Promise((r) => setTimeout(r, 1000));
+    temporal = await startTemporalDevServer({ cli: process.env.TEMPORAL_CLI_PATH!, port, dbFile });
+    const more = await waitUntil(async () => {
+      try {
+        return await submitMany(tg, p, 2, 100, 'after');
+      } catch {
+        return null;
+      }
+    }, 60_000, 500);
+    const jobs = await expectEachCompletedOnce(tg.db, [...ids, ...more]);
+    // At most one provider call per attempt.
+    const attempts = jobs.reduce((n, j) => n + j.attempts, 0);
+    expect(emu.requestCount() - before).toBeLessThanOrEqual(attempts);
+    expect(emu.requestCount() - before).toBeGreaterThanOrEqual(jobs.length);
+  });
+});
