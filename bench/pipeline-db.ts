@@ -6,9 +6,13 @@
  *
  *   BENCH_SECONDS=5 C=32 npm run bench:pipeline-db
  *
+ * BENCH_CHAINER=0 leaves the event-chain sequencer off (it runs every 250 ms by default, as in the
+ * API process); BENCH_SQL runs extra SQL after the migrations (for experiments, e.g. dropping an index).
+ *
  * Uses a throwaway database (tollgate_bench_pipeline_<pid>) on DATABASE_ADMIN_URL (default the local
  * server), dropped afterwards.
  */
+import { spawnSync } from 'node:child_process';
 import { createDatabaseIfMissing, dropDatabase } from '../scripts/lib/postgres';
 import { createGovernedCallActivities } from '../activities/governed-call';
 import { systemClock } from '../src/clock';
@@ -18,6 +22,7 @@ import { createProject } from '../src/db/repositories/projects';
 import type { ExecutionInput } from '../src/executions/types';
 import { createGovernance } from '../src/governance';
 import { newId } from '../src/ids';
+import { startEventChainer } from '../src/events/chainer';
 import { createLogger } from '../src/logger';
 import { pricing } from '../src/pricing';
 import type { NormalizedRequest, ProviderGateway } from '../src/providers/types';
@@ -36,6 +41,8 @@ async function main(): Promise<void> {
   const db = createPool(`${url}${url.includes('?') ? '&' : '?'}options=-c%20track_functions%3Dall`, 20);
   try {
     await migrate(url);
+    if (process.env.BENCH_SQL) await db.query(process.env.BENCH_SQL);
+    const chainer = process.env.BENCH_CHAINER === '0' ? null : startEventChainer({ db, logger: createLogger('warn') });
     const project = await createProject(db, { name: 'bench', plan: 'enterprise' });
     const providers: ProviderGateway = {
       dispatch: async () => ({
@@ -49,6 +56,8 @@ async function main(): Promise<void> {
     const govern: number[] = [];
     const record: number[] = [];
     let n = 0;
+    const walLsn = async () => (await db.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0].lsn;
+    const wal0 = await walLsn();
     const pg0 = postgresCpuMs();
     const end = Date.now() + SECONDS * 1000;
     await Promise.all(
@@ -74,13 +83,22 @@ async function main(): Promise<void> {
         }
       }),
     );
+    await chainer?.runOnce();
     const pgMs = postgresCpuMs() - pg0;
+    await chainer?.close();
+    const { rows: walRows } = await db.query<{ bytes: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::bigint AS bytes', [await walLsn(), wal0]);
     govern.sort((a, b) => a - b);
     record.sort((a, b) => a - b);
     const f = (v: number) => v.toFixed(2);
     console.log(`c=${CONCURRENCY}, ${SECONDS} s, one project: ${(n / SECONDS).toFixed(0)} calls/s`);
     console.log(`govern p50 ${f(pct(govern, 50))} p99 ${f(pct(govern, 99))} ms; record p50 ${f(pct(record, 50))} p99 ${f(pct(record, 99))} ms`);
-    console.log(`PostgreSQL CPU: ${f(pgMs / n)} ms per call (every postgres process on the machine)`);
+    console.log(`PostgreSQL CPU: ${f(pgMs / n)} ms per call (every postgres process on the machine); WAL ${(Number(walRows[0].bytes) / n).toFixed(0)} bytes per call (${wal0}..)`);
+    if (process.env.BENCH_WALDUMP) {
+      // BENCH_WALDUMP=<pg_wal directory>: the WAL written during the run, by record type (pg_waldump --stats).
+      const end = await walLsn();
+      const out = spawnSync('pg_waldump', ['-p', process.env.BENCH_WALDUMP, '-s', wal0, '-e', end, '--stats=record'], { encoding: 'utf8' });
+      console.log(out.stdout || out.stderr);
+    }
     const { rows } = await db.query<{ funcname: string; calls: number; total: number; self: number }>(
       'SELECT funcname, calls, total_time AS total, self_time AS self FROM pg_stat_user_functions ORDER BY total_time DESC',
     );

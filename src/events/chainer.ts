@@ -25,7 +25,7 @@ export function startEventChainer(deps: { db: Db; logger: Logger; intervalMs?: n
       for (;;) {
         const n = await chainProjectEvents(deps.db, projectId);
         total += n;
-        if (n < 2000) break;
+        if (n === 0) break; // nothing left, or another process is chaining this project
       }
     }
     return total;

@@ -8,11 +8,13 @@ import { newId } from '../../ids';
  * The append-only event log timelines are rebuilt from. Each project has its own hash chain:
  * `hash = sha256(prev_hash + canonical(event))`, the first event's prev_hash is 64 zeros.
  *
- * Events are inserted unchained (`tollgate_insert_events`, no lock, migration 0100) so the request
- * path never waits on the chain; the sequencer (`chainProjectEvents`, run by src/events/chainer.ts
- * about every 250 ms) chains each project's pending events in `seq` order under a per-project
- * lock and sets `chain_pos`, `prev_hash` and `hash`. Timelines read events by `seq` whether or not
- * they are chained yet; verification walks `chain_pos`.
+ * Events are inserted unchained (`tollgate_insert_events`, no lock) and queued in
+ * `event_chain_pending`, so the request path never waits on the chain; the sequencer
+ * (`chainProjectEvents`, run by src/events/chainer.ts about every 250 ms) chains each project's
+ * pending events in `seq` order under a per-project lock, writing `event_chain` rows (chain_pos,
+ * prev_hash, hash; migration 0103). An event row is never updated. Readers use the
+ * `events_chained` view: timelines read events by `seq` whether or not they are chained yet;
+ * verification walks `chain_pos`.
  */
 
 export const GENESIS_HASH = '0'.repeat(64);
@@ -123,11 +125,12 @@ export async function appendEvent(db: Queryable, ev: NewEvent): Promise<void> {
 }
 
 /**
- * Chains up to `batch` of one project's pending events, in `seq` order, after the current head.
+ * Chains the events of up to `batch` of one project's pending insert statements, in `seq` order,
+ * after the current head.
  * Returns how many it chained; 0 when another process holds the project's chain lock (it is
  * chaining them) or nothing is pending.
  */
-export async function chainProjectEvents(db: Pool, projectId: string, batch = 2000): Promise<number> {
+export async function chainProjectEvents(db: Pool, projectId: string, batch = 500): Promise<number> {
   const client = await db.connect();
   try {
     await client.query('BEGIN');
@@ -137,14 +140,21 @@ export async function chainProjectEvents(db: Pool, projectId: string, batch = 20
       return 0;
     }
     const { rows: head } = await client.query<{ chain_pos: number; hash: string }>(
-      'SELECT chain_pos, hash FROM events WHERE project_id = $1 AND chain_pos IS NOT NULL ORDER BY chain_pos DESC LIMIT 1',
+      'SELECT chain_pos, hash FROM event_chain WHERE project_id = $1 ORDER BY chain_pos DESC LIMIT 1',
       [projectId],
     );
-    const { rows } = await client.query<EventRecord>(
-      'SELECT * FROM events WHERE project_id = $1 AND chain_pos IS NULL ORDER BY seq LIMIT $2',
+    // Whole pending rows (one per insert statement), so a row is deleted only once all its events are chained.
+    const { rows: pending } = await client.query<{ first_seq: string }>(
+      'SELECT first_seq FROM event_chain_pending WHERE project_id = $1 ORDER BY first_seq LIMIT $2',
       [projectId, batch],
     );
-    if (rows.length === 0) {
+    const firstSeqs = pending.map((p) => p.first_seq);
+    const { rows } = await client.query<EventRecord>(
+      `SELECT e.* FROM event_chain_pending p CROSS JOIN LATERAL unnest(p.seqs) AS s(seq) JOIN events e ON e.seq = s.seq
+        WHERE p.project_id = $1 AND p.first_seq = ANY($2::bigint[]) ORDER BY e.seq`,
+      [projectId, firstSeqs],
+    );
+    if (pending.length === 0) {
       await client.query('ROLLBACK');
       return 0;
     }
@@ -164,11 +174,11 @@ export async function chainProjectEvents(db: Pool, projectId: string, batch = 20
       prev = hash;
     }
     await client.query(
-      `UPDATE events e SET chain_pos = v.pos, prev_hash = v.prev, hash = v.hash
-         FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) AS v(seq, pos, prev, hash)
-        WHERE e.seq = v.seq`,
-      [seqs, positions, prevs, hashes],
+      `INSERT INTO event_chain (seq, project_id, chain_pos, prev_hash, hash)
+       SELECT v.seq, $5, v.pos, v.prev, v.hash FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) AS v(seq, pos, prev, hash)`,
+      [seqs, positions, prevs, hashes, projectId],
     );
+    await client.query('DELETE FROM event_chain_pending WHERE project_id = $1 AND first_seq = ANY($2::bigint[])', [projectId, firstSeqs]);
     await client.query('COMMIT');
     return rows.length;
   } catch (err) {
@@ -182,7 +192,7 @@ export async function chainProjectEvents(db: Pool, projectId: string, batch = 20
 /** Projects that have events waiting to be chained. */
 export async function projectsWithUnchainedEvents(db: Queryable, limit = 500): Promise<string[]> {
   const { rows } = await db.query<{ project_id: string }>(
-    'SELECT DISTINCT project_id FROM events WHERE chain_pos IS NULL LIMIT $1',
+    'SELECT DISTINCT project_id FROM event_chain_pending LIMIT $1',
     [limit],
   );
   return rows.map((r) => r.project_id);
@@ -193,7 +203,7 @@ export async function chainAllProjectEvents(db: Pool, projectId: string): Promis
   for (let i = 0; i < 10_000; i++) {
     const n = await chainProjectEvents(db, projectId);
     if (n > 0) continue;
-    const { rows } = await db.query('SELECT 1 FROM events WHERE project_id = $1 AND chain_pos IS NULL LIMIT 1', [projectId]);
+    const { rows } = await db.query('SELECT 1 FROM event_chain_pending WHERE project_id = $1 LIMIT 1', [projectId]);
     if (rows.length === 0) return;
     await new Promise((r) => setTimeout(r, 20)); // another process is chaining this project
   }
@@ -207,7 +217,7 @@ export async function requestHasEvent(db: Queryable, projectId: string, requestI
 
 export async function listEventsByRequest(db: Queryable, projectId: string, requestId: string): Promise<EventRecord[]> {
   const { rows } = await db.query<EventRecord>(
-    'SELECT * FROM events WHERE project_id = $1 AND request_id = $2 ORDER BY seq',
+    'SELECT * FROM events_chained WHERE project_id = $1 AND request_id = $2 ORDER BY seq',
     [projectId, requestId],
   );
   return rows;
@@ -215,7 +225,7 @@ export async function listEventsByRequest(db: Queryable, projectId: string, requ
 
 export async function listEventsByPermit(db: Queryable, projectId: string, permitId: string): Promise<EventRecord[]> {
   const { rows } = await db.query<EventRecord>(
-    'SELECT * FROM events WHERE project_id = $1 AND permit_id = $2 ORDER BY seq',
+    'SELECT * FROM events_chained WHERE project_id = $1 AND permit_id = $2 ORDER BY seq',
     [projectId, permitId],
   );
   return rows;
@@ -227,7 +237,7 @@ export async function listEvents(
   opts: { afterSeq?: number; limit?: number; eventType?: string } = {},
 ): Promise<EventRecord[]> {
   const { rows } = await db.query<EventRecord>(
-    `SELECT * FROM events WHERE project_id = $1 AND seq > $2 AND ($3::text IS NULL OR event_type = $3)
+    `SELECT * FROM events_chained WHERE project_id = $1 AND seq > $2 AND ($3::text IS NULL OR event_type = $3)
      ORDER BY seq LIMIT $4`,
     [projectId, opts.afterSeq ?? 0, opts.eventType ?? null, Math.min(opts.limit ?? 100, 1000)],
   );
@@ -252,20 +262,34 @@ export async function verifyEventChain(db: Pool, projectId: string): Promise<Cha
   let count = 0;
   let afterPos = 0;
   for (;;) {
-    const { rows } = await db.query<EventRecord & { chain_pos: number }>(
-      'SELECT * FROM events WHERE project_id = $1 AND chain_pos > $2 ORDER BY chain_pos LIMIT 1000',
+    // From the chain's side, so an event row deleted after chaining is a gap (e.seq IS NULL).
+    const { rows } = await db.query<Omit<EventRecord, 'seq'> & { seq: number | null; chain_seq: number; chain_pos: number }>(
+      `SELECT e.*, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash
+         FROM event_chain c LEFT JOIN events e ON e.seq = c.seq
+        WHERE c.project_id = $1 AND c.chain_pos > $2 ORDER BY c.chain_pos LIMIT 1000`,
       [projectId, afterPos],
     );
     if (rows.length === 0) break;
     for (const r of rows) {
-      const expected = eventHash(prev, canonicalEvent({ ...r, prev_hash: prev }));
+      if (r.seq === null || r.project_id !== projectId) return { ok: false, count, broken_at_seq: Number(r.chain_seq), head_hash: prev };
+      const expected = eventHash(prev, canonicalEvent({ ...r, seq: r.seq, prev_hash: prev }));
       if (r.prev_hash !== prev || r.hash !== expected) {
         return { ok: false, count, broken_at_seq: Number(r.seq), head_hash: prev };
       }
-      prev = r.hash!;
+      prev = r.hash;
       count += 1;
       afterPos = Number(r.chain_pos);
     }
   }
+  // An event neither chained nor waiting to be: its chain row was removed.
+  const { rows: orphans } = await db.query<{ seq: string }>(
+    `SELECT e.seq FROM events e
+      WHERE e.project_id = $1
+        AND NOT EXISTS (SELECT 1 FROM event_chain c WHERE c.seq = e.seq)
+        AND NOT EXISTS (SELECT 1 FROM event_chain_pending p WHERE p.project_id = e.project_id AND e.seq = ANY(p.seqs))
+      ORDER BY e.seq LIMIT 1`,
+    [projectId],
+  );
+  if (orphans.length > 0) return { ok: false, count, broken_at_seq: Number(orphans[0].seq), head_hash: prev };
   return { ok: true, count, broken_at_seq: null, head_hash: prev };
 }

@@ -225,7 +225,7 @@ export async function deletePolicyRuleMeta(db: Queryable, projectId: string, pol
 export async function listEventsForPermits(db: Queryable, projectId: string, permitIds: string[]): Promise<import('./events').EventRecord[]> {
   if (permitIds.length === 0) return [];
   const { rows } = await db.query<import('./events').EventRecord>(
-    'SELECT * FROM events WHERE project_id = $1 AND permit_id = ANY($2::text[]) ORDER BY seq',
+    'SELECT * FROM events_chained WHERE project_id = $1 AND permit_id = ANY($2::text[]) ORDER BY seq',
     [projectId, permitIds],
   );
   return rows;

@@ -104,7 +104,7 @@ describe('governance under concurrency (real PostgreSQL)', () => {
       const r0 = await listEventsByRequest(db, projectId, 'r0');
       expect(r0.map((e) => e.event_type)).toEqual(['execution.started', 'request.completed']);
       expect(r0.every((e) => typeof e.hash === 'string' && e.hash.length === 64)).toBe(true);
-      const { rows } = await db.query('SELECT seq, chain_pos FROM events WHERE project_id = $1 ORDER BY chain_pos', [projectId]);
+      const { rows } = await db.query('SELECT seq, chain_pos FROM event_chain WHERE project_id = $1 ORDER BY chain_pos', [projectId]);
       // Chain order is insertion (seq) order, positions 1..80 with no gap.
       expect(rows.map((r) => Number(r.chain_pos))).toEqual(Array.from({ length: 80 }, (_, i) => i + 1));
       const seqs = rows.map((r) => Number(r.seq));
@@ -119,7 +119,7 @@ describe('governance under concurrency (real PostgreSQL)', () => {
         { projectId, eventType: 'execution.started', source: 'execution_events', phase: 'execution' },
         { projectId, eventType: 'request.completed', source: 'execution_events', phase: 'completion' },
       ]);
-      const { rows } = await db.query('SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND chain_pos IS NULL', [projectId]);
+      const { rows } = await db.query('SELECT coalesce(sum(cardinality(seqs)), 0)::int AS n FROM event_chain_pending WHERE project_id = $1', [projectId]);
       expect(rows[0].n).toBe(2);
       expect(await verifyEventChain(db, projectId)).toMatchObject({ ok: true, count: 3 });
     });
@@ -142,8 +142,25 @@ describe('governance under concurrency (real PostgreSQL)', () => {
       expect(await verifyEventChain(db, projectId)).toMatchObject({ ok: false, broken_at_seq: seqs[4] });
       await db.query(`UPDATE events SET event_type = 'permit.allowed' WHERE seq = $1`, [seqs[4]]);
 
+      // A chain row removed: its event is neither chained nor pending, and the next link breaks.
+      const removed = await db.query('DELETE FROM event_chain WHERE seq = $1 RETURNING *', [seqs[3]]);
+      expect(await verifyEventChain(db, projectId)).toMatchObject({ ok: false, broken_at_seq: seqs[4] });
+      const r = removed.rows[0];
+      await db.query('INSERT INTO event_chain (seq, project_id, chain_pos, prev_hash, hash) VALUES ($1, $2, $3, $4, $5)', [r.seq, r.project_id, r.chain_pos, r.prev_hash, r.hash]);
+      expect((await verifyEventChain(db, projectId)).ok).toBe(true);
+
+      // An event row deleted after chaining: the chain points at a missing event.
       await db.query('DELETE FROM events WHERE seq = $1', [seqs[1]]);
-      expect(await verifyEventChain(db, projectId)).toMatchObject({ ok: false, broken_at_seq: seqs[2] });
+      expect(await verifyEventChain(db, projectId)).toMatchObject({ ok: false, broken_at_seq: seqs[1] });
+    });
+
+    it('reports an event whose chain row and pending marker were both removed', async () => {
+      const projectId = await projectWithPolicy(db);
+      for (let i = 0; i < 3; i++) await appendEvent(db, { projectId, eventType: 'permit.allowed', source: 'permits', phase: 'permit', metadata: { i } });
+      expect((await verifyEventChain(db, projectId)).ok).toBe(true);
+      const { rows } = await db.query('SELECT seq FROM event_chain WHERE project_id = $1 ORDER BY chain_pos DESC LIMIT 1', [projectId]);
+      await db.query('DELETE FROM event_chain WHERE seq = $1', [rows[0].seq]);
+      expect(await verifyEventChain(db, projectId)).toMatchObject({ ok: false, broken_at_seq: Number(rows[0].seq) });
     });
   });
 });
