@@ -111,6 +111,8 @@ async function main(): Promise<void> {
     TEMPORAL_ADDRESS: temporalAddress,
     TEMPORAL_UI_URL: `http://127.0.0.1:${TEMPORAL_UI_PORT}`,
     PORT: String(API_PORT),
+    // Webhooks to a receiver on this machine (the SSRF guard refuses loopback otherwise).
+    WEBHOOK_ALLOWED_HOSTS: process.env.WEBHOOK_ALLOWED_HOSTS ?? '127.0.0.1,localhost,::1',
   };
 
   let emulatorUrl: string | null = null;
