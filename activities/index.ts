@@ -4,6 +4,7 @@ import { createIntentActivities } from './intents';
 import { createJobActivities } from './jobs';
 import { createWebhookActivities } from './webhooks';
 import { createReconciliationActivities } from './reconciliation';
+import { createIntegrityActivities } from './integrity';
 
 export type { ActivityDeps } from './deps';
 
@@ -15,6 +16,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createJobActivities(deps),
     ...createWebhookActivities(deps),
     ...createReconciliationActivities(deps),
+    ...createIntegrityActivities(deps),
   };
 }
 

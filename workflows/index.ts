@@ -4,3 +4,4 @@ export { intentWorkflow } from './intent';
 export { jobWorkflow } from './job';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { reconciliationWorkflow } from './reconciliation';
+export { checkpointWorkflow } from './checkpoint';

@@ -4,6 +4,7 @@ import { Client } from '@temporalio/client';
 import { createActivities, ActivityDeps } from '../../activities';
 import { IDEMPOTENCY_CLEANUP_WORKFLOW_ID, RESERVATION_EXPIRY_WORKFLOW_ID } from '../../workflows/maintenance';
 import { RECONCILIATION_WORKFLOW_ID } from '../../workflows/reconciliation';
+import { CHECKPOINT_WORKFLOW_ID } from '../../workflows/checkpoint';
 
 export const WORKFLOWS_PATH = require.resolve('../../workflows');
 
@@ -59,6 +60,13 @@ export async function ensureMaintenanceWorkflows(client: Client, taskQueue: stri
     workflowId: RESERVATION_EXPIRY_WORKFLOW_ID,
     taskQueue,
     args: [{ intervalSeconds: 60 }],
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+  });
+  // Signed checkpoints of every project's event log that grew (src/integrity/log.ts).
+  await client.workflow.start('checkpointWorkflow', {
+    workflowId: CHECKPOINT_WORKFLOW_ID,
+    taskQueue,
+    args: [{ intervalSeconds: 30 }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
   });
 }

@@ -1,0 +1,195 @@
+/**
+ * The compliance log (issue 15): signing keys, the stored Merkle nodes of each project's event log,
+ * signed checkpoints, and the chain-ordered reads they are built from. Leaf i of a project's tree
+ * is the event at event_chain.chain_pos = i + 1. Reads go through event_chain's
+ * (project_id, chain_pos) index; nothing here writes to `events` or `event_chain`.
+ */
+import type { Queryable } from '../pool';
+import type { EventRecord } from './events';
+
+export const CHECKPOINT_LOCK_CLASS = 7_302;
+
+export interface ComplianceKeyRow {
+  kid: string;
+  purpose: string;
+  algorithm: 'Ed25519';
+  key_name: string;
+  public_key: Buffer;
+  private_key_sealed: string;
+  valid_from: Date;
+  valid_until: Date | null;
+}
+
+export async function findActiveComplianceKey(db: Queryable, purpose: string): Promise<ComplianceKeyRow | null> {
+  const { rows } = await db.query<ComplianceKeyRow>('SELECT * FROM compliance_signing_keys WHERE purpose = $1 AND valid_until IS NULL', [purpose]);
+  return rows[0] ?? null;
+}
+
+export async function findComplianceKey(db: Queryable, kid: string): Promise<ComplianceKeyRow | null> {
+  const { rows } = await db.query<ComplianceKeyRow>('SELECT * FROM compliance_signing_keys WHERE kid = $1', [kid]);
+  return rows[0] ?? null;
+}
+
+/** Inserts the first key of `purpose` unless an active one exists (concurrent first starts keep one). */
+export async function insertComplianceKeyIfNoneActive(
+  db: Queryable,
+  k: { kid: string; purpose: string; keyName: string; publicKey: Buffer; privateKeySealed: string },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO compliance_signing_keys (kid, purpose, algorithm, key_name, public_key, private_key_sealed)
+     VALUES ($1, $2, 'Ed25519', $3, $4, $5) ON CONFLICT DO NOTHING`,
+    [k.kid, k.purpose, k.keyName, k.publicKey, k.privateKeySealed],
+  );
+}
+
+/** Rotation: closes the active key of `purpose` and inserts the next one, in one transaction (caller's). */
+export async function rotateComplianceKey(
+  db: Queryable,
+  k: { kid: string; purpose: string; keyName: string; publicKey: Buffer; privateKeySealed: string },
+): Promise<void> {
+  await db.query('UPDATE compliance_signing_keys SET valid_until = now() WHERE purpose = $1 AND valid_until IS NULL', [k.purpose]);
+  await db.query(
+    `INSERT INTO compliance_signing_keys (kid, purpose, algorithm, key_name, public_key, private_key_sealed)
+     VALUES ($1, $2, 'Ed25519', $3, $4, $5)`,
+    [k.kid, k.purpose, k.keyName, k.publicKey, k.privateKeySealed],
+  );
+}
+
+export async function listComplianceKeys(db: Queryable): Promise<Omit<ComplianceKeyRow, 'private_key_sealed'>[]> {
+  const { rows } = await db.query<Omit<ComplianceKeyRow, 'private_key_sealed'>>(
+    'SELECT kid, purpose, algorithm, key_name, public_key, valid_from, valid_until FROM compliance_signing_keys ORDER BY valid_from, kid',
+  );
+  return rows;
+}
+
+// ---- the chain, read in chain order ----
+
+export async function chainHead(db: Queryable, projectId: string): Promise<number> {
+  const { rows } = await db.query<{ head: number | null }>('SELECT max(chain_pos) AS head FROM event_chain WHERE project_id = $1', [projectId]);
+  return Number(rows[0]?.head ?? 0);
+}
+
+/** Heads of several projects' chains (one index probe each). */
+export async function chainHeads(db: Queryable, projectIds: string[]): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ project_id: string; head: number | null }>(
+    `SELECT p AS project_id, (SELECT max(chain_pos) FROM event_chain c WHERE c.project_id = p) AS head
+       FROM unnest($1::text[]) AS p`,
+    [projectIds],
+  );
+  return new Map(rows.map((r) => [r.project_id, Number(r.head ?? 0)]));
+}
+
+/** A chain row with its event; `event` fields are null when the event row is gone. */
+export type ChainedEventRow = Omit<EventRecord, 'seq' | 'id'> & { seq: number | null; id: string | null; chain_seq: number; chain_pos: number; prev_hash: string; hash: string };
+
+/** Chain positions (from, to], from the chain's side: a deleted event row shows as seq null. */
+export async function readChainRange(db: Queryable, projectId: string, afterPos: number, toPos: number, limit = 1000): Promise<ChainedEventRow[]> {
+  const { rows } = await db.query<ChainedEventRow>(
+    `SELECT e.*, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash
+       FROM event_chain c LEFT JOIN events e ON e.seq = c.seq
+      WHERE c.project_id = $1 AND c.chain_pos > $2 AND c.chain_pos <= $3
+      ORDER BY c.chain_pos LIMIT $4`,
+    [projectId, afterPos, toPos, limit],
+  );
+  return rows;
+}
+
+export async function chainRowAt(db: Queryable, projectId: string, pos: number): Promise<{ hash: string } | null> {
+  const { rows } = await db.query<{ hash: string }>('SELECT hash FROM event_chain WHERE project_id = $1 AND chain_pos = $2', [projectId, pos]);
+  return rows[0] ?? null;
+}
+
+// ---- Merkle nodes ----
+
+export async function storedTreeSize(db: Queryable, projectId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number | null }>('SELECT max(idx) + 1 AS n FROM merkle_nodes WHERE project_id = $1 AND level = 0', [projectId]);
+  return Number(rows[0]?.n ?? 0);
+}
+
+export async function getNodes(db: Queryable, projectId: string, ids: { level: number; idx: number }[]): Promise<{ level: number; idx: number; hash: Buffer }[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<{ level: number; idx: number; hash: Buffer }>(
+    `SELECT n.level, n.idx, n.hash FROM merkle_nodes n
+       JOIN unnest($2::smallint[], $3::bigint[]) AS w(level, idx) ON n.level = w.level AND n.idx = w.idx
+      WHERE n.project_id = $1`,
+    [projectId, ids.map((i) => i.level), ids.map((i) => i.idx)],
+  );
+  return rows.map((r) => ({ level: Number(r.level), idx: Number(r.idx), hash: r.hash }));
+}
+
+export async function insertNodes(db: Queryable, projectId: string, nodes: { level: number; idx: number; hash: Buffer }[]): Promise<void> {
+  for (let i = 0; i < nodes.length; i += 5000) {
+    const part = nodes.slice(i, i + 5000);
+    await db.query(
+      `INSERT INTO merkle_nodes (project_id, level, idx, hash)
+       SELECT $1, w.level, w.idx, w.hash FROM unnest($2::smallint[], $3::bigint[], $4::bytea[]) AS w(level, idx, hash)`,
+      [projectId, part.map((n) => n.level), part.map((n) => n.idx), part.map((n) => n.hash)],
+    );
+  }
+}
+
+// ---- checkpoints ----
+
+export interface CheckpointRow {
+  project_id: string;
+  tree_size: number;
+  root_hash: Buffer;
+  origin: string;
+  kid: string;
+  note: string;
+  issued_at: Date;
+}
+
+export async function latestCheckpoint(db: Queryable, projectId: string): Promise<CheckpointRow | null> {
+  const { rows } = await db.query<CheckpointRow>('SELECT * FROM log_checkpoints WHERE project_id = $1 ORDER BY tree_size DESC LIMIT 1', [projectId]);
+  return rows[0] ?? null;
+}
+
+export async function checkpointAtSize(db: Queryable, projectId: string, size: number): Promise<CheckpointRow | null> {
+  const { rows } = await db.query<CheckpointRow>('SELECT * FROM log_checkpoints WHERE project_id = $1 AND tree_size = $2', [projectId, size]);
+  return rows[0] ?? null;
+}
+
+/** The smallest checkpoint covering `size` leaves. */
+export async function checkpointCovering(db: Queryable, projectId: string, size: number): Promise<CheckpointRow | null> {
+  const { rows } = await db.query<CheckpointRow>(
+    'SELECT * FROM log_checkpoints WHERE project_id = $1 AND tree_size >= $2 ORDER BY tree_size LIMIT 1',
+    [projectId, size],
+  );
+  return rows[0] ?? null;
+}
+
+export async function listCheckpoints(db: Queryable, projectId: string, opts: { beforeSize?: number; limit: number }): Promise<CheckpointRow[]> {
+  const { rows } = await db.query<CheckpointRow>(
+    `SELECT * FROM log_checkpoints WHERE project_id = $1 AND ($2::bigint IS NULL OR tree_size < $2)
+      ORDER BY tree_size DESC LIMIT $3`,
+    [projectId, opts.beforeSize ?? null, opts.limit],
+  );
+  return rows;
+}
+
+export async function insertCheckpoint(db: Queryable, c: Omit<CheckpointRow, 'issued_at'>): Promise<CheckpointRow> {
+  const { rows } = await db.query<CheckpointRow>(
+    `INSERT INTO log_checkpoints (project_id, tree_size, root_hash, origin, kid, note) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+    [c.project_id, c.tree_size, c.root_hash, c.origin, c.kid, c.note],
+  );
+  return rows[0];
+}
+
+/** Projects whose chain grew past their latest checkpoint (one index probe per project per table). */
+export async function projectsNeedingCheckpoint(db: Queryable, limit = 1000): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT p.id FROM projects p
+      WHERE coalesce((SELECT max(chain_pos) FROM event_chain c WHERE c.project_id = p.id), 0)
+          > coalesce((SELECT max(tree_size) FROM log_checkpoints k WHERE k.project_id = p.id), 0)
+      LIMIT $1`,
+    [limit],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Takes the project's checkpoint lock for the caller's transaction; false when another issuer holds it. */
+export async function tryCheckpointLock(db: Queryable, projectId: string): Promise<boolean> {
+  const { rows } = await db.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS ok', [CHECKPOINT_LOCK_CLASS, projectId]);
+  return rows[0].ok;
+}

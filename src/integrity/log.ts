@@ -1,0 +1,148 @@
+/**
+ * Each project's event log as an RFC 6962 Merkle tree, and its signed checkpoints.
+ *
+ * Leaf i is the event at chain position i + 1; the leaf bytes are the event's canonical form
+ * (`canonicalEvent` in src/db/repositories/events.ts, RFC 8785 JSON including prev_hash), the same
+ * bytes the hash chain hashes. The tree is extended by `issueCheckpoint` only, under the project's
+ * checkpoint lock: it reads the newly chained events in chain order, re-checks each against its
+ * chain row (prev_hash continuity and hash), stores the completed perfect subtrees, checks that the
+ * new root is consistent with the previous checkpoint (a consistency proof built from the stored
+ * nodes, verified), and only then signs and stores the checkpoint. Stored nodes are never
+ * rewritten, so two checkpoints of one project cannot disagree.
+ */
+import type { Db, Queryable } from '../db/pool';
+import { withTransaction } from '../db/pool';
+import { canonicalEvent, eventHash, GENESIS_HASH } from '../db/repositories/events';
+import {
+  chainHead,
+  chainRowAt,
+  getNodes,
+  insertCheckpoint,
+  insertNodes,
+  latestCheckpoint,
+  readChainRange,
+  storedTreeSize,
+  tryCheckpointLock,
+  type ChainedEventRow,
+  type CheckpointRow,
+} from '../db/repositories/integrity-log';
+import { appendLeaves, compactRangeIds, consistencyProof, inclusionProof, leafHash, nodeHash, nodesNeeded, rootOf, sourceOf, verifyConsistency, EMPTY_ROOT } from './merkle';
+import { checkpointText, signNote } from './note';
+import type { ComplianceSigner } from './keys';
+
+/** Origin line of a project's checkpoints (C2SP tlog-checkpoint). */
+export function logOrigin(projectId: string): string {
+  return `tollgate.compliance/events/${projectId}`;
+}
+
+/** Most leaves one issuance adds (a larger backlog is covered over several rounds). */
+export const MAX_LEAVES_PER_CHECKPOINT = 100_000;
+
+export class LogIntegrityError extends Error {
+  constructor(
+    readonly projectId: string,
+    readonly position: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'LogIntegrityError';
+  }
+}
+
+/** The leaf bytes of a chained event (its canonical form, prev_hash included). */
+export function leafBytes(r: ChainedEventRow & { seq: number; id: string }): string {
+  return canonicalEvent({ ...r, seq: r.seq, id: r.id, prev_hash: r.prev_hash });
+}
+
+/** Checks a chain row against its event and the previous hash; returns the leaf bytes. */
+function checkedLeaf(projectId: string, r: ChainedEventRow, prev: string): string {
+  const pos = Number(r.chain_pos);
+  if (r.seq === null || r.id === null) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event row (seq ${r.chain_seq}) is missing`);
+  if (r.project_id !== projectId) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event belongs to another project`);
+  if (r.prev_hash !== prev) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: prev_hash does not continue the chain`);
+  const bytes = leafBytes(r as ChainedEventRow & { seq: number; id: string });
+  if (eventHash(prev, bytes) !== r.hash) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event (${r.id}) no longer matches its chain hash`);
+  return bytes;
+}
+
+async function rootAt(db: Queryable, projectId: string, size: number): Promise<Buffer> {
+  if (size === 0) return EMPTY_ROOT;
+  const nodes = await getNodes(db, projectId, nodesNeeded((get) => rootOf(size, get)));
+  return rootOf(size, sourceOf(nodes));
+}
+
+/** Extends the stored tree of a project to its chain head (at most `max` leaves); returns the new size. */
+async function extendTree(db: Queryable, projectId: string, max: number): Promise<{ size: number; root: Buffer }> {
+  const size = await storedTreeSize(db, projectId);
+  const head = Math.min(await chainHead(db, projectId), size + max);
+  if (head <= size) return { size, root: await rootAt(db, projectId, size) };
+  const rangeIds = compactRangeIds(size);
+  const fetched = sourceOf(await getNodes(db, projectId, rangeIds));
+  let range = rangeIds.map((id) => fetched(id.level, id.idx));
+  let n = size;
+  let prev = size === 0 ? GENESIS_HASH : (await chainRowAt(db, projectId, size))?.hash;
+  if (prev === undefined) throw new LogIntegrityError(projectId, size, `chain position ${size} is missing`);
+  while (n < head) {
+    const rows = await readChainRange(db, projectId, n, head, 1000);
+    if (rows.length === 0) break;
+    const leaves: Buffer[] = [];
+    for (const r of rows) {
+      if (Number(r.chain_pos) !== n + leaves.length + 1) throw new LogIntegrityError(projectId, n + leaves.length + 1, `chain position ${n + leaves.length + 1} is missing`);
+      leaves.push(leafHash(checkedLeaf(projectId, r, prev)));
+      prev = r.hash;
+    }
+    const out = appendLeaves(n, range, leaves);
+    await insertNodes(db, projectId, out.nodes);
+    range = out.range;
+    n = out.size;
+  }
+  let root = range[range.length - 1];
+  for (let i = range.length - 2; i >= 0; i--) root = nodeHash(range[i], root);
+  return { size: n, root };
+}
+
+export type IssueResult = { issued: CheckpointRow } | { issued: null; reason: 'up_to_date' | 'locked' };
+
+/**
+ * Issues a checkpoint for the project when its chain grew past the latest one. Throws
+ * LogIntegrityError (and issues nothing) when a newly covered event does not match its chain row
+ * or the new tree is not consistent with the previous checkpoint.
+ */
+export async function issueCheckpoint(db: Db, signer: ComplianceSigner, projectId: string): Promise<IssueResult> {
+  return withTransaction(db, async (c) => {
+    if (!(await tryCheckpointLock(c, projectId))) return { issued: null, reason: 'locked' as const };
+    const last = await latestCheckpoint(c, projectId);
+    const { size, root } = await extendTree(c, projectId, MAX_LEAVES_PER_CHECKPOINT);
+    if (size === 0 || (last && size <= Number(last.tree_size))) return { issued: null, reason: 'up_to_date' as const };
+    if (last) {
+      const lastSize = Number(last.tree_size);
+      const nodes = await getNodes(c, projectId, nodesNeeded((get) => consistencyProof(lastSize, size, get)));
+      const proof = consistencyProof(lastSize, size, sourceOf(nodes));
+      if (!verifyConsistency(lastSize, size, proof, last.root_hash, root)) {
+        throw new LogIntegrityError(projectId, lastSize, `tree of size ${size} is not consistent with the checkpoint of size ${lastSize}`);
+      }
+    }
+    const origin = logOrigin(projectId);
+    const note = signNote(checkpointText({ origin, size, root, extensions: [] }), signer.keyName, signer.privateKey, signer.publicKey32);
+    const issued = await insertCheckpoint(c, { project_id: projectId, tree_size: size, root_hash: root, origin, kid: signer.kid, note });
+    return { issued };
+  });
+}
+
+/** Inclusion proof of leaf `index` in the tree of `size` leaves (size ≤ the stored tree). */
+export async function proveInclusion(db: Queryable, projectId: string, index: number, size: number): Promise<{ proof: Buffer[]; leafHash: Buffer; root: Buffer }> {
+  const needed = nodesNeeded((get) => {
+    inclusionProof(index, size, get);
+    rootOf(size, get);
+    get(0, index);
+  });
+  const get = sourceOf(await getNodes(db, projectId, needed));
+  return { proof: inclusionProof(index, size, get), leafHash: get(0, index), root: rootOf(size, get) };
+}
+
+export async function proveConsistency(db: Queryable, projectId: string, first: number, second: number): Promise<Buffer[]> {
+  const get = sourceOf(await getNodes(db, projectId, nodesNeeded((g) => consistencyProof(first, second, g))));
+  return consistencyProof(first, second, get);
+}
+
+export { rootAt, storedTreeSize };

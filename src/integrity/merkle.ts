@@ -1,0 +1,227 @@
+/**
+ * RFC 6962 (and RFC 9162 §2.1) Merkle tree hashing, proofs and proof verification. Pure functions
+ * over node:crypto: the offline export verifier (src/integrity/verify-export.ts) uses them too.
+ *
+ *   leaf hash  = SHA-256(0x00 || leaf bytes)
+ *   node hash  = SHA-256(0x01 || left || right)
+ *   MTH({})    = SHA-256("")
+ *
+ * Tollgate stores the hash of every *perfect* subtree (a node covering leaves
+ * [idx·2^level, (idx+1)·2^level)) once it is complete (table merkle_nodes); such a node never
+ * changes. Roots and proofs for any tree size are then built from O(log n) stored nodes: the
+ * algorithms below run twice, once collecting which perfect nodes they need (`NodeSource` that
+ * records), once computing with the fetched hashes.
+ */
+import { createHash } from 'node:crypto';
+
+export function sha256(...parts: Buffer[]): Buffer {
+  const h = createHash('sha256');
+  for (const p of parts) h.update(p);
+  return h.digest();
+}
+
+const LEAF_PREFIX = Buffer.from([0]);
+const NODE_PREFIX = Buffer.from([1]);
+
+export function leafHash(leaf: Buffer | string): Buffer {
+  return sha256(LEAF_PREFIX, typeof leaf === 'string' ? Buffer.from(leaf, 'utf8') : leaf);
+}
+
+export function nodeHash(left: Buffer, right: Buffer): Buffer {
+  return sha256(NODE_PREFIX, left, right);
+}
+
+export const EMPTY_ROOT = sha256();
+
+/** The largest power of two strictly smaller than n (n ≥ 2). */
+export function splitPoint(n: number): number {
+  let k = 1;
+  while (k * 2 < n) k *= 2;
+  return k;
+}
+
+const isPow2 = (n: number) => n > 0 && Number.isInteger(Math.log2(n));
+
+/** A perfect subtree: leaves [idx·2^level, (idx+1)·2^level). */
+export interface NodeId {
+  level: number;
+  idx: number;
+}
+
+/** Gives the hash of a stored perfect subtree. */
+export type NodeSource = (level: number, idx: number) => Buffer;
+
+/** MTH(D[lo:hi]) following RFC 6962's split; every perfect aligned subtree comes from `get`. */
+export function subtreeHash(lo: number, hi: number, get: NodeSource): Buffer {
+  const n = hi - lo;
+  if (n <= 0) throw new Error(`empty range ${lo}..${hi}`);
+  if (isPow2(n) && lo % n === 0) return get(Math.round(Math.log2(n)), lo / n);
+  const k = splitPoint(n);
+  return nodeHash(subtreeHash(lo, lo + k, get), subtreeHash(lo + k, hi, get));
+}
+
+export function rootOf(size: number, get: NodeSource): Buffer {
+  return size === 0 ? EMPTY_ROOT : subtreeHash(0, size, get);
+}
+
+/** RFC 6962 §2.1.1 PATH(m, D[n]): the audit path of leaf `index` in the tree of `size` leaves, bottom-up. */
+export function inclusionProof(index: number, size: number, get: NodeSource): Buffer[] {
+  if (!(index >= 0 && index < size)) throw new RangeError(`leaf index ${index} is not below tree size ${size}`);
+  const path = (m: number, lo: number, hi: number): Buffer[] => {
+    const n = hi - lo;
+    if (n === 1) return [];
+    const k = splitPoint(n);
+    return m < k ? [...path(m, lo, lo + k), subtreeHash(lo + k, hi, get)] : [...path(m - k, lo + k, hi), subtreeHash(lo, lo + k, get)];
+  };
+  return path(index, 0, size);
+}
+
+/** RFC 6962 §2.1.2 PROOF(m, D[n]): consistency of the first `first` leaves with the tree of `second`. */
+export function consistencyProof(first: number, second: number, get: NodeSource): Buffer[] {
+  if (!(first >= 0 && first <= second)) throw new RangeError(`sizes ${first}, ${second} are not 0 ≤ first ≤ second`);
+  if (first === 0 || first === second) return [];
+  const sub = (m: number, lo: number, hi: number, b: boolean): Buffer[] => {
+    const n = hi - lo;
+    if (m === n) return b ? [] : [subtreeHash(lo, hi, get)];
+    const k = splitPoint(n);
+    return m <= k ? [...sub(m, lo, lo + k, b), subtreeHash(lo + k, hi, get)] : [...sub(m - k, lo + k, hi, false), subtreeHash(lo, lo + k, get)];
+  };
+  return sub(first, 0, second, true);
+}
+
+/** Runs `compute` with a recording source: the perfect nodes it reads (deduplicated). */
+export function nodesNeeded(compute: (get: NodeSource) => unknown): NodeId[] {
+  const seen = new Map<string, NodeId>();
+  const zero = Buffer.alloc(32);
+  compute((level, idx) => {
+    seen.set(`${level}:${idx}`, { level, idx });
+    return zero;
+  });
+  return [...seen.values()];
+}
+
+/** A NodeSource over fetched rows; a missing node is a hard error (the tree is not built that far). */
+export function sourceOf(nodes: { level: number; idx: number; hash: Buffer }[]): NodeSource {
+  const m = new Map(nodes.map((n) => [`${n.level}:${n.idx}`, n.hash]));
+  return (level, idx) => {
+    const h = m.get(`${level}:${idx}`);
+    if (!h) throw new Error(`merkle node ${level}:${idx} is not stored`);
+    return h;
+  };
+}
+
+/**
+ * Appends leaves to a tree given its compact range (the perfect subtree roots of its current size,
+ * left to right, largest first): returns every perfect node completed (leaves included) and the new
+ * compact range.
+ */
+export function appendLeaves(
+  size: number,
+  range: Buffer[],
+  leafHashes: Buffer[],
+): { nodes: { level: number; idx: number; hash: Buffer }[]; range: Buffer[]; size: number } {
+  // The compact range's levels are the set bits of `size`, highest first.
+  const stack: { level: number; hash: Buffer }[] = [];
+  let bits = size;
+  const levels: number[] = [];
+  for (let level = 0; bits > 0; level++, bits = Math.floor(bits / 2)) if (bits % 2 === 1) levels.unshift(level);
+  if (levels.length !== range.length) throw new Error(`compact range has ${range.length} hashes, size ${size} needs ${levels.length}`);
+  levels.forEach((level, i) => stack.push({ level, hash: range[i] }));
+  const nodes: { level: number; idx: number; hash: Buffer }[] = [];
+  let n = size;
+  for (const lh of leafHashes) {
+    let cur = { level: 0, hash: lh };
+    nodes.push({ level: 0, idx: n, hash: lh });
+    n += 1;
+    while (stack.length > 0 && stack[stack.length - 1].level === cur.level) {
+      const left = stack.pop()!;
+      const level = cur.level + 1;
+      cur = { level, hash: nodeHash(left.hash, cur.hash) };
+      nodes.push({ level, idx: n / 2 ** level - 1, hash: cur.hash });
+    }
+    stack.push(cur);
+  }
+  return { nodes, range: stack.map((s) => s.hash), size: n };
+}
+
+/** The perfect nodes forming the compact range of a tree of `size` leaves, largest first. */
+export function compactRangeIds(size: number): NodeId[] {
+  const out: NodeId[] = [];
+  let lo = 0;
+  for (let level = 52; level >= 0; level--) {
+    const w = 2 ** level;
+    if (size - lo >= w) {
+      out.push({ level, idx: lo / w });
+      lo += w;
+    }
+  }
+  return out;
+}
+
+const lsb = (x: number) => x % 2 === 1;
+const half = (x: number) => Math.floor(x / 2);
+
+/** RFC 9162 §2.1.3.2: the root an inclusion proof leads to (null when the proof has the wrong shape). */
+export function rootFromInclusionProof(index: number, size: number, leaf: Buffer, proof: Buffer[]): Buffer | null {
+  if (!(index >= 0 && index < size)) return null;
+  let fn = index;
+  let sn = size - 1;
+  let r = leaf;
+  for (const p of proof) {
+    if (sn === 0) return null;
+    if (lsb(fn) || fn === sn) {
+      r = nodeHash(p, r);
+      if (!lsb(fn)) {
+        while (!(lsb(fn) || fn === 0)) {
+          fn = half(fn);
+          sn = half(sn);
+        }
+      }
+    } else {
+      r = nodeHash(r, p);
+    }
+    fn = half(fn);
+    sn = half(sn);
+  }
+  return sn === 0 ? r : null;
+}
+
+export function verifyInclusion(index: number, size: number, leaf: Buffer, proof: Buffer[], root: Buffer): boolean {
+  const r = rootFromInclusionProof(index, size, leaf, proof);
+  return r !== null && r.equals(root);
+}
+
+/** RFC 9162 §2.1.4.2. */
+export function verifyConsistency(first: number, second: number, proof: Buffer[], firstRoot: Buffer, secondRoot: Buffer): boolean {
+  if (first > second) return false;
+  if (first === second) return proof.length === 0 && firstRoot.equals(secondRoot);
+  if (first === 0) return proof.length === 0;
+  const path = isPow2(first) ? [firstRoot, ...proof] : [...proof];
+  if (path.length === 0) return false;
+  let fn = first - 1;
+  let sn = second - 1;
+  while (lsb(fn)) {
+    fn = half(fn);
+    sn = half(sn);
+  }
+  let fr = path[0];
+  let sr = path[0];
+  for (const c of path.slice(1)) {
+    if (sn === 0) return false;
+    if (lsb(fn) || fn === sn) {
+      fr = nodeHash(c, fr);
+      sr = nodeHash(c, sr);
+      if (!lsb(fn)) {
+        while (!(lsb(fn) || fn === 0)) {
+          fn = half(fn);
+          sn = half(sn);
+        }
+      }
+    } else {
+      sr = nodeHash(sr, c);
+    }
+    fn = half(fn);
+    sn = half(sn);
+  }
+  return sn === 0 && fr.equals(firstRoot) && sr.equals(secondRoot);
+}
