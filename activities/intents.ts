@@ -15,7 +15,7 @@ import { canonicalAmendment } from '../src/intents/canonical';
 import { integritySigner } from '../src/intents/signing';
 import { projectCost } from '../src/intents/projection';
 import { amendmentView } from '../src/intents/views';
-import type { AmendmentView, CompleteResult, IntentState } from '../workflows/intent-messages';
+import { LEASE_REVOKE_CHANNEL, PERMIT_LEASE_KEY, intentTemporalWorkflowId, type AmendmentView, type CompleteResult, type IntentState } from '../workflows/intent-messages';
 import type { ActivityDeps } from './deps';
 
 export interface RecordAmendmentInput {
@@ -152,6 +152,30 @@ export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps,
           await appendEvents(tx, [intentEvent(row, 'workflow_intent.max_calls_reached', clock.now(), i.actualCalls)]);
         }
       });
+    },
+
+    /**
+     * Announces revoked leases to their holders (LISTEN in every API process,
+     * src/temporal/intent-reservations.ts). Best effort: a holder that misses it returns the lease
+     * at its deadline at the latest.
+     */
+    async notifyLeaseHolders(i: { projectId: string; workflowId: string; leaseIds: string[] }): Promise<void> {
+      const head = intentTemporalWorkflowId(i.projectId, i.workflowId);
+      // NOTIFY payloads are limited to 8,000 bytes.
+      for (let k = 0; k < i.leaseIds.length; k += 200) {
+        await db.query('SELECT pg_notify($1, $2)', [LEASE_REVOKE_CHANNEL, `${head} ${i.leaseIds.slice(k, k + 200).join(',')}`]);
+      }
+    },
+
+    /** Calls consumed on leases whose holder did not return them: allowed permits carrying the lease id. */
+    async countLeasePermits(i: { projectId: string; workflowId: string; leaseIds: string[] }): Promise<Record<string, number>> {
+      const { rows } = await db.query<{ lease: string; n: number }>(
+        `SELECT metadata->>'${PERMIT_LEASE_KEY}' AS lease, count(*)::int AS n FROM permits
+          WHERE project_id = $1 AND workflow_id = $2 AND decision = 'allow' AND metadata->>'${PERMIT_LEASE_KEY}' = ANY($3::text[])
+          GROUP BY 1`,
+        [i.projectId, i.workflowId, i.leaseIds],
+      );
+      return Object.fromEntries(rows.map((r) => [r.lease, r.n]));
     },
   };
 }

@@ -8,11 +8,12 @@ import { Config } from './config';
 import { createPool, Db } from './db/pool';
 import { createLogger, Logger } from './logger';
 import { connectTemporal, TemporalHandles } from './temporal/connection';
-import { createWorker, ensureMaintenanceWorkflows } from './temporal/worker';
+import { bundleWorkflows, createWorker, ensureMaintenanceWorkflows } from './temporal/worker';
 import { installTemporalRuntime } from './temporal/runtime';
-import { createIntentReservations } from './temporal/intent-reservations';
+import { createIntentReservations, type IntentReservations } from './temporal/intent-reservations';
 import { startEventChainer } from './events/chainer';
 import { startWebhookFanout, type WebhookFanout } from './webhooks/fanout';
+import { webhookTaskQueue } from '../workflows/webhook-messages';
 import { createKeyCache } from './api/key-cache';
 import { createGovernedCallActivities } from '../activities/governed-call';
 import { createGovernance } from './governance';
@@ -29,6 +30,8 @@ export interface Tollgate {
   temporal: TemporalHandles;
   worker: Worker | null;
   logger: Logger;
+  /** This API process's call leases on workflow intents (null in a worker-only process). */
+  intentReservations: IntentReservations | null;
   close(): Promise<void>;
 }
 
@@ -66,16 +69,34 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
 
   let worker: Worker | null = null;
   let workerRun: Promise<void> | null = null;
+  let webhookWorker: Worker | null = null;
+  let webhookWorkerRun: Promise<void> | null = null;
   if (config.role !== 'api') {
+    // Without a prebuilt bundle, bundle once for both workers.
+    const workflowBundleCode = config.temporal.workflowBundlePath ? undefined : await bundleWorkflows();
     worker = await createWorker({
       connection: temporal.connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
       deps: { db, config, clock, logger, providers, pricing, governance },
       workflowBundlePath: config.temporal.workflowBundlePath,
+      workflowBundleCode,
     });
     workerRun = worker.run().catch((err) => {
       logger.fatal({ err }, 'temporal worker stopped with an error');
+      throw err;
+    });
+    // Webhook deliveries on their own task queue (workflows/webhook-messages.ts).
+    webhookWorker = await createWorker({
+      connection: temporal.connection,
+      namespace: config.temporal.namespace,
+      taskQueue: webhookTaskQueue(config.temporal.taskQueue),
+      deps: { db, config, clock, logger, providers, pricing, governance },
+      workflowBundlePath: config.temporal.workflowBundlePath,
+      workflowBundleCode,
+    });
+    webhookWorkerRun = webhookWorker.run().catch((err) => {
+      logger.fatal({ err }, 'temporal webhook worker stopped with an error');
       throw err;
     });
     if (opts.startMaintenance ?? true) await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
@@ -92,7 +113,10 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
   let server: http.Server | null = null;
   let url: string | null = null;
   const closers: Array<() => Promise<void>> = [];
+  // Returned before the worker stops (a release is an Update this process's worker may handle).
+  let intentReservations: ReturnType<typeof createIntentReservations> | null = null;
   if (config.role !== 'worker') {
+    intentReservations = createIntentReservations({ client: temporal.client, db, logger, databaseUrl: config.databaseUrl });
     const keys = createKeyCache({ db, databaseUrl: config.databaseUrl, logger });
     closers.push(() => keys.close());
     const metrics = new Registry();
@@ -104,7 +128,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       clock,
       metrics,
       temporal: { client: temporal.client, connection: temporal.connection, taskQueue: config.temporal.taskQueue },
-      intentReservations: createIntentReservations({ client: temporal.client, db, logger }),
+      intentReservations,
       keys,
       pricing,
       governance,
@@ -131,6 +155,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
     temporal,
     worker,
     logger,
+    intentReservations,
     async close() {
       if (closed) return;
       closed = true;
@@ -143,9 +168,13 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
         await closing;
         clearTimeout(force);
       }
+      // Unused leased calls go back to their intents.
+      await intentReservations?.close().catch(() => undefined);
       if (worker && workerRun) {
         if (worker.getState() === 'RUNNING') worker.shutdown();
+        if (webhookWorker?.getState() === 'RUNNING') webhookWorker.shutdown();
         await workerRun.catch(() => undefined);
+        await webhookWorkerRun?.catch(() => undefined);
       }
       for (const fn of closers) await fn().catch(() => undefined);
       await fanout?.close().catch(() => undefined);

@@ -36,6 +36,62 @@ export interface IntentState {
   run: number;
   /** Updates handled across all runs. */
   totalUpdatesHandled: number;
+  /**
+   * Outstanding call leases by lease id (absent on intents started before leases existed). Calls
+   * committed = actualCalls - Σ used + Σ size ≤ maxCalls at all times.
+   */
+  leases?: Record<string, CallLease>;
+}
+
+/** A block of calls granted to one API process (docs/decisions.md "Call leases"). */
+export interface CallLease {
+  /** The API process holding it (diagnostics). */
+  holder: string;
+  /** Calls the holder may consume in total on this lease (only grows while the lease is open). */
+  size: number;
+  /** Calls the holder reported consumed (included in actualCalls). */
+  used: number;
+  /** Epoch ms (workflow time) after which the holder no longer consumes; settled `LEASE_SETTLE_GRACE_MS` later. */
+  deadlineMs: number;
+  /** The workflow asked the holder to return it (amend, complete, expiry, reclaim near the ceiling). */
+  revoking: boolean;
+}
+
+/** Lease validity granted per request (a holder renews before it runs out). */
+export const LEASE_TTL_MS = 3_000;
+/** After a lease's deadline, the time a holder's last calls have to write their permits before settlement. */
+export const LEASE_SETTLE_GRACE_MS = 2_000;
+/** PostgreSQL channel on which revocations are announced to lease holders (payload: `<temporal id> <lease id>,…`). */
+export const LEASE_REVOKE_CHANNEL = 'tollgate_intent_leases';
+/** Permit metadata key carrying the lease a call consumed (settlement of a lease whose holder died). */
+export const PERMIT_LEASE_KEY = 'intent_lease';
+
+export interface LeaseArgs {
+  /** Chosen by the holder (random, one open lease per holder and intent); a retried request is a renewal. */
+  leaseId: string;
+  holder: string;
+  /** Calls consumed on this lease so far (cumulative, so a retried request is harmless). */
+  used: number;
+  /** Calls the holder is waiting for right now (granted first, also near the ceiling). */
+  need: number;
+  /** Additional calls wanted beyond the lease's size, `need` included (sized from the holder's rate). */
+  want: number;
+  /** Close the lease; `used` is final. */
+  release?: boolean;
+}
+
+export interface LeaseResult {
+  /** Total calls the lease may consume (≥ used); the holder consumes locally up to it. */
+  size: number;
+  /** The lease is valid for this long from when the request was sent (≤ the time to the intent's expiry). */
+  validForMs: number;
+  /** The lease is closed (released, or never opened because nothing was granted). */
+  closed: boolean;
+  /** The workflow wants the lease back: stop consuming and release it. */
+  revoked: boolean;
+  status: LiveIntentStatus;
+  actualCalls: number;
+  maxCalls: number | null;
 }
 
 export interface IntentWorkflowInput {
@@ -107,6 +163,7 @@ export interface ReserveResult {
 export const amendUpdate = defineUpdate<AmendResult, [AmendArgs]>('amend');
 export const completeUpdate = defineUpdate<CompleteResult, [CompleteArgs]>('complete');
 export const reserveCallsUpdate = defineUpdate<ReserveResult, [number]>('reserveCalls');
+export const leaseCallsUpdate = defineUpdate<LeaseResult, [LeaseArgs]>('leaseCalls');
 export const stateQuery = defineQuery<IntentState>('state');
 
 /** Temporal workflow id of a declared intent. */

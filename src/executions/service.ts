@@ -19,6 +19,7 @@ import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import { errors } from '../errors';
 import type { IntentReservations } from '../temporal/intent-reservations';
+import { PERMIT_LEASE_KEY } from '../../workflows/intent-messages';
 import { claimIdempotencyKey, releaseIdempotencyKey, type StoredResponse } from '../db/repositories/idempotency';
 import { newId } from '../ids';
 import { requestTexts } from '../providers/shared/usage';
@@ -157,6 +158,8 @@ export async function runExecution(deps: ExecutionServiceDeps, caller: Caller, p
   if (prep.resolved) input.resolved = prep.resolved;
 
   let governed = false;
+  // The intent lease the call was taken from, recorded in the permit (settlement after a crash).
+  let intentLease: string | undefined;
   let retryAfter: number | undefined;
   const idempotency: IdempotencyCompletion | undefined = key
     ? {
@@ -171,6 +174,7 @@ export async function runExecution(deps: ExecutionServiceDeps, caller: Caller, p
       const r = await deps.intentReservations.reserveCall(auth.projectId, workflowHeader);
       // Refused: denied inside the envelope (403, a permit and a timeline), with no provider call.
       if (!r.granted) input.reservationDenied = reservationDenial(r.reason, workflowHeader);
+      else if (r.lease) intentLease = r.lease;
     }
     const primaryRequest = normalizedRequest(input, prep.routing.primary);
     const gov = await calls.govern({
@@ -178,7 +182,7 @@ export async function runExecution(deps: ExecutionServiceDeps, caller: Caller, p
       request: primaryRequest,
       route: prep.route,
       inspectableText: requestTexts(primaryRequest),
-      permitMetadata: { execution_id: executionId, mode: prep.mode },
+      permitMetadata: { execution_id: executionId, mode: prep.mode, ...(intentLease ? { [PERMIT_LEASE_KEY]: intentLease } : {}) },
       inProcess: { ...(key ? { idempotency: { scope, key, onInterrupted: stream ? 'mark_completed' : 'store_envelope' } } : {}) },
     });
     governed = true;

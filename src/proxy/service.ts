@@ -33,6 +33,7 @@ import { inferCall, multipartFields, type ParsedBody, type ProxyCall } from './i
 import { nativeErrorBody, ProxyError } from './native-errors';
 import { renderNative, translatedRequest } from './translate';
 import { forwardRequestHeaders, passBackHeaders, type UpstreamClient } from './upstream';
+import { PERMIT_LEASE_KEY } from '../../workflows/intent-messages';
 
 export const PROXY_PROVIDERS: readonly ProviderId[] = ['openai', 'anthropic', 'google', 'deepseek', 'mistral'];
 /** Providers whose proxies accept the routing headers (spec: routing controls on <provider_1>, <provider_2>). */
@@ -352,17 +353,20 @@ async function governAndDispatch(
     const message = gov.decision === 'review' ? `${gov.display_reason} (${gov.reason_code}; the request needs human review)` : gov.display_reason;
     return jsonReply(status, nativeErrorBody(call.provider, status, gov.reason_code, message, { decision: gov.decision, permit_id: permitId }), headers);
   };
-  // A call attributed to a workflow intent first reserves one call against its ceiling.
+  // A call attributed to a workflow intent first reserves one call against its ceiling (from this
+  // process's lease; the lease id goes into the permit).
+  let intentLease: string | undefined;
   if (workflowId) {
     const r = await deps.api.intentReservations.reserveCall(projectId, workflowId);
     if (!r.granted) input.reservationDenied = reservationDenial(r.reason, workflowId);
+    else if (r.lease) intentLease = r.lease;
   }
   const { estimatedInputTokens: _est, ...gov } = await calls.govern({
     input,
     request: normalizedFor(plan.primary),
     route,
     inspectableText: call.inspectable,
-    permitMetadata: { execution_id: executionId, mode: input.mode, proxy: call.provider, native_path: call.pathname },
+    permitMetadata: { execution_id: executionId, mode: input.mode, proxy: call.provider, native_path: call.pathname, ...(intentLease ? { [PERMIT_LEASE_KEY]: intentLease } : {}) },
     inProcess: {
       routingMeta: { route },
       startedMeta: { native_path: call.pathname },

@@ -1,8 +1,21 @@
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { Client as PgClient } from 'pg';
 import type { Client } from '@temporalio/client';
 import type { Queryable } from '../db/pool';
 import type { Logger } from '../logger';
 import { findWorkflowIntent } from '../db/repositories/workflow-intents';
-import { intentTemporalWorkflowId, reserveCallsUpdate, ReserveResult } from '../../workflows/intent-messages';
+import {
+  LEASE_REVOKE_CHANNEL,
+  LEASE_SETTLE_GRACE_MS,
+  LEASE_TTL_MS,
+  LeaseArgs,
+  LeaseResult,
+  intentTemporalWorkflowId,
+  leaseCallsUpdate,
+  reserveCallsUpdate,
+  ReserveResult,
+} from '../../workflows/intent-messages';
 
 export type ReservationDenial = 'ceiling_reached' | 'not_active' | 'unknown';
 
@@ -10,6 +23,11 @@ export interface ReservationOutcome {
   granted: boolean;
   /** Set when not granted: at max_calls / intent completed or expired (or rejected) / no such intent. */
   reason?: ReservationDenial;
+  /**
+   * The lease the call was taken from (leased mode). Recorded in the permit's metadata
+   * (`intent_lease`), so a lease whose process died is settled from permit records.
+   */
+  lease?: string;
 }
 
 /** Public reason codes for denied requests (docs/decisions.md "Workflow intents"). */
@@ -24,36 +42,379 @@ interface Waiter {
   reject(err: unknown): void;
 }
 
+/** Coalesced mode: one `reserveCalls` Update per intent in flight. */
 interface Lane {
   inFlight: boolean;
   queue: Waiter[];
+}
+
+/** Leased mode: this process's lease on one intent and the callers waiting for calls. */
+interface LeaseLane {
+  key: string;
+  projectId: string;
+  workflowId: string;
+  leaseId: string;
+  /** The workflow holds the lease open (a request for it was answered open). */
+  open: boolean;
+  size: number;
+  used: number;
+  /** performance.now() after which no call is taken from the lease. */
+  deadline: number;
+  revoked: boolean;
+  queue: Waiter[];
+  busy: boolean;
+  lastUse: number;
+  lastSentAt: number;
+  reported: number;
+  /** Calls taken on this intent (all leases) and the time of the last rate sample. */
+  consumedTotal: number;
+  sampleAt: number;
+  sampleConsumed: number;
+  /** Calls per second (moving average), sizes the blocks asked for. */
+  rate: number;
 }
 
 export interface IntentReservationsOptions {
   client: Client;
   db: Queryable;
   logger?: Logger;
-  /** Most callers served by one Update (the rest wait for the next one). */
+  /** Coalesced mode: most callers served by one Update (the rest wait for the next one). */
   maxBatch?: number;
+  /**
+   * `leased` (default): calls are taken locally from a lease granted by the intent workflow.
+   * `coalesced`: every call waits for a coalesced `reserveCalls` Update (the previous behaviour).
+   */
+  mode?: 'leased' | 'coalesced';
+  /** LISTENs for revocations (amend, complete, expiry, reclaim near the ceiling) on this database. Without it a revoked lease is returned at its renewal or deadline. */
+  databaseUrl?: string;
+  /** Identifies this process in the workflow's lease table (diagnostics). */
+  holder?: string;
 }
 
+/** A lease's block covers this much of the holder's recent rate. */
+const BLOCK_SECONDS = 1;
+const MIN_BLOCK = 4;
+const MAX_BLOCK = 10_000;
+/** Returned when no call was taken for this long. */
+const IDLE_MS = 500;
+/** Renewed (and extended) this long before its deadline while in use; consumption reported at least this often. */
+const RENEW_BEFORE_DEADLINE_MS = 1_000;
+const REPORT_EVERY_MS = 1_000;
+const TICK_MS = 100;
+const CLOSE_TIMEOUT_MS = 5_000;
+
+const newLeaseId = () => `lse_${randomBytes(12).toString('base64url')}`;
+
 /**
- * Call reservations against workflow intents, coalesced per intent in this process: at most one
- * `reserveCalls` Update per intent is in flight; callers arriving meanwhile join the next batch,
- * which is sent as one Update for n calls as soon as the previous one returns. The granted count of
- * a batch goes to its callers first come, first served. The workflow never grants past max_calls.
+ * Call reservations against workflow intents for one API process.
+ *
+ * Leased mode (default): the intent workflow — the only authority on max_calls — grants this
+ * process a lease, a block of calls sized from the process's recent rate for the intent (only the
+ * calls it is waiting for near the ceiling). Calls are taken from the lease locally without a
+ * round trip; the lease is renewed in the background before it runs out, reports what was used,
+ * and is returned when idle, at shutdown, at its deadline or when the workflow revokes it
+ * (announced on PostgreSQL). At most one Update per intent is in flight from this process; callers
+ * arriving while none is left wait for it and are served first come, first served.
  */
 export class IntentReservations {
   private readonly lanes = new Map<string, Lane>();
+  private readonly leaseLanes = new Map<string, LeaseLane>();
   private readonly maxBatch: number;
+  private readonly mode: 'leased' | 'coalesced';
+  readonly holder: string;
+  private tick: NodeJS.Timeout | null = null;
+  private listener: PgClient | null = null;
+  private listenRetry: NodeJS.Timeout | null = null;
+  private closing = false;
   /** Updates sent so far (for tests and the benchmark). */
   updatesSent = 0;
+  /** The revocation listener is up (tests). */
+  listening = false;
 
   constructor(private readonly opts: IntentReservationsOptions) {
     this.maxBatch = opts.maxBatch ?? 1000;
+    this.mode = opts.mode ?? 'leased';
+    this.holder = (opts.holder ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`).slice(0, 120);
+    if (this.mode === 'leased' && opts.databaseUrl) void this.listen(opts.databaseUrl);
   }
 
   reserveCall(projectId: string, workflowId: string): Promise<ReservationOutcome> {
+    return this.mode === 'leased' ? this.reserveLeased(projectId, workflowId) : this.reserveCoalesced(projectId, workflowId);
+  }
+
+  /** Returns every lease (what was used is reported) and stops listening. */
+  async close(): Promise<void> {
+    this.closing = true;
+    if (this.tick) clearInterval(this.tick);
+    this.tick = null;
+    if (this.listenRetry) clearTimeout(this.listenRetry);
+    const l = this.listener;
+    this.listener = null;
+    this.listening = false;
+    await l?.end().catch(() => undefined);
+    const pending = [...this.leaseLanes.values()].filter((lane) => lane.open || lane.busy);
+    pending.forEach((lane) => this.kick(lane));
+    const deadline = Date.now() + CLOSE_TIMEOUT_MS;
+    while (Date.now() < deadline && [...this.leaseLanes.values()].some((lane) => lane.open || lane.busy)) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  /** Open leases of this process (tests and diagnostics). */
+  leases(): Array<{ workflowId: string; leaseId: string; size: number; used: number }> {
+    return [...this.leaseLanes.values()].filter((l) => l.open).map((l) => ({ workflowId: l.workflowId, leaseId: l.leaseId, size: l.size, used: l.used }));
+  }
+
+  // ---- Leased mode ---------------------------------------------------------------------------
+
+  private reserveLeased(projectId: string, workflowId: string): Promise<ReservationOutcome> {
+    const key = intentTemporalWorkflowId(projectId, workflowId);
+    let lane = this.leaseLanes.get(key);
+    if (!lane) {
+      const now = performance.now();
+      lane = {
+        key, projectId, workflowId, leaseId: newLeaseId(), open: false, size: 0, used: 0, deadline: 0, revoked: false, queue: [], busy: false,
+        lastUse: now, lastSentAt: now, reported: 0, consumedTotal: 0, sampleAt: now, sampleConsumed: 0, rate: 0,
+      };
+      this.leaseLanes.set(key, lane);
+      this.ensureTick();
+    }
+    const now = performance.now();
+    if (lane.queue.length === 0 && this.available(lane, now)) {
+      const outcome = this.take(lane, now);
+      if (this.wantsRenewal(lane, now)) this.kick(lane);
+      return Promise.resolve(outcome);
+    }
+    const l = lane;
+    const promise = new Promise<ReservationOutcome>((resolve, reject) => l.queue.push({ resolve, reject }));
+    this.kick(lane);
+    return promise;
+  }
+
+  private available(lane: LeaseLane, now: number): boolean {
+    return lane.open && !lane.revoked && lane.used < lane.size && now < lane.deadline;
+  }
+
+  private take(lane: LeaseLane, now: number): ReservationOutcome {
+    lane.used++;
+    lane.consumedTotal++;
+    lane.lastUse = now;
+    return { granted: true, lease: lane.leaseId };
+  }
+
+  private block(lane: LeaseLane): number {
+    return Math.max(MIN_BLOCK, Math.min(MAX_BLOCK, Math.ceil(lane.rate * BLOCK_SECONDS)));
+  }
+
+  private wantsRenewal(lane: LeaseLane, now: number): boolean {
+    if (!lane.open || lane.revoked || lane.queue.length > 0) return false;
+    const recentlyUsed = now - lane.lastUse < IDLE_MS;
+    if (!recentlyUsed) return false;
+    return (
+      lane.size - lane.used <= Math.floor(this.block(lane) / 2) ||
+      lane.deadline - now < RENEW_BEFORE_DEADLINE_MS ||
+      (lane.used > lane.reported && now - lastSent(lane) >= REPORT_EVERY_MS)
+    );
+  }
+
+  private wantsRelease(lane: LeaseLane, now: number): boolean {
+    if (!lane.open) return false;
+    return lane.revoked || this.closing || now >= lane.deadline || (lane.queue.length === 0 && now - lane.lastUse >= IDLE_MS);
+  }
+
+  private kick(lane: LeaseLane): void {
+    if (lane.busy) return;
+    lane.busy = true;
+    void this.pump(lane);
+  }
+
+  private ensureTick(): void {
+    if (this.tick || this.closing) return;
+    this.tick = setInterval(() => {
+      const now = performance.now();
+      for (const lane of this.leaseLanes.values()) {
+        if (lane.busy) continue;
+        if (this.wantsRelease(lane, now) || this.wantsRenewal(lane, now) || lane.queue.length > 0) this.kick(lane);
+        else if (!lane.open && lane.queue.length === 0) this.leaseLanes.delete(lane.key);
+      }
+      if (this.leaseLanes.size === 0 && this.tick) {
+        clearInterval(this.tick);
+        this.tick = null;
+      }
+    }, TICK_MS);
+    this.tick.unref?.();
+  }
+
+  private serveQueue(lane: LeaseLane): void {
+    const now = performance.now();
+    while (lane.queue.length > 0 && this.available(lane, now)) lane.queue.shift()!.resolve(this.take(lane, now));
+  }
+
+  private async pump(lane: LeaseLane): Promise<void> {
+    try {
+      for (;;) {
+        // One macrotask turn first, so callers arriving in the same tick share this Update.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        this.serveQueue(lane);
+        const now = performance.now();
+        if (this.wantsRelease(lane, now)) {
+          await this.release(lane);
+          continue;
+        }
+        const need = lane.queue.length;
+        if (need === 0 && !this.wantsRenewal(lane, now)) break;
+        const remaining = lane.open ? Math.max(0, lane.size - lane.used) : 0;
+        const want = Math.max(need, need + this.block(lane) - remaining);
+        const wasOpen = lane.open;
+        const sizeBefore = lane.size;
+        let res: LeaseResult;
+        try {
+          res = await this.sendLease(lane, { need, want });
+        } catch (err) {
+          await this.fail(lane, err);
+          break;
+        }
+        if (res.closed) {
+          this.resetLease(lane);
+          // A lease the workflow no longer has (settled after its deadline): start a new one.
+          if (wasOpen) continue;
+          // Nothing granted to a new lease: the ceiling (or the intent is no longer active).
+          this.denyQueue(lane, res);
+          continue;
+        }
+        lane.open = true;
+        if (res.revoked) lane.revoked = true;
+        this.serveQueue(lane);
+        if (lane.queue.length > 0 && !lane.revoked && res.size === sizeBefore) this.denyQueue(lane, res);
+      }
+    } finally {
+      lane.busy = false;
+      if (!lane.open && lane.queue.length === 0 && this.closing) this.leaseLanes.delete(lane.key);
+    }
+  }
+
+  private denyQueue(lane: LeaseLane, res: Pick<LeaseResult, 'status'>): void {
+    const outcome: ReservationOutcome = { granted: false, reason: res.status === 'active' ? 'ceiling_reached' : 'not_active' };
+    for (const w of lane.queue.splice(0)) w.resolve(outcome);
+  }
+
+  private resetLease(lane: LeaseLane): void {
+    lane.leaseId = newLeaseId();
+    lane.open = false;
+    lane.size = 0;
+    lane.used = 0;
+    lane.reported = 0;
+    lane.revoked = false;
+    lane.deadline = 0;
+  }
+
+  private async release(lane: LeaseLane): Promise<void> {
+    // No call is taken from it from here on (revoked covers the time the Update is in flight).
+    lane.revoked = true;
+    try {
+      await this.sendLease(lane, { need: 0, want: 0, release: true });
+    } catch (err) {
+      // Retried (what was used must reach the workflow) until the workflow would have settled it
+      // from permit records anyway, after its deadline.
+      if (performance.now() < lane.deadline + LEASE_SETTLE_GRACE_MS + CLOSE_TIMEOUT_MS) {
+        if (process.env.TG_DEBUG_LEASES) console.error('lease release failed', err);
+        this.opts.logger?.warn({ err, workflow_id: lane.workflowId, lease: lane.leaseId }, 'intent lease release failed; retrying');
+        await new Promise((r) => setTimeout(r, 200));
+        return;
+      }
+      this.opts.logger?.warn({ err, workflow_id: lane.workflowId, lease: lane.leaseId }, 'intent lease release failed; the workflow settles it from permit records');
+    }
+    this.resetLease(lane);
+  }
+
+  private async sendLease(lane: LeaseLane, a: { need: number; want: number; release?: boolean }): Promise<LeaseResult> {
+    const sentAt = performance.now();
+    // Rate sample (calls/s over the time since the last request), smoothed.
+    const dt = (sentAt - lane.sampleAt) / 1000;
+    if (dt >= 0.05) {
+      const inst = (lane.consumedTotal - lane.sampleConsumed) / dt;
+      lane.rate = lane.rate === 0 ? inst : 0.5 * lane.rate + 0.5 * inst;
+      lane.sampleAt = sentAt;
+      lane.sampleConsumed = lane.consumedTotal;
+    }
+    const used = lane.used;
+    const args: LeaseArgs = { leaseId: lane.leaseId, holder: this.holder, used, need: a.need, want: a.want, ...(a.release ? { release: true } : {}) };
+    const res = await this.sendUpdate(lane.key, leaseCallsUpdate, args);
+    lane.lastSentAt = sentAt;
+    lane.reported = Math.max(lane.reported, used);
+    if (!res.closed) {
+      lane.size = Math.max(lane.size, res.size);
+      // Measured from before the request was sent: never later than the workflow's deadline.
+      lane.deadline = sentAt + res.validForMs;
+    }
+    return res;
+  }
+
+  private async fail(lane: LeaseLane, err: unknown): Promise<void> {
+    const outcome = await this.denialFromRow(lane.projectId, lane.workflowId);
+    const waiters = lane.queue.splice(0);
+    if (outcome) {
+      this.resetLease(lane);
+      waiters.forEach((w) => w.resolve(outcome));
+    } else {
+      this.opts.logger?.warn({ err, workflow_id: lane.workflowId }, 'intent lease request failed');
+      waiters.forEach((w) => w.reject(err));
+    }
+  }
+
+  private async denialFromRow(projectId: string, workflowId: string): Promise<ReservationOutcome | null> {
+    try {
+      const row = await findWorkflowIntent(this.opts.db, projectId, workflowId);
+      if (!row) return { granted: false, reason: 'unknown' };
+      if (row.status !== 'active') return { granted: false, reason: 'not_active' };
+    } catch {
+      /* fall through to the original error */
+    }
+    return null;
+  }
+
+  private onRevoked(payload: string): void {
+    const [key, ids] = payload.split(' ');
+    const lane = this.leaseLanes.get(key);
+    if (!lane || !ids) return;
+    if (ids.split(',').includes(lane.leaseId) && lane.open) {
+      lane.revoked = true;
+      this.kick(lane);
+    }
+  }
+
+  private async listen(databaseUrl: string): Promise<void> {
+    if (this.closing) return;
+    const c = new PgClient({ connectionString: databaseUrl });
+    const lost = (err?: Error) => {
+      if (this.listener !== c) return;
+      this.listener = null;
+      this.listening = false;
+      c.end().catch(() => undefined);
+      if (!this.closing) {
+        if (err) this.opts.logger?.warn({ err }, 'intent lease revocation listener lost; revoked leases are returned at their renewal or deadline until it is back');
+        this.listenRetry = setTimeout(() => void this.listen(databaseUrl), 2_000);
+        this.listenRetry.unref?.();
+      }
+    };
+    this.listener = c;
+    c.on('error', lost);
+    c.on('end', () => lost());
+    c.on('notification', (n) => {
+      if (n.channel === LEASE_REVOKE_CHANNEL && n.payload) this.onRevoked(n.payload);
+    });
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${LEASE_REVOKE_CHANNEL}`);
+      this.listening = true;
+    } catch (err) {
+      lost(err as Error);
+    }
+  }
+
+  // ---- Coalesced mode ------------------------------------------------------------------------
+
+  private reserveCoalesced(projectId: string, workflowId: string): Promise<ReservationOutcome> {
     const key = intentTemporalWorkflowId(projectId, workflowId);
     let lane = this.lanes.get(key);
     if (!lane) {
@@ -72,25 +433,16 @@ export class IntentReservations {
     lane.inFlight = true;
     try {
       for (;;) {
-        // Yield one macrotask turn first, so callers arriving in the same tick (or re-calling as
-        // soon as the previous batch resolved them) share this Update instead of waiting for it.
         await new Promise<void>((resolve) => setImmediate(resolve));
         if (lane.queue.length === 0) break;
         const batch = lane.queue.splice(0, this.maxBatch);
         try {
-          const result = await this.sendUpdate(key, batch.length);
+          const result: ReserveResult = await this.sendUpdate(key, reserveCallsUpdate, batch.length);
           batch.forEach((w, i) =>
             w.resolve(i < result.granted ? { granted: true } : { granted: false, reason: result.status === 'active' ? 'ceiling_reached' : 'not_active' }),
           );
         } catch (err) {
-          let outcome: ReservationOutcome | null = null;
-          try {
-            const row = await findWorkflowIntent(this.opts.db, projectId, workflowId);
-            if (!row) outcome = { granted: false, reason: 'unknown' };
-            else if (row.status !== 'active') outcome = { granted: false, reason: 'not_active' };
-          } catch {
-            /* fall through to the original error */
-          }
+          const outcome = await this.denialFromRow(projectId, workflowId);
           if (outcome) batch.forEach((w) => w.resolve(outcome));
           else {
             this.opts.logger?.warn({ err, workflow_id: workflowId }, 'intent reservation failed');
@@ -106,12 +458,12 @@ export class IntentReservations {
   }
 
   /** One Update; retried briefly when it lands while a run is continuing as new. */
-  private async sendUpdate(temporalWorkflowId: string, n: number): Promise<ReserveResult> {
+  private async sendUpdate<R, A>(temporalWorkflowId: string, def: import('@temporalio/client').UpdateDefinition<R, [A]>, arg: A): Promise<R> {
     const handle = this.opts.client.workflow.getHandle(temporalWorkflowId);
     for (let attempt = 1; ; attempt++) {
       this.updatesSent++;
       try {
-        return await handle.executeUpdate(reserveCallsUpdate, { args: [n] });
+        return await handle.executeUpdate(def, { args: [arg] });
       } catch (err) {
         const name = (err as Error)?.name ?? '';
         // A closed workflow or a missing one is final; anything else (e.g. the run closed by
@@ -129,6 +481,13 @@ export class IntentReservations {
   }
 }
 
+function lastSent(lane: LeaseLane): number {
+  return lane.lastSentAt;
+}
+
 export function createIntentReservations(opts: IntentReservationsOptions): IntentReservations {
   return new IntentReservations(opts);
 }
+
+/** Lease validity the workflow grants (re-exported for documentation and tests). */
+export const INTENT_LEASE_TTL_MS = LEASE_TTL_MS;

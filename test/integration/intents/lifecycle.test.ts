@@ -114,7 +114,7 @@ describe('workflow intent lifecycle: amend, complete, expire, list', () => {
   describe('complete', () => {
     it('reconciles against permit records with no divergence', async () => {
       await declare('c-1', { expected_calls: 3, max_calls: 10 });
-      for (let i = 0; i < 4; i++) expect(await reservations.reserveCall(p.project.id, 'c-1')).toEqual({ granted: true });
+      for (let i = 0; i < 4; i++) expect(await reservations.reserveCall(p.project.id, 'c-1')).toMatchObject({ granted: true });
       await insertPermits(tg.db, p.project.id, 'c-1', 4);
       await insertPermits(tg.db, p.project.id, 'c-1', 2, 'deny');
       const res = await complete('c-1', { reason_provided: 'done' });
@@ -160,7 +160,7 @@ describe('workflow intent lifecycle: amend, complete, expire, list', () => {
   it('expires after max_duration_seconds, persisted, and then refuses calls and amendments', async () => {
     const d = await declare('exp-1', { max_calls: 10, max_duration_seconds: 2 });
     expect(Date.parse(d.json.expires_at) - Date.parse(d.json.declared_at)).toBe(2000);
-    expect(await reservations.reserveCall(p.project.id, 'exp-1')).toEqual({ granted: true });
+    expect(await reservations.reserveCall(p.project.id, 'exp-1')).toMatchObject({ granted: true });
     const read = await waitFor(() => get('exp-1'), (r) => r.json.status === 'expired', 15_000);
     expect(read.json).toMatchObject({ status: 'expired', actual_calls: 1 });
     expect(Date.parse(read.json.expired_at)).toBeGreaterThanOrEqual(Date.parse(d.json.expires_at));
