@@ -62,7 +62,7 @@ export function createJobActivities(deps: ActivityDeps) {
 
     /** One of the project's processing slots (`job.processing`), or `full` / `gone` (cancelled). */
     async jobAcquireSlot(jobId: string, limit: number): Promise<SlotOutcome> {
-      return acquireJobSlot(db, jobId, limit, clock.now());
+      return acquireJobSlot(db, jobId, limit, () => clock.now());
     },
 
     /** Policy, budget, rate and firewall checks at processing time; writes the permit (idempotent per permit id). */

@@ -23,9 +23,12 @@ const { jobQueued, jobAcquireSlot, jobGovern, jobRecord, jobFinish } = proxyLoca
   retry: { initialInterval: '100 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 20 },
 });
 
-/** Slot polling when no signal arrives (a missed wake-up, a cancelled wakee): 1 s doubling to 30 s. */
+/**
+ * Slot polling when no signal arrives (a lost wake-up, a wakee cancelled meanwhile): 5 s doubling
+ * to 60 s. A finishing job signals the oldest queued one, so polling is only the backstop.
+ */
 function slotPollMs(round: number): number {
-  return Math.min(30_000, 1000 * 2 ** Math.min(round, 5));
+  return Math.min(60_000, 5000 * 2 ** Math.min(round, 4));
 }
 
 /**
@@ -62,10 +65,11 @@ export async function jobWorkflow(input: JobInput): Promise<JobOutcome> {
   try {
     await jobQueued(jobId);
     for (let round = 0; ; round++) {
+      // Cleared before asking: a wake-up that arrives while the slot is being checked is kept.
+      woken = false;
       const slot = await jobAcquireSlot(jobId, limits.maxProcessing);
       if (slot === 'acquired') break;
       if (slot === 'gone') return { status: 'cancelled', result: null, attempts: 0 };
-      woken = false;
       await condition(() => woken, slotPollMs(round));
     }
 

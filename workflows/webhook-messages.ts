@@ -7,6 +7,14 @@ export interface WebhookDeliveryInput {
   scheduleMs: number[];
 }
 
+/**
+ * Deliveries run on their own task queue (`<queue>-webhooks`, a second worker in each worker
+ * process), so they never wait behind a backlog of job workflows.
+ */
+export function webhookTaskQueue(taskQueue: string): string {
+  return `${taskQueue}-webhooks`;
+}
+
 export function webhookDeliveryWorkflowId(messageId: string): string {
   return `webhook-delivery:${messageId}`;
 }

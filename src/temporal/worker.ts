@@ -29,6 +29,8 @@ export async function createWorker(opts: {
   taskQueue: string;
   deps: ActivityDeps;
   workflowBundlePath?: string;
+  /** Workflow code bundled by the caller (two workers of one process share one bundle). */
+  workflowBundleCode?: string;
 }): Promise<Worker> {
   return Worker.create({
     connection: opts.connection,
@@ -37,7 +39,9 @@ export async function createWorker(opts: {
     activities: createActivities(opts.deps),
     ...(opts.workflowBundlePath
       ? { workflowBundle: { codePath: opts.workflowBundlePath } }
-      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { logger: quietBundlerLogger } as never }),
+      : opts.workflowBundleCode
+        ? { workflowBundle: { code: opts.workflowBundleCode } }
+        : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { logger: quietBundlerLogger } as never }),
     shutdownGraceTime: '10s',
   });
 }

@@ -124,7 +124,7 @@ export type SlotOutcome = 'acquired' | 'full' | 'gone';
  * the project's slot lock. A job already processing (a retried activity) keeps its slot; a job
  * that left the queue otherwise (cancelled) is `gone`.
  */
-export async function acquireJobSlot(db: Db, jobId: string, limit: number, at: Date): Promise<SlotOutcome> {
+export async function acquireJobSlot(db: Db, jobId: string, limit: number, now: () => Date): Promise<SlotOutcome> {
   return withTransaction(db, async (c) => {
     const { rows: cur } = await c.query<Pick<JobRecord, 'project_id' | 'status'>>('SELECT project_id, status FROM jobs WHERE id = $1', [jobId]);
     if (!cur[0]) return 'gone';
@@ -135,6 +135,8 @@ export async function acquireJobSlot(db: Db, jobId: string, limit: number, at: D
     if (job.status !== 'queued') return 'gone';
     const { rows: n } = await c.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE project_id = $1 AND status = 'processing'", [job.project_id]);
     if (n[0].n >= limit) return 'full';
+    // Read after the lock: started_at is when the slot was taken, not when the request arrived.
+    const at = now();
     await c.query("UPDATE jobs SET status = 'processing', started_at = $2 WHERE id = $1", [jobId, at]);
     await appendEvents(c, [jobEvent(job, 'job.processing', { processing_limit: limit }, at)]);
     return 'acquired';

@@ -209,14 +209,14 @@ describe('webhooks: subscriptions, signed durable delivery to a real receiver', 
     await subscribe(p, '/intents', ['workflow_intent.max_calls_reached', 'workflow_intent.expired']);
     const declared = await call('POST', '/v1/workflows', {
       key: p.clientKey,
-      body: { workflow_id: 'wh-intent', intent: { expected_calls: 2, max_calls: 2, expected_model: 'gpt-4o-mini', max_duration_seconds: 3 } },
+      body: { workflow_id: 'wh-intent', intent: { expected_calls: 2, max_calls: 2, expected_model: 'gpt-4o-mini', max_duration_seconds: 8 } },
     });
     expect(declared.status).toBeLessThan(300);
     for (let i = 0; i < 2; i++) {
       const r = await call('POST', '/v1/executions', { key: p.clientKey, body: { operation: 'generate.text', messages: say(`intent call ${i}`) }, headers: { 'x-svc-workflow-id': 'wh-intent' } });
       expect(r.status).toBe(200);
     }
-    await waitUntil(async () => rx.at('/intents').length >= 2, 20_000);
+    await waitUntil(async () => rx.at('/intents').length >= 2, 40_000);
     await new Promise((r) => setTimeout(r, 500));
     const got = rx.at('/intents');
     expect(got.every((r) => r.verified)).toBe(true);
