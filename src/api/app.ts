@@ -17,9 +17,11 @@ import { registerProxyRoutes } from './routes/proxy';
 import { registerPoliciesRoutes } from './routes/policies';
 import { registerJobRoutes } from './routes/jobs';
 import { registerWebhookRoutes } from './routes/webhooks';
+import { registerGovernanceEventRoutes } from './routes/governance-events';
+import { registerIntegrityRoutes } from './routes/integrity';
 
 /** Route families, each in src/api/routes/<family>.ts. */
-const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes, registerExecutionRoutes, registerTimelineRoutes, registerPermitRoutes, registerProxyRoutes, registerPoliciesRoutes, registerJobRoutes, registerWebhookRoutes];
+const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes, registerExecutionRoutes, registerTimelineRoutes, registerPermitRoutes, registerProxyRoutes, registerPoliciesRoutes, registerJobRoutes, registerWebhookRoutes, registerGovernanceEventRoutes, registerIntegrityRoutes];
 
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();

@@ -1,0 +1,180 @@
+import Router from '@koa/router';
+import type { ParameterizedContext } from 'koa';
+import { z } from 'zod';
+import { ApiDeps } from '../deps';
+import { errors, parseOrThrow } from '../errors';
+import { authenticate, authOf } from '../middleware/auth';
+import { findGovernanceEvent, listGovernanceEvents, readChainedEventsAfter } from '../../db/repositories/governance-events';
+import { chainHead } from '../../db/repositories/integrity-log';
+import { createEventFollower, type EventFollower } from '../../events/stream';
+import { governanceEventView } from '../../events/view';
+
+const LIST_LIMIT_DEFAULT = 50;
+const LIST_LIMIT_MAX = 200;
+/** A comment line this often keeps proxies and clients from timing an idle stream out. */
+export const STREAM_HEARTBEAT_MS = 15_000;
+/** Events read (and written) per round; the next round waits until the socket drained. */
+const STREAM_BATCH = 200;
+/** A consumer that has not drained its socket buffer within this time is disconnected (it resumes with Last-Event-ID). */
+export const STREAM_DRAIN_TIMEOUT_MS = 30_000;
+
+const eventTypes = z
+  .string()
+  .min(1)
+  .max(2000)
+  .transform((s) => s.split(',').map((t) => t.trim()).filter(Boolean))
+  .pipe(z.array(z.string().min(1).max(100)).min(1).max(50));
+
+const listSchema = z
+  .object({
+    event_type: eventTypes.optional(),
+    since: z.iso.datetime({ offset: true }).optional(),
+    until: z.iso.datetime({ offset: true }).optional(),
+    request_id: z.string().min(1).max(200).optional(),
+    permit_id: z.string().min(1).max(200).optional(),
+    order: z.enum(['desc', 'asc']).default('desc'),
+    limit: z.coerce.number().int().min(1).max(LIST_LIMIT_MAX).default(LIST_LIMIT_DEFAULT),
+    cursor: z.string().min(1).max(500).optional(),
+  })
+  .strict();
+
+const streamSchema = z
+  .object({
+    event_type: eventTypes.optional(),
+    /** Start after this position (what Last-Event-ID carries); without either, the stream starts at the current head. */
+    after: z.coerce.number().int().min(0).optional(),
+  })
+  .strict();
+
+/** Opaque cursor: base64url of `{"v":1,"seq":<last seq>,"o":"asc"|"desc"}`. */
+function encodeCursor(seq: number, order: string): string {
+  return Buffer.from(JSON.stringify({ v: 1, seq, o: order })).toString('base64url');
+}
+
+function decodeCursor(cursor: string, order: string): number {
+  try {
+    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; seq?: unknown; o?: unknown } | null;
+    if (c?.v === 1 && Number.isSafeInteger(c.seq) && c.o === order) return c.seq as number;
+  } catch {
+    /* fall through */
+  }
+  throw errors.validation([{ path: 'cursor', message: 'Invalid cursor; pass next_cursor from a previous page unchanged, with the same order', code: 'invalid_cursor' }]);
+}
+
+function waitDrain(res: NodeJS.WritableStream & { writableNeedDrain?: boolean }, ms: number, signal: AbortSignal): Promise<boolean> {
+  if (!res.writableNeedDrain) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (v: boolean) => {
+      clearTimeout(t);
+      res.off('drain', onDrain);
+      signal.removeEventListener('abort', onAbort);
+      resolve(v);
+    };
+    const onDrain = () => done(true);
+    const onAbort = () => done(false);
+    const t = setTimeout(() => done(false), ms);
+    res.on('drain', onDrain);
+    signal.addEventListener('abort', onAbort);
+  });
+}
+
+export function registerGovernanceEventRoutes(router: Router, deps: ApiDeps): void {
+  const anyKey = authenticate(deps.keys);
+  let follower: EventFollower | null = null;
+  const followerOf = () => {
+    if (!follower) {
+      follower = createEventFollower({ db: deps.db, logger: deps.logger });
+      const f = follower;
+      deps.onClose?.(async () => f.close());
+    }
+    return follower;
+  };
+
+  router.get('/v1/governance/events', anyKey, async (ctx) => {
+    const auth = authOf(ctx);
+    const q = parseOrThrow(listSchema, ctx.query, 'query');
+    const rows = await listGovernanceEvents(deps.db, auth.projectId, {
+      eventTypes: q.event_type,
+      since: q.since ? new Date(q.since) : undefined,
+      until: q.until ? new Date(q.until) : undefined,
+      requestId: q.request_id,
+      permitId: q.permit_id,
+      order: q.order,
+      afterSeq: q.cursor ? decodeCursor(q.cursor, q.order) : undefined,
+      limit: q.limit + 1,
+    });
+    const page = rows.slice(0, q.limit);
+    ctx.body = {
+      object: 'list',
+      data: page.map(governanceEventView),
+      next_cursor: rows.length > q.limit ? encodeCursor(Number(page[page.length - 1].seq), q.order) : null,
+    };
+  });
+
+  router.get('/v1/governance/events/stream', anyKey, async (ctx) => {
+    const auth = authOf(ctx);
+    const q = parseOrThrow(streamSchema, ctx.query, 'query');
+    const lastEventId = ctx.get('last-event-id').trim();
+    let pos: number;
+    if (lastEventId !== '') {
+      if (!/^(0|[1-9][0-9]{0,15})$/.test(lastEventId)) {
+        throw errors.validation([{ path: 'headers.last-event-id', message: 'Last-Event-ID must be a position this stream sent (a non-negative integer)', code: 'invalid_format' }]);
+      }
+      pos = Number(lastEventId);
+    } else {
+      pos = q.after ?? (await chainHead(deps.db, auth.projectId));
+    }
+    await stream(ctx, auth.projectId, pos, q.event_type ? new Set(q.event_type) : null);
+  });
+
+  async function stream(ctx: ParameterizedContext, projectId: string, start: number, types: Set<string> | null): Promise<void> {
+    const res = ctx.res;
+    ctx.respond = false;
+    ctx.status = 200;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    let pos = start;
+    res.write(`retry: 2000\n: tollgate governance events after position ${pos}\n\n`);
+    try {
+      while (!abort.signal.aborted) {
+        const rows = await readChainedEventsAfter(deps.db, projectId, pos, STREAM_BATCH);
+        if (rows.length > 0) {
+          for (const r of rows) {
+            pos = Number(r.chain_pos);
+            if (types && !types.has(r.event_type)) continue;
+            res.write(`id: ${pos}\ndata: ${JSON.stringify(governanceEventView(r))}\n\n`);
+          }
+          // Backpressure: read the next batch only once this one left the process.
+          if (!(await waitDrain(res, STREAM_DRAIN_TIMEOUT_MS, abort.signal))) {
+            if (!abort.signal.aborted) {
+              deps.logger.info({ project_id: projectId, position: pos }, 'governance event stream consumer too slow; disconnected');
+              res.destroy();
+            }
+            return;
+          }
+          continue;
+        }
+        const moved = await followerOf().waitBeyond(projectId, pos, STREAM_HEARTBEAT_MS, abort.signal);
+        if (!moved && !abort.signal.aborted) res.write(': heartbeat\n\n');
+      }
+    } catch (err) {
+      deps.logger.warn({ err, project_id: projectId }, 'governance event stream failed; the client resumes with Last-Event-ID');
+      if (!res.writableEnded) res.write(`event: error\ndata: ${JSON.stringify({ error: { code: 'internal_error', message: 'The stream failed; reconnect with Last-Event-ID' } })}\n\n`);
+    } finally {
+      if (!res.writableEnded && !res.destroyed) res.end();
+    }
+  }
+
+  router.get('/v1/governance/events/:event_id', anyKey, async (ctx) => {
+    const auth = authOf(ctx);
+    const e = await findGovernanceEvent(deps.db, auth.projectId, ctx.params.event_id);
+    if (!e) throw errors.notFound('Governance event', ctx.params.event_id);
+    ctx.body = governanceEventView(e);
+  });
+}

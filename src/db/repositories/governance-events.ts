@@ -1,0 +1,55 @@
+/**
+ * Reads of the governance event log (GET /v1/governance/events…). Lists go through the existing
+ * events indexes ((project_id, seq), (project_id, request_id, seq), (project_id, permit_id, seq));
+ * the stream follows event_chain's (project_id, chain_pos) index. No index is added to `events`.
+ */
+import type { Queryable } from '../pool';
+import type { EventRecord } from './events';
+
+export interface GovernanceEventFilter {
+  eventTypes?: string[];
+  since?: Date;
+  until?: Date;
+  requestId?: string;
+  permitId?: string;
+}
+
+/** One page, by seq (the insertion order; chain order differs only for events chained in the same round). */
+export async function listGovernanceEvents(
+  db: Queryable,
+  projectId: string,
+  f: GovernanceEventFilter & { order: 'asc' | 'desc'; afterSeq?: number; limit: number },
+): Promise<EventRecord[]> {
+  const dir = f.order === 'asc' ? 'ASC' : 'DESC';
+  const cmp = f.order === 'asc' ? '>' : '<';
+  const { rows } = await db.query<EventRecord>(
+    `SELECT * FROM events_chained
+      WHERE project_id = $1
+        AND ($2::bigint IS NULL OR seq ${cmp} $2)
+        AND ($3::text[] IS NULL OR event_type = ANY($3))
+        AND ($4::timestamptz IS NULL OR timestamp >= $4)
+        AND ($5::timestamptz IS NULL OR timestamp < $5)
+        AND ($6::text IS NULL OR request_id = $6)
+        AND ($7::text IS NULL OR permit_id = $7)
+      ORDER BY seq ${dir} LIMIT $8`,
+    [projectId, f.afterSeq ?? null, f.eventTypes ?? null, f.since ?? null, f.until ?? null, f.requestId ?? null, f.permitId ?? null, f.limit],
+  );
+  return rows;
+}
+
+export async function findGovernanceEvent(db: Queryable, projectId: string, eventId: string): Promise<EventRecord | null> {
+  const { rows } = await db.query<EventRecord>('SELECT * FROM events_chained WHERE id = $1 AND project_id = $2', [eventId, projectId]);
+  return rows[0] ?? null;
+}
+
+/** Chained events after `afterPos`, in chain order (what the stream sends). */
+export async function readChainedEventsAfter(db: Queryable, projectId: string, afterPos: number, limit: number): Promise<(EventRecord & { chain_pos: number })[]> {
+  const { rows } = await db.query<EventRecord & { chain_pos: number }>(
+    `SELECT e.*, c.chain_pos, c.prev_hash, c.hash
+       FROM event_chain c JOIN events e ON e.seq = c.seq
+      WHERE c.project_id = $1 AND c.chain_pos > $2
+      ORDER BY c.chain_pos LIMIT $3`,
+    [projectId, afterPos, limit],
+  );
+  return rows;
+}

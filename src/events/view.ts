@@ -1,0 +1,28 @@
+import type { EventRecord } from '../db/repositories/events';
+
+/**
+ * A governance event as the API shows it (docs/decisions.md, "Governance events"): the persisted
+ * columns, the event's id and its place in the project's log. `position` is the chain position
+ * (1, 2, 3, … per project; the Merkle leaf index is position − 1), null for the fraction of a
+ * second before the sequencer chains the event; `chain` carries the hash-chain links.
+ */
+export function governanceEventView(e: EventRecord) {
+  const position = e.chain_pos === null || e.chain_pos === undefined ? null : Number(e.chain_pos);
+  return {
+    id: e.id,
+    object: 'governance_event' as const,
+    position,
+    timestamp: new Date(e.timestamp).toISOString(),
+    event_type: e.event_type,
+    source: e.source,
+    phase: e.phase,
+    provider: e.provider,
+    model: e.model,
+    permit_id: e.permit_id,
+    request_id: e.request_id,
+    job_id: e.job_id,
+    session_id: e.session_id,
+    metadata: e.metadata ?? {},
+    chain: position === null ? null : { seq: Number(e.seq), prev_hash: e.prev_hash, hash: e.hash },
+  };
+}

@@ -1,0 +1,69 @@
+import { appendEvents, chainAllProjectEvents, type NewEvent } from '../../../src/db/repositories/events';
+import type { Db } from '../../../src/db/pool';
+
+/** Writes `n` events for the project the way the pipeline does (tollgate_insert_events), then chains them. */
+export async function writeEvents(db: Db, projectId: string, n: number, base: Partial<NewEvent> = {}): Promise<void> {
+  const events: NewEvent[] = Array.from({ length: n }, (_, i) => ({
+    projectId,
+    eventType: base.eventType ?? (i % 2 === 0 ? 'permit.allowed' : 'execution.completed'),
+    source: 'test',
+    phase: 'permit',
+    requestId: base.requestId ?? `exec_req_test_${i}`,
+    permitId: base.permitId ?? null,
+    metadata: { i, ...(base.metadata ?? {}) },
+    timestamp: base.timestamp,
+  }));
+  await appendEvents(db, events);
+  await chainAllProjectEvents(db, projectId);
+}
+
+export interface SseMessage {
+  id: string | null;
+  event: string | null;
+  data: string;
+}
+
+/** A minimal SSE client over fetch: collects messages and comment lines until closed. */
+export function openSse(url: string, headers: Record<string, string>) {
+  const abort = new AbortController();
+  const messages: SseMessage[] = [];
+  const comments: string[] = [];
+  let status = 0;
+  const done = (async () => {
+    const res = await fetch(url, { headers: { accept: 'text/event-stream', ...headers }, signal: abort.signal });
+    status = res.status;
+    if (!res.body) return;
+    const reader = res.body.getReader();
+    const dec = new TextDecoder();
+    let buf = '';
+    try {
+      for (;;) {
+        const { value, done: end } = await reader.read();
+        if (end) break;
+        buf += dec.decode(value, { stream: true });
+        let i: number;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const msg: SseMessage = { id: null, event: null, data: '' };
+          let hasData = false;
+          for (const line of block.split('\n')) {
+            if (line.startsWith(':')) comments.push(line.slice(1).trim());
+            else if (line.startsWith('id: ')) msg.id = line.slice(4);
+            else if (line.startsWith('event: ')) msg.event = line.slice(7);
+            else if (line.startsWith('data: ')) {
+              msg.data += line.slice(6);
+              hasData = true;
+            }
+          }
+          if (hasData) messages.push(msg);
+        }
+      }
+    } catch (err) {
+      if (!abort.signal.aborted) throw err;
+    }
+  })().catch((err: unknown) => {
+    if (!abort.signal.aborted) throw err;
+  });
+  return { messages, comments, status: () => status, close: () => abort.abort(), done };
+}
