@@ -1,0 +1,158 @@
+import { startTestTollgate, createTestProject, http, TestProject } from '../../support/tollgate';
+import { IntentReservations, ReservationOutcome } from '../../../src/temporal/intent-reservations';
+import { IntentState, stateQuery } from '../../../workflows/intent-messages';
+import { insertPermits, TestTollgate, waitFor } from './helpers';
+
+/**
+ * Leased call quotas: two reservation clients stand for two API processes sharing one intent (each
+ * with its own holder id and its own LISTEN connection for revocations).
+ */
+describe('call leases on workflow intents', () => {
+  let tg: TestTollgate;
+  let call: ReturnType<typeof http>;
+  let p: TestProject;
+  const clients: IntentReservations[] = [];
+
+  beforeAll(async () => {
+    tg = await startTestTollgate();
+    call = http(tg.url!);
+  });
+  beforeEach(async () => {
+    p = await createTestProject(tg.db);
+  });
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+  });
+  afterAll(async () => tg?.close());
+
+  const twoProcesses = async (): Promise<[IntentReservations, IntentReservations]> => {
+    const made = [0, 1].map((i) => new IntentReservations({ client: tg.temporal.client, db: tg.db, databaseUrl: tg.config.databaseUrl, holder: `process-${i}` }));
+    clients.push(...made);
+    await waitFor(async () => made.every((c) => c.listening), (ok) => ok, 10_000, 20);
+    return [made[0], made[1]];
+  };
+  const declare = async (workflow_id: string, intent: Record<string, unknown>) => {
+    const res = await call('POST', '/v1/workflows', { key: p.clientKey, body: { workflow_id, intent } });
+    expect(res.status).toBe(201);
+  };
+  const state = (workflowId: string) => tg.temporal.client.workflow.getHandle(`intent:${p.project.id}:${workflowId}`).query(stateQuery);
+  const granted = (os: ReservationOutcome[]) => os.filter((o) => o.granted).length;
+  /** Takes `n` calls one after the other (a caller with a steady rate: its lease grows past what it uses). */
+  const sequential = async (c: IntentReservations, workflowId: string, n: number) => {
+    const out: ReservationOutcome[] = [];
+    for (let i = 0; i < n; i++) out.push(await c.reserveCall(p.project.id, workflowId));
+    return out;
+  };
+  const leasedUnused = (s: IntentState) => Object.values(s.leases ?? {}).reduce((a, l) => a + l.size - l.used, 0);
+
+  it('exact ceiling with two processes and leases outstanding: 1,000 racing calls on max_calls 600', async () => {
+    await declare('race', { max_calls: 600 });
+    const [a, b] = await twoProcesses();
+    expect(granted(await sequential(a, 'race', 20))).toBe(20);
+    expect(granted(await sequential(b, 'race', 20))).toBe(20);
+    // Both processes hold leases with calls they have not used.
+    const before = await state('race');
+    expect(Object.keys(before.leases ?? {})).toHaveLength(2);
+    for (const c of [a, b]) {
+      const [l] = c.leases();
+      expect(l.size).toBeGreaterThan(l.used);
+    }
+    expect(leasedUnused(before)).toBeGreaterThan(0);
+
+    const outcomes = await Promise.all(Array.from({ length: 1000 }, (_, i) => (i % 2 ? a : b).reserveCall(p.project.id, 'race')));
+    expect(granted(outcomes)).toBe(560);
+    expect(outcomes.filter((o) => !o.granted && o.reason === 'ceiling_reached')).toHaveLength(440);
+    const after = await state('race');
+    // What the processes took is what the workflow counts, and nothing is left leased.
+    expect(after.actualCalls).toBe(600);
+    expect(after.actualCalls - Object.values(after.leases ?? {}).reduce((s, l) => s + l.used, 0) + Object.values(after.leases ?? {}).reduce((s, l) => s + l.size, 0)).toBeLessThanOrEqual(600);
+    expect(granted(await Promise.all([a.reserveCall(p.project.id, 'race'), b.reserveCall(p.project.id, 'race')]))).toBe(0);
+  });
+
+  it('amend down below the leased total: the leases are returned before the amendment answers; then the new ceiling holds exactly', async () => {
+    await declare('shrink', { max_calls: 1000 });
+    const [a, b] = await twoProcesses();
+    await sequential(a, 'shrink', 30);
+    await sequential(b, 'shrink', 10);
+    const before = await state('shrink');
+    const leased = Object.values(before.leases ?? {}).reduce((s, l) => s + l.size, 0);
+    expect(leased).toBeGreaterThan(40);
+    const newMax = 43; // below the leased total, above what was used
+    const amended = await call('POST', '/v1/workflows/shrink/amend', { key: p.clientKey, body: { if_match_version: 1, new_max_calls: newMax } });
+    expect(amended.status).toBe(200);
+    const after = await state('shrink');
+    expect(after.maxCalls).toBe(newMax);
+    // Returned with what was used: the counter is exact and nothing is leased past the ceiling.
+    expect(Object.keys(after.leases ?? {})).toHaveLength(0);
+    expect(after.actualCalls).toBe(40);
+    const outcomes = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).reserveCall(p.project.id, 'shrink')));
+    expect(granted(outcomes)).toBe(3);
+    expect((await state('shrink')).actualCalls).toBe(newMax);
+
+    // Amending down below what was already used: nothing more is granted.
+    const lower = await call('POST', '/v1/workflows/shrink/amend', { key: p.clientKey, body: { if_match_version: 2, new_max_calls: 10 } });
+    expect(lower.status).toBe(200);
+    expect(granted(await Promise.all(Array.from({ length: 10 }, () => b.reserveCall(p.project.id, 'shrink'))))).toBe(0);
+    // Raising it again grants again, up to the new ceiling.
+    expect((await call('POST', '/v1/workflows/shrink/amend', { key: p.clientKey, body: { if_match_version: 3, new_max_calls: 50 } })).status).toBe(200);
+    expect(granted(await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).reserveCall(p.project.id, 'shrink'))))).toBe(7);
+  });
+
+  it('complete with leases outstanding: the holders report what they used; reconciliation is exact; later calls are not_active', async () => {
+    await declare('done', { max_calls: 1000 });
+    const [a, b] = await twoProcesses();
+    await sequential(a, 'done', 12);
+    await sequential(b, 'done', 5);
+    expect(leasedUnused(await state('done'))).toBeGreaterThan(0);
+    await insertPermits(tg.db, p.project.id, 'done', 17);
+    const res = await call('POST', '/v1/workflows/done/complete', { key: p.clientKey, body: {} });
+    expect(res.status).toBe(200);
+    expect(res.json).toMatchObject({ actual_calls: 17, reconciliation: { authoritative_actual_calls: 17, cached_actual_calls: 17, counter_divergence_detected: false } });
+    expect(a.leases()).toHaveLength(0);
+    expect(b.leases()).toHaveLength(0);
+    expect(await a.reserveCall(p.project.id, 'done')).toEqual({ granted: false, reason: 'not_active' });
+    expect(await b.reserveCall(p.project.id, 'done')).toEqual({ granted: false, reason: 'not_active' });
+  });
+
+  it('expiry with leases outstanding: no call is taken after the expiry, and the final counter is what the processes took', async () => {
+    await declare('ttl', { max_calls: 100_000, max_duration_seconds: 3 });
+    const [a, b] = await twoProcesses();
+    const expiresAt = Date.parse((await call('GET', '/v1/workflows/ttl', { key: p.clientKey })).json.expires_at);
+    const takenAt: number[] = [];
+    let denied: ReservationOutcome | null = null;
+    // Both processes call steadily until they are refused.
+    await Promise.all(
+      [a, b].map(async (c) => {
+        for (;;) {
+          const o = await c.reserveCall(p.project.id, 'ttl');
+          if (!o.granted) {
+            denied = o;
+            return;
+          }
+          takenAt.push(Date.now());
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      }),
+    );
+    expect(denied).toEqual({ granted: false, reason: 'not_active' });
+    expect(takenAt.length).toBeGreaterThan(20);
+    expect(Math.max(...takenAt)).toBeLessThanOrEqual(expiresAt);
+    const read = await waitFor(() => call('GET', '/v1/workflows/ttl', { key: p.clientKey }), (r) => r.json.status === 'expired', 15_000);
+    expect(read.json).toMatchObject({ status: 'expired', actual_calls: takenAt.length });
+    const row = await tg.db.query('SELECT actual_calls FROM workflow_intents WHERE project_id = $1 AND workflow_id = $2', [p.project.id, 'ttl']);
+    expect(row.rows[0].actual_calls).toBe(takenAt.length);
+  });
+
+  it('a lease is returned when its process goes idle, and at shutdown', async () => {
+    await declare('idle', { max_calls: 1000 });
+    const [a, b] = await twoProcesses();
+    await sequential(a, 'idle', 8);
+    await sequential(b, 'idle', 3);
+    expect(Object.keys((await state('idle')).leases ?? {})).toHaveLength(2);
+    await b.close();
+    expect(Object.values((await state('idle')).leases ?? {}).map((l) => l.holder)).toEqual(['process-0']);
+    const idle = await waitFor(() => state('idle'), (s) => Object.keys(s.leases ?? {}).length === 0, 5_000, 50);
+    expect(idle.leases).toEqual({});
+    expect(idle.actualCalls).toBe(11);
+  });
+});
