@@ -1,0 +1,176 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { createTestProject, http as httpClient, startTestTollgate } from '../../support/tollgate';
+import { waitUntil } from '../../support/wait';
+import { complianceSigner } from '../../../src/integrity/keys';
+import { issueCheckpoint, LogIntegrityError } from '../../../src/integrity/log';
+import { CHECKPOINT_LOCK_CLASS } from '../../../src/db/repositories/integrity-log';
+import { leafHash, verifyConsistency, verifyInclusion } from '../../../src/integrity/merkle';
+import { openNote, parseCheckpointText, parseVerifierKey } from '../../../src/integrity/note';
+import { writeEvents } from './helpers';
+
+const GO_DIR = resolve(__dirname, '../../interop/go-verifier');
+const goAvailable = spawnSync('go', ['version']).status === 0;
+
+describe('signed checkpoints, proofs, and a Go verifier', () => {
+  let tg: Awaited<ReturnType<typeof startTestTollgate>>;
+  let call: ReturnType<typeof httpClient>;
+  const workflowId = `checkpoints-${randomUUID()}`;
+
+  beforeAll(async () => {
+    tg = await startTestTollgate();
+    call = httpClient(tg.url!);
+    // The long-lived checkpoint workflow, as production runs it, on this file's task queue at a 1 s interval.
+    await tg.temporal.client.workflow.start('checkpointWorkflow', { workflowId, taskQueue: tg.config.temporal.taskQueue, args: [{ intervalSeconds: 1 }] });
+  });
+  afterAll(async () => {
+    await tg?.temporal.client.workflow.getHandle(workflowId).terminate().catch(() => undefined);
+    await tg?.close();
+  });
+
+  const latest = (key: string, size: number) =>
+    waitUntil(async () => {
+      const r = await call('GET', '/v1/integrity/checkpoints/latest', { key });
+      return r.status === 200 && r.json.tree_size === size ? r.json : null;
+    }, 20_000, 200);
+
+  it('publishes the note verifier key and lists every key with its validity', async () => {
+    const pk = await call('GET', '/v1/integrity/checkpoint-public-key');
+    expect(pk.status).toBe(200);
+    expect(pk.json.note_verifier_key).toMatch(/^tollgate\.compliance\+[0-9a-f]{8}\+[A-Za-z0-9+/]{44}$/);
+    expect(parseVerifierKey(pk.json.note_verifier_key).name).toBe('tollgate.compliance');
+    const keys = await call('GET', '/v1/compliance/keys');
+    expect(keys.status).toBe(200);
+    const active = keys.json.data.filter((k: any) => k.purpose === 'checkpoints_and_export_manifests' && k.status === 'active');
+    expect(active).toHaveLength(1);
+    expect(active[0]).toMatchObject({ key_id: pk.json.key_id, note_verifier_key: pk.json.note_verifier_key, valid_until: null });
+    expect(keys.json.data.some((k: any) => k.purpose === 'permit_binding')).toBe(true);
+    // Stored sealed: the row holds no PKCS#8 key in the clear.
+    const { rows } = await tg.db.query('SELECT private_key_sealed FROM compliance_signing_keys WHERE kid = $1', [pk.json.key_id]);
+    expect(rows[0].private_key_sealed).toMatch(/^v1\./);
+  });
+
+  it('issues a checkpoint after new events; proofs verify; checkpoints are mutually consistent; Go verifies them', async () => {
+    const p = await createTestProject(tg.db);
+    const vkey = (await call('GET', '/v1/integrity/checkpoint-public-key')).json.note_verifier_key;
+    const verifier = parseVerifierKey(vkey);
+    await writeEvents(tg.db, p.project.id, 5);
+    const c5 = await latest(p.clientKey, 5);
+    await writeEvents(tg.db, p.project.id, 3);
+    const c8 = await latest(p.clientKey, 8);
+    await writeEvents(tg.db, p.project.id, 13);
+    const c21 = await latest(p.clientKey, 21);
+    const checkpoints = [c5, c8, c21];
+    for (const c of checkpoints) {
+      const opened = openNote(c.note, verifier);
+      expect(opened.ok).toBe(true);
+      const body = parseCheckpointText((opened as { text: string }).text);
+      expect(body).toMatchObject({ origin: `tollgate.compliance/events/${p.project.id}`, size: c.tree_size });
+      expect(body.root.toString('base64')).toBe(c.root_hash);
+    }
+    // No checkpoint while the log does not grow.
+    await new Promise((r) => setTimeout(r, 2500));
+    const { rows: stored } = await tg.db.query('SELECT tree_size FROM log_checkpoints WHERE project_id = $1 ORDER BY tree_size', [p.project.id]);
+    expect(stored.map((r) => Number(r.tree_size))).toEqual([5, 8, 21]);
+
+    // Every pair of checkpoints is consistent.
+    for (const [i, a] of checkpoints.entries()) {
+      for (const b of checkpoints.slice(i + 1)) {
+        const r = await call('GET', `/v1/integrity/proofs/consistency?first=${a.tree_size}&second=${b.tree_size}`, { key: p.clientKey });
+        expect(r.status).toBe(200);
+        const proof = r.json.proof.map((h: string) => Buffer.from(h, 'base64'));
+        expect(verifyConsistency(a.tree_size, b.tree_size, proof, Buffer.from(a.root_hash, 'base64'), Buffer.from(b.root_hash, 'base64'))).toBe(true);
+      }
+    }
+
+    // Inclusion of every event in the latest checkpoint, from the event's own bytes.
+    const events = (await call('GET', '/v1/governance/events?order=asc&limit=100', { key: p.clientKey })).json.data;
+    for (const e of events) {
+      const r = await call('GET', `/v1/integrity/proofs/inclusion?event_id=${e.id}`, { key: p.clientKey });
+      expect(r.status).toBe(200);
+      expect(r.json).toMatchObject({ position: e.position, leaf_index: e.position - 1, tree_size: 21 });
+      expect(leafHash(r.json.leaf).toString('base64')).toBe(r.json.leaf_hash);
+      const proof = r.json.proof.map((h: string) => Buffer.from(h, 'base64'));
+      expect(verifyInclusion(r.json.leaf_index, 21, leafHash(r.json.leaf), proof, Buffer.from(c21.root_hash, 'base64'))).toBe(true);
+    }
+    const at8 = await call('GET', `/v1/integrity/proofs/inclusion?position=3&tree_size=8`, { key: p.clientKey });
+    expect(verifyInclusion(2, 8, Buffer.from(at8.json.leaf_hash, 'base64'), at8.json.proof.map((h: string) => Buffer.from(h, 'base64')), Buffer.from(c8.root_hash, 'base64'))).toBe(true);
+    expect((await call('GET', `/v1/integrity/proofs/inclusion?position=3&tree_size=999`, { key: p.clientKey })).status).toBe(400);
+
+    if (!goAvailable) {
+      console.warn('SKIPPED: the Go interoperability check needs `go` on PATH (golang.org/x/mod/sumdb/note, github.com/transparency-dev/merkle)');
+      return;
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-go-'));
+    const bin = join(dir, 'goverifier');
+    execFileSync('go', ['build', '-o', bin, '.'], { cwd: GO_DIR, stdio: 'pipe', timeout: 240_000 });
+    const target = events[11];
+    const incl = (await call('GET', `/v1/integrity/proofs/inclusion?event_id=${target.id}`, { key: p.clientKey })).json;
+    const cons = (await call('GET', `/v1/integrity/proofs/consistency?first=8&second=21`, { key: p.clientKey })).json;
+    const input = {
+      vkey,
+      checkpoint: c21.note,
+      leaf_b64: Buffer.from(incl.leaf, 'utf8').toString('base64'),
+      leaf_index: incl.leaf_index,
+      inclusion_proof: incl.proof,
+      old_checkpoint: c8.note,
+      consistency_proof: cons.proof,
+    };
+    const run = (x: unknown) => {
+      const f = join(dir, `${randomUUID()}.json`);
+      writeFileSync(f, JSON.stringify(x));
+      const r = spawnSync(bin, [f], { encoding: 'utf8' });
+      return { status: r.status, out: JSON.parse(r.stdout.trim()) };
+    };
+    const ok = run(input);
+    expect(ok).toEqual({ status: 0, out: { ok: true, origin: `tollgate.compliance/events/${p.project.id}`, size: 21, key_name: 'tollgate.compliance', inclusion: true, consistency: true, old_size: 8 } });
+    // The same program rejects a changed event, a changed checkpoint and a wrong consistency claim.
+    const changedLeaf = run({ ...input, leaf_b64: Buffer.from(incl.leaf.replace('"i":', '"j":'), 'utf8').toString('base64') });
+    expect(changedLeaf.status).toBe(1);
+    expect(changedLeaf.out.error).toMatch(/inclusion/);
+    const changedNote = run({ ...input, checkpoint: c21.note.replace('\n21\n', '\n22\n') });
+    expect(changedNote.status).toBe(1);
+    expect(changedNote.out.error).toMatch(/note\.Open/);
+    const wrongOld = run({ ...input, old_checkpoint: c5.note });
+    expect(wrongOld.status).toBe(1);
+    expect(wrongOld.out.error).toMatch(/consistency/);
+  }, 300_000);
+
+  it('refuses to sign over an event altered after it was chained, naming its position', async () => {
+    const p = await createTestProject(tg.db);
+    await writeEvents(tg.db, p.project.id, 4);
+    await latest(p.clientKey, 4);
+    // Hold the project's checkpoint lock while events 5-7 are written and the 6th is altered, so the
+    // running workflow cannot checkpoint them in between; after that, whoever issues sees the change.
+    const holder = await tg.db.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [CHECKPOINT_LOCK_CLASS, p.project.id]);
+      await writeEvents(tg.db, p.project.id, 3);
+      const { rows } = await tg.db.query(`SELECT c.seq FROM event_chain c WHERE c.project_id = $1 AND c.chain_pos = 6`, [p.project.id]);
+      await tg.db.query(`UPDATE events SET metadata = '{"i":999}'::jsonb WHERE seq = $1`, [rows[0].seq]);
+      await holder.query('COMMIT');
+    } finally {
+      holder.release();
+    }
+    const signer = await complianceSigner(tg.db, tg.config);
+    let err: unknown = null;
+    for (let i = 0; i < 100 && err === null; i++) {
+      try {
+        const r = await issueCheckpoint(tg.db, signer, p.project.id);
+        expect(r).toEqual({ issued: null, reason: 'locked' });
+        await new Promise((res) => setTimeout(res, 20));
+      } catch (e) {
+        err = e;
+      }
+    }
+    expect(err).toBeInstanceOf(LogIntegrityError);
+    expect((err as LogIntegrityError).position).toBe(6);
+    expect((err as LogIntegrityError).message).toMatch(/no longer matches its chain hash/);
+    const { rows: sizes } = await tg.db.query('SELECT max(tree_size)::int AS n FROM log_checkpoints WHERE project_id = $1', [p.project.id]);
+    expect(sizes[0].n).toBe(4);
+  });
+});

@@ -1,0 +1,95 @@
+import { generateKeyPairSync } from 'node:crypto';
+import {
+  appendLeaves,
+  consistencyProof,
+  EMPTY_ROOT,
+  inclusionProof,
+  leafHash,
+  nodeHash,
+  rootOf,
+  sourceOf,
+  splitPoint,
+  verifyConsistency,
+  verifyInclusion,
+} from '../../../src/integrity/merkle';
+import { checkpointText, openNote, parseCheckpointText, parseVerifierKey, signNote, verifierKey } from '../../../src/integrity/note';
+
+/** RFC 6962 MTH computed directly from the leaves, independent of the stored-node code. */
+function naiveRoot(leaves: Buffer[]): Buffer {
+  if (leaves.length === 0) return EMPTY_ROOT;
+  if (leaves.length === 1) return leafHash(leaves[0]);
+  const k = splitPoint(leaves.length);
+  return nodeHash(naiveRoot(leaves.slice(0, k)), naiveRoot(leaves.slice(k)));
+}
+
+function buildStore(leaves: Buffer[], chunks: number[]) {
+  // Appends in uneven chunks, as successive checkpoint rounds do.
+  let state = { nodes: [] as { level: number; idx: number; hash: Buffer }[], range: [] as Buffer[], size: 0 };
+  const all: { level: number; idx: number; hash: Buffer }[] = [];
+  let i = 0;
+  let c = 0;
+  while (i < leaves.length) {
+    const n = Math.min(chunks[c++ % chunks.length], leaves.length - i);
+    state = appendLeaves(state.size, state.range, leaves.slice(i, i + n).map((l) => leafHash(l)));
+    all.push(...state.nodes);
+    i += n;
+  }
+  return sourceOf(all);
+}
+
+describe('RFC 6962 tree over stored perfect subtrees', () => {
+  const leaves = Array.from({ length: 41 }, (_, i) => Buffer.from(`{"event":${i}}`));
+  const get = buildStore(leaves, [1, 3, 7, 2, 5]);
+
+  it('roots match the direct MTH for every size', () => {
+    for (let n = 0; n <= leaves.length; n++) expect(rootOf(n, get).toString('hex')).toBe(naiveRoot(leaves.slice(0, n)).toString('hex'));
+  });
+
+  it('every inclusion proof verifies, and fails for another leaf, index or root', () => {
+    for (let n = 1; n <= leaves.length; n++) {
+      const root = rootOf(n, get);
+      for (let i = 0; i < n; i++) {
+        const proof = inclusionProof(i, n, get);
+        expect(verifyInclusion(i, n, leafHash(leaves[i]), proof, root)).toBe(true);
+        expect(verifyInclusion(i, n, leafHash(Buffer.from('forged')), proof, root)).toBe(false);
+        if (n > 1) expect(verifyInclusion((i + 1) % n, n, leafHash(leaves[i]), proof, root)).toBe(false);
+        expect(verifyInclusion(i, n, leafHash(leaves[i]), proof, EMPTY_ROOT)).toBe(false);
+      }
+    }
+  });
+
+  it('every consistency proof verifies, and fails against a different old root', () => {
+    for (let n = 1; n <= leaves.length; n++) {
+      for (let m = 1; m <= n; m++) {
+        const proof = consistencyProof(m, n, get);
+        expect(verifyConsistency(m, n, proof, rootOf(m, get), rootOf(n, get))).toBe(true);
+        if (m < n) {
+          const forged = naiveRoot([...leaves.slice(0, m - 1), Buffer.from('x')]);
+          expect(verifyConsistency(m, n, proof, forged, rootOf(n, get))).toBe(false);
+        }
+      }
+    }
+  });
+});
+
+describe('C2SP signed notes and checkpoints', () => {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const spki = publicKey.export({ format: 'der', type: 'spki' });
+  const pub = spki.subarray(spki.length - 32);
+
+  it('signs and opens; a changed byte or another key fails', () => {
+    const text = checkpointText({ origin: 'example.com/log', size: 5, root: leafHash('x'), extensions: [] });
+    const note = signNote(text, 'example.com/log', privateKey, pub);
+    expect(note.startsWith(`${text}\n— example.com/log `)).toBe(true);
+    const vkey = verifierKey('example.com/log', pub);
+    expect(vkey).toMatch(/^example\.com\/log\+[0-9a-f]{8}\+[A-Za-z0-9+/]{44}$/);
+    const v = parseVerifierKey(vkey);
+    const opened = openNote(note, v);
+    expect(opened).toEqual({ ok: true, text });
+    expect(parseCheckpointText(text)).toMatchObject({ origin: 'example.com/log', size: 5 });
+    expect(openNote(note.replace('\n5\n', '\n6\n'), v).ok).toBe(false);
+    const other = generateKeyPairSync('ed25519').publicKey.export({ format: 'der', type: 'spki' });
+    expect(openNote(note, parseVerifierKey(verifierKey('example.com/log', other.subarray(other.length - 32)))).ok).toBe(false);
+    expect(() => parseVerifierKey(vkey.replace(/\+[0-9a-f]{8}\+/, '+00000000+'))).toThrow();
+  });
+});
