@@ -33,6 +33,8 @@ export interface GovernedCallDeps {
   governance: Governance;
   pricing: PricingCatalog;
   providers: ProviderGateway;
+  /** How the record of a dispatched call commits (RecordDeps.commit); the in-process pipeline passes config RECORD_COMMIT. */
+  recordCommit?: 'sync' | 'async';
 }
 
 export interface GovernSpec {
@@ -167,7 +169,7 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
   }
 
   async function record(input: ExecutionInput, rec: RecordInput, opts: RecordOptions = {}): Promise<ExecutionEnvelope> {
-    return recordExecution({ db, clock, pricing }, input, rec, opts);
+    return recordExecution({ db, clock, pricing, commit: deps.recordCommit }, input, rec, opts);
   }
 
   return { govern, dispatch, record };

@@ -54,6 +54,8 @@ const baseEnvSchema = z.object({
   METRICS_TOKEN: optionalSecret,
   PROVIDER_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(1).default(5000),
   PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(1).default(120000),
+  /** How the record of an in-process call commits: `async` skips the WAL flush wait (docs/decisions.md, "Recording commit"). */
+  RECORD_COMMIT: z.enum(['sync', 'async']).default('async'),
   /** Async jobs (docs/decisions.md, "Jobs"): per-project processing limit and the retry policy of upstream failures. */
   JOBS_MAX_PROCESSING_PER_PROJECT: z.coerce.number().int().min(1).max(10_000).default(16),
   JOBS_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(4),
@@ -111,6 +113,7 @@ export interface Config {
   masterKey?: string;
   metricsToken?: string;
   providerTimeouts: { connectMs: number; totalMs: number };
+  recordCommit: 'sync' | 'async';
   providers: Record<ProviderId, ProviderEndpoint>;
   jobs: {
     maxProcessingPerProject: number;
@@ -178,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     masterKey: e.TOLLGATE_MASTER_KEY,
     metricsToken: e.METRICS_TOKEN,
     providerTimeouts: { connectMs: e.PROVIDER_CONNECT_TIMEOUT_MS, totalMs: e.PROVIDER_TIMEOUT_MS },
+    recordCommit: e.RECORD_COMMIT,
     providers,
     jobs: {
       maxProcessingPerProject: e.JOBS_MAX_PROCESSING_PER_PROJECT,

@@ -65,7 +65,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
   // pipeline and the worker's activities.
   const governance = createGovernance({ db, clock });
   const providers = createProviderGateway(config);
-  const calls = createGovernedCallActivities({ db, clock, logger, governance, pricing, providers });
+  const calls = createGovernedCallActivities({ db, clock, logger, governance, pricing, providers, recordCommit: config.recordCommit });
 
   let worker: Worker | null = null;
   let workerRun: Promise<void> | null = null;

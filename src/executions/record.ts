@@ -25,6 +25,12 @@ export interface RecordDeps {
   db: Db;
   clock: Clock;
   pricing: PricingCatalog;
+  /**
+   * `async`: the record of a dispatched call commits without waiting for the WAL flush. Only for
+   * calls begun in process, whose durable in-flight row lets reconciliation close the call if the
+   * database loses the record in a crash (docs/decisions.md, "Recording commit"). Default `sync`.
+   */
+  commit?: 'sync' | 'async';
 }
 
 // Recordings share one tollgate_finish_calls statement per batch (one batcher per pool).
@@ -247,6 +253,7 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
     release_reason: releaseReason,
     idem,
     idem_body: idemBody ? idemBody.toString('base64') : null,
+    sync: !(deps.commit === 'async' && rec.kind === 'dispatched'),
   });
   if (!ok) {
     const stored = await findExecutionById(db, input.executionId);

@@ -14,8 +14,18 @@ export async function beginCalls(db: Queryable, items: Record<string, unknown>[]
   return rows[0].r;
 }
 
-/** Records finished calls in order; per call: true when recorded now, false when its row already existed. */
+/**
+ * Records finished calls in order; per call: true when recorded now, false when its row already
+ * existed. The batch commits asynchronously (synchronous_commit off for this transaction only)
+ * when every item allows it (`sync: false`): see docs/decisions.md, "Recording commit".
+ */
 export async function finishCalls(db: Queryable, items: Record<string, unknown>[]): Promise<boolean[]> {
-  const { rows } = await db.query<{ r: boolean[] }>('SELECT tollgate_finish_calls($1, $2::jsonb) AS r', [GOVERNANCE_LOCK_CLASS, JSON.stringify(items)]);
+  const sync = items.some((i) => i.sync !== false);
+  const { rows } = await db.query<{ r: boolean[] }>(
+    sync
+      ? 'SELECT tollgate_finish_calls($1, $2::jsonb) AS r'
+      : "SELECT set_config('synchronous_commit', 'off', true), tollgate_finish_calls($1, $2::jsonb) AS r",
+    [GOVERNANCE_LOCK_CLASS, JSON.stringify(items)],
+  );
   return rows[0].r;
 }
