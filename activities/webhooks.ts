@@ -36,7 +36,9 @@ export function createWebhookActivities(deps: ActivityDeps & { resolve?: Resolve
   return {
     async webhookAttempt(messageId: string, attempt: number, final: boolean): Promise<AttemptOutcome> {
       const m = await findMessage(db, messageId);
-      if (!m || m.status !== 'pending') return { outcome: 'stop', statusCode: null, retryAfterSeconds: null };
+      // Not visible yet (its fan-out transaction has not committed): retried by the activity policy.
+      if (!m) throw new Error(`webhook message ${messageId} not found`);
+      if (m.status !== 'pending') return { outcome: 'stop', statusCode: null, retryAfterSeconds: null };
       const sub = await findSubscriptionById(db, m.subscription_id);
       if (!sub || sub.deleted_at || (!sub.enabled && m.event_type !== TEST_EVENT_TYPE)) {
         await setMessageStatus(db, m.id, 'cancelled');

@@ -209,7 +209,9 @@ export async function startDelivery(temporal: { client: Client; taskQueue: strin
       workflowId: webhookDeliveryWorkflowId(id),
       taskQueue: webhookTaskQueue(temporal.taskQueue),
       args: [input],
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      // A delivered (or stopped) message is never started again; a failed run (its message was never
+      // committed) may be.
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return;

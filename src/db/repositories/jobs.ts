@@ -112,7 +112,10 @@ export async function listJobs(
 /** `job.queued`: the durable engine took the job (once; `queued_at` guards it). */
 export async function markJobQueued(db: Db, jobId: string, at: Date): Promise<void> {
   await withTransaction(db, async (c) => {
-    const { rows } = await c.query<JobRecord>('UPDATE jobs SET queued_at = $2 WHERE id = $1 AND queued_at IS NULL RETURNING *', [jobId, at]);
+    const { rows } = await c.query<JobRecord>(
+      "UPDATE jobs SET queued_at = $2 WHERE id = $1 AND queued_at IS NULL AND status = 'queued' RETURNING *",
+      [jobId, at],
+    );
     if (rows[0]) await appendEvents(c, [jobEvent(rows[0], 'job.queued', {}, at)]);
   });
 }
@@ -125,6 +128,18 @@ export type SlotOutcome = 'acquired' | 'full' | 'gone';
  * that left the queue otherwise (cancelled) is `gone`.
  */
 export async function acquireJobSlot(db: Db, jobId: string, limit: number, now: () => Date): Promise<SlotOutcome> {
+  // Unlocked pre-check first: while the project is full (a burst of queued jobs re-checking), no
+  // one queues on the slot lock.
+  const { rows: pre } = await db.query<{ project_id: string; status: JobStatus; processing: number }>(
+    `SELECT j.project_id, j.status,
+            (SELECT count(*)::int FROM jobs p WHERE p.project_id = j.project_id AND p.status = 'processing') AS processing
+       FROM jobs j WHERE j.id = $1`,
+    [jobId],
+  );
+  if (!pre[0]) return 'gone';
+  if (pre[0].status === 'processing') return 'acquired';
+  if (pre[0].status !== 'queued') return 'gone';
+  if (pre[0].processing >= limit) return 'full';
   return withTransaction(db, async (c) => {
     const { rows: cur } = await c.query<Pick<JobRecord, 'project_id' | 'status'>>('SELECT project_id, status FROM jobs WHERE id = $1', [jobId]);
     if (!cur[0]) return 'gone';

@@ -163,9 +163,10 @@ export const WEBHOOK_FANOUT_LOCK_CLASS = 7_501;
 
 /**
  * One fan-out step of a project, in a transaction holding its try-lock: reads chained events after
- * the cursor (at most `batch`), hands them to `plan` (which inserts messages and starts their
- * deliveries), then moves the cursor. Returns how many events it read, or null when another
- * process holds the project.
+ * the cursor (at most `batch` chain positions) and hands those of `types` to `plan`, which inserts
+ * their messages (committed with this transaction). Returns how far it read (`to`, for
+ * `advanceWebhookCursor` once the deliveries are started) or null when another process holds the
+ * project.
  */
 export async function fanOutProjectEvents(
   db: Db,
@@ -173,7 +174,7 @@ export async function fanOutProjectEvents(
   types: string[],
   batch: number,
   plan: (c: Queryable, events: EventRecord[]) => Promise<void>,
-): Promise<number | null> {
+): Promise<{ from: number; to: number } | null> {
   return withTransaction(db, async (c) => {
     const { rows: lock } = await c.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS ok', [WEBHOOK_FANOUT_LOCK_CLASS, projectId]);
     if (!lock[0].ok) return null;
@@ -188,12 +189,16 @@ export async function fanOutProjectEvents(
     const from = Number(cur[0].chain_pos);
     const { rows: head } = await c.query<{ pos: number | null }>(q.head, [projectId, from, batch]);
     const to = head[0].pos === null ? null : Number(head[0].pos);
-    if (to === null) return 0;
+    if (to === null) return { from, to: from };
     const { rows: events } = await c.query<EventRecord>(q.events, [projectId, from, to, types]);
     if (events.length > 0) await plan(c, events);
-    await c.query('UPDATE webhook_cursors SET chain_pos = $2 WHERE project_id = $1', [projectId, to]);
-    return to - from;
+    return { from, to };
   });
+}
+
+/** Moves a project's fan-out cursor forward (never back: two processes may have read the same range). */
+export async function advanceWebhookCursor(db: Queryable, projectId: string, to: number): Promise<void> {
+  await db.query('UPDATE webhook_cursors SET chain_pos = GREATEST(chain_pos, $2) WHERE project_id = $1', [projectId, to]);
 }
 
 export async function insertMessage(
