@@ -5,6 +5,7 @@ import { createJobActivities } from './jobs';
 import { createWebhookActivities } from './webhooks';
 import { createReconciliationActivities } from './reconciliation';
 import { createIntegrityActivities } from './integrity';
+import { createComplianceActivities } from './compliance';
 
 export type { ActivityDeps } from './deps';
 
@@ -17,6 +18,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createWebhookActivities(deps),
     ...createReconciliationActivities(deps),
     ...createIntegrityActivities(deps),
+    ...createComplianceActivities(deps),
   };
 }
 

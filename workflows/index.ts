@@ -5,3 +5,4 @@ export { jobWorkflow } from './job';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { reconciliationWorkflow } from './reconciliation';
 export { checkpointWorkflow } from './checkpoint';
+export { complianceExportWorkflow } from './compliance-export';

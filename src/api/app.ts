@@ -19,9 +19,10 @@ import { registerJobRoutes } from './routes/jobs';
 import { registerWebhookRoutes } from './routes/webhooks';
 import { registerGovernanceEventRoutes } from './routes/governance-events';
 import { registerIntegrityRoutes } from './routes/integrity';
+import { registerComplianceRoutes } from './routes/compliance';
 
 /** Route families, each in src/api/routes/<family>.ts. */
-const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes, registerExecutionRoutes, registerTimelineRoutes, registerPermitRoutes, registerProxyRoutes, registerPoliciesRoutes, registerJobRoutes, registerWebhookRoutes, registerGovernanceEventRoutes, registerIntegrityRoutes];
+const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes, registerExecutionRoutes, registerTimelineRoutes, registerPermitRoutes, registerProxyRoutes, registerPoliciesRoutes, registerJobRoutes, registerWebhookRoutes, registerGovernanceEventRoutes, registerIntegrityRoutes, registerComplianceRoutes];
 
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();

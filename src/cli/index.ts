@@ -6,6 +6,8 @@ import { createProject, findProject, Plan, PLANS, setProjectPlan } from '../db/r
 import { createApiKey, KEY_SCOPES, KeyScope, listApiKeys, revokeApiKey } from '../db/repositories/api-keys';
 import { readFileSync } from 'node:fs';
 import { getPolicy, PolicyValidationError, updatePolicy } from '../db/repositories/policies';
+import { verifyExportCommand } from '../compliance/verify-command';
+import { rotateComplianceSigner } from '../integrity/keys';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -19,6 +21,11 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   policy get --project <id>                       print the governance policy document and version
   policy set --project <id> --file <json> [--replace]
                                                   JSON merge patch of the policy (whole document with --replace)
+  verify-export <bundle.tar|dir> --key <vkey|file>
+                                                  verifies a compliance export offline (no server, no database):
+                                                  signatures, file hashes, Merkle proofs, the hash chain;
+                                                  exits 1 and names the first mismatch
+  integrity rotate-key                            retires the checkpoint/manifest signing key, activates a new one
 `;
 
 class UsageError extends Error {}
@@ -45,9 +52,12 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
       'key-id': { type: 'string' },
       file: { type: 'string' },
       replace: { type: 'boolean' },
+      key: { type: 'string' },
     },
   });
   const [noun, verb] = positionals;
+  // Offline: no configuration, no database.
+  if (noun === 'verify-export') return verifyExportCommand(need(verb, 'bundle (a path)'), need(values.key, 'key'));
   const config = loadConfig(env);
   if (noun === 'migrate') return { applied: await migrate(config.databaseUrl) };
   const db = createPool(config.databaseUrl, 2);
@@ -102,6 +112,8 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
           throw err;
         }
       }
+      case 'integrity rotate-key':
+        return await rotateComplianceSigner(db, config);
       default:
         throw new UsageError(`unknown command "${positionals.join(' ')}"`);
     }
@@ -114,6 +126,11 @@ if (require.main === module) {
   runCli(process.argv.slice(2)).then(
     (result) => {
       process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+      if ((result as { object?: string; ok?: boolean } | null)?.object === 'export_verification' && !(result as { ok: boolean }).ok) {
+        const first = (result as { failures: { message: string }[] }).failures[0];
+        process.stderr.write(`verification FAILED: ${first?.message ?? 'unknown'}\n`);
+        process.exitCode = 1;
+      }
     },
     (err) => {
       if (err instanceof UsageError) process.stderr.write(`${err.message}\n\n${USAGE}`);

@@ -1,0 +1,106 @@
+import Router from '@koa/router';
+import type { ParameterizedContext } from 'koa';
+import { z } from 'zod';
+import { ApiDeps } from '../deps';
+import { ApiError, errors, parseOrThrow } from '../errors';
+import { authenticate, authOf } from '../middleware/auth';
+import type { AuthContext } from '../../auth-context';
+import { EXPORT_PARTS, findExport, listExports, readExportFiles } from '../../db/repositories/compliance-exports';
+import { bundleOf } from '../../compliance/build';
+import { createComplianceExport, exportView } from '../../compliance/service';
+
+const LIST_LIMIT_DEFAULT = 20;
+const LIST_LIMIT_MAX = 100;
+/** Longest window one export covers. */
+const MAX_WINDOW_DAYS = 366;
+
+const createSchema = z
+  .object({
+    window: z.object({ since: z.iso.datetime({ offset: true }), until: z.iso.datetime({ offset: true }) }).strict(),
+    include: z.array(z.enum(EXPORT_PARTS)).min(1).max(EXPORT_PARTS.length).default([...EXPORT_PARTS]),
+  })
+  .strict()
+  .refine((b) => Date.parse(b.window.since) < Date.parse(b.window.until), { message: 'window.since must be before window.until', path: ['window', 'until'] })
+  .refine((b) => Date.parse(b.window.until) - Date.parse(b.window.since) <= MAX_WINDOW_DAYS * 86_400_000, { message: `a window covers at most ${MAX_WINDOW_DAYS} days`, path: ['window'] });
+
+const listSchema = z
+  .object({
+    status: z.enum(['queued', 'running', 'completed', 'failed']).optional(),
+    limit: z.coerce.number().int().min(1).max(LIST_LIMIT_MAX).default(LIST_LIMIT_DEFAULT),
+    cursor: z.string().min(1).max(500).optional(),
+  })
+  .strict();
+
+function encodeCursor(id: string): string {
+  return Buffer.from(JSON.stringify({ v: 1, id })).toString('base64url');
+}
+function decodeCursor(cursor: string): string {
+  try {
+    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; id?: unknown } | null;
+    if (c?.v === 1 && typeof c.id === 'string' && c.id.startsWith('cexp_')) return c.id;
+  } catch {
+    /* fall through */
+  }
+  throw errors.validation([{ path: 'cursor', message: 'Invalid cursor; pass next_cursor from a previous page unchanged', code: 'invalid_cursor' }]);
+}
+
+/** Compliance exports require the Production or Enterprise plan (403 plan.upgrade_required). */
+function requireExportPlan(auth: AuthContext): void {
+  if (auth.plan === 'starter') {
+    throw new ApiError(403, 'plan.upgrade_required', 'Compliance exports require the Production or Enterprise plan', {
+      current_plan: auth.plan,
+      required_plans: ['production', 'enterprise'],
+    });
+  }
+}
+
+/** Compliance exports (admin key; docs/decisions.md, "Compliance exports"). */
+export function registerComplianceRoutes(router: Router, deps: ApiDeps): void {
+  const admin = authenticate(deps.keys, { scope: 'admin' });
+  const gated = async (ctx: ParameterizedContext, next: () => Promise<unknown>) => {
+    requireExportPlan(authOf(ctx));
+    await next();
+  };
+  const svc = { db: deps.db, logger: deps.logger, temporal: { client: deps.temporal.client, taskQueue: deps.temporal.taskQueue } };
+
+  router.post('/v1/compliance/exports', admin, gated, async (ctx) => {
+    const auth = authOf(ctx);
+    const body = parseOrThrow(createSchema, ctx.request.body ?? {});
+    const row = await createComplianceExport(svc, {
+      projectId: auth.projectId,
+      since: new Date(body.window.since),
+      until: new Date(body.window.until),
+      include: [...new Set(body.include)],
+      requestedBy: auth.keyId,
+    });
+    ctx.status = 202;
+    ctx.set('location', `/v1/compliance/exports/${row.id}`);
+    ctx.body = exportView(row);
+  });
+
+  router.get('/v1/compliance/exports', admin, gated, async (ctx) => {
+    const auth = authOf(ctx);
+    const q = parseOrThrow(listSchema, ctx.query, 'query');
+    const rows = await listExports(deps.db, auth.projectId, { status: q.status, beforeId: q.cursor ? decodeCursor(q.cursor) : undefined, limit: q.limit + 1 });
+    const page = rows.slice(0, q.limit);
+    ctx.body = { object: 'list', data: page.map(exportView), next_cursor: rows.length > q.limit ? encodeCursor(page[page.length - 1].id) : null };
+  });
+
+  router.get('/v1/compliance/exports/:export_id', admin, gated, async (ctx) => {
+    const row = await findExport(deps.db, authOf(ctx).projectId, ctx.params.export_id);
+    if (!row) throw errors.notFound('Compliance export', ctx.params.export_id);
+    ctx.body = exportView(row);
+  });
+
+  // The finished bundle: a tar of manifest.note, checkpoint.note and the NDJSON files.
+  router.get('/v1/compliance/exports/:export_id/download', admin, gated, async (ctx) => {
+    const row = await findExport(deps.db, authOf(ctx).projectId, ctx.params.export_id);
+    if (!row) throw errors.notFound('Compliance export', ctx.params.export_id);
+    if (row.status !== 'completed') throw errors.conflict('export_not_ready', `The export is ${row.status}; download it once it is completed`, { status: row.status });
+    const bundle = bundleOf(await readExportFiles(deps.db, row.id));
+    ctx.set('content-type', 'application/x-tar');
+    ctx.set('content-disposition', `attachment; filename="${row.id}.tar"`);
+    ctx.set('x-content-sha256', row.bundle_sha256 ?? '');
+    ctx.body = bundle;
+  });
+}

@@ -1,0 +1,193 @@
+/**
+ * Building a compliance export bundle (run by the complianceExportWorkflow's activities).
+ *
+ * Files: events.ndjson (one line per logged event of the window's position range: the event's
+ * canonical bytes, exactly the Merkle leaf), proofs.ndjson (one line per log index: seq, leaf hash,
+ * inclusion proof against the checkpoint), checkpoint.note (the signed checkpoint covering the
+ * range), permits/executions/usage/workflow_intents.ndjson (RFC 8785 JSON rows whose time falls in
+ * the window), and manifest.note: a signed note whose text is the manifest (each file's sha256,
+ * byte count and record count, the window, the range, the checkpoint). Leaf hashes and proofs come
+ * from the stored tree, the events from the events table as it is now: an event altered or
+ * deleted after it was logged shows in the bundle as a leaf that does not match.
+ */
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import type { Config } from '../config';
+import type { Db } from '../db/pool';
+import { canonicalEvent, chainAllProjectEvents } from '../db/repositories/events';
+import {
+  exportRows,
+  findExport,
+  listExportFiles,
+  mergeExportProgress,
+  putExportFile,
+  readExportFiles,
+  updateExport,
+  windowPositions,
+  type ExportPart,
+  type ExportRow,
+} from '../db/repositories/compliance-exports';
+import { checkpointAtSize, checkpointCovering, getNodes, latestCheckpoint, readChainRange } from '../db/repositories/integrity-log';
+import { complianceSigner } from '../integrity/keys';
+import { issueCheckpoint, logOrigin } from '../integrity/log';
+import { inclusionProof, nodesNeeded, sourceOf } from '../integrity/merkle';
+import { signNote } from '../integrity/note';
+import { writeTar } from './tar';
+import { MANIFEST_FORMAT, type ExportManifest } from './verify-export';
+
+export interface BuildDeps {
+  db: Db;
+  config: Pick<Config, 'env' | 'masterKey' | 'databaseUrl'>;
+}
+
+const BATCH = 500;
+const sha256hex = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+const ndjson = (lines: string[]) => Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8');
+
+async function load(db: Db, exportId: string): Promise<ExportRow> {
+  const row = await findExport(db, null, exportId);
+  if (!row) throw new Error(`compliance export ${exportId} not found`);
+  return row;
+}
+
+/** Marks the export running, chains pending events, fixes the position range and the checkpoint. */
+export async function prepareExport(deps: BuildDeps, exportId: string, waitMs = 60_000): Promise<{ parts: ExportPart[] }> {
+  const row = await load(deps.db, exportId);
+  if (row.status === 'completed') return { parts: [] };
+  await updateExport(deps.db, exportId, { status: 'running', started: true, progress: { phase: 'preparing', parts_total: row.include.length, parts_done: [] } });
+  await chainAllProjectEvents(deps.db, row.project_id);
+  const range = row.include.includes('events') ? await windowPositions(deps.db, row.project_id, row.window_start, row.window_end) : { first: null, last: null, count: 0 };
+  let checkpoint = range.last === null ? await latestCheckpoint(deps.db, row.project_id) : await checkpointCovering(deps.db, row.project_id, range.last);
+  if (!checkpoint && range.last !== null) {
+    // No checkpoint covers the window's end yet: issue one now rather than wait for the next round.
+    const signer = await complianceSigner(deps.db, deps.config);
+    const deadline = Date.now() + waitMs;
+    while (!checkpoint) {
+      const r = await issueCheckpoint(deps.db, signer, row.project_id);
+      checkpoint = r.issued ?? (await checkpointCovering(deps.db, row.project_id, range.last));
+      if (!checkpoint) {
+        if (Date.now() > deadline) throw new Error('no checkpoint covers the window yet');
+        await new Promise((res) => setTimeout(res, 200));
+      }
+    }
+  }
+  await updateExport(deps.db, exportId, {
+    first_index: range.first === null ? null : range.first - 1,
+    last_index: range.last === null ? null : range.last - 1,
+    checkpoint_size: checkpoint ? Number(checkpoint.tree_size) : null,
+    progress: { phase: 'collecting', parts_total: row.include.length, parts_done: [], events_total: range.last === null ? 0 : range.last - range.first! + 1, events_done: 0 },
+  });
+  return { parts: row.include };
+}
+
+/** Writes one part's files (idempotent: a retried activity overwrites them). */
+export async function buildExportPart(deps: BuildDeps, exportId: string, part: ExportPart): Promise<number> {
+  const row = await load(deps.db, exportId);
+  if (part !== 'events') {
+    const docs = await exportRows(deps.db, part, row.project_id, row.window_start, row.window_end);
+    const content = ndjson(docs.map((d) => canonicalize(d) as string));
+    await putExportFile(deps.db, { exportId, name: `${part}.ndjson`, content, sha256: sha256hex(content), records: docs.length });
+    await markPartDone(deps.db, row, part);
+    return docs.length;
+  }
+  const events: string[] = [];
+  const proofs: string[] = [];
+  const size = row.checkpoint_size;
+  if (row.first_index !== null && row.last_index !== null && size !== null) {
+    const first = Number(row.first_index);
+    const last = Number(row.last_index);
+    for (let lo = first; lo <= last; lo += BATCH) {
+      const hi = Math.min(lo + BATCH - 1, last);
+      // Positions lo+1 .. hi+1, from the chain's side (a deleted event row comes back with seq null).
+      const chained = new Map((await readChainRange(deps.db, row.project_id, lo, hi + 1, BATCH)).map((r) => [Number(r.chain_pos), r]));
+      const indexes = Array.from({ length: hi - lo + 1 }, (_, i) => lo + i);
+      const needed = nodesNeeded((get) => {
+        for (const i of indexes) {
+          get(0, i);
+          inclusionProof(i, size, get);
+        }
+      });
+      const get = sourceOf(await getNodes(deps.db, row.project_id, needed));
+      for (const i of indexes) {
+        const r = chained.get(i + 1);
+        if (r && r.seq !== null && r.id !== null) events.push(canonicalEvent({ ...r, seq: r.seq, id: r.id, prev_hash: r.prev_hash }));
+        proofs.push(
+          JSON.stringify({
+            index: i,
+            seq: r ? Number(r.chain_seq) : null,
+            leaf_hash: get(0, i).toString('base64'),
+            proof: inclusionProof(i, size, get).map((h) => h.toString('base64')),
+          }),
+        );
+      }
+      await mergeExportProgress(deps.db, exportId, { events_done: hi - first + 1 });
+    }
+    const cp = await checkpointAtSize(deps.db, row.project_id, size);
+    if (!cp) throw new Error(`checkpoint of size ${size} disappeared`);
+    const cpContent = Buffer.from(cp.note, 'utf8');
+    await putExportFile(deps.db, { exportId, name: 'checkpoint.note', content: cpContent, sha256: sha256hex(cpContent), records: 1 });
+  } else if (size !== null) {
+    const cp = await checkpointAtSize(deps.db, row.project_id, size);
+    if (cp) {
+      const cpContent = Buffer.from(cp.note, 'utf8');
+      await putExportFile(deps.db, { exportId, name: 'checkpoint.note', content: cpContent, sha256: sha256hex(cpContent), records: 1 });
+    }
+  }
+  const ev = ndjson(events);
+  const pr = ndjson(proofs);
+  await putExportFile(deps.db, { exportId, name: 'events.ndjson', content: ev, sha256: sha256hex(ev), records: events.length });
+  await putExportFile(deps.db, { exportId, name: 'proofs.ndjson', content: pr, sha256: sha256hex(pr), records: proofs.length });
+  await markPartDone(deps.db, row, part);
+  return events.length;
+}
+
+async function markPartDone(db: Db, row: ExportRow, part: ExportPart): Promise<void> {
+  await db.query(
+    `UPDATE compliance_exports SET progress = jsonb_set(progress, '{parts_done}',
+        (SELECT coalesce(jsonb_agg(DISTINCT v), '[]'::jsonb) FROM jsonb_array_elements_text(coalesce(progress->'parts_done', '[]'::jsonb) || to_jsonb($2::text)) v))
+      WHERE id = $1`,
+    [row.id, part],
+  );
+}
+
+/** The bundle (tar) of an export's files: manifest.note first, the rest by name. */
+export function bundleOf(files: { name: string; content: Buffer }[]): Buffer {
+  const sorted = [...files].sort((a, b) => (a.name === 'manifest.note' ? -1 : b.name === 'manifest.note' ? 1 : a.name.localeCompare(b.name)));
+  return writeTar(sorted);
+}
+
+/** Writes the signed manifest and completes the export. */
+export async function finalizeExport(deps: BuildDeps, exportId: string): Promise<{ bundle_sha256: string; bundle_bytes: number }> {
+  const row = await load(deps.db, exportId);
+  const files = (await listExportFiles(deps.db, exportId)).filter((f) => f.name !== 'manifest.note');
+  const signer = await complianceSigner(deps.db, deps.config);
+  const manifest: ExportManifest = {
+    format: MANIFEST_FORMAT,
+    export_id: row.id,
+    project_id: row.project_id,
+    created_at: new Date(row.created_at).toISOString(),
+    window: { since: new Date(row.window_start).toISOString(), until: new Date(row.window_end).toISOString() },
+    include: row.include,
+    log: {
+      origin: logOrigin(row.project_id),
+      first_index: row.first_index === null ? null : Number(row.first_index),
+      last_index: row.last_index === null ? null : Number(row.last_index),
+      event_count: files.find((f) => f.name === 'events.ndjson')?.records ?? 0,
+      checkpoint_size: row.checkpoint_size === null ? null : Number(row.checkpoint_size),
+    },
+    files: files.map((f) => ({ name: f.name, sha256: f.sha256, bytes: Number(f.bytes), records: Number(f.records) })),
+    key_id: signer.kid,
+  };
+  const note = Buffer.from(signNote(`${canonicalize(manifest)}\n`, signer.keyName, signer.privateKey, signer.publicKey32), 'utf8');
+  await putExportFile(deps.db, { exportId, name: 'manifest.note', content: note, sha256: sha256hex(note), records: 1 });
+  const bundle = bundleOf(await readExportFiles(deps.db, exportId));
+  const out = { bundle_sha256: sha256hex(bundle), bundle_bytes: bundle.length };
+  await updateExport(deps.db, exportId, { status: 'completed', completed: true, ...out });
+  await mergeExportProgress(deps.db, exportId, { phase: 'completed' });
+  return out;
+}
+
+export async function failExport(deps: BuildDeps, exportId: string, message: string): Promise<void> {
+  await updateExport(deps.db, exportId, { status: 'failed', completed: true, error: { code: 'export_failed', message: message.slice(0, 1000) } });
+  await mergeExportProgress(deps.db, exportId, { phase: 'failed' });
+}

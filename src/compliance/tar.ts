@@ -1,0 +1,56 @@
+/**
+ * A minimal POSIX ustar writer and reader for export bundles (regular files, names under 100
+ * bytes). `tar xf bundle.tar` unpacks what `writeTar` writes; `readTar` reads both.
+ */
+const BLOCK = 512;
+
+function octal(n: number, width: number): string {
+  return n.toString(8).padStart(width - 1, '0') + '\0';
+}
+
+export function writeTar(files: { name: string; content: Buffer }[], mtime = 0): Buffer {
+  const parts: Buffer[] = [];
+  for (const f of files) {
+    if (Buffer.byteLength(f.name) >= 100) throw new Error(`tar: name too long: ${f.name}`);
+    const h = Buffer.alloc(BLOCK, 0);
+    h.write(f.name, 0, 'utf8');
+    h.write(octal(0o644, 8), 100, 'ascii');
+    h.write(octal(0, 8), 108, 'ascii');
+    h.write(octal(0, 8), 116, 'ascii');
+    h.write(octal(f.content.length, 12), 124, 'ascii');
+    h.write(octal(mtime, 12), 136, 'ascii');
+    h.write('        ', 148, 'ascii'); // checksum placeholder
+    h.write('0', 156, 'ascii');
+    h.write('ustar\0', 257, 'ascii');
+    h.write('00', 263, 'ascii');
+    let sum = 0;
+    for (const b of h) sum += b;
+    h.write(sum.toString(8).padStart(6, '0') + '\0 ', 148, 'ascii');
+    parts.push(h, f.content);
+    const pad = (BLOCK - (f.content.length % BLOCK)) % BLOCK;
+    if (pad) parts.push(Buffer.alloc(pad, 0));
+  }
+  parts.push(Buffer.alloc(BLOCK * 2, 0));
+  return Buffer.concat(parts);
+}
+
+export function readTar(buf: Buffer): Map<string, Buffer> {
+  const out = new Map<string, Buffer>();
+  let off = 0;
+  while (off + BLOCK <= buf.length) {
+    const h = buf.subarray(off, off + BLOCK);
+    if (h.every((b) => b === 0)) break;
+    const name = h.subarray(0, 100).toString('utf8').replace(/\0.*$/s, '');
+    const prefix = h.subarray(345, 500).toString('utf8').replace(/\0.*$/s, '');
+    const size = parseInt(h.subarray(124, 136).toString('ascii').replace(/\0.*$/s, '').trim() || '0', 8);
+    const type = String.fromCharCode(h[156] || 48);
+    off += BLOCK;
+    if (!Number.isFinite(size) || off + size > buf.length) throw new Error('tar: truncated archive');
+    if (type === '0' || type === '\0') {
+      const full = (prefix ? `${prefix}/${name}` : name).replace(/^\.\//, '');
+      out.set(full.split('/').pop()!, Buffer.from(buf.subarray(off, off + size)));
+    }
+    off += Math.ceil(size / BLOCK) * BLOCK;
+  }
+  return out;
+}

@@ -1,0 +1,143 @@
+/** Compliance exports (issue 15): the export rows, their bundle files, and the reads an export is built from. */
+import type { Queryable } from '../pool';
+
+export const EXPORT_PARTS = ['events', 'permits', 'executions', 'usage', 'workflow_intents'] as const;
+export type ExportPart = (typeof EXPORT_PARTS)[number];
+export type ExportStatus = 'queued' | 'running' | 'completed' | 'failed';
+
+export interface ExportRow {
+  id: string;
+  project_id: string;
+  status: ExportStatus;
+  window_start: Date;
+  window_end: Date;
+  include: ExportPart[];
+  requested_by: string | null;
+  progress: Record<string, unknown>;
+  first_index: number | null;
+  last_index: number | null;
+  checkpoint_size: number | null;
+  bundle_sha256: string | null;
+  bundle_bytes: number | null;
+  error: { code: string; message: string } | null;
+  created_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+}
+
+export async function insertExport(db: Queryable, e: { id: string; projectId: string; since: Date; until: Date; include: ExportPart[]; requestedBy: string }): Promise<ExportRow> {
+  const { rows } = await db.query<ExportRow>(
+    `INSERT INTO compliance_exports (id, project_id, status, window_start, window_end, include, requested_by)
+     VALUES ($1, $2, 'queued', $3, $4, $5, $6) RETURNING *`,
+    [e.id, e.projectId, e.since, e.until, e.include, e.requestedBy],
+  );
+  return rows[0];
+}
+
+export async function findExport(db: Queryable, projectId: string | null, id: string): Promise<ExportRow | null> {
+  const { rows } = await db.query<ExportRow>('SELECT * FROM compliance_exports WHERE id = $1 AND ($2::text IS NULL OR project_id = $2)', [id, projectId]);
+  return rows[0] ?? null;
+}
+
+export async function listExports(db: Queryable, projectId: string, opts: { beforeId?: string; status?: ExportStatus; limit: number }): Promise<ExportRow[]> {
+  const { rows } = await db.query<ExportRow>(
+    `SELECT * FROM compliance_exports WHERE project_id = $1 AND ($2::text IS NULL OR id < $2) AND ($3::text IS NULL OR status = $3)
+      ORDER BY id DESC LIMIT $4`,
+    [projectId, opts.beforeId ?? null, opts.status ?? null, opts.limit],
+  );
+  return rows;
+}
+
+export async function updateExport(
+  db: Queryable,
+  id: string,
+  patch: Partial<Pick<ExportRow, 'status' | 'progress' | 'first_index' | 'last_index' | 'checkpoint_size' | 'bundle_sha256' | 'bundle_bytes' | 'error'>> & { started?: boolean; completed?: boolean },
+): Promise<void> {
+  await db.query(
+    `UPDATE compliance_exports SET
+        status = coalesce($2, status),
+        progress = coalesce($3::jsonb, progress),
+        first_index = CASE WHEN $4::boolean THEN $5 ELSE first_index END,
+        last_index = CASE WHEN $4::boolean THEN $6 ELSE last_index END,
+        checkpoint_size = CASE WHEN $4::boolean THEN $7 ELSE checkpoint_size END,
+        bundle_sha256 = coalesce($8, bundle_sha256),
+        bundle_bytes = coalesce($9, bundle_bytes),
+        error = coalesce($10::jsonb, error),
+        started_at = CASE WHEN $11::boolean THEN coalesce(started_at, now()) ELSE started_at END,
+        completed_at = CASE WHEN $12::boolean THEN now() ELSE completed_at END
+      WHERE id = $1`,
+    [
+      id,
+      patch.status ?? null,
+      patch.progress ? JSON.stringify(patch.progress) : null,
+      'first_index' in patch,
+      patch.first_index ?? null,
+      patch.last_index ?? null,
+      patch.checkpoint_size ?? null,
+      patch.bundle_sha256 ?? null,
+      patch.bundle_bytes ?? null,
+      patch.error ? JSON.stringify(patch.error) : null,
+      patch.started ?? false,
+      patch.completed ?? false,
+    ],
+  );
+}
+
+/** Merges keys into the export's progress document. */
+export async function mergeExportProgress(db: Queryable, id: string, progress: Record<string, unknown>): Promise<void> {
+  await db.query('UPDATE compliance_exports SET progress = progress || $2::jsonb WHERE id = $1', [id, JSON.stringify(progress)]);
+}
+
+export async function putExportFile(db: Queryable, f: { exportId: string; name: string; content: Buffer; sha256: string; records: number }): Promise<void> {
+  await db.query(
+    `INSERT INTO compliance_export_files (export_id, name, content, sha256, records) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (export_id, name) DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, records = EXCLUDED.records`,
+    [f.exportId, f.name, f.content, f.sha256, f.records],
+  );
+}
+
+export async function listExportFiles(db: Queryable, exportId: string): Promise<{ name: string; sha256: string; records: number; bytes: number }[]> {
+  const { rows } = await db.query<{ name: string; sha256: string; records: number; bytes: number }>(
+    'SELECT name, sha256, records, octet_length(content) AS bytes FROM compliance_export_files WHERE export_id = $1 ORDER BY name',
+    [exportId],
+  );
+  return rows;
+}
+
+export async function readExportFiles(db: Queryable, exportId: string): Promise<{ name: string; content: Buffer }[]> {
+  const { rows } = await db.query<{ name: string; content: Buffer }>('SELECT name, content FROM compliance_export_files WHERE export_id = $1 ORDER BY name', [exportId]);
+  return rows;
+}
+
+/** Chain positions of the project's chained events whose timestamp falls in [since, until). */
+export async function windowPositions(db: Queryable, projectId: string, since: Date, until: Date): Promise<{ first: number | null; last: number | null; count: number }> {
+  const { rows } = await db.query<{ first: number | null; last: number | null; count: number }>(
+    `SELECT min(c.chain_pos) AS first, max(c.chain_pos) AS last, count(*)::int AS count
+       FROM events e JOIN event_chain c ON c.seq = e.seq
+      WHERE e.project_id = $1 AND e.timestamp >= $2 AND e.timestamp < $3`,
+    [projectId, since, until],
+  );
+  return { first: rows[0].first === null ? null : Number(rows[0].first), last: rows[0].last === null ? null : Number(rows[0].last), count: rows[0].count };
+}
+
+/** The rows of a non-event part in the window, as JSON documents, in a stable order. */
+export async function exportRows(db: Queryable, part: Exclude<ExportPart, 'events'>, projectId: string, since: Date, until: Date): Promise<unknown[]> {
+  const sql: Record<typeof part, string> = {
+    permits: `SELECT to_jsonb(t) AS doc FROM permits t WHERE project_id = $1 AND issued_at >= $2 AND issued_at < $3 ORDER BY issued_at, id`,
+    executions: `SELECT to_jsonb(t) AS doc FROM executions t WHERE project_id = $1 AND created_at >= $2 AND created_at < $3 ORDER BY created_at, id`,
+    usage: `SELECT doc FROM (
+              SELECT jsonb_build_object('kind', 'execution', 'execution_id', id, 'permit_id', permit_id, 'provider', provider, 'model', model,
+                       'input_tokens', input_tokens, 'output_tokens', output_tokens, 'cost_usd_micros', cost_usd_micros,
+                       'estimated_final', estimated_final, 'at', created_at) AS doc, created_at AS at, id AS k
+                FROM executions WHERE project_id = $1 AND created_at >= $2 AND created_at < $3
+              UNION ALL
+              SELECT jsonb_build_object('kind', 'permit_usage_report', 'permit_id', permit_id, 'status', status, 'input_tokens', input_tokens,
+                       'output_tokens', output_tokens, 'cost_usd_micros', billed_cost_micros, 'occurred_at', occurred_at, 'at', reported_at),
+                     reported_at, permit_id
+                FROM permit_usage_reports WHERE project_id = $1 AND reported_at >= $2 AND reported_at < $3
+            ) u ORDER BY at, k`,
+    workflow_intents: `SELECT to_jsonb(t) AS doc FROM workflow_intents t WHERE project_id = $1 AND declared_at >= $2 AND declared_at < $3 ORDER BY declared_at, id`,
+  };
+  const { rows } = await db.query<{ doc: unknown }>(sql[part], [projectId, since, until]);
+  return rows.map((r) => r.doc);
+}
