@@ -38,7 +38,7 @@ const acts = proxyActivities<IntentActivities>({
 const COUNTER_PERSIST_INTERVAL_MS = 1000;
 const MAX_RESERVE_BATCH = 10_000;
 /** Largest block one lease request is granted beyond the calls its holder is waiting for. */
-const MAX_LEASE_PREFETCH = 10_000;
+const MAX_LEASE_PREFETCH = 100_000;
 
 /**
  * One run per declared workflow intent (Temporal id `intent:<project_id>:<workflow_id>`). Owns the

@@ -94,7 +94,7 @@ export interface IntentReservationsOptions {
 /** A lease's block covers this much of the holder's recent rate. */
 const BLOCK_SECONDS = 1;
 const MIN_BLOCK = 4;
-const MAX_BLOCK = 10_000;
+const MAX_BLOCK = 100_000;
 /** Returned when no call was taken for this long. */
 const IDLE_MS = 500;
 /** Renewed (and extended) this long before its deadline while in use; consumption reported at least this often. */
@@ -128,6 +128,10 @@ export class IntentReservations {
   private closing = false;
   /** Updates sent so far (for tests and the benchmark). */
   updatesSent = 0;
+  /** Round-trip times of the Updates sent (ms, most recent first-in; the benchmark reads them). */
+  readonly updateMs: number[] = [];
+  /** Leased mode: reservations that had to wait for an Update (the rest were taken locally). */
+  waited = 0;
   /** The revocation listener is up (tests). */
   listening = false;
 
@@ -186,6 +190,7 @@ export class IntentReservations {
       return Promise.resolve(outcome);
     }
     const l = lane;
+    this.waited++;
     const promise = new Promise<ReservationOutcome>((resolve, reject) => l.queue.push({ resolve, reject }));
     this.kick(lane);
     return promise;
@@ -317,7 +322,6 @@ export class IntentReservations {
       // Retried (what was used must reach the workflow) until the workflow would have settled it
       // from permit records anyway, after its deadline.
       if (performance.now() < lane.deadline + LEASE_SETTLE_GRACE_MS + CLOSE_TIMEOUT_MS) {
-        if (process.env.TG_DEBUG_LEASES) console.error('lease release failed', err);
         this.opts.logger?.warn({ err, workflow_id: lane.workflowId, lease: lane.leaseId }, 'intent lease release failed; retrying');
         await new Promise((r) => setTimeout(r, 200));
         return;
@@ -462,8 +466,11 @@ export class IntentReservations {
     const handle = this.opts.client.workflow.getHandle(temporalWorkflowId);
     for (let attempt = 1; ; attempt++) {
       this.updatesSent++;
+      const t0 = performance.now();
       try {
-        return await handle.executeUpdate(def, { args: [arg] });
+        const r = await handle.executeUpdate(def, { args: [arg] });
+        if (this.updateMs.length < 100_000) this.updateMs.push(performance.now() - t0);
+        return r;
       } catch (err) {
         const name = (err as Error)?.name ?? '';
         // A closed workflow or a missing one is final; anything else (e.g. the run closed by
