@@ -77,6 +77,10 @@ const baseEnvSchema = z.object({
   WEBHOOK_ALLOWED_HOSTS: z.string().default(''),
   /** Whether this worker process runs the webhook fan-out (src/webhooks/fanout.ts). */
   WEBHOOK_FANOUT: z.enum(['on', 'off']).default('on'),
+  /** GET /v1/governance/events/stream: a comment line this often on an idle stream. */
+  EVENT_STREAM_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
+  /** A stream consumer whose socket buffer has not drained within this time is disconnected (it resumes with Last-Event-ID). */
+  EVENT_STREAM_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
 });
 
 const envSchema = baseEnvSchema.extend(
@@ -129,6 +133,7 @@ export interface Config {
     allowedHosts: string[];
     fanout: boolean;
   };
+  eventStream: { heartbeatMs: number; drainTimeoutMs: number };
 }
 
 export class ConfigError extends Error {
@@ -197,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowedHosts: e.WEBHOOK_ALLOWED_HOSTS.split(',').map((v) => v.trim().toLowerCase()).filter(Boolean),
       fanout: e.WEBHOOK_FANOUT === 'on',
     },
+    eventStream: { heartbeatMs: e.EVENT_STREAM_HEARTBEAT_MS, drainTimeoutMs: e.EVENT_STREAM_DRAIN_TIMEOUT_MS },
   };
 }
 

@@ -11,12 +11,11 @@ import { governanceEventView } from '../../events/view';
 
 const LIST_LIMIT_DEFAULT = 50;
 const LIST_LIMIT_MAX = 200;
-/** A comment line this often keeps proxies and clients from timing an idle stream out. */
-export const STREAM_HEARTBEAT_MS = 15_000;
-/** Events read (and written) per round; the next round waits until the socket drained. */
+/**
+ * Events read (and written) per round; the next round waits until the socket drained. Heartbeat
+ * and drain timeout: EVENT_STREAM_HEARTBEAT_MS, EVENT_STREAM_DRAIN_TIMEOUT_MS (src/config.ts).
+ */
 const STREAM_BATCH = 200;
-/** A consumer that has not drained its socket buffer within this time is disconnected (it resumes with Last-Event-ID). */
-export const STREAM_DRAIN_TIMEOUT_MS = 30_000;
 
 const eventTypes = z
   .string()
@@ -151,7 +150,7 @@ export function registerGovernanceEventRoutes(router: Router, deps: ApiDeps): vo
             res.write(`id: ${pos}\ndata: ${JSON.stringify(governanceEventView(r))}\n\n`);
           }
           // Backpressure: read the next batch only once this one left the process.
-          if (!(await waitDrain(res, STREAM_DRAIN_TIMEOUT_MS, abort.signal))) {
+          if (!(await waitDrain(res, deps.config.eventStream.drainTimeoutMs, abort.signal))) {
             if (!abort.signal.aborted) {
               deps.logger.info({ project_id: projectId, position: pos }, 'governance event stream consumer too slow; disconnected');
               res.destroy();
@@ -160,7 +159,7 @@ export function registerGovernanceEventRoutes(router: Router, deps: ApiDeps): vo
           }
           continue;
         }
-        const moved = await followerOf().waitBeyond(projectId, pos, STREAM_HEARTBEAT_MS, abort.signal);
+        const moved = await followerOf().waitBeyond(projectId, pos, deps.config.eventStream.heartbeatMs, abort.signal);
         if (!moved && !abort.signal.aborted) res.write(': heartbeat\n\n');
       }
     } catch (err) {

@@ -1,3 +1,5 @@
+import { request } from 'node:http';
+import { appendEvents, chainAllProjectEvents } from '../../../src/db/repositories/events';
 import { createTestProject, http as httpClient, startTestTollgate } from '../../support/tollgate';
 import { waitUntil } from '../../support/wait';
 import { openSse, writeEvents } from './helpers';
@@ -7,8 +9,10 @@ describe('governance events: list, get, SSE stream across two API processes', ()
   let b: Awaited<ReturnType<typeof startTestTollgate>>;
 
   beforeAll(async () => {
-    a = await startTestTollgate({ role: 'api' });
-    b = await startTestTollgate({ role: 'api' });
+    // Short heartbeat and drain timeout so the tests can watch both.
+    const env = { EVENT_STREAM_HEARTBEAT_MS: '300', EVENT_STREAM_DRAIN_TIMEOUT_MS: '500' };
+    a = await startTestTollgate({ role: 'api', env });
+    b = await startTestTollgate({ role: 'api', env });
   });
   afterAll(async () => {
     await a?.close();
@@ -116,4 +120,65 @@ describe('governance events: list, get, SSE stream across two API processes', ()
     const bad = await httpClient(a.url!)('GET', '/v1/governance/events/stream', { key: p.clientKey, headers: { 'last-event-id': 'abc' } });
     expect(bad.status).toBe(400);
   });
+
+  it('sends heartbeats on an idle stream', async () => {
+    const p = await createTestProject(a.db);
+    const s = openSse(`${a.url}/v1/governance/events/stream`, { authorization: `Bearer ${p.clientKey}` });
+    await waitUntil(async () => s.comments.filter((c) => c === 'heartbeat').length >= 3, 10_000, 50);
+    s.close();
+    await s.done;
+    expect(s.messages).toEqual([]);
+  });
+
+  it('disconnects a consumer that stops reading; it resumes with Last-Event-ID and misses nothing', async () => {
+    const p = await createTestProject(a.db);
+    const total = 3000;
+    const pad = 'x'.repeat(4000);
+    await appendEvents(
+      a.db,
+      Array.from({ length: total }, (_, i) => ({ projectId: p.project.id, eventType: 'permit.allowed', source: 'test', phase: 'permit', metadata: { i, pad } })),
+    );
+    await chainAllProjectEvents(a.db, p.project.id);
+
+    // A consumer that reads nothing for 3 s: the server's socket buffer fills, the drain timeout (500 ms) passes.
+    const url = new URL(`${a.url}/v1/governance/events/stream?after=0`);
+    const received = await new Promise<{ text: string; endedBySelf: boolean }>((resolve, reject) => {
+      const req = request(url, { headers: { authorization: `Bearer ${p.clientKey}`, accept: 'text/event-stream' } }, (res) => {
+        res.pause();
+        let text = '';
+        let settled = false;
+        const finish = (endedBySelf: boolean) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(guard);
+          req.destroy();
+          resolve({ text, endedBySelf });
+        };
+        const guard = setTimeout(() => finish(false), 20_000);
+        setTimeout(() => {
+          res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+          res.on('end', () => finish(true));
+          res.on('aborted', () => finish(true));
+          res.on('error', () => finish(true));
+          res.on('close', () => finish(true));
+          res.resume();
+        }, 3000);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(received.endedBySelf).toBe(true);
+    const complete = received.text.slice(0, received.text.lastIndexOf('\n\n') + 2);
+    const firstIds = [...complete.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+    expect(firstIds.length).toBeGreaterThan(0);
+    expect(firstIds.length).toBeLessThan(total);
+    expect(firstIds).toEqual(Array.from({ length: firstIds.length }, (_, i) => i + 1));
+
+    const resumed = openSse(`${b.url}/v1/governance/events/stream`, { authorization: `Bearer ${p.clientKey}`, 'last-event-id': String(firstIds[firstIds.length - 1]) });
+    await waitUntil(async () => resumed.messages.length >= total - firstIds.length, 30_000, 100);
+    resumed.close();
+    await resumed.done;
+    const ids = [...firstIds, ...resumed.messages.map((m) => Number(m.id))];
+    expect(ids).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+  }, 90_000);
 });
