@@ -133,14 +133,18 @@ export async function intentWorkflow(input: IntentWorkflowInput): Promise<Intent
    * stops consuming within milliseconds) and waits until they did, or until the leases' deadlines
    * plus the settlement grace passed (a dead holder), then settles what is left from permits.
    */
-  const revokeAndWait = async (ids: string[]) => {
+  const revokeAndWait = async (ids: string[], self?: string) => {
     const open = ids.filter((id) => leases[id]);
     if (open.length === 0) return;
     open.forEach((id) => (leases[id].revoking = true));
     await acts.notifyLeaseHolders({ projectId: state.projectId, workflowId: state.workflowId, leaseIds: open });
     const lastSettle = Math.max(...open.map((id) => leases[id]?.deadlineMs ?? 0)) + LEASE_SETTLE_GRACE_MS;
     const wait = lastSettle - Date.now();
-    if (wait > 0) await condition(() => open.every((id) => !leases[id]), wait);
+    // A requester whose own lease is revoked meanwhile (two holders reclaiming from each other at
+    // the ceiling) stops waiting: its holder can only return the lease once this Update answers.
+    const selfRevoked = () => self !== undefined && !!leases[self]?.revoking;
+    if (wait > 0) await condition(() => open.every((id) => !leases[id]) || selfRevoked(), wait);
+    if (selfRevoked()) return;
     await settle(open.filter((id) => leases[id]));
   };
 
@@ -186,7 +190,7 @@ export async function intentWorkflow(input: IntentWorkflowInput): Promise<Intent
           .filter(([other, l]) => other !== id && l.size > l.used)
           .map(([other]) => other);
         if (reclaim.length > 0) {
-          await revokeAndWait(reclaim);
+          await revokeAndWait(reclaim, id);
           if (state.status !== 'active' || leases[id]?.revoking) return leaseResult(id, { revoked: !!leases[id] });
           grant = grantFor(args);
         }

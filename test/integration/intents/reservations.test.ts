@@ -64,8 +64,9 @@ describe('call reservations against workflow intents', () => {
     const burst = await Promise.all(Array.from({ length: 100 }, () => r.reserveCall(p.project.id, 'can')));
     expect(burst.filter((o) => o.granted)).toHaveLength(60 - 16);
 
-    const state = await waitFor(() => handle.query(stateQuery), (s) => s.run >= 3);
-    expect(state.run).toBeGreaterThanOrEqual(3);
+    // Calls are leased in blocks, so fewer Updates than calls: at least one continue-as-new.
+    const state = await waitFor(() => handle.query(stateQuery), (s) => s.run >= 2);
+    expect(state.run).toBeGreaterThanOrEqual(2);
     expect(state).toMatchObject({ version: 2, actualCalls: 60, maxCalls: 60, status: 'active' });
     expect((await tg.temporal.client.workflow.getHandle(handle.workflowId, firstRunId).describe()).status.name).toBe('CONTINUED_AS_NEW');
     // Live state by query; when the query is slow (a loaded machine) the persisted counter, which
