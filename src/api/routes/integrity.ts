@@ -1,7 +1,8 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import { ApiDeps } from '../deps';
-import { errors, parseOrThrow } from '../errors';
+import { ApiError, errors, parseOrThrow } from '../errors';
+import { SecretBoxUnavailableError } from '../../crypto/secret-box';
 import { authenticate, authOf } from '../middleware/auth';
 import { findGovernanceEvent } from '../../db/repositories/governance-events';
 import { checkpointAtSize, latestCheckpoint, listComplianceKeys, type CheckpointRow } from '../../db/repositories/integrity-log';
@@ -38,10 +39,16 @@ const consistencySchema = z.object({ first: size, second: size.optional() }).str
  */
 export function registerIntegrityRoutes(router: Router, deps: ApiDeps): void {
   const anyKey = authenticate(deps.keys);
+  // The first request on a fresh database creates the key; production without TOLLGATE_MASTER_KEY cannot seal it.
+  const signer = () =>
+    complianceSigner(deps.db, deps.config).catch((err: unknown) => {
+      if (err instanceof SecretBoxUnavailableError) throw new ApiError(503, 'integrity_unavailable', err.message);
+      throw err;
+    });
 
   // The note verifier key of checkpoints and export manifests (no authentication).
   router.get('/v1/integrity/checkpoint-public-key', async (ctx) => {
-    const s = await complianceSigner(deps.db, deps.config);
+    const s = await signer();
     ctx.set('cache-control', 'public, max-age=300');
     ctx.body = {
       object: 'checkpoint_public_key',
@@ -58,7 +65,7 @@ export function registerIntegrityRoutes(router: Router, deps: ApiDeps): void {
 
   // Every public key Tollgate signs with, current and retired, with its validity (no authentication).
   router.get('/v1/compliance/keys', async (ctx) => {
-    await complianceSigner(deps.db, deps.config); // creates the first key on a fresh database
+    await signer(); // creates the first key on a fresh database
     const [keys, binding] = await Promise.all([listComplianceKeys(deps.db), integritySigner(deps.db, deps.config)]);
     ctx.set('cache-control', 'public, max-age=300');
     ctx.body = {

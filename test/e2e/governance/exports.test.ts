@@ -6,7 +6,7 @@ import { createTestProject, http as httpClient, startTestTollgate, type TestProj
 import { waitUntil } from '../../support/wait';
 import { readTar, writeTar } from '../../../src/compliance/tar';
 import { verifyExport } from '../../../src/compliance/verify-export';
-import { writeEvents } from './helpers';
+import { goVerifier, writeEvents } from './helpers';
 
 const ROOT = resolve(__dirname, '../../..');
 const T = (s: string) => new Date(`2026-03-0${s}T12:00:00Z`);
@@ -84,6 +84,26 @@ describe('compliance exports: workflow, signed bundle, offline verification', ()
     });
     expect(ok.status).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true, events_verified: 5, files_verified: 7, failures: [] });
+
+    // The same bundle's pieces through Go's signed-note and Merkle libraries.
+    const go = goVerifier();
+    if (!go) console.warn('SKIPPED: the Go check of the export needs `go` on PATH');
+    else {
+      const evLines = files.get('events.ndjson')!.toString().trim().split('\n');
+      const prLines = files.get('proofs.ndjson')!.toString().trim().split('\n').map((l) => JSON.parse(l));
+      const input = {
+        vkey,
+        checkpoint: files.get('checkpoint.note')!.toString(),
+        leaf_b64: Buffer.from(evLines[3]).toString('base64'),
+        leaf_index: prLines[3].index,
+        inclusion_proof: prLines[3].proof,
+        notes: [files.get('manifest.note')!.toString()],
+      };
+      expect(go(input)).toMatchObject({ status: 0, out: { ok: true, inclusion: true, notes: 1 } });
+      const forged = go({ ...input, notes: [files.get('manifest.note')!.toString().replace('"events"', '"eventz"')] });
+      expect(forged.status).toBe(1);
+      expect(forged.out.error).toMatch(/notes\[0\]/);
+    }
 
     // One byte changed in the events file: the file hash fails first, then the record it changed.
     const tampered = new Map(files);

@@ -67,3 +67,27 @@ export function openSse(url: string, headers: Record<string, string>) {
   });
   return { messages, comments, status: () => status, close: () => abort.abort(), done };
 }
+
+/**
+ * Builds the Go interoperability verifier (test/interop/go-verifier) and returns a runner, or null
+ * when `go` is not on PATH (the caller then skips with a message).
+ */
+export function goVerifier(): ((input: unknown) => { status: number | null; out: any }) | null {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { execFileSync, spawnSync } = require('node:child_process') as typeof import('node:child_process');
+  const { mkdtempSync, writeFileSync } = require('node:fs') as typeof import('node:fs');
+  const { tmpdir } = require('node:os') as typeof import('node:os');
+  const { join, resolve } = require('node:path') as typeof import('node:path');
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  if (spawnSync('go', ['version']).status !== 0) return null;
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-go-'));
+  const bin = join(dir, 'goverifier');
+  execFileSync('go', ['build', '-o', bin, '.'], { cwd: resolve(__dirname, '../../interop/go-verifier'), stdio: 'pipe', timeout: 240_000 });
+  let n = 0;
+  return (input) => {
+    const f = join(dir, `input-${n++}.json`);
+    writeFileSync(f, JSON.stringify(input));
+    const r = spawnSync(bin, [f], { encoding: 'utf8' });
+    return { status: r.status, out: JSON.parse(r.stdout.trim()) };
+  };
+}

@@ -126,7 +126,7 @@ describe('signed checkpoints, proofs, and a Go verifier', () => {
       return { status: r.status, out: JSON.parse(r.stdout.trim()) };
     };
     const ok = run(input);
-    expect(ok).toEqual({ status: 0, out: { ok: true, origin: `tollgate.compliance/events/${p.project.id}`, size: 21, key_name: 'tollgate.compliance', inclusion: true, consistency: true, old_size: 8 } });
+    expect(ok).toEqual({ status: 0, out: { ok: true, origin: `tollgate.compliance/events/${p.project.id}`, size: 21, key_name: 'tollgate.compliance', inclusion: true, consistency: true, old_size: 8, notes: 0 } });
     // The same program rejects a changed event, a changed checkpoint and a wrong consistency claim.
     const changedLeaf = run({ ...input, leaf_b64: Buffer.from(incl.leaf.replace('"i":', '"j":'), 'utf8').toString('base64') });
     expect(changedLeaf.status).toBe(1);

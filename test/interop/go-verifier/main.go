@@ -7,7 +7,8 @@
 //
 //	{"vkey": "...", "checkpoint": "<note>", "leaf_b64": "...", "leaf_index": 3,
 //	 "inclusion_proof": ["<b64>", ...],
-//	 "old_checkpoint": "<note>", "consistency_proof": ["<b64>", ...]}
+//	 "old_checkpoint": "<note>", "consistency_proof": ["<b64>", ...],
+//	 "notes": ["<any other signed note, e.g. an export's manifest.note>", ...]}
 //
 // Prints one JSON line and exits 0 when everything verifies, 1 (with the reason) otherwise.
 package main
@@ -33,6 +34,7 @@ type input struct {
 	InclusionProof   []string `json:"inclusion_proof"`
 	OldCheckpoint    string   `json:"old_checkpoint"`
 	ConsistencyProof []string `json:"consistency_proof"`
+	Notes            []string `json:"notes"`
 }
 
 type checkpoint struct {
@@ -119,6 +121,12 @@ func main() {
 		result["consistency"] = true
 		result["old_size"] = old.Size
 	}
+	for i, text := range in.Notes {
+		if _, err := note.Open([]byte(text), verifiers); err != nil {
+			fail("notes[%d]: note.Open: %v", i, err)
+		}
+	}
+	result["notes"] = len(in.Notes)
 	out, _ := json.Marshal(result)
 	fmt.Println(string(out))
 }
