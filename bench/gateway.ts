@@ -13,6 +13,9 @@
  *                                                                x-portkey-custom-host: {emulator}/openai/v1
  *   tg-exec      POST {tollgate}/v1/executions                   governed execution envelope
  *   tg-proxy     POST {tollgate}/v1/proxy/openai/v1/chat/completions   native body, Tollgate key
+ *   tg-intent    POST {tollgate}/v1/executions + X-Svc-Workflow-Id  joined to a workflow intent
+ *                                                                (max_calls 10^9: calls taken from
+ *                                                                the process's lease)
  *
  * at concurrency 1 and 32 on one project, then the two Tollgate paths at concurrency 32 with each
  * connection on its own project (32 projects), for BENCH_SECONDS each (default 6). Then
@@ -43,12 +46,13 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 50);
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
-type PathName = 'emulator' | 'portkey' | 'tg-exec' | 'tg-proxy';
+type PathName = 'emulator' | 'portkey' | 'tg-exec' | 'tg-proxy' | 'tg-intent';
 const LABEL: Record<PathName, string> = {
   emulator: 'emulator direct',
   portkey: 'portkey',
   'tg-exec': 'tollgate /v1/executions',
   'tg-proxy': 'tollgate /v1/proxy/openai',
+  'tg-intent': 'tollgate exec + intent',
 };
 
 interface Target {
@@ -113,7 +117,21 @@ async function main(): Promise<void> {
       },
       'tg-exec': { url: `${stack.tollgateUrl}/v1/executions`, body: governed, headers: { authorization: `Bearer ${key}` }, streamBody: { ...governed, mode: 'stream' }, marker: 'event: delta' },
       'tg-proxy': { url: `${stack.tollgateUrl}/v1/proxy/openai/v1/chat/completions`, body: openai, headers: { authorization: `Bearer ${key}` }, streamBody: { ...openai, stream: true }, marker: 'data:' },
+      'tg-intent': {
+        url: `${stack.tollgateUrl}/v1/executions`,
+        body: governed,
+        headers: { authorization: `Bearer ${key}`, 'x-svc-workflow-id': 'bench-intent' },
+        streamBody: { ...governed, mode: 'stream' },
+        marker: 'event: delta',
+      },
     };
+    // The intent the tg-intent path joins (no practical ceiling: every call is allowed).
+    const declared = await fetch(`${stack.tollgateUrl}/v1/workflows`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ workflow_id: 'bench-intent', intent: { max_calls: 1_000_000_000 } }),
+    });
+    if (declared.status !== 201) throw new Error(`declaring the bench intent answered ${declared.status}: ${await declared.text()}`);
     const paths = Object.keys(targets) as PathName[];
 
     // Every path must answer with the emulator's completion before anything is measured.
@@ -129,6 +147,8 @@ async function main(): Promise<void> {
     if (viaProxy?.choices?.[0]?.message?.content !== expected) throw new Error(`tollgate proxy did not return the emulator's completion: ${JSON.stringify(viaProxy).slice(0, 1200)}`);
     const viaExec = await check('tg-exec', targets['tg-exec']);
     if (!JSON.stringify(viaExec).includes('Emulated reply')) throw new Error(`tollgate execution did not carry the emulator's completion: ${JSON.stringify(viaExec).slice(0, 1200)}`);
+    const viaIntent = await check('tg-intent', targets['tg-intent']);
+    if (!JSON.stringify(viaIntent).includes('Emulated reply')) throw new Error(`tollgate execution joined to an intent did not carry the emulator's completion: ${JSON.stringify(viaIntent).slice(0, 1200)}`);
 
     for (const p of paths) {
       await timeToMarker(targets[p].url, targets[p].streamBody, targets[p].headers, targets[p].marker).catch((err: Error) => {
