@@ -81,6 +81,8 @@ const baseEnvSchema = z.object({
   EVENT_STREAM_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
   /** A stream consumer whose socket buffer has not drained within this time is disconnected (it resumes with Last-Event-ID). */
   EVENT_STREAM_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /** A compliance export step whose worker stopped heartbeating this long is retried on another worker. */
+  COMPLIANCE_EXPORT_HEARTBEAT_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
 });
 
 const envSchema = baseEnvSchema.extend(
@@ -134,6 +136,7 @@ export interface Config {
     fanout: boolean;
   };
   eventStream: { heartbeatMs: number; drainTimeoutMs: number };
+  complianceExports: { heartbeatTimeoutMs: number };
 }
 
 export class ConfigError extends Error {
@@ -203,6 +206,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       fanout: e.WEBHOOK_FANOUT === 'on',
     },
     eventStream: { heartbeatMs: e.EVENT_STREAM_HEARTBEAT_MS, drainTimeoutMs: e.EVENT_STREAM_DRAIN_TIMEOUT_MS },
+    complianceExports: { heartbeatTimeoutMs: e.COMPLIANCE_EXPORT_HEARTBEAT_TIMEOUT_MS },
   };
 }
 

@@ -14,6 +14,7 @@ export interface ComplianceDeps {
   db: Db;
   logger: Logger;
   temporal: { client: Client; taskQueue: string };
+  heartbeatTimeoutMs: number;
 }
 
 export async function createComplianceExport(
@@ -26,7 +27,7 @@ export async function createComplianceExport(
     await deps.temporal.client.workflow.start('complianceExportWorkflow', {
       workflowId: complianceExportWorkflowId(id),
       taskQueue: deps.temporal.taskQueue,
-      args: [{ exportId: id }],
+      args: [{ exportId: id, heartbeatTimeoutMs: deps.heartbeatTimeoutMs }],
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
     });
   } catch (err) {

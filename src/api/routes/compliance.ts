@@ -61,7 +61,12 @@ export function registerComplianceRoutes(router: Router, deps: ApiDeps): void {
     requireExportPlan(authOf(ctx));
     await next();
   };
-  const svc = { db: deps.db, logger: deps.logger, temporal: { client: deps.temporal.client, taskQueue: deps.temporal.taskQueue } };
+  const svc = {
+    db: deps.db,
+    logger: deps.logger,
+    temporal: { client: deps.temporal.client, taskQueue: deps.temporal.taskQueue },
+    heartbeatTimeoutMs: deps.config.complianceExports.heartbeatTimeoutMs,
+  };
 
   router.post('/v1/compliance/exports', admin, gated, async (ctx) => {
     const auth = authOf(ctx);
