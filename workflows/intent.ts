@@ -3,6 +3,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -37,6 +38,8 @@ const acts = proxyActivities<IntentActivities>({
 /** Minimum time between two writes of the call counter to PostgreSQL. */
 const COUNTER_PERSIST_INTERVAL_MS = 1000;
 const MAX_RESERVE_BATCH = 10_000;
+/** Marks runs with the call-lease main loop (docs/decisions.md "Call leases"). */
+const CALL_LEASES_PATCH = 'intent-call-leases';
 /** Largest block one lease request is granted beyond the calls its holder is waiting for. */
 const MAX_LEASE_PREFETCH = 100_000;
 
@@ -113,7 +116,12 @@ export async function intentWorkflow(input: IntentWorkflowInput): Promise<Intent
   /** Leases whose holder did not return them: consumed = allowed permits carrying the lease id. */
   const settle = async (ids: string[]) => {
     const todo = ids.filter((id) => leases[id] && !settling.has(id));
-    if (todo.length === 0) return;
+    // Leases another handler (or the main loop) is settling right now: wait for that to finish.
+    const elsewhere = ids.filter((id) => settling.has(id));
+    if (todo.length === 0) {
+      if (elsewhere.length > 0) await condition(() => elsewhere.every((id) => !settling.has(id)));
+      return;
+    }
     todo.forEach((id) => settling.add(id));
     try {
       const counts = await acts.countLeasePermits({ projectId: state.projectId, workflowId: state.workflowId, leaseIds: todo });
@@ -126,6 +134,7 @@ export async function intentWorkflow(input: IntentWorkflowInput): Promise<Intent
       todo.forEach((id) => settling.delete(id));
       leaseEpoch++;
     }
+    if (elsewhere.length > 0) await condition(() => elsewhere.every((id) => !settling.has(id)));
   };
 
   /**
@@ -314,6 +323,14 @@ export async function intentWorkflow(input: IntentWorkflowInput): Promise<Intent
   const shouldContinueAsNew = () => handledThisRun >= canAfter || workflowInfo().continueAsNewSuggested;
   let lastPersistAt = Number.NEGATIVE_INFINITY;
 
+  // Runs started before call leases replay their original loop (its commands are in their
+  // history); they switch to the loop below at their next continue-as-new.
+  if (!patched(CALL_LEASES_PATCH)) {
+    await loopBeforeLeases();
+    await condition(allHandlersFinished);
+    return state;
+  }
+
   while (state.status === 'active') {
     const now = Date.now();
     if (state.expiresAtMs !== null && state.expiresAtMs - now <= 0) {
@@ -366,4 +383,38 @@ export async function intentWorkflow(input: IntentWorkflowInput): Promise<Intent
   // Let in-flight handlers (complete's activity, a late amend) finish before the run closes.
   await condition(allHandlersFinished);
   return state;
+
+  /** The main loop as it was before call leases (kept verbatim for replay of runs started then). */
+  async function loopBeforeLeases(): Promise<void> {
+    while (state.status === 'active') {
+      const remaining = state.expiresAtMs === null ? null : state.expiresAtMs - Date.now();
+      if (remaining !== null && remaining <= 0) {
+        state.status = 'expired';
+        await acts.expireIntent({ projectId: state.projectId, workflowId: state.workflowId, actualCalls: state.actualCalls });
+        persistedCalls = state.actualCalls;
+        upsertSearchAttributes([{ key: SA.status, value: 'expired' }]);
+        break;
+      }
+      const wake = () => state.status !== 'active' || state.actualCalls !== persistedCalls || shouldContinueAsNew();
+      if (remaining === null) await condition(wake);
+      else await condition(wake, remaining);
+      if (state.status !== 'active') break;
+
+      if (state.actualCalls !== persistedCalls) {
+        const calls = state.actualCalls;
+        await acts.persistIntentCounter({ projectId: state.projectId, workflowId: state.workflowId, actualCalls: calls });
+        persistedCalls = calls;
+      }
+      if (shouldContinueAsNew()) {
+        await condition(allHandlersFinished);
+        if (state.status === 'active') {
+          await continueAsNew<typeof intentWorkflow>({ ...input, state: { ...state, run: state.run + 1 }, persistedActualCalls: persistedCalls });
+        }
+      }
+      if (state.status === 'active' && !shouldContinueAsNew()) {
+        const until = state.expiresAtMs === null ? COUNTER_PERSIST_INTERVAL_MS : Math.min(COUNTER_PERSIST_INTERVAL_MS, Math.max(0, state.expiresAtMs - Date.now()));
+        if (until > 0) await condition(() => state.status !== 'active' || shouldContinueAsNew(), until);
+      }
+    }
+  }
 }

@@ -72,6 +72,8 @@ interface LeaseLane {
   sampleConsumed: number;
   /** Calls per second (moving average), sizes the blocks asked for. */
   rate: number;
+  /** Calls granted by the last request that granted any (doubled while callers run dry). */
+  lastGrant: number;
 }
 
 export interface IntentReservationsOptions {
@@ -92,7 +94,7 @@ export interface IntentReservationsOptions {
 }
 
 /** A lease's block covers this much of the holder's recent rate. */
-const BLOCK_SECONDS = 1;
+const BLOCK_SECONDS = 2;
 const MIN_BLOCK = 4;
 const MAX_BLOCK = 100_000;
 /** Returned when no call was taken for this long. */
@@ -178,7 +180,7 @@ export class IntentReservations {
       const now = performance.now();
       lane = {
         key, projectId, workflowId, leaseId: newLeaseId(), open: false, size: 0, used: 0, deadline: 0, revoked: false, queue: [], busy: false,
-        lastUse: now, lastSentAt: now, reported: 0, consumedTotal: 0, sampleAt: now, sampleConsumed: 0, rate: 0,
+        lastUse: now, lastSentAt: now, reported: 0, consumedTotal: 0, sampleAt: now, sampleConsumed: 0, rate: 0, lastGrant: 0,
       };
       this.leaseLanes.set(key, lane);
       this.ensureTick();
@@ -269,7 +271,9 @@ export class IntentReservations {
         const need = lane.queue.length;
         if (need === 0 && !this.wantsRenewal(lane, now)) break;
         const remaining = lane.open ? Math.max(0, lane.size - lane.used) : 0;
-        const want = Math.max(need, need + this.block(lane) - remaining);
+        // Callers ran dry: the rate outgrew the estimate (a ramp), so at least double the last block.
+        const block = need > 0 ? Math.min(MAX_BLOCK, Math.max(this.block(lane), 2 * lane.lastGrant)) : this.block(lane);
+        const want = Math.max(need, need + block - remaining);
         const wasOpen = lane.open;
         const sizeBefore = lane.size;
         let res: LeaseResult;
@@ -288,6 +292,7 @@ export class IntentReservations {
           continue;
         }
         lane.open = true;
+        if (res.size > sizeBefore) lane.lastGrant = res.size - sizeBefore;
         if (res.revoked) lane.revoked = true;
         this.serveQueue(lane);
         if (lane.queue.length > 0 && !lane.revoked && res.size === sizeBefore) this.denyQueue(lane, res);
