@@ -8,7 +8,7 @@ import { createPool, type Db } from '../../../src/db/pool';
 import { appendEvents, chainAllProjectEvents } from '../../../src/db/repositories/events';
 import { listComplianceKeys } from '../../../src/db/repositories/integrity-log';
 import { createProject } from '../../../src/db/repositories/projects';
-import { complianceSigner, rotateComplianceSigner } from '../../../src/integrity/keys';
+import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';
 import { openNote, parseVerifierKey } from '../../../src/integrity/note';
 import { runCli } from '../../../src/cli';
