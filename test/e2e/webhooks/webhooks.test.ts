@@ -209,19 +209,17 @@ describe('webhooks: subscriptions, signed durable delivery to a real receiver', 
     await subscribe(p, '/intents', ['workflow_intent.max_calls_reached', 'workflow_intent.expired']);
     const declared = await call('POST', '/v1/workflows', {
       key: p.clientKey,
-      body: { workflow_id: 'wh-intent', intent: { expected_calls: 2, max_calls: 2, expected_model: 'gpt-4o-mini', max_duration_seconds: 8 } },
+      body: { workflow_id: 'wh-intent', intent: { expected_calls: 1, max_calls: 1, expected_model: 'gpt-4o-mini', max_duration_seconds: 15 } },
     });
     expect(declared.status).toBeLessThan(300);
-    for (let i = 0; i < 2; i++) {
-      const r = await call('POST', '/v1/executions', { key: p.clientKey, body: { operation: 'generate.text', messages: say(`intent call ${i}`) }, headers: { 'x-svc-workflow-id': 'wh-intent' } });
-      expect(r.status).toBe(200);
-    }
-    await waitUntil(async () => rx.at('/intents').length >= 2, 40_000);
+    const r = await call('POST', '/v1/executions', { key: p.clientKey, body: { operation: 'generate.text', messages: say('intent call') }, headers: { 'x-svc-workflow-id': 'wh-intent' } });
+    expect([r.status, r.json?.error]).toEqual([200, null]);
+    await waitUntil(async () => rx.at('/intents').length >= 2, 60_000);
     await new Promise((r) => setTimeout(r, 500));
     const got = rx.at('/intents');
     expect(got.every((r) => r.verified)).toBe(true);
     expect(got.map((r) => r.payload.type).sort()).toEqual(['workflow_intent.expired', 'workflow_intent.max_calls_reached']);
     const reached = got.find((r) => r.payload.type === 'workflow_intent.max_calls_reached')!;
-    expect(reached.payload.data.metadata).toMatchObject({ workflow_id: 'wh-intent', actual_calls: 2, max_calls: 2 });
-  });
+    expect(reached.payload.data.metadata).toMatchObject({ workflow_id: 'wh-intent', actual_calls: 1, max_calls: 1 });
+  }, 120_000);
 });
