@@ -126,37 +126,16 @@ export async function enabledSubscriptions(db: Queryable, projectId: string): Pr
 }
 
 /**
- * The chain's order (chain_pos per project, assigned in commit order by the sequencer, unlike seq)
- * lives in `events` (migration 0100) or, after migration 0103, in the `event_chain` side table;
- * the fan-out reads whichever this database has.
+ * The chain's order (chain_pos per project in `event_chain`, migration 0103; assigned in commit
+ * order by the sequencer, unlike seq) is the order the fan-out follows.
  */
-interface ChainQueries {
-  start: string;
-  head: string;
-  events: string;
-}
 const SUBS_START = '(SELECT min(created_at) FROM webhook_subscriptions WHERE project_id = $1)';
-const IN_EVENTS: ChainQueries = {
-  start: `SELECT COALESCE(max(chain_pos), 0) AS chain_pos FROM events WHERE project_id = $1 AND chain_pos IS NOT NULL AND timestamp < ${SUBS_START}`,
-  head: 'SELECT max(chain_pos) AS pos FROM (SELECT chain_pos FROM events WHERE project_id = $1 AND chain_pos > $2 ORDER BY chain_pos LIMIT $3) s',
-  events: 'SELECT * FROM events WHERE project_id = $1 AND chain_pos > $2 AND chain_pos <= $3 AND event_type = ANY($4) ORDER BY chain_pos',
-};
-const IN_SIDE_TABLE: ChainQueries = {
+const CHAIN = {
   start: `SELECT COALESCE(max(c.chain_pos), 0) AS chain_pos FROM event_chain c JOIN events e ON e.seq = c.seq WHERE c.project_id = $1 AND e.timestamp < ${SUBS_START}`,
   head: 'SELECT max(chain_pos) AS pos FROM (SELECT chain_pos FROM event_chain WHERE project_id = $1 AND chain_pos > $2 ORDER BY chain_pos LIMIT $3) s',
   events: `SELECT e.*, c.chain_pos FROM event_chain c JOIN events e ON e.seq = c.seq
             WHERE c.project_id = $1 AND c.chain_pos > $2 AND c.chain_pos <= $3 AND e.event_type = ANY($4) ORDER BY c.chain_pos`,
 };
-let chainLayout: Promise<ChainQueries> | null = null;
-function chainQueries(db: Queryable): Promise<ChainQueries> {
-  chainLayout ??= db
-    .query<{ side: boolean }>("SELECT to_regclass('event_chain') IS NOT NULL AS side")
-    .then((r) => (r.rows[0].side ? IN_SIDE_TABLE : IN_EVENTS));
-  chainLayout.catch(() => {
-    chainLayout = null;
-  });
-  return chainLayout;
-}
 
 /** Lock class of a project's fan-out (pg_try_advisory_xact_lock(class, hashtext(project))). */
 export const WEBHOOK_FANOUT_LOCK_CLASS = 7_501;
@@ -178,19 +157,18 @@ export async function fanOutProjectEvents(
   return withTransaction(db, async (c) => {
     const { rows: lock } = await c.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS ok', [WEBHOOK_FANOUT_LOCK_CLASS, projectId]);
     if (!lock[0].ok) return null;
-    const q = await chainQueries(c);
     let { rows: cur } = await c.query<{ chain_pos: number }>('SELECT chain_pos FROM webhook_cursors WHERE project_id = $1', [projectId]);
     if (!cur[0]) {
       // First scan of the project: start after the events from before its first subscription.
-      const { rows: start } = await c.query<{ chain_pos: number }>(q.start, [projectId]);
+      const { rows: start } = await c.query<{ chain_pos: number }>(CHAIN.start, [projectId]);
       await c.query('INSERT INTO webhook_cursors (project_id, chain_pos) VALUES ($1, $2) ON CONFLICT DO NOTHING', [projectId, start[0].chain_pos]);
       cur = start;
     }
     const from = Number(cur[0].chain_pos);
-    const { rows: head } = await c.query<{ pos: number | null }>(q.head, [projectId, from, batch]);
+    const { rows: head } = await c.query<{ pos: number | null }>(CHAIN.head, [projectId, from, batch]);
     const to = head[0].pos === null ? null : Number(head[0].pos);
     if (to === null) return { from, to: from };
-    const { rows: events } = await c.query<EventRecord>(q.events, [projectId, from, to, types]);
+    const { rows: events } = await c.query<EventRecord>(CHAIN.events, [projectId, from, to, types]);
     if (events.length > 0) await plan(c, events);
     return { from, to };
   });
