@@ -152,6 +152,9 @@ async function main(): Promise<void> {
       let granted = 0;
       const deadline = performance.now() + SECONDS * 1000;
       const start = performance.now();
+      // Waits after the first 2 s (the lease has grown to the callers' rate) vs during the ramp-up.
+      let waitedAt2s = -1;
+      const snap = setTimeout(() => (waitedAt2s = r.waited), 2000);
       await Promise.all(
         Array.from({ length: CALLERS }, async () => {
           while (performance.now() < deadline) {
@@ -166,6 +169,7 @@ async function main(): Promise<void> {
         }),
       );
       const elapsed = (performance.now() - start) / 1000;
+      clearTimeout(snap);
       latencies.sort((a, b) => a - b);
       const rate = granted / elapsed;
       const um = [...r.updateMs].sort((a, b) => a - b);
@@ -176,7 +180,7 @@ async function main(): Promise<void> {
       const expected = granted + CALLERS;
       log(
         `hot intent (${label}): ${CALLERS} callers, ${elapsed.toFixed(1)} s → ${granted} granted, ${rate.toFixed(0)} grants/s, ` +
-          `p50 ${res.p50.toFixed(3)} ms, p99 ${res.p99.toFixed(3)} ms, max ${res.max.toFixed(1)} ms, ${res.updates} Updates (round trip p50 ${pct(um, 50).toFixed(1)} ms, max ${um[um.length - 1].toFixed(1)} ms), ${mode === 'leased' ? `${res.waited} reservations waited for one, ` : ''}` +
+          `p50 ${res.p50.toFixed(3)} ms, p99 ${res.p99.toFixed(3)} ms, max ${res.max.toFixed(1)} ms, ${res.updates} Updates (round trip p50 ${pct(um, 50).toFixed(1)} ms, max ${um[um.length - 1].toFixed(1)} ms), ${mode === 'leased' ? `${res.waited} reservations waited for one (${waitedAt2s < 0 ? '?' : r.waited - waitedAt2s} after the first 2 s), ` : ''}` +
           `runs ${run0} → ${st.run} (${st.run - run0} continue-as-new); workflow counter ${st.actualCalls} vs granted ${expected} → ${st.actualCalls === expected ? 'consistent' : 'MISMATCH'}`,
       );
       if (st.actualCalls !== expected) failed = true;
