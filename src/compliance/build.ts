@@ -57,7 +57,12 @@ export async function prepareExport(deps: BuildDeps, exportId: string, waitMs = 
   await updateExport(deps.db, exportId, { status: 'running', started: true, progress: { phase: 'preparing', parts_total: row.include.length, parts_done: [] } });
   await chainAllProjectEvents(deps.db, row.project_id);
   const range = row.include.includes('events') ? await windowPositions(deps.db, row.project_id, row.window_start, row.window_end) : { first: null, last: null, count: 0 };
-  let checkpoint = range.last === null ? await latestCheckpoint(deps.db, row.project_id) : await checkpointCovering(deps.db, row.project_id, range.last);
+  // The checkpoint travels with the events part only (an export without events has none).
+  let checkpoint = !row.include.includes('events')
+    ? null
+    : range.last === null
+      ? await latestCheckpoint(deps.db, row.project_id)
+      : await checkpointCovering(deps.db, row.project_id, range.last);
   if (!checkpoint && range.last !== null) {
     // No checkpoint covers the window's end yet: issue one now rather than wait for the next round.
     const signer = await complianceSigner(deps.db, deps.config);

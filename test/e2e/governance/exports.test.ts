@@ -69,8 +69,19 @@ describe('compliance exports: workflow, signed bundle, offline verification', ()
     expect([...files.keys()].sort()).toEqual(['checkpoint.note', 'events.ndjson', 'executions.ndjson', 'manifest.note', 'permits.ndjson', 'proofs.ndjson', 'usage.ndjson', 'workflow_intents.ndjson']);
     expect(files.get('events.ndjson')!.toString().trim().split('\n')).toHaveLength(5);
 
+    // Without events: no checkpoint, still a signed manifest over the files.
+    const rowsOnly = await exportOf(p, ['permits', 'usage']);
+    expect(rowsOnly.done).toMatchObject({ status: 'completed', log_range: null });
+    const rowsFiles = readTar(rowsOnly.bundle);
+    expect([...rowsFiles.keys()].sort()).toEqual(['manifest.note', 'permits.ndjson', 'usage.ndjson']);
+    expect(verifyExport(rowsFiles, vkey)).toMatchObject({ ok: true, files_verified: 2, checkpoint: null });
+
     const list = await call('GET', '/v1/compliance/exports', { key: p.adminKey });
-    expect(list.json.data.map((e: any) => e.id)).toEqual([done.id]);
+    expect(list.json.data.map((e: any) => e.id)).toEqual([rowsOnly.done.id, done.id]);
+    const paged = await call('GET', '/v1/compliance/exports?limit=1', { key: p.adminKey });
+    expect(paged.json.data.map((e: any) => e.id)).toEqual([rowsOnly.done.id]);
+    const page2 = await call('GET', `/v1/compliance/exports?limit=1&cursor=${paged.json.next_cursor}`, { key: p.adminKey });
+    expect(page2.json).toMatchObject({ data: [{ id: done.id }], next_cursor: null });
     expect((await call('GET', `/v1/compliance/exports/${done.id}`, { key: (await createTestProject(tg.db)).adminKey })).status).toBe(404);
 
     // The CLI, as an auditor runs it: the bundle and the published key, nothing else.
