@@ -1,11 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createTestProject, http as httpClient, startTestTollgate, type TestProject } from '../../support/tollgate';
 import { waitUntil } from '../../support/wait';
 import { readTar, writeTar } from '../../../src/compliance/tar';
 import { verifyExport } from '../../../src/compliance/verify-export';
+import { verifyExportCommand } from '../../../src/compliance/verify-command';
 import { goVerifier, writeEvents } from './helpers';
 
 const ROOT = resolve(__dirname, '../../..');
@@ -115,6 +116,12 @@ describe('compliance exports: workflow, signed bundle, offline verification', ()
       expect(forged.status).toBe(1);
       expect(forged.out.error).toMatch(/notes\[0\]/);
     }
+
+    // Unpacked by the system's tar into a directory, as the README says: the same result.
+    const unpacked = join(dir, 'unpacked');
+    mkdirSync(unpacked);
+    expect(spawnSync('tar', ['xf', join(dir, 'bundle.tar'), '-C', unpacked]).status).toBe(0);
+    expect(verifyExportCommand(unpacked, vkey)).toMatchObject({ ok: true, events_verified: 5, files_verified: 7 });
 
     // One byte changed in the events file: the file hash fails first, then the record it changed.
     const tampered = new Map(files);
