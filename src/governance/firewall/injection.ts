@@ -101,14 +101,56 @@ const DEFENSIVE = new RegExp(
   ].join('|'),
 );
 
-/** All word signals in one alternation: one scan tells whether any of them can fire. */
-const ANY_SIGNAL = new RegExp(SIGNALS.map((s) => s.pattern.source).join('|'));
+/** Sticky and global copies of the word signals, and all of them in one alternation. */
+const STICKY = SIGNALS.map((s) => new RegExp(s.pattern.source, 'y'));
+const GLOBAL = SIGNALS.map((s) => new RegExp(s.pattern.source, 'g'));
+const ANY_SIGNAL = new RegExp(SIGNALS.map((s) => `(?:${s.pattern.source})`).join('|'), 'g');
+/** Positions where the alternation matches that are examined before falling back to one scan per signal left. */
+const MAX_UNION_STEPS = 8;
+
+/**
+ * Which word signals match somewhere in `words`. The alternation of all signals finds the next
+ * position where any matches; every signal not yet seen is tested there (sticky) and the scan resumes
+ * one character later. After a few such positions, each signal still unseen is searched on its own
+ * from there. The same set as testing every signal over the whole text; ordinary text costs about
+ * one pass, and no text more than one pass per signal.
+ */
+function wordSignalHits(words: string): boolean[] {
+  const hit = SIGNALS.map(() => false);
+  let left = SIGNALS.length;
+  let pos = 0;
+  for (let step = 0; left > 0; step++) {
+    if (step === MAX_UNION_STEPS) {
+      for (let i = 0; i < GLOBAL.length; i++) {
+        if (hit[i]) continue;
+        GLOBAL[i].lastIndex = pos;
+        hit[i] = GLOBAL[i].test(words);
+      }
+      break;
+    }
+    ANY_SIGNAL.lastIndex = pos;
+    const m = ANY_SIGNAL.exec(words);
+    if (!m) break;
+    for (let i = 0; i < STICKY.length; i++) {
+      if (hit[i]) continue;
+      STICKY[i].lastIndex = m.index;
+      if (STICKY[i].test(words)) {
+        hit[i] = true;
+        left--;
+      }
+    }
+    pos = m.index + 1;
+  }
+  return hit;
+}
 
 function score(words: string, raw: string, hits: string[]): number {
   let total = 0;
   let strong = 0;
-  for (const s of ANY_SIGNAL.test(words) ? SIGNALS : []) {
-    if (s.pattern.test(words)) {
+  const wordHits = wordSignalHits(words);
+  for (let i = 0; i < SIGNALS.length; i++) {
+    const s = SIGNALS[i];
+    if (wordHits[i]) {
       total += s.weight;
       if (s.weight >= INJECTION_THRESHOLD) strong += 1;
       hits.push(s.id);

@@ -27,8 +27,8 @@ function baseSegment(raw: string): string {
   return t;
 }
 
-const NON_ASCII = /[^\x00-\x7F]/;
-const NON_ASCII_RUNS = /[^\x00-\x7F]+/g;
+const NON_ASCII = /[\u0080-\uFFFF]/;
+const NON_ASCII_RUNS = /[\u0080-\uFFFF]+/g;
 /** Non-ASCII runs closer than this are normalised together (fewer calls, same result). */
 const SEGMENT_GAP = 64;
 
@@ -77,9 +77,40 @@ for (const [c, l] of Object.entries({ '0': 'o', '1': 'i', '2': '2', '3': 'e', '4
 const TYPO_WORDS = ['ignore', 'disregard', 'previous', 'instructions', 'instruction', 'system', 'prompt', 'forget', 'above', 'reveal', 'bypass', 'restrictions', 'guidelines', 'password', 'secret', 'override', 'rules'];
 const typoKey = (w: string) => w[0] + w[w.length - 1] + [...w.slice(1, -1)].sort().join('');
 const TYPO = new Map(TYPO_WORDS.map((w) => [typoKey(w), w]));
-/** Cheap pre-check (first letter, last letter, length) before sorting a word's letters. */
+/** Shape (first letter, last letter, length) → the canonical words of that shape, with their middle-letter counts. */
 const shapeKey = (first: number, last: number, len: number) => (first << 16) | (last << 8) | len;
-const TYPO_SHAPE = new Set(TYPO_WORDS.map((w) => shapeKey(w.charCodeAt(0), w.charCodeAt(w.length - 1), w.length)));
+const TYPO_BY_SHAPE = new Map<number, { word: Uint8Array; counts: Int32Array }[]>();
+for (const w of TYPO.values()) {
+  const k = shapeKey(w.charCodeAt(0), w.charCodeAt(w.length - 1), w.length);
+  const counts = new Int32Array(26);
+  for (let i = 1; i < w.length - 1; i++) counts[w.charCodeAt(i) - 97]++;
+  TYPO_BY_SHAPE.set(k, [...(TYPO_BY_SHAPE.get(k) ?? []), { word: Buffer.from(w, 'latin1'), counts }]);
+}
+const typoCounts = new Int32Array(26);
+/** The canonical word whose middle letters are those of o[start+1, end-1) (same shape assumed), if any. */
+function typoMatch(o: Uint8Array, start: number, end: number, cands: { word: Uint8Array; counts: Int32Array }[]): Uint8Array | null {
+  typoCounts.fill(0);
+  for (let j = start + 1; j < end - 1; j++) typoCounts[o[j] - 97]++;
+  for (const c of cands) {
+    let same = true;
+    for (let k = 0; k < 26 && same; k++) same = c.counts[k] === typoCounts[k];
+    if (same) return c.word;
+  }
+  return null;
+}
+
+/** Character classes of ASCII code units, as bit flags (0 for everything else). */
+const C_LOWER = 1;
+const C_DIGIT = 2;
+const C_LEET = 4; // [0-9@$|]
+const C_B64 = 8; // [A-Za-z0-9+/_-]
+const C_HEX = 16;
+const C_UPPER = 32;
+const CLASS = new Uint8Array(128);
+for (let c = 0; c < 128; c++) {
+  const ch = String.fromCharCode(c);
+  CLASS[c] = (/[a-z]/.test(ch) ? C_LOWER : 0) | (/[0-9]/.test(ch) ? C_DIGIT : 0) | (/[0-9@$|]/.test(ch) ? C_LEET : 0) | (/[A-Za-z0-9+/_-]/.test(ch) ? C_B64 : 0) | (/[0-9a-fA-F]/.test(ch) ? C_HEX : 0) | (/[A-Z]/.test(ch) ? C_UPPER : 0);
+}
 
 const isLower = (c: number) => c >= 97 && c <= 122;
 const isAlnum = (c: number) => (c >= 97 && c <= 122) || (c >= 48 && c <= 57);
@@ -92,7 +123,7 @@ const OTHER = 0x80;
 const SPACE = 32;
 
 /** Scratch buffers reused between calls (inspection is synchronous). */
-let scratchIn = Buffer.alloc(0);
+let scratchIn = new Uint8Array(0);
 let scratchOut = Buffer.alloc(0);
 
 /**
@@ -110,40 +141,59 @@ let scratchOut = Buffer.alloc(0);
  *   4. scrambled key words: whole words of 5–12 letters looked up by their sorted middle letters.
  */
 export function wordsView(base: string): string {
-  const t = base.toLowerCase();
-  const n = t.length;
-  if (scratchIn.length < n) scratchIn = Buffer.alloc(Math.max(n, 2 * scratchIn.length));
-  if (scratchOut.length < n + 2) scratchOut = Buffer.alloc(Math.max(n + 2, 2 * scratchOut.length));
+  const n = base.length;
+  // Lower-casing adds at most one character per character (U+0130 → "i\u0307").
+  if (scratchIn.length < 2 * n) scratchIn = new Uint8Array(Math.max(2 * n, 2 * scratchIn.length));
+  if (scratchOut.length < 2 * n + 2) scratchOut = Buffer.alloc(Math.max(2 * n + 2, 2 * scratchOut.length));
   const u = scratchIn;
   const o = scratchOut;
-  // Pass 1: byte copy with leetspeak undone.
-  for (let i = 0; i < n; ) {
-    let c = t.charCodeAt(i);
-    if (c >= 128) {
-      u[i++] = OTHER;
-      continue;
+  // Pass 1: lower-cased byte copy. Of the non-ASCII characters only U+0130 and U+212A lower-case to
+  // something holding ASCII ("i\u0307", "k"); every other one stays non-ASCII (one OTHER byte).
+  // Leetspeak is undone in each run of [a-z0-9@$|] that holds a letter and a leet character.
+  let m = 0;
+  let tok = -1;
+  let letter = false;
+  let leet = false;
+  for (let i = 0; i <= n; i++) {
+    let c = i < n ? base.charCodeAt(i) : OTHER;
+    if (c === 0x212a) c = 107;
+    else if (c === 0x130) {
+      // "i\u0307": the i starts or extends a token, the mark ends it.
+      if (tok < 0) tok = m;
+      letter = true;
+      u[m++] = 105;
+      c = OTHER;
     }
-    if (!(isLower(c) || LEET_CODE[c] >= 0)) {
-      u[i++] = c;
-      continue;
+    if (c < 128) {
+      const k = CLASS[c];
+      if (k & C_UPPER) c += 32;
+      if (k & (C_UPPER | C_LOWER)) {
+        if (tok < 0) tok = m;
+        letter = true;
+        u[m++] = c;
+        continue;
+      }
+      if (k & C_LEET) {
+        if (tok < 0) tok = m;
+        leet = true;
+        u[m++] = c;
+        continue;
+      }
     }
-    const s = i;
-    let letter = false;
-    let leet = false;
-    for (; i < n; i++) {
-      c = t.charCodeAt(i);
-      if (isLower(c)) letter = true;
-      else if (c < 128 && LEET_CODE[c] >= 0) leet = true;
-      else break;
-      u[i] = c;
+    if (tok >= 0) {
+      if (letter && leet) for (let j = tok; j < m; j++) if (!isLower(u[j])) u[j] = LEET_CODE[u[j]];
+      tok = -1;
+      letter = false;
+      leet = false;
     }
-    if (letter && leet) for (let j = s; j < i; j++) if (!isLower(u[j])) u[j] = LEET_CODE[u[j]];
+    if (i === n) break;
+    u[m++] = c < 128 ? c : OTHER;
   }
   // Pass 2: words (spelled-out letters joined, scrambled key words restored) separated by one space.
   let len = 0;
   o[len++] = SPACE;
   let i = 0;
-  while (i < n) {
+  while (i < m) {
     if (!isAlnum(u[i])) {
       i++;
       continue;
@@ -152,7 +202,7 @@ export function wordsView(base: string): string {
     const start = len;
     const s = i;
     let letters = true;
-    for (; i < n; i++) {
+    for (; i < m; i++) {
       const c = u[i];
       if (c >= 97 && c <= 122) o[len++] = c;
       else if (c >= 48 && c <= 57) {
@@ -164,7 +214,7 @@ export function wordsView(base: string): string {
     if (i - s === 1 && (s === 0 || !isWordChar(u[s - 1]))) {
       let p = s;
       let k = 0;
-      while (p + 2 < n && isSpellSep(u[p + 1]) && isAlnum(u[p + 2]) && (p + 3 >= n || !isWordChar(u[p + 3]))) {
+      while (p + 2 < m && isSpellSep(u[p + 1]) && isAlnum(u[p + 2]) && (p + 3 >= m || !isWordChar(u[p + 3]))) {
         k++;
         p += 2;
       }
@@ -178,10 +228,10 @@ export function wordsView(base: string): string {
     }
     // Scrambled key words: whole words of 5–12 letters.
     const wl = len - start;
-    if (letters && wl >= 5 && wl <= 12 && TYPO_SHAPE.has(shapeKey(o[start], o[len - 1], wl))) {
-      const w = o.toString('latin1', start, len);
-      const fixed = TYPO.get(typoKey(w));
-      if (fixed !== undefined && fixed !== w) o.write(fixed, start, 'latin1');
+    if (letters && wl >= 5 && wl <= 12) {
+      const cands = TYPO_BY_SHAPE.get(shapeKey(o[start], o[len - 1], wl));
+      const fixed = cands ? typoMatch(o, start, len, cands) : null;
+      if (fixed) o.set(fixed, start);
     }
   }
   if (len > 1) o[len++] = SPACE;
@@ -206,8 +256,6 @@ const URL_ENC = /%[0-9A-Fa-f]{2}/;
 /** Limit on decoded views per text, so a hostile input of many short spans stays cheap. */
 const MAX_DECODED = 16;
 
-const isB64 = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 || c === 47 || c === 95 || c === 45;
-const isHex = (c: number) => (c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70);
 
 /**
  * Embedded encoded spans decoded to text: base64 (standard and URL-safe), hex, URL (percent)
@@ -229,36 +277,43 @@ export function decodedViews(base: string): string[] {
     });
     if (d !== base) out.push(d.replace(/\+/g, ' '));
   }
+  // One scan: base64 runs are decoded as they are found; hex runs (hex digits are base64 characters,
+  // so they lie inside base64 runs) are noted and decoded after all base64 spans, as before.
   const n = base.length;
-  for (let i = 0; i < n && out.length < MAX_DECODED; ) {
-    if (!isB64(base.charCodeAt(i))) {
-      i++;
+  const hex: number[] = [];
+  let b64Start = -1;
+  let hexStart = -1;
+  let upper = false;
+  let lower = false;
+  for (let i = 0; i <= n; i++) {
+    const c = i < n ? base.charCodeAt(i) : 0;
+    const k = c < 128 ? CLASS[c] : 0;
+    if (k & C_HEX) {
+      if (hexStart < 0) hexStart = i;
+    } else if (hexStart >= 0) {
+      if (i - hexStart >= 16) hex.push(hexStart, hexStart + ((i - hexStart) & ~1));
+      hexStart = -1;
+    }
+    if (k & C_B64) {
+      if (b64Start < 0) b64Start = i;
+      if (k & C_UPPER) upper = true;
+      else if (k & C_LOWER) lower = true;
       continue;
     }
-    const s = i;
-    let upper = false;
-    let lower = false;
-    for (; i < n; i++) {
-      const c = base.charCodeAt(i);
-      if (c >= 65 && c <= 90) upper = true;
-      else if (c >= 97 && c <= 122) lower = true;
-      else if (!isB64(c)) break;
+    if (b64Start >= 0) {
+      if (i - b64Start >= 16 && upper && lower && out.length < MAX_DECODED) {
+        let e = i;
+        if (e < n && c === 61) e += e + 1 < n && base.charCodeAt(e + 1) === 61 ? 2 : 1;
+        const d = Buffer.from(base.slice(b64Start, e).replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('utf8');
+        if (printable(d)) out.push(d);
+      }
+      b64Start = -1;
+      upper = false;
+      lower = false;
     }
-    if (i - s < 16 || !upper || !lower) continue;
-    let e = i;
-    if (e < n && base.charCodeAt(e) === 61) e += e + 1 < n && base.charCodeAt(e + 1) === 61 ? 2 : 1;
-    const d = Buffer.from(base.slice(s, e).replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('utf8');
-    if (printable(d)) out.push(d);
   }
-  for (let i = 0; i < n && out.length < MAX_DECODED; ) {
-    if (!isHex(base.charCodeAt(i))) {
-      i++;
-      continue;
-    }
-    const s = i;
-    while (i < n && isHex(base.charCodeAt(i))) i++;
-    if (i - s < 16) continue;
-    const d = Buffer.from(base.slice(s, s + ((i - s) & ~1)), 'hex').toString('utf8');
+  for (let j = 0; j < hex.length && out.length < MAX_DECODED; j += 2) {
+    const d = Buffer.from(base.slice(hex[j], hex[j + 1]), 'hex').toString('utf8');
     if (printable(d)) out.push(d);
   }
   return out;
