@@ -22,6 +22,7 @@ import { beginCalls, type BeginResult } from '../db/repositories/governed-calls'
 import { allowBounds, decide, EvalContext, Outcome, OUTCOME_LABEL } from './evaluate';
 import { currentPeriods, PERIOD_KINDS, PeriodKind, previousDays, rateWindow } from './periods';
 import type { GovernanceRequest, PermitDecision } from './types';
+import { prepareInspection } from './firewall';
 
 export type { GovernanceRequest, PermitDecision, Decision, DecisionDetails } from './types';
 export { policyDocumentSchema, defaultPolicyDocument, PLAN_QUOTAS, mergePatch } from './policy';
@@ -266,6 +267,10 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
 
   async function evaluate(req: GovernanceRequest, opts: EvaluateOptions): Promise<PermitDecision> {
     const permitId = opts.permitId ?? newId('permit');
+    // Large texts are inspected in a worker thread first; decide() then reads that result (small
+    // texts: nothing to wait for, decide() inspects them synchronously).
+    const inspecting = req.inspectableText ? prepareInspection(req.inspectableText) : undefined;
+    if (inspecting) await inspecting;
     if (!opts.persist) {
       const now = clock.now();
       const ctx = await loadContext(db, req.projectId, now);

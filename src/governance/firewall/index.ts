@@ -1,6 +1,9 @@
 import { DETECTORS, FirewallCategory } from './detectors';
 import { detectInjection } from './injection';
 import { baseView, decodedViews } from './normalize';
+import { inspectInWorker } from './pool';
+
+export { closeFirewallPool } from './pool';
 
 export type { FirewallCategory } from './detectors';
 
@@ -29,9 +32,19 @@ const ORDER: FirewallCategory[] = ['prompt_injection', 'secret', 'pii'];
 /** Longer texts are inspected in full; this only guards against pathological inputs. */
 const MAX_INSPECT_CHARS = 1_000_000;
 
-/** Runs every enabled detector over all inspectable text (normalised, and with embedded encodings decoded). */
-export function inspectText(texts: InspectableText[], opts: FirewallOptions = {}): FirewallResult {
-  const hits = new Set<FirewallCategory>();
+/**
+ * Texts longer than this in total (characters) are inspected in a worker thread by
+ * prepareInspection, so one large request never blocks the event loop for the others.
+ */
+export const OFFLOAD_THRESHOLD_CHARS = 64 * 1024;
+
+/** Rule id → category and toggle, for filtering an all-detectors result by a project's toggles. */
+const DETECTOR_BY_ID = new Map(DETECTORS.map((d) => [d.id, d]));
+
+const ALL_ON: FirewallOptions = { detect_pii_email: true, detect_pii_phone: true };
+
+/** Rule ids of the detectors enabled by opts (default: all), in inspection order. */
+export function inspectAllDetectors(texts: InspectableText[], opts: FirewallOptions = ALL_ON): string[] {
   const ruleIds: string[] = [];
   for (const item of texts) {
     const raw = typeof item === 'string' ? item : item?.text;
@@ -40,19 +53,69 @@ export function inspectText(texts: InspectableText[], opts: FirewallOptions = {}
     // Normalise: NFKC, invisible (zero-width, bidi) characters dropped, diacritics stripped, confusables mapped.
     const text = baseView(raw.slice(0, MAX_INSPECT_CHARS));
     const decoded = decodedViews(text);
-    const inj = detectInjection(text, decoded, role);
-    if (inj.length) {
-      hits.add('prompt_injection');
-      ruleIds.push(...inj);
-    }
+    ruleIds.push(...detectInjection(text, decoded, role));
     for (const d of DETECTORS) {
       if (d.toggle && !opts[d.toggle]) continue;
-      if (d.test(text) || (d.category === 'secret' && decoded.some((t) => d.test(t)))) {
-        hits.add(d.category);
-        ruleIds.push(d.id);
-      }
+      if (d.test(text) || (d.category === 'secret' && decoded.some((t) => d.test(t)))) ruleIds.push(d.id);
     }
+  }
+  return ruleIds;
+}
+
+/** The result for a project's toggles from the all-detectors rule ids (a detector toggled off is dropped). */
+function resultFor(allRuleIds: string[], opts: FirewallOptions): FirewallResult {
+  const hits = new Set<FirewallCategory>();
+  const ruleIds: string[] = [];
+  for (const id of allRuleIds) {
+    const d = DETECTOR_BY_ID.get(id);
+    if (d?.toggle && !opts[d.toggle]) continue;
+    hits.add(d ? d.category : 'prompt_injection');
+    ruleIds.push(id);
   }
   const categories = ORDER.filter((c) => hits.has(c));
   return { detected: categories.length > 0, categories, ruleIds };
+}
+
+/** Results computed off the event loop by prepareInspection, per text list (and the items it held then). */
+const prepared = new WeakMap<InspectableText[], { items: InspectableText[]; texts: (string | undefined)[]; ruleIds: string[] }>();
+const textOf = (item: InspectableText) => (typeof item === 'string' ? item : item?.text);
+
+function totalChars(texts: InspectableText[]): number {
+  let n = 0;
+  for (const item of texts) {
+    const t = textOf(item);
+    if (typeof t === 'string') n += Math.min(t.length, MAX_INSPECT_CHARS);
+  }
+  return n;
+}
+
+/**
+ * Inspects a large text list (over OFFLOAD_THRESHOLD_CHARS in total) in a worker thread, so that a
+ * later inspectText on the same list returns at once. Returns undefined (nothing to wait for) for
+ * smaller lists, which inspectText handles synchronously. If the worker fails, nothing is stored and
+ * inspectText inspects synchronously (same result, on the event loop).
+ */
+export function prepareInspection(texts: InspectableText[]): Promise<void> | undefined {
+  if (!Array.isArray(texts) || totalChars(texts) <= OFFLOAD_THRESHOLD_CHARS || prepared.has(texts)) return undefined;
+  const items = [...texts];
+  return inspectInWorker(items).then(
+    (ruleIds) => {
+      prepared.set(texts, { items, texts: items.map(textOf), ruleIds });
+    },
+    () => undefined,
+  );
+}
+
+/** Runs every enabled detector over all inspectable text (normalised, and with embedded encodings decoded). */
+export function inspectText(texts: InspectableText[], opts: FirewallOptions = {}): FirewallResult {
+  const p = prepared.get(texts);
+  if (p && p.items.length === texts.length && p.items.every((item, i) => item === texts[i] && p.texts[i] === textOf(item))) return resultFor(p.ruleIds, opts);
+  return resultFor(inspectAllDetectors(texts, opts), opts);
+}
+
+/** inspectText, in a worker thread for large texts (see prepareInspection). */
+export async function inspectTextAsync(texts: InspectableText[], opts: FirewallOptions = {}): Promise<FirewallResult> {
+  const p = prepareInspection(texts);
+  if (p) await p;
+  return inspectText(texts, opts);
 }
