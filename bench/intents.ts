@@ -49,7 +49,7 @@ async function main(): Promise<void> {
   const log = (m: string) => process.stdout.write(`${m}\n`);
   const dataDir = path.resolve(__dirname, '..', '.data');
   fs.mkdirSync(dataDir, { recursive: true });
-  const cli = ensureTemporalCli(log);
+  const cli = await ensureTemporalCli(log);
   const serverUrl = await ensurePostgres(dataDir, log);
   const database = `tollgate_bench_${Date.now()}`;
   await createDatabaseIfMissing(serverUrl, database);

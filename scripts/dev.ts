@@ -83,7 +83,8 @@ async function shutdown(code: number): Promise<never> {
 
 async function main(): Promise<void> {
   fs.mkdirSync(dataDir, { recursive: true });
-  const cli = ensureTemporalCli(log);
+  // A Temporal server already listening (e.g. `temporal server start-dev` run by hand) needs no CLI here.
+  const cli = (await portOpen(TEMPORAL_PORT)) ? null : await ensureTemporalCli(log);
   const serverUrl = await ensurePostgres(dataDir, log);
   const databaseUrl = process.env.DATABASE_URL && serverUrl === process.env.DATABASE_URL ? serverUrl : withDatabase(serverUrl, 'tollgate_dev');
   if (databaseUrl !== process.env.DATABASE_URL) await createDatabaseIfMissing(serverUrl, 'tollgate_dev');
@@ -95,7 +96,7 @@ async function main(): Promise<void> {
     log(`[tollgate] port ${TEMPORAL_PORT} is in use: assuming a Temporal server is already running there`);
   } else {
     temporal = await startTemporalDevServer({
-      cli,
+      cli: cli ?? (await ensureTemporalCli(log)),
       port: TEMPORAL_PORT,
       uiPort: TEMPORAL_UI_PORT,
       dbFile: path.join(dataDir, 'temporal.db'),

@@ -44,7 +44,7 @@ export async function startStack(opts: {
   const { teardown, log } = opts;
   const dataDir = path.join(ROOT, '.data');
   fs.mkdirSync(dataDir, { recursive: true });
-  const cli = ensureTemporalCli(log);
+  const cli = await ensureTemporalCli(log);
   const serverUrl = await ensurePostgres(dataDir, log);
   const database = `tollgate_bench_${opts.name}_${Date.now()}`;
   await createDatabaseIfMissing(serverUrl, database);

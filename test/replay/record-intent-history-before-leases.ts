@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   fs.writeFileSync(path.join(dir, 'workflows/index.ts'), "export { intentWorkflow } from './intent';\n");
   const { code } = await bundleWorkflowCode({ workflowsPath: path.join(dir, 'workflows/index.ts') });
 
-  const cli = ensureTemporalCli((m) => process.stdout.write(`${m}\n`));
+  const cli = await ensureTemporalCli((m) => process.stdout.write(`${m}\n`));
   const temporal = await startTemporalDevServer({ cli, port: await freePort(), logFile: fs.createWriteStream(path.join(dir, 'temporal.log')) });
   try {
     const taskQueue = 'record-before-leases';

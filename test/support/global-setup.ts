@@ -16,7 +16,7 @@ export default async function globalSetup(): Promise<void> {
   const log = (msg: string) => process.stdout.write(`${msg}\n`);
   const dataDir = path.resolve(__dirname, '..', '..', '.data');
   fs.mkdirSync(dataDir, { recursive: true });
-  const cli = ensureTemporalCli(log);
+  const cli = await ensureTemporalCli(log);
   const serverUrl = await ensurePostgres(dataDir, log);
   const database = `tollgate_test_${Date.now()}_${process.pid}`;
   await createDatabaseIfMissing(serverUrl, database);
