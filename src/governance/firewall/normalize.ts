@@ -252,7 +252,6 @@ function printable(s: string): boolean {
   return ok / s.length > 0.9 && /[a-z]{3,}/i.test(s) && /\s/.test(s);
 }
 
-const URL_ENC = /%[0-9A-Fa-f]{2}/;
 /** Limit on decoded views per text, so a hostile input of many short spans stays cheap. */
 const MAX_DECODED = 16;
 
@@ -266,21 +265,13 @@ const MAX_DECODED = 16;
  * (every maximal run of ≥ 16 hex digits, cut to an even length).
  */
 export function decodedViews(base: string): string[] {
-  const out: string[] = [];
-  if (URL_ENC.test(base)) {
-    const d = base.replace(/(?:%[0-9A-Fa-f]{2})+/g, (m) => {
-      try {
-        return decodeURIComponent(m);
-      } catch {
-        return m;
-      }
-    });
-    if (d !== base) out.push(d.replace(/\+/g, ' '));
-  }
-  // One scan: base64 runs are decoded as they are found; hex runs (hex digits are base64 characters,
-  // so they lie inside base64 runs) are noted and decoded after all base64 spans, as before.
+  // One scan finds the base64 runs, the hex runs (hex digits are base64 characters, so they lie
+  // inside base64 runs) and whether there is a URL escape (%XX); the views are then made in the
+  // previous order: URL-decoded text, base64 spans, hex spans, at most MAX_DECODED in all.
   const n = base.length;
+  const b64: number[] = [];
   const hex: number[] = [];
+  let urlEscape = false;
   let b64Start = -1;
   let hexStart = -1;
   let upper = false;
@@ -301,16 +292,35 @@ export function decodedViews(base: string): string[] {
       continue;
     }
     if (b64Start >= 0) {
-      if (i - b64Start >= 16 && upper && lower && out.length < MAX_DECODED) {
+      if (i - b64Start >= 16 && upper && lower) {
         let e = i;
         if (e < n && c === 61) e += e + 1 < n && base.charCodeAt(e + 1) === 61 ? 2 : 1;
-        const d = Buffer.from(base.slice(b64Start, e).replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('utf8');
-        if (printable(d)) out.push(d);
+        b64.push(b64Start, e);
       }
       b64Start = -1;
       upper = false;
       lower = false;
     }
+    if (c === 37 && !urlEscape && i + 2 < n) {
+      const c1 = base.charCodeAt(i + 1);
+      const c2 = base.charCodeAt(i + 2);
+      urlEscape = c1 < 128 && c2 < 128 && (CLASS[c1] & C_HEX) !== 0 && (CLASS[c2] & C_HEX) !== 0;
+    }
+  }
+  const out: string[] = [];
+  if (urlEscape) {
+    const d = base.replace(/(?:%[0-9A-Fa-f]{2})+/g, (m) => {
+      try {
+        return decodeURIComponent(m);
+      } catch {
+        return m;
+      }
+    });
+    if (d !== base) out.push(d.replace(/\+/g, ' '));
+  }
+  for (let j = 0; j < b64.length && out.length < MAX_DECODED; j += 2) {
+    const d = Buffer.from(base.slice(b64[j], b64[j + 1]).replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('utf8');
+    if (printable(d)) out.push(d);
   }
   for (let j = 0; j < hex.length && out.length < MAX_DECODED; j += 2) {
     const d = Buffer.from(base.slice(hex[j], hex[j + 1]), 'hex').toString('utf8');
