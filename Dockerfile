@@ -1,0 +1,45 @@
+# syntax=docker/dockerfile:1
+# Tollgate image: API, worker or both (TOLLGATE_ROLE), plus the provider emulator for development.
+# Node 22 is a supported LTS line (Node 20 left support in April 2026); the code still runs on 20.
+
+ARG NODE_IMAGE=node:22-bookworm-slim
+
+# --- build: every dependency, TypeScript build and the prebuilt workflow bundle ------------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY workflows ./workflows
+COPY activities ./activities
+COPY scripts ./scripts
+# dist/src/main.js, dist/src/emulator/main.js, dist/src/cli/index.js and dist/workflow-bundle.js
+RUN npm run build \
+ && cp -r src/db/migrations dist/src/db/migrations
+
+# --- production dependencies only -----------------------------------------------------------------
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+# --- runtime --------------------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080 \
+    TEMPORAL_WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js
+WORKDIR /app
+COPY --from=deps --chown=root:root /app/node_modules ./node_modules
+COPY --from=build --chown=root:root /app/dist ./dist
+COPY package.json ./
+# The image's files stay root-owned and read-only to the process, which runs as `node` (uid 1000).
+USER node
+EXPOSE 8080
+# No curl in the slim image: Node's fetch against the readiness route. The worker role has no HTTP
+# listener; compose disables the check for it.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=5 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/v1/public/status/summary').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["node"]
+CMD ["dist/src/main.js"]
