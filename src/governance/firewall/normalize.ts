@@ -44,10 +44,19 @@ const SEGMENT_GAP = 64;
  */
 export function baseView(raw: string): string {
   if (!NON_ASCII.test(raw)) return raw;
-  let out = '';
+  // Pieces of the result; segments that normalise to themselves (curly quotes, dashes, ...) are
+  // not copied, and a text where every segment does is returned as is (no new string to flatten).
+  const parts: string[] = [];
   let done = 0;
   let segStart = -1;
   let segEnd = -1;
+  const flush = () => {
+    const seg = raw.slice(segStart, segEnd);
+    const norm = baseSegment(seg);
+    if (norm === seg) return;
+    parts.push(raw.slice(done, segStart), norm);
+    done = segEnd;
+  };
   NON_ASCII_RUNS.lastIndex = 0;
   for (let m = NON_ASCII_RUNS.exec(raw); m; m = NON_ASCII_RUNS.exec(raw)) {
     const s = m.index > 0 ? m.index - 1 : 0;
@@ -56,18 +65,14 @@ export function baseView(raw: string): string {
       segEnd = e;
       continue;
     }
-    if (segStart >= 0) {
-      out += raw.slice(done, segStart) + baseSegment(raw.slice(segStart, segEnd));
-      done = segEnd;
-    }
+    if (segStart >= 0) flush();
     segStart = s;
     segEnd = e;
   }
-  if (segStart >= 0) {
-    out += raw.slice(done, segStart) + baseSegment(raw.slice(segStart, segEnd));
-    done = segEnd;
-  }
-  return out + raw.slice(done);
+  if (segStart >= 0) flush();
+  if (done === 0) return raw;
+  parts.push(raw.slice(done));
+  return parts.join('');
 }
 
 /** Leetspeak characters (char code → letter); '2' and '6' are leet characters left unchanged. */
