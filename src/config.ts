@@ -56,6 +56,8 @@ const baseEnvSchema = z.object({
   PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(1).default(120000),
   /** How the record of an in-process call commits: `async` skips the WAL flush wait (docs/decisions.md, "Recording commit"). */
   RECORD_COMMIT: z.enum(['sync', 'async']).default('async'),
+  /** How calls joined to a workflow intent are reserved: `coalesced` Updates, or `leased` call blocks (docs/decisions.md, "Call leases"). */
+  INTENT_RESERVATIONS: z.enum(['coalesced', 'leased']).default('coalesced'),
   /** Async jobs (docs/decisions.md, "Jobs"): per-project processing limit and the retry policy of upstream failures. */
   JOBS_MAX_PROCESSING_PER_PROJECT: z.coerce.number().int().min(1).max(10_000).default(16),
   JOBS_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(4),
@@ -120,6 +122,7 @@ export interface Config {
   metricsToken?: string;
   providerTimeouts: { connectMs: number; totalMs: number };
   recordCommit: 'sync' | 'async';
+  intentReservations: 'coalesced' | 'leased';
   providers: Record<ProviderId, ProviderEndpoint>;
   jobs: {
     maxProcessingPerProject: number;
@@ -190,6 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: e.METRICS_TOKEN,
     providerTimeouts: { connectMs: e.PROVIDER_CONNECT_TIMEOUT_MS, totalMs: e.PROVIDER_TIMEOUT_MS },
     recordCommit: e.RECORD_COMMIT,
+    intentReservations: e.INTENT_RESERVATIONS,
     providers,
     jobs: {
       maxProcessingPerProject: e.JOBS_MAX_PROCESSING_PER_PROJECT,
