@@ -240,8 +240,12 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     // Two slow jobs take the project's two slots; the third waits queued.
     const slow: string[] = [];
     for (let i = 0; i < 2; i++) slow.push((await submit(p, { operation: 'generate.text', messages: say(`[[emulator:latency_ms=8000]] slow ${i}`), routing: { provider: 'anthropic' } })).json.id);
+    // Both slots taken before the third is submitted (workflows need not start in submission order).
+    await waitUntil(async () => {
+      const states = await Promise.all(slow.map(async (id) => (await call('GET', `/v1/jobs/${id}`, { key: p.clientKey })).json.status));
+      return states.every((s) => s === 'processing');
+    });
     const queued = (await submit(p, { operation: 'generate.text', messages: say('waits') })).json.id;
-    await waitUntil(async () => (await call('GET', `/v1/jobs/${slow[1]}`, { key: p.clientKey })).json.status === 'processing');
     expect((await call('GET', `/v1/jobs/${queued}`, { key: p.clientKey })).json.status).toBe('queued');
 
     const c1 = await call('POST', `/v1/jobs/${queued}/cancel`, { key: p.clientKey });
