@@ -20,6 +20,7 @@ import { registerWebhookRoutes } from './routes/webhooks';
 import { registerGovernanceEventRoutes } from './routes/governance-events';
 import { registerIntegrityRoutes } from './routes/integrity';
 import { registerComplianceRoutes } from './routes/compliance';
+import { registerOpenApiRoutes } from './openapi';
 
 /** Route families, each in src/api/routes/<family>.ts. */
 const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [registerStatusRoutes, registerProjectRoutes, registerPolicyRoutes, registerWorkflowRoutes, registerExecutionRoutes, registerTimelineRoutes, registerPermitRoutes, registerProxyRoutes, registerPoliciesRoutes, registerJobRoutes, registerWebhookRoutes, registerGovernanceEventRoutes, registerIntegrityRoutes, registerComplianceRoutes];
@@ -29,6 +30,7 @@ export function createApp(deps: ApiDeps): Koa {
   app.proxy = true;
   const router = new Router();
   for (const register of ROUTE_FAMILIES) register(router, deps);
+  registerOpenApiRoutes(router); // GET /v1/openapi.json and /docs (src/api/openapi.ts)
 
   app.use(requestId());
   app.use(observe(deps.logger, createHttpMetrics(deps.metrics)));

@@ -14,7 +14,7 @@ const LIST_LIMIT_MAX = 100;
 /** Longest window one export covers. */
 const MAX_WINDOW_DAYS = 366;
 
-const createSchema = z
+export const createSchema = z
   .object({
     window: z.object({ since: z.iso.datetime({ offset: true }), until: z.iso.datetime({ offset: true }) }).strict(),
     include: z.array(z.enum(EXPORT_PARTS)).min(1).max(EXPORT_PARTS.length).default([...EXPORT_PARTS]),
@@ -23,7 +23,7 @@ const createSchema = z
   .refine((b) => Date.parse(b.window.since) < Date.parse(b.window.until), { message: 'window.since must be before window.until', path: ['window', 'until'] })
   .refine((b) => Date.parse(b.window.until) - Date.parse(b.window.since) <= MAX_WINDOW_DAYS * 86_400_000, { message: `a window covers at most ${MAX_WINDOW_DAYS} days`, path: ['window'] });
 
-const listSchema = z
+export const listSchema = z
   .object({
     status: z.enum(['queued', 'running', 'completed', 'failed']).optional(),
     limit: z.coerce.number().int().min(1).max(LIST_LIMIT_MAX).default(LIST_LIMIT_DEFAULT),

@@ -24,7 +24,7 @@ const eventTypes = z
   .transform((s) => s.split(',').map((t) => t.trim()).filter(Boolean))
   .pipe(z.array(z.string().min(1).max(100)).min(1).max(50));
 
-const listSchema = z
+export const listSchema = z
   .object({
     event_type: eventTypes.optional(),
     since: z.iso.datetime({ offset: true }).optional(),
@@ -37,7 +37,7 @@ const listSchema = z
   })
   .strict();
 
-const streamSchema = z
+export const streamSchema = z
   .object({
     event_type: eventTypes.optional(),
     /** Start after this position (what Last-Event-ID carries); without either, the stream starts at the current head. */

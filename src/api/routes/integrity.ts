@@ -27,11 +27,11 @@ function checkpointView(c: CheckpointRow) {
 }
 
 const size = z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
-const inclusionSchema = z
+export const inclusionSchema = z
   .object({ event_id: z.string().min(1).max(200).optional(), position: size.optional(), tree_size: size.optional() })
   .strict()
   .refine((q) => (q.event_id === undefined) !== (q.position === undefined), { message: 'pass exactly one of event_id and position' });
-const consistencySchema = z.object({ first: size, second: size.optional() }).strict();
+export const consistencySchema = z.object({ first: size, second: size.optional() }).strict();
 
 /**
  * Public verification keys and the project's signed log: checkpoints, inclusion and consistency

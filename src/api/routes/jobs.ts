@@ -11,14 +11,14 @@ import { cancelJob, readJob, submitJob, type JobServiceDeps } from '../../jobs/s
 import { jobView } from '../../jobs/view';
 
 /** `metadata`: a string map (at most 50 keys of 1–64 characters, values up to 512). */
-const metadataSchema = z
+export const metadataSchema = z
   .record(z.string().min(1).max(64), z.string().max(512))
   .refine((m) => Object.keys(m).length <= 50, { message: 'metadata takes at most 50 keys' });
 
 const LIST_LIMIT_DEFAULT = 20;
 const LIST_LIMIT_MAX = 100;
 
-const listSchema = z
+export const listSchema = z
   .object({
     status: z.enum(JOB_STATUSES).optional(),
     operation: z.string().min(1).max(100).optional(),

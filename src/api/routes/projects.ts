@@ -6,7 +6,7 @@ import { authenticate, authOf } from '../middleware/auth';
 import { findProject } from '../../db/repositories/projects';
 import { createApiKey, listApiKeys, revokeApiKey, ApiKeyRecord } from '../../db/repositories/api-keys';
 
-const createKeySchema = z
+export const createKeySchema = z
   .object({
     scope: z.enum(['client', 'admin']),
     name: z.string().min(1).max(200).optional(),

@@ -18,7 +18,7 @@ import {
 } from '../../webhooks/service';
 
 const eventTypes = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1).max(WEBHOOK_EVENT_TYPES.length * 2);
-const createSchema = z
+export const createSchema = z
   .object({
     url: z.string().min(1).max(2048),
     event_types: eventTypes,
@@ -26,7 +26,7 @@ const createSchema = z
     enabled: z.boolean().optional(),
   })
   .strict();
-const patchSchema = z
+export const patchSchema = z
   .object({
     url: z.string().min(1).max(2048).optional(),
     event_types: eventTypes.optional(),
@@ -34,7 +34,7 @@ const patchSchema = z
     enabled: z.boolean().optional(),
   })
   .strict();
-const pageSchema = z
+export const pageSchema = z
   .object({
     limit: z.coerce.number().int().min(1).max(100).default(20),
     cursor: z.string().min(1).max(500).optional(),

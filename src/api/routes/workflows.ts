@@ -34,7 +34,7 @@ const intentSchema = z
     message: 'At least one of expected_calls or max_calls is required',
   });
 
-const declareSchema = z
+export const declareSchema = z
   .object({
     workflow_id: z.string().regex(WORKFLOW_ID_PATTERN, 'workflow_id must be 1 to 255 characters of [A-Za-z0-9_-]'),
     intent: intentSchema,
@@ -42,7 +42,7 @@ const declareSchema = z
   })
   .strict();
 
-const amendSchema = z
+export const amendSchema = z
   .object({
     if_match_version: z.number().int().min(1),
     new_expected_calls: count.optional(),
@@ -54,9 +54,9 @@ const amendSchema = z
     message: 'At least one of new_expected_calls or new_max_calls is required',
   });
 
-const completeSchema = z.object({ reason_provided: z.string().max(2000).optional() }).strict();
+export const completeSchema = z.object({ reason_provided: z.string().max(2000).optional() }).strict();
 
-const listSchema = z
+export const listSchema = z
   .object({
     status: z.enum(INTENT_STATUSES as [string, ...string[]]).optional(),
     created_at_gte: z.iso.datetime({ offset: true }).optional(),
