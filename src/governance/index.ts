@@ -47,6 +47,8 @@ export interface EvaluateOptions {
   idempotencyKey?: string | null;
   /** Stored in permits.metadata (not evaluated). */
   permitMetadata?: Record<string, unknown>;
+  /** Added to the decision's `metadata` (e.g. where a permit's estimate came from); not evaluated. */
+  decisionMetadata?: Record<string, unknown>;
   /**
    * Written in the same statement as an allow (and only with one): the governed-call pipeline's
    * dispatch-start events and in-flight row, so the allow path costs one round trip before dispatch.
@@ -211,7 +213,7 @@ function permitEvents(req: GovernanceRequest, p: Pick<PermitRecord, 'id' | 'expi
 function permitWrite(req: GovernanceRequest, opts: EvaluateOptions, permitId: string, o: Outcome, ctx: EvalContext, now: Date) {
   const ttl = o.decision === 'allow' ? (opts.ttlSeconds ?? DEFAULT_ALLOW_TTL_SECONDS) : o.decision === 'review' ? (opts.ttlSeconds ?? DEFAULT_REVIEW_TTL_SECONDS) : null;
   const expiresAt = ttl !== null ? new Date(now.getTime() + ttl * 1000) : null;
-  const decision = decisionFromOutcome(o, permitId, now, expiresAt, { policy_version: ctx.policyVersion });
+  const decision = decisionFromOutcome(o, permitId, now, expiresAt, { ...(opts.decisionMetadata ?? {}), policy_version: ctx.policyVersion });
   const allow = o.decision === 'allow';
   const cost = allow ? (req.estimatedCostMicros ?? 0) : 0;
   const periodKeys = PERIOD_KINDS.map((k) => ({ kind: k, start: ctx.periods[k].start }));
@@ -275,7 +277,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
       const now = clock.now();
       const ctx = await loadContext(db, req.projectId, now);
       const o = decide(ctx, req);
-      return decisionFromOutcome(o, permitId, now, null, { dry_run: true, policy_version: ctx.policyVersion });
+      return decisionFromOutcome(o, permitId, now, null, { ...(opts.decisionMetadata ?? {}), dry_run: true, policy_version: ctx.policyVersion });
     }
     // Optimistic path: decide without locking, then apply an allow with one statement that takes
     // the lock, re-checks plan, policy version and every counter against the allow's bounds and

@@ -28,13 +28,7 @@ export const permitRequestSchema = z
   })
   .strict()
   .superRefine((b, ctx) => {
-    if (b.estimated_cost_usd_micros === undefined && b.estimated_input_tokens === undefined && b.estimated_output_tokens === undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: [],
-        message: 'give estimated_input_tokens / estimated_output_tokens or estimated_cost_usd_micros',
-      });
-    }
+    // No estimate at all is allowed: the service derives one from defaults (docs/decisions.md, "Permits without an estimate").
     if (b.metadata && Object.keys(b.metadata).length > 50) ctx.addIssue({ code: 'custom', path: ['metadata'], message: 'at most 50 keys' });
   });
 export type PermitRequest = z.infer<typeof permitRequestSchema>;

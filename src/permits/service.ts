@@ -32,7 +32,7 @@ import {
 } from '../db/repositories/permit-first';
 import { DEFAULT_ALLOW_TTL_SECONDS, Governance, GovernanceRequest } from '../governance';
 import { currentPeriods, PERIOD_KINDS } from '../governance/periods';
-import { pricing } from '../pricing';
+import { DEFAULT_AUDIO_SECONDS_ESTIMATE, DEFAULT_OUTPUT_TOKENS_ESTIMATE, pricing } from '../pricing';
 import { makeUsage } from '../providers/shared/usage';
 import type { ProviderId } from '../providers/types';
 import type { AuthContext } from '../auth-context';
@@ -79,11 +79,36 @@ export function createPermitService(deps: { db: Db; clock: Clock; governance: Go
     return t;
   }
 
-  function governanceRequest(projectId: string, requestId: string, b: PermitRequest): GovernanceRequest {
+  /**
+   * The request's estimate: the caller's, or — when it gives none of the three estimate fields —
+   * a default: no input tokens, DEFAULT_OUTPUT_TOKENS_ESTIMATE output tokens for operations that
+   * produce text, one image for generate.image, DEFAULT_AUDIO_SECONDS_ESTIMATE for OpenAI
+   * transcription. `decisionMetadata` says so in the decision (docs/decisions.md, "Permits without
+   * an estimate").
+   */
+  function estimateOf(b: PermitRequest, provider: ProviderId, model: string) {
+    const given = b.estimated_cost_usd_micros !== undefined || b.estimated_input_tokens !== undefined || b.estimated_output_tokens !== undefined;
+    if (given) {
+      const input = b.estimated_input_tokens ?? 0;
+      const output = b.estimated_output_tokens ?? 0;
+      const cost = b.estimated_cost_usd_micros ?? pricing.costMicros(provider, model, makeUsage({ input_tokens: input, output_tokens: output }, true));
+      return { input, output, cost, decisionMetadata: undefined };
+    }
+    const op = b.operation;
+    const producesText = op === 'generate.text' || op === 'understand.image' || (op === 'transcribe.audio' && provider === 'google');
+    const output = producesText ? DEFAULT_OUTPUT_TOKENS_ESTIMATE : 0;
+    const images = op === 'generate.image' ? 1 : undefined;
+    const audioSeconds = op === 'transcribe.audio' && provider === 'openai' ? DEFAULT_AUDIO_SECONDS_ESTIMATE : undefined;
+    const cost = pricing.costMicros(provider, model, makeUsage({ input_tokens: 0, output_tokens: output, images, audio_seconds: audioSeconds }, true));
+    const basis: Record<string, number> = { input_tokens: 0, output_tokens: output };
+    if (images !== undefined) basis.images = images;
+    if (audioSeconds !== undefined) basis.audio_seconds = audioSeconds;
+    return { input: 0, output, cost, decisionMetadata: { estimate_source: 'default', estimate_basis: basis } };
+  }
+
+  function governanceRequest(projectId: string, requestId: string, b: PermitRequest): GovernanceRequest & { decisionMetadata?: Record<string, unknown> } {
     const { provider, model } = resolveTarget(b);
-    const input = b.estimated_input_tokens ?? 0;
-    const output = b.estimated_output_tokens ?? 0;
-    const cost = b.estimated_cost_usd_micros ?? pricing.costMicros(provider, model, makeUsage({ input_tokens: input, output_tokens: output }, true));
+    const e = estimateOf(b, provider, model);
     return {
       projectId,
       requestId,
@@ -91,12 +116,13 @@ export function createPermitService(deps: { db: Db; clock: Clock; governance: Go
       operation: b.operation,
       provider,
       model,
-      estimatedInputTokens: input,
-      estimatedOutputTokens: output,
-      estimatedCostMicros: cost,
+      estimatedInputTokens: e.input,
+      estimatedOutputTokens: e.output,
+      estimatedCostMicros: e.cost,
       workflowId: b.workflow_id ?? null,
       metadata: { ...(b.metadata ?? {}), ...(b.route ? { route: b.route } : {}) },
       // No inspectableText: permit-first mode never runs the prompt firewall.
+      ...(e.decisionMetadata ? { decisionMetadata: e.decisionMetadata } : {}),
     };
   }
 
@@ -142,6 +168,7 @@ export function createPermitService(deps: { db: Db; clock: Clock; governance: Go
         const d = await governance.evaluate(req, {
           persist: true,
           ttlSeconds: b.ttl_seconds,
+          decisionMetadata: req.decisionMetadata,
           idempotencyKey: key,
           permitMetadata: { idempotency_key: key, request_hash: hash, requested_route: requestedRoute, key_id: auth.keyId },
         });
@@ -157,6 +184,7 @@ export function createPermitService(deps: { db: Db; clock: Clock; governance: Go
       const d = await governance.evaluate(req, {
         persist: true,
         ttlSeconds: b.ttl_seconds,
+        decisionMetadata: req.decisionMetadata,
         parentPermitId: head.id,
         idempotencyKey: null, // the unique column stays on the key's first permit
         permitMetadata: {
@@ -176,7 +204,7 @@ export function createPermitService(deps: { db: Db; clock: Clock; governance: Go
   async function dryRun(auth: AuthContext, b: PermitRequest) {
     ownProject(auth, b.project_id);
     const req = governanceRequest(auth.projectId, newId('req'), b);
-    const d = await governance.evaluate(req, { persist: false, ttlSeconds: b.ttl_seconds });
+    const d = await governance.evaluate(req, { persist: false, ttlSeconds: b.ttl_seconds, decisionMetadata: req.decisionMetadata });
     return {
       object: 'permit_dry_run',
       dry_run: true,

@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { startTestTollgate, createTestProject, http, TestProject } from '../../support/tollgate';
 import { countProjectRows } from '../../../src/db/repositories/permit-first';
 import { verifyEventChain } from '../../../src/db/repositories/events';
+import { DEFAULT_OUTPUT_TOKENS_ESTIMATE, pricing } from '../../../src/pricing';
+import { makeUsage } from '../../../src/providers/shared/usage';
 
 describe('permit-first API', () => {
   let tg: Awaited<ReturnType<typeof startTestTollgate>>;
@@ -125,9 +127,34 @@ describe('permit-first API', () => {
       const bad = await call('POST', '/v1/permits', { key: p.clientKey, body: { project_id: p.project.id, estimated_input_tokens: -1, bogus: 1 } });
       expect(bad.status).toBe(400);
       expect(bad.json.error.code).toBe('validation_error');
-      const noEstimate = await call('POST', '/v1/permits', { key: p.clientKey, body: { project_id: p.project.id } });
-      expect(noEstimate.status).toBe(400);
       expect((await call('POST', '/v1/permits', { body: permitBody(p) })).status).toBe(401);
+    });
+
+    it('without an estimate: derived from defaults, and the decision says so', async () => {
+      const p = await project();
+      const body = { project_id: p.project.id, operation: 'generate.text', provider: 'openai', model: 'gpt-4o-mini' };
+      const expectedCost = pricing.costMicros('openai', 'gpt-4o-mini', makeUsage({ input_tokens: 0, output_tokens: DEFAULT_OUTPUT_TOKENS_ESTIMATE }, true));
+      expect(expectedCost).toBeGreaterThan(0);
+      const res = await call('POST', '/v1/permits', { key: p.clientKey, body });
+      expect(res.status).toBe(200);
+      expect(res.json).toMatchObject({
+        decision: 'allow',
+        estimate: { input_tokens: 0, output_tokens: DEFAULT_OUTPUT_TOKENS_ESTIMATE, cost_usd_micros: expectedCost },
+        reservation: { state: 'active', reserved_cost_usd_micros: expectedCost },
+        metadata: { estimate_source: 'default', estimate_basis: { input_tokens: 0, output_tokens: DEFAULT_OUTPUT_TOKENS_ESTIMATE } },
+      });
+      // Recorded: the stored permit (GET) carries the same decision metadata.
+      const stored = await call('GET', `/v1/permits/${res.json.permit_id}`, { key: p.clientKey });
+      expect(stored.json.metadata).toMatchObject({ estimate_source: 'default', estimate_basis: { output_tokens: DEFAULT_OUTPUT_TOKENS_ESTIMATE } });
+      // The dry run derives the same estimate; a caller's estimate carries no estimate_source.
+      const dry = await call('POST', '/v1/permits/dry-run', { key: p.clientKey, body });
+      expect(dry.json).toMatchObject({ estimate: { output_tokens: DEFAULT_OUTPUT_TOKENS_ESTIMATE, cost_usd_micros: expectedCost }, metadata: { estimate_source: 'default' } });
+      const given = await issue(p);
+      expect(given.json.metadata.estimate_source).toBeUndefined();
+      // Only project_id: the operation's default model, estimated the same way.
+      const bare = await call('POST', '/v1/permits', { key: p.clientKey, body: { project_id: p.project.id } });
+      expect(bare.status).toBe(200);
+      expect(bare.json).toMatchObject({ operation: 'generate.text', estimate: { input_tokens: 0, output_tokens: DEFAULT_OUTPUT_TOKENS_ESTIMATE }, metadata: { estimate_source: 'default' } });
     });
 
     it('another project\'s permit is a 404', async () => {
