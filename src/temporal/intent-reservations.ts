@@ -83,8 +83,8 @@ export interface IntentReservationsOptions {
   /** Coalesced mode: most callers served by one Update (the rest wait for the next one). */
   maxBatch?: number;
   /**
-   * `leased` (default): calls are taken locally from a lease granted by the intent workflow.
-   * `coalesced`: every call waits for a coalesced `reserveCalls` Update (the previous behaviour).
+   * `leased`: calls are taken locally from a lease granted by the intent workflow (opt-in: docs/decisions.md).
+   * `coalesced` (default): every call waits for a coalesced `reserveCalls` Update.
    */
   mode?: 'leased' | 'coalesced';
   /** LISTENs for revocations (amend, complete, expiry, reclaim near the ceiling) on this database. Without it a revoked lease is returned at its renewal or deadline. */
@@ -110,7 +110,7 @@ const newLeaseId = () => `lse_${randomBytes(12).toString('base64url')}`;
 /**
  * Call reservations against workflow intents for one API process.
  *
- * Leased mode (default): the intent workflow — the only authority on max_calls — grants this
+ * Leased mode (opt-in, INTENT_RESERVATIONS=leased): the intent workflow — the only authority on max_calls — grants this
  * process a lease, a block of calls sized from the process's recent rate for the intent (only the
  * calls it is waiting for near the ceiling). Calls are taken from the lease locally without a
  * round trip; the lease is renewed in the background before it runs out, reports what was used,
@@ -139,7 +139,7 @@ export class IntentReservations {
 
   constructor(private readonly opts: IntentReservationsOptions) {
     this.maxBatch = opts.maxBatch ?? 1000;
-    this.mode = opts.mode ?? 'leased';
+    this.mode = opts.mode ?? 'coalesced';
     this.holder = (opts.holder ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`).slice(0, 120);
     if (this.mode === 'leased' && opts.databaseUrl) void this.listen(opts.databaseUrl);
   }

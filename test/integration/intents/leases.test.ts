@@ -26,7 +26,7 @@ describe('call leases on workflow intents', () => {
   afterAll(async () => tg?.close());
 
   const twoProcesses = async (): Promise<[IntentReservations, IntentReservations]> => {
-    const made = [0, 1].map((i) => new IntentReservations({ client: tg.temporal.client, db: tg.db, databaseUrl: tg.config.databaseUrl, holder: `process-${i}` }));
+    const made = [0, 1].map((i) => new IntentReservations({ client: tg.temporal.client, db: tg.db, databaseUrl: tg.config.databaseUrl, holder: `process-${i}`, mode: 'leased' }));
     clients.push(...made);
     await waitFor(async () => made.every((c) => c.listening), (ok) => ok, 10_000, 20);
     return [made[0], made[1]];
