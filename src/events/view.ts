@@ -1,5 +1,22 @@
 import type { EventRecord } from '../db/repositories/events';
 
+/** The spec's timeline event: persisted columns only. */
+export function timelineEventView(e: EventRecord) {
+  return {
+    timestamp: new Date(e.timestamp).toISOString(),
+    event_type: e.event_type,
+    source: e.source,
+    phase: e.phase,
+    provider: e.provider,
+    model: e.model,
+    permit_id: e.permit_id,
+    request_id: e.request_id,
+    job_id: e.job_id,
+    session_id: e.session_id,
+    metadata: e.metadata ?? {},
+  };
+}
+
 /**
  * A governance event as the API shows it (docs/decisions.md, "Governance events"): the persisted
  * columns, the event's id and its place in the project's log. `position` is the chain position
@@ -12,17 +29,7 @@ export function governanceEventView(e: EventRecord) {
     id: e.id,
     object: 'governance_event' as const,
     position,
-    timestamp: new Date(e.timestamp).toISOString(),
-    event_type: e.event_type,
-    source: e.source,
-    phase: e.phase,
-    provider: e.provider,
-    model: e.model,
-    permit_id: e.permit_id,
-    request_id: e.request_id,
-    job_id: e.job_id,
-    session_id: e.session_id,
-    metadata: e.metadata ?? {},
+    ...timelineEventView(e),
     chain: position === null ? null : { seq: Number(e.seq), prev_hash: e.prev_hash, hash: e.hash },
   };
 }

@@ -1,6 +1,6 @@
 import type { EventRecord } from '../db/repositories/events';
 import type { PermitDecision } from '../governance/types';
-import { timelineEventView } from '../api/event-view';
+import { timelineEventView } from '../events/view';
 import type { PermitRecord } from '../db/repositories/permits';
 import type { AttestationRecord, EvidenceRecord, UsageReportRecord } from '../db/repositories/permit-first';
 import { decisionFromPermit } from '../governance';

@@ -3,7 +3,7 @@ import { ApiDeps } from '../deps';
 import { errors } from '../errors';
 import { authenticate, authOf } from '../middleware/auth';
 import { listEventsByPermit, listEventsByRequest } from '../../db/repositories/events';
-import { timelineEventView as eventView } from '../event-view';
+import { timelineEventView as eventView } from '../../events/view';
 import { findPermit, listChildPermits, listPermitsByRequest, PermitRecord } from '../../db/repositories/permits';
 
 const distinct = (values: (string | null)[]) => [...new Set(values.filter((v): v is string => typeof v === 'string'))];
