@@ -7,6 +7,7 @@
 import type { Db } from '../db/pool';
 import { chainProjectEvents, projectsWithUnchainedEvents } from '../db/repositories/events';
 import type { Logger } from '../logger';
+import { startPeriodicRound } from './periodic';
 
 export interface EventChainer {
   /** Chains everything pending now (all projects), then resolves. */
@@ -16,8 +17,6 @@ export interface EventChainer {
 
 export function startEventChainer(deps: { db: Db; logger: Logger; intervalMs?: number }): EventChainer {
   const intervalMs = deps.intervalMs ?? 250;
-  let running: Promise<number> | null = null;
-  let closed = false;
 
   async function round(): Promise<number> {
     let total = 0;
@@ -31,27 +30,5 @@ export function startEventChainer(deps: { db: Db; logger: Logger; intervalMs?: n
     return total;
   }
 
-  const runOnce = (): Promise<number> => {
-    if (!running) {
-      running = round().finally(() => {
-        running = null;
-      });
-    }
-    return running;
-  };
-
-  const timer = setInterval(() => {
-    if (closed || running) return;
-    runOnce().catch((err) => deps.logger.warn({ err }, 'event chaining round failed; retried next round'));
-  }, intervalMs);
-  timer.unref?.();
-
-  return {
-    runOnce,
-    async close() {
-      closed = true;
-      clearInterval(timer);
-      await running?.catch(() => undefined);
-    },
-  };
+  return startPeriodicRound(round, { intervalMs, logger: deps.logger, failureMessage: 'event chaining round failed; retried next round' });
 }

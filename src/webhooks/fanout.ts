@@ -11,6 +11,7 @@ import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import { advanceWebhookCursor, enabledSubscriptions, fanOutProjectEvents, insertMessage, projectsWithSubscriptions } from '../db/repositories/webhooks';
 import type { Logger } from '../logger';
+import { startPeriodicRound } from '../events/periodic';
 import { SOURCE_EVENT_TYPES, webhookTypesOf } from './events';
 import { messageId, payloadOf, startDelivery } from './service';
 
@@ -30,8 +31,6 @@ export function startWebhookFanout(deps: {
   intervalMs?: number;
 }): WebhookFanout {
   const intervalMs = deps.intervalMs ?? 250;
-  let running: Promise<number> | null = null;
-  let closed = false;
 
   async function project(projectId: string): Promise<number> {
     const ids: string[] = [];
@@ -82,27 +81,5 @@ export function startWebhookFanout(deps: {
     return total;
   }
 
-  const runOnce = (): Promise<number> => {
-    if (!running) {
-      running = round().finally(() => {
-        running = null;
-      });
-    }
-    return running;
-  };
-
-  const timer = setInterval(() => {
-    if (closed || running) return;
-    runOnce().catch((err) => deps.logger.warn({ err }, 'webhook fan-out round failed; retried next round'));
-  }, intervalMs);
-  timer.unref?.();
-
-  return {
-    runOnce,
-    async close() {
-      closed = true;
-      clearInterval(timer);
-      await running?.catch(() => undefined);
-    },
-  };
+  return startPeriodicRound(round, { intervalMs, logger: deps.logger, failureMessage: 'webhook fan-out round failed; retried next round' });
 }
