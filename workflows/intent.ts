@@ -115,23 +115,23 @@ export async function intentWorkflow(input: IntentWorkflowInput): Promise<Intent
 
   /** Leases whose holder did not return them: consumed = allowed permits carrying the lease id. */
   const settle = async (ids: string[]) => {
-    const todo = ids.filter((id) => leases[id] && !settling.has(id));
+    const toSettle = ids.filter((id) => leases[id] && !settling.has(id));
     // Leases another handler (or the main loop) is settling right now: wait for that to finish.
     const elsewhere = ids.filter((id) => settling.has(id));
-    if (todo.length === 0) {
+    if (toSettle.length === 0) {
       if (elsewhere.length > 0) await condition(() => elsewhere.every((id) => !settling.has(id)));
       return;
     }
-    todo.forEach((id) => settling.add(id));
+    toSettle.forEach((id) => settling.add(id));
     try {
-      const counts = await acts.countLeasePermits({ projectId: state.projectId, workflowId: state.workflowId, leaseIds: todo });
-      for (const id of todo) {
+      const counts = await acts.countLeasePermits({ projectId: state.projectId, workflowId: state.workflowId, leaseIds: toSettle });
+      for (const id of toSettle) {
         if (!leases[id]) continue;
         report(id, counts[id] ?? 0);
         close(id);
       }
     } finally {
-      todo.forEach((id) => settling.delete(id));
+      toSettle.forEach((id) => settling.delete(id));
       leaseEpoch++;
     }
     if (elsewhere.length > 0) await condition(() => elsewhere.every((id) => !settling.has(id)));
