@@ -6,7 +6,9 @@
 import type { ProviderId } from '../config';
 import type { PricingCatalog } from '../pricing/types';
 import { Operation, supportsOperation } from '../providers/types';
+import { errors } from '../errors';
 import { ExecutionRequest, FALLBACK_PROVIDERS } from './schema';
+import type { ExecutionInput } from './types';
 
 export type RoutingReason = 'explicit_request' | 'default_model_for_provider' | 'provider_inferred_from_model' | 'operation_default';
 
@@ -79,4 +81,34 @@ export function planRouting(req: Pick<ExecutionRequest, 'operation' | 'routing' 
       .filter((t) => !(t.provider === primary.provider && t.model === primary.model));
   }
   return { requested_provider: rp, requested_model: rm, primary, fallback, reason_code: reason };
+}
+
+/**
+ * The provider-neutral request and the routing of an execution body (`POST /v1/executions`, and
+ * `POST /v1/jobs` for later): a routing the catalogue cannot satisfy is a 400 `invalid_routing`.
+ */
+export function planExecution(body: ExecutionRequest, pricing: PricingCatalog): Pick<ExecutionInput, 'request' | 'routing'> {
+  let plan: RoutingPlan;
+  try {
+    plan = planRouting(body, pricing);
+  } catch (err) {
+    if (err instanceof RoutingError) throw errors.validation([{ path: err.path, message: err.message, code: 'invalid_routing' }]);
+    throw err;
+  }
+  return {
+    request: {
+      operation: body.operation,
+      ...(body.messages ? { messages: body.messages } : {}),
+      ...(body.inputs ? { inputs: body.inputs } : {}),
+      ...(body.parameters ? { parameters: body.parameters } : {}),
+      ...(body.provider_options ? { providerOptions: body.provider_options } : {}),
+    },
+    routing: {
+      requested_provider: plan.requested_provider,
+      requested_model: plan.requested_model,
+      reason_code: plan.reason_code,
+      primary: plan.primary,
+      fallback: plan.fallback,
+    },
+  };
 }

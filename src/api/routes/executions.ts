@@ -5,7 +5,7 @@ import { ApiError, errors, parseOrThrow } from '../errors';
 import { authenticate, authOf } from '../middleware/auth';
 import { executionMetrics, findExecution } from '../../db/repositories/executions';
 import { ExecuteInputError, resolveExecuteTarget, translateExecuteInput } from '../../executions/execute-input';
-import { planRouting, RoutingError } from '../../executions/routing';
+import { planExecution } from '../../executions/routing';
 import { ExecuteRequest, executeRequestSchema, ExecutionRequest, executionRequestSchema } from '../../executions/schema';
 import { callerOf, runExecution, type PreparedExecution, type StreamSink } from '../../executions/service';
 import type { ParameterizedContext } from 'koa';
@@ -64,32 +64,7 @@ export function registerExecutionRoutes(router: Router, deps: ApiDeps): void {
     if (mode === 'stream' && !acceptsEventStream(ctx.get('accept'))) {
       throw new ApiError(406, 'not_acceptable', 'mode "stream" answers with Server-Sent Events; send "Accept: text/event-stream"');
     }
-    let plan;
-    try {
-      plan = planRouting(body, pricing);
-    } catch (err) {
-      if (err instanceof RoutingError) throw errors.validation([{ path: err.path, message: err.message, code: 'invalid_routing' }]);
-      throw err;
-    }
-    await execute(ctx, {
-      route: 'executions',
-      mode,
-      body,
-      request: {
-        operation: body.operation,
-        ...(body.messages ? { messages: body.messages } : {}),
-        ...(body.inputs ? { inputs: body.inputs } : {}),
-        ...(body.parameters ? { parameters: body.parameters } : {}),
-        ...(body.provider_options ? { providerOptions: body.provider_options } : {}),
-      },
-      routing: {
-        requested_provider: plan.requested_provider,
-        requested_model: plan.requested_model,
-        reason_code: plan.reason_code,
-        primary: plan.primary,
-        fallback: plan.fallback,
-      },
-    });
+    await execute(ctx, { route: 'executions', mode, body, ...planExecution(body, pricing) });
   });
 
   router.post('/v1/execute', anyKey, async (ctx) => {

@@ -2,9 +2,10 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { ApiDeps } from '../deps';
 import { errors, parseOrThrow, zodIssues } from '../errors';
+import { decodeCursor, encodeCursor } from '../cursor';
 import { authenticate, authOf } from '../middleware/auth';
 import { JOB_STATUSES, listJobs } from '../../db/repositories/jobs';
-import { planRouting, RoutingError } from '../../executions/routing';
+import { planExecution } from '../../executions/routing';
 import { ExecutionRequest, executionRequestSchema } from '../../executions/schema';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../executions/service';
 import { cancelJob, readJob, submitJob, type JobServiceDeps } from '../../jobs/service';
@@ -28,21 +29,6 @@ export const listSchema = z
     cursor: z.string().min(1).max(500).optional(),
   })
   .strict();
-
-/** Opaque cursor: base64url of `{"v":1,"id":<last job id>}` (ids are time-ordered). */
-function encodeCursor(id: string): string {
-  return Buffer.from(JSON.stringify({ v: 1, id })).toString('base64url');
-}
-
-function decodeCursor(cursor: string): string {
-  try {
-    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; id?: unknown } | null;
-    if (c?.v === 1 && typeof c.id === 'string' && c.id.startsWith('job_')) return c.id;
-  } catch {
-    /* fall through */
-  }
-  throw errors.validation([{ path: 'cursor', message: 'Invalid cursor; pass next_cursor from a previous page unchanged', code: 'invalid_cursor' }]);
-}
 
 export function registerJobRoutes(router: Router, deps: ApiDeps): void {
   const anyKey = authenticate(deps.keys);
@@ -71,30 +57,10 @@ export function registerJobRoutes(router: Router, deps: ApiDeps): void {
     if (key !== null && !IDEMPOTENCY_KEY_PATTERN.test(key)) {
       throw errors.validation([{ path: 'headers.idempotency-key', message: 'Idempotency-Key must be 1 to 255 visible ASCII characters', code: 'invalid_format' }]);
     }
-    let plan;
-    try {
-      plan = planRouting(body, deps.pricing);
-    } catch (err) {
-      if (err instanceof RoutingError) throw errors.validation([{ path: err.path, message: err.message, code: 'invalid_routing' }]);
-      throw err;
-    }
     const reply = await submitJob(svc, { projectId: auth.projectId, idempotencyKey: key }, {
       body: { ...body, metadata: meta.data },
       metadata: meta.data,
-      request: {
-        operation: body.operation,
-        ...(body.messages ? { messages: body.messages } : {}),
-        ...(body.inputs ? { inputs: body.inputs } : {}),
-        ...(body.parameters ? { parameters: body.parameters } : {}),
-        ...(body.provider_options ? { providerOptions: body.provider_options } : {}),
-      },
-      routing: {
-        requested_provider: plan.requested_provider,
-        requested_model: plan.requested_model,
-        reason_code: plan.reason_code,
-        primary: plan.primary,
-        fallback: plan.fallback,
-      },
+      ...planExecution(body, deps.pricing),
     });
     ctx.status = reply.status;
     for (const [k, v] of Object.entries(reply.headers)) ctx.set(k, v);
@@ -109,14 +75,14 @@ export function registerJobRoutes(router: Router, deps: ApiDeps): void {
       operation: q.operation,
       createdAtGte: q.created_at_gte ? new Date(q.created_at_gte) : undefined,
       createdAtLte: q.created_at_lte ? new Date(q.created_at_lte) : undefined,
-      beforeId: q.cursor ? decodeCursor(q.cursor) : undefined,
+      beforeId: q.cursor ? decodeCursor(q.cursor, ['id'], (c) => c.id.startsWith('job_')).id : undefined,
       limit: q.limit + 1,
     });
     const page = rows.slice(0, q.limit);
     ctx.body = {
       object: 'list',
       data: page.map(jobView),
-      next_cursor: rows.length > q.limit ? encodeCursor(page[page.length - 1].id) : null,
+      next_cursor: rows.length > q.limit ? encodeCursor({ id: page[page.length - 1].id }) : null,
     };
   });
 
