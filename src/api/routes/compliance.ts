@@ -3,6 +3,7 @@ import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
 import { ApiDeps } from '../deps';
 import { ApiError, errors, parseOrThrow } from '../errors';
+import { decodeCursor, encodeCursor } from '../cursor';
 import { authenticate, authOf } from '../middleware/auth';
 import type { AuthContext } from '../../auth-context';
 import { EXPORT_PARTS, findExport, listExports, readExportFiles } from '../../db/repositories/compliance-exports';
@@ -30,19 +31,6 @@ export const listSchema = z
     cursor: z.string().min(1).max(500).optional(),
   })
   .strict();
-
-function encodeCursor(id: string): string {
-  return Buffer.from(JSON.stringify({ v: 1, id })).toString('base64url');
-}
-function decodeCursor(cursor: string): string {
-  try {
-    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; id?: unknown } | null;
-    if (c?.v === 1 && typeof c.id === 'string' && c.id.startsWith('cexp_')) return c.id;
-  } catch {
-    /* fall through */
-  }
-  throw errors.validation([{ path: 'cursor', message: 'Invalid cursor; pass next_cursor from a previous page unchanged', code: 'invalid_cursor' }]);
-}
 
 /** Compliance exports require the Production or Enterprise plan (403 plan.upgrade_required). */
 function requireExportPlan(auth: AuthContext): void {
@@ -86,9 +74,9 @@ export function registerComplianceRoutes(router: Router, deps: ApiDeps): void {
   router.get('/v1/compliance/exports', admin, gated, async (ctx) => {
     const auth = authOf(ctx);
     const q = parseOrThrow(listSchema, ctx.query, 'query');
-    const rows = await listExports(deps.db, auth.projectId, { status: q.status, beforeId: q.cursor ? decodeCursor(q.cursor) : undefined, limit: q.limit + 1 });
+    const rows = await listExports(deps.db, auth.projectId, { status: q.status, beforeId: q.cursor ? decodeCursor(q.cursor, ['id'], (c) => c.id.startsWith('cexp_')).id : undefined, limit: q.limit + 1 });
     const page = rows.slice(0, q.limit);
-    ctx.body = { object: 'list', data: page.map(exportView), next_cursor: rows.length > q.limit ? encodeCursor(page[page.length - 1].id) : null };
+    ctx.body = { object: 'list', data: page.map(exportView), next_cursor: rows.length > q.limit ? encodeCursor({ id: page[page.length - 1].id }) : null };
   });
 
   router.get('/v1/compliance/exports/:export_id', admin, gated, async (ctx) => {

@@ -1,7 +1,8 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import { ApiDeps } from '../deps';
-import { errors, parseOrThrow } from '../errors';
+import { parseOrThrow } from '../errors';
+import { decodeCursor, encodeCursor } from '../cursor';
 import { authenticate, authOf } from '../middleware/auth';
 import { findAttempt } from '../../db/repositories/webhooks';
 import { WEBHOOK_EVENT_TYPES } from '../../webhooks/events';
@@ -41,19 +42,6 @@ export const pageSchema = z
   })
   .strict();
 
-function encode(c: Record<string, string>): string {
-  return Buffer.from(JSON.stringify({ v: 1, ...c })).toString('base64url');
-}
-function decode<K extends string>(cursor: string, keys: K[]): Record<K, string> {
-  try {
-    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Record<string, unknown> | null;
-    if (c?.v === 1 && keys.every((k) => typeof c[k] === 'string')) return c as Record<K, string>;
-  } catch {
-    /* fall through */
-  }
-  throw errors.validation([{ path: 'cursor', message: 'Invalid cursor; pass next_cursor from a previous page unchanged', code: 'invalid_cursor' }]);
-}
-
 /** Webhook subscriptions: admin-scoped (a subscription receives the project's job results). */
 export function registerWebhookRoutes(router: Router, deps: ApiDeps): void {
   const admin = authenticate(deps.keys, { scope: 'admin' });
@@ -73,8 +61,8 @@ export function registerWebhookRoutes(router: Router, deps: ApiDeps): void {
 
   router.get('/v1/webhooks', admin, async (ctx) => {
     const q = parseOrThrow(pageSchema, ctx.query, 'query');
-    const page = await listSubscriptionsPage(svc, authOf(ctx).projectId, { afterId: q.cursor ? decode(q.cursor, ['id']).id : undefined, limit: q.limit });
-    ctx.body = { object: 'list', data: page.data, next_cursor: page.nextAfter ? encode({ id: page.nextAfter }) : null };
+    const page = await listSubscriptionsPage(svc, authOf(ctx).projectId, { afterId: q.cursor ? decodeCursor(q.cursor, ['id']).id : undefined, limit: q.limit });
+    ctx.body = { object: 'list', data: page.data, next_cursor: page.nextAfter ? encodeCursor({ id: page.nextAfter }) : null };
   });
 
   router.get('/v1/webhooks/:subscription_id', admin, async (ctx) => {
@@ -93,9 +81,9 @@ export function registerWebhookRoutes(router: Router, deps: ApiDeps): void {
 
   router.get('/v1/webhooks/:subscription_id/deliveries', admin, async (ctx) => {
     const q = parseOrThrow(pageSchema, ctx.query, 'query');
-    const before = q.cursor ? decode(q.cursor, ['at', 'id']) : undefined;
+    const before = q.cursor ? decodeCursor(q.cursor, ['at', 'id']) : undefined;
     const page = await listDeliveries(svc, authOf(ctx).projectId, ctx.params.subscription_id, { before, limit: q.limit });
-    ctx.body = { object: 'list', data: page.data, next_cursor: page.next ? encode(page.next) : null };
+    ctx.body = { object: 'list', data: page.data, next_cursor: page.next ? encodeCursor(page.next) : null };
   });
 
   /** Sends a signed `webhook.test` event; answers with its first attempt once made (or 202 while it runs). */

@@ -1,0 +1,19 @@
+/**
+ * Opaque list cursors: base64url of `{"v":1, ...fields}` (string fields). A cursor that does not
+ * decode, lacks a field or fails `valid` is a 400 `invalid_cursor`.
+ */
+import { errors } from '../errors';
+
+export function encodeCursor(fields: Record<string, string>): string {
+  return Buffer.from(JSON.stringify({ v: 1, ...fields })).toString('base64url');
+}
+
+export function decodeCursor<K extends string>(cursor: string, keys: K[], valid: (c: Record<K, string>) => boolean = () => true): Record<K, string> {
+  try {
+    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Record<string, unknown> | null;
+    if (c?.v === 1 && keys.every((k) => typeof c[k] === 'string') && valid(c as Record<K, string>)) return c as Record<K, string>;
+  } catch {
+    /* fall through */
+  }
+  throw errors.validation([{ path: 'cursor', message: 'Invalid cursor; pass next_cursor from a previous page unchanged', code: 'invalid_cursor' }]);
+}
