@@ -1,0 +1,56 @@
+import { withTransaction } from '../src/db/pool';
+import { closeSessionRecord, findSession, updateSessionCounters } from '../src/db/repositories/sessions';
+import { listUnsettledPermitIds } from '../src/db/repositories/session-turns';
+import { sessionEvent } from '../src/sessions/events';
+import type { ActivityDeps } from './deps';
+
+export interface CloseSessionInput {
+  projectId: string;
+  sessionId: string;
+  status: 'ended' | 'expired' | 'failed';
+  reason: string;
+  error: { code: string; message: string } | null;
+  turns: number;
+  spentMicros: number;
+}
+
+/** Timeline event of a close: expiry and a normal end are session.ended, a reported error session.failed. */
+export function closingEventType(status: CloseSessionInput['status']): 'session.ended' | 'session.failed' {
+  return status === 'failed' ? 'session.failed' : 'session.ended';
+}
+
+export function createSessionActivities(deps: ActivityDeps) {
+  return {
+    async persistSessionCounters(input: { projectId: string; sessionId: string; turns: number; spentMicros: number }): Promise<void> {
+      await updateSessionCounters(deps.db, input.projectId, input.sessionId, input.turns, input.spentMicros);
+    },
+
+    /**
+     * Final record of a session: status, counters, reason, the closing event (written once), and the
+     * reservations of turns and actions that were granted but never settled are released.
+     */
+    async closeSession(input: CloseSessionInput): Promise<void> {
+      const session = await findSession(deps.db, input.projectId, input.sessionId);
+      if (!session) return;
+      const at = deps.clock.now();
+      await withTransaction(deps.db, (c) =>
+        closeSessionRecord(
+          c,
+          { ...input, at },
+          sessionEvent(session, closingEventType(input.status), {
+            status: input.status,
+            reason: input.reason,
+            turns: input.turns,
+            spent_usd_micros: input.spentMicros,
+            ...(input.error ? { error: input.error } : {}),
+          }, at),
+        ),
+      );
+      for (const permitId of await listUnsettledPermitIds(deps.db, input.sessionId)) {
+        await deps.governance.release(permitId, `session_${input.status}`);
+      }
+    },
+  };
+}
+
+export type SessionActivities = ReturnType<typeof createSessionActivities>;

@@ -1,0 +1,37 @@
+/**
+ * Timeline events of a session. Every one carries `session_id` and, as `request_id`, the session id
+ * itself, so GET /v1/requests/{session_id}/timeline is the session's timeline (its permits are
+ * issued with that request id too) and its SSE stream reads them by session id.
+ */
+import type { NewEvent } from '../db/repositories/events';
+
+export const SESSION_EVENT_SOURCE = 'sessions';
+
+export interface SessionRef {
+  project_id: string;
+  id: string;
+  provider: string;
+  model: string;
+}
+
+export function sessionEvent(
+  s: SessionRef,
+  eventType: string,
+  metadata: Record<string, unknown>,
+  at: Date,
+  extra: { permitId?: string | null; phase?: string } = {},
+): NewEvent {
+  return {
+    projectId: s.project_id,
+    eventType,
+    source: SESSION_EVENT_SOURCE,
+    phase: extra.phase ?? 'session',
+    provider: s.provider,
+    model: s.model,
+    permitId: extra.permitId ?? null,
+    requestId: s.id,
+    sessionId: s.id,
+    metadata,
+    timestamp: at,
+  };
+}
