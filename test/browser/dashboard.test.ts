@@ -1,0 +1,198 @@
+/**
+ * The operator dashboard in a real browser: Debian's Chromium driven by playwright-core (Playwright's
+ * own browser download is not available here; .ci/run installs the `chromium` package). Against a
+ * real Tollgate, PostgreSQL and Temporal, the way an operator uses it: sign in, create and revoke a
+ * key, edit the policy and see the API's validation error at the field, attest a review, open a
+ * timeline, see a live event arrive, and keyboard and phone-width checks.
+ * UPDATE_SCREENSHOTS=1 rewrites the screenshots in docs/screenshots/ that the README links.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { startHarness, type Harness } from '../e2e/executions/helpers';
+import { PASSWORD, userWithRoles } from '../e2e/management/support';
+import type { TestProject } from '../support/tollgate';
+import { ensureDashboard } from '../../scripts/lib/dashboard';
+
+// The page.evaluate callbacks run in the browser; the test program itself has no DOM types.
+declare const document: { activeElement: { textContent: string | null; id: string } | null; documentElement: { scrollWidth: number } };
+declare const sessionStorage: { getItem(key: string): string | null };
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SHOTS = path.resolve(__dirname, '..', '..', 'docs', 'screenshots');
+const UPDATE_SHOTS = process.env.UPDATE_SCREENSHOTS === '1';
+
+describe('dashboard in Chromium', () => {
+  let h: Harness;
+  let p: TestProject;
+  let browser: Browser;
+  let page: Page;
+  let email: string;
+  const dialogs: string[] = [];
+
+  const shot = async (name: string) => {
+    if (UPDATE_SHOTS) await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  };
+  const go = async (hash: string) => {
+    await page.goto(`${h.tg.url}/dashboard/#/${hash}`);
+  };
+
+  beforeAll(async () => {
+    if (!fs.existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: apt-get install chromium (.ci/run does) or set CHROMIUM_PATH`);
+    ensureDashboard(() => undefined);
+    h = await startHarness();
+    p = await h.project();
+    email = (await userWithRoles(h.tg.db, [{ projectId: p.project.id, role: 'owner' }])).email;
+    // Some spend on three providers, so the money page has something to show.
+    for (const routing of [{ provider: 'openai', model: 'gpt-4o' }, { provider: 'anthropic', model: 'claude-sonnet-4-5' }, { provider: 'google' }, { provider: 'openai', model: 'gpt-4o-mini' }]) {
+      const res = await h.call('POST', '/v1/executions', { key: p.clientKey, body: { operation: 'generate.text', messages: [{ role: 'user', content: 'Summarise the quarter in one line.' }], routing } });
+      if (res.status !== 200) throw new Error(`execution failed: ${res.status} ${res.text}`);
+    }
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.accept();
+    });
+    if (UPDATE_SHOTS) fs.mkdirSync(SHOTS, { recursive: true });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await h?.close();
+  });
+
+  it('refuses a wrong password, then signs in and lands on the spend page of the project', async () => {
+    await page.goto(`${h.tg.url}/dashboard/`);
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expectText(page.getByRole('alert'), /invalid_grant: The e-mail or password is not correct/);
+    await shot('sign-in');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Spend', level: 1 }).waitFor();
+    expect(await page.getByLabel('Project').inputValue()).toBe(p.project.id);
+    await page.getByRole('heading', { name: 'Month-end forecast' }).waitFor();
+  });
+
+  it('creates a key (secret shown once) and revokes it; the API agrees', async () => {
+    await go('keys');
+    await page.getByLabel('Name').fill('browser key');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = (await page.getByTestId('new-key-secret').textContent()) ?? '';
+    expect(secret).toMatch(/^tg_client_/);
+    expect((await h.call('GET', '/v1/permits', { key: secret })).status).toBe(200);
+    await shot('api-keys');
+    await page.getByRole('button', { name: 'Revoke browser key' }).click();
+    const row = page.locator('tr', { hasText: 'browser key' });
+    await expectText(row, /revoked/);
+    expect(dialogs.some((d) => d.includes('Revoke browser key'))).toBe(true);
+    const after = await h.call('GET', '/v1/permits', { key: secret });
+    expect(after.status).toBe(401);
+    expect(after.json.error.code).toBe('api_key_revoked');
+  });
+
+  it('shows the API validation error at the field, then saves the corrected policy', async () => {
+    await go('policy');
+    const daily = page.getByLabel('Daily');
+    await daily.waitFor();
+    await daily.fill('-5');
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await expectText(page.locator('#err-daily_usd_micros'), /./);
+    expect(await daily.getAttribute('aria-invalid')).toBe('true');
+    await expectText(page.getByRole('alert'), /validation_error/);
+    await shot('policy-validation');
+    await daily.fill('25');
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await expectText(page.getByRole('status').filter({ hasText: 'Saved' }), /Saved as version \d+/);
+    const stored = await h.call('GET', `/v1/projects/${p.project.id}/policy`, { key: p.adminKey });
+    expect(stored.json.document.budgets.daily_usd_micros).toBe(25_000_000);
+    await page.getByRole('cell', { name: `user:` , exact: false }).first().waitFor();
+  });
+
+  it('attests a permit waiting for review and opens its timeline', async () => {
+    const patched = await h.call('PATCH', `/v1/projects/${p.project.id}/policy`, { key: p.adminKey, body: { review_rules: [{ id: 'needs-human', match: { model: 'gpt-4o-mini' } }] } });
+    expect(patched.status).toBe(200);
+    const issued = await h.call('POST', '/v1/permits', { key: p.clientKey, body: { project_id: p.project.id, operation: 'generate.text', provider: 'openai', model: 'gpt-4o-mini' } });
+    expect(issued.json.decision).toBe('review');
+    const permitId: string = issued.json.permit_id;
+
+    await go('reviews');
+    const card = page.locator(`[data-permit-id="${permitId}"]`);
+    await card.waitFor();
+    await card.getByLabel('Reason').fill('checked by the on-call engineer');
+    await shot('reviews');
+    await card.getByRole('button', { name: 'Attest' }).click();
+    await expectText(page.getByRole('status').filter({ hasText: 'Attested' }), new RegExp(`Attested ${permitId}`));
+    const permit = await h.call('GET', `/v1/permits/${permitId}`, { key: p.clientKey });
+    expect(permit.json.status).toBe('attested');
+
+    await go(`timeline/permit/${permitId}`);
+    const timeline = page.getByRole('list', { name: `Timeline of ${permitId}` });
+    await timeline.waitFor();
+    expect(await timeline.locator('li').count()).toBeGreaterThan(0);
+    await expectText(timeline, /permit\./);
+    await shot('timeline');
+  });
+
+  it('shows a governance event arriving live', async () => {
+    await go('events');
+    await expectText(page.getByRole('status').filter({ hasText: 'live' }), /● live/);
+    const before = await page.locator('tr[data-event-type="permit.revoked"]').count();
+    const issued = await h.call('POST', '/v1/permits', { key: p.clientKey, body: { project_id: p.project.id, operation: 'generate.text', provider: 'openai', model: 'gpt-4o' } });
+    const revoke = await h.call('POST', `/v1/permits/${issued.json.permit_id}/revoke`, { key: p.adminKey, body: { reason: 'live event check' } });
+    expect(revoke.status).toBe(200);
+    await page.locator('tr[data-event-type="permit.revoked"]').nth(before).waitFor({ timeout: 20_000 });
+    await page.locator(`tr[data-event-type="permit.revoked"]`, { hasText: issued.json.permit_id }).waitFor();
+    await shot('live-events');
+  });
+
+  it('is keyboard reachable and fits a phone-width screen', async () => {
+    await go('spend');
+    await page.getByRole('heading', { name: 'Month-end forecast' }).waitFor();
+    await page.getByRole('rowheader', { name: 'anthropic / claude-sonnet-4-5' }).waitFor();
+    await shot('spend');
+    await page.reload();
+    await page.getByRole('heading', { name: 'Spend', level: 1 }).waitFor();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('main');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await go('keys');
+    await page.getByRole('heading', { name: 'API keys', level: 2 }).waitFor();
+    // Wide tables and the section list scroll inside themselves; the page itself does not.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await expectVisible(page.getByRole('link', { name: 'Policy' }));
+    await shot('phone-keys');
+  });
+
+  it('signs out and the refresh token stops working', async () => {
+    await page.setViewportSize({ width: 1280, height: 860 });
+    await go('spend');
+    const refresh = await page.evaluate(() => sessionStorage.getItem('tollgate.refresh_token'));
+    expect(refresh).toBeTruthy();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    const reuse = await h.call('POST', '/v1/auth/exchange', { body: { grant_type: 'refresh_token', refresh_token: refresh } });
+    expect(reuse.status).toBe(401);
+  });
+});
+
+async function expectText(locator: ReturnType<Page['locator']>, pattern: RegExp): Promise<void> {
+  await locator.first().waitFor();
+  const deadline = Date.now() + 10_000;
+  let text = '';
+  while (Date.now() < deadline) {
+    text = (await locator.first().textContent()) ?? '';
+    if (pattern.test(text)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  expect(text).toMatch(pattern);
+}
+
+async function expectVisible(locator: ReturnType<Page['locator']>): Promise<void> {
+  await locator.waitFor({ state: 'visible' });
+  expect(await locator.isVisible()).toBe(true);
+}
