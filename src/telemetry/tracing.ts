@@ -1,0 +1,96 @@
+/**
+ * OpenTelemetry traces, off by default. `TOLLGATE_TRACING=otlp` (or the standard
+ * `OTEL_TRACES_EXPORTER=otlp`) exports spans over OTLP/HTTP to `OTEL_EXPORTER_OTLP_ENDPOINT`
+ * (default http://localhost:4318), service name `OTEL_SERVICE_NAME` (default tollgate).
+ *
+ * Spans: one server span per HTTP request (parent: the caller's `traceparent`), and inside a
+ * governed call `govern` (with `governance.estimate`, `governance.firewall`, `governance.decide`,
+ * `governance.permit`), `dispatch` (one `provider.call` per attempt, whose W3C `traceparent` goes to
+ * the provider) and `record`. While tracing is off, the API's no-op tracer makes each of these a
+ * function call and nothing else; no exporter, no context manager is installed.
+ */
+import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { BatchSpanProcessor, NodeTracerProvider, SimpleSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-node';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+
+const tracer = trace.getTracer('tollgate');
+
+export interface Tracing {
+  /** Flushes buffered spans and stops exporting. */
+  shutdown(): Promise<void>;
+}
+
+export function tracingEnabled(env: NodeJS.ProcessEnv): boolean {
+  return env.TOLLGATE_TRACING === 'otlp' || env.OTEL_TRACES_EXPORTER === 'otlp';
+}
+
+/**
+ * Installs the global tracer provider (with the AsyncLocalStorage context manager and the W3C
+ * propagator) when tracing is enabled, or when an exporter is given (tests); otherwise null.
+ */
+export function startTracing(env: NodeJS.ProcessEnv, opts: { exporter?: SpanExporter } = {}): Tracing | null {
+  if (!opts.exporter && !tracingEnabled(env)) return null;
+  const exporter = opts.exporter ?? new OTLPTraceExporter();
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME ?? 'tollgate' }),
+    spanProcessors: [opts.exporter ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter)],
+  });
+  provider.register();
+  return {
+    async shutdown() {
+      await provider.shutdown();
+      trace.disable();
+      propagation.disable();
+      context.disable();
+    },
+  };
+}
+
+/** Runs `fn` in a child span of the active one; an exception marks the span failed and is rethrown. */
+export async function inSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>): Promise<T> {
+  return tracer.startActiveSpan(name, { attributes }, async (span) => {
+    try {
+      return await fn(span);
+    } catch (err) {
+      span.recordException(err instanceof Error ? err : String(err));
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** `inSpan` for synchronous steps. */
+export function inSpanSync<T>(name: string, attributes: Attributes, fn: (span: Span) => T): T {
+  return tracer.startActiveSpan(name, { attributes }, (span) => {
+    try {
+      return fn(span);
+    } catch (err) {
+      span.recordException(err instanceof Error ? err : String(err));
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** The server span of one HTTP request, child of the caller's W3C trace context when it sent one. */
+export function startServerSpan(name: string, headers: Record<string, string | string[] | undefined>, attributes: Attributes): { span: Span; ctx: Context } {
+  const parent = propagation.extract(context.active(), headers);
+  const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+  return { span, ctx: trace.setSpan(parent, span) };
+}
+
+/** Adds `traceparent` (and `tracestate`) of the active span to outgoing provider headers. */
+export function injectTraceContext(headers: Record<string, string>): void {
+  propagation.inject(context.active(), headers);
+}
+
+/** Trace id of the active span, when one is recording (access log lines). */
+export function activeTraceId(): string | undefined {
+  const span = trace.getActiveSpan();
+  return span?.isRecording() ? span.spanContext().traceId : undefined;
+}
