@@ -43,7 +43,7 @@ export interface EvalCase {
 const OUT_DIR = path.join(__dirname, '..', 'test', 'fixtures', 'firewall-eval');
 const MIRROR = process.env.FIREWALL_EVAL_MIRROR ?? '/work/.mirror';
 
-const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+export const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 export const splitOf = (group: string): 'dev' | 'test' => (parseInt(sha(group).slice(0, 8), 16) % 2 === 0 ? 'dev' : 'test');
 
 function mk(category: EvalCategory, source: string, text: string, extra: Partial<EvalCase> = {}): EvalCase {
@@ -386,7 +386,7 @@ function generatedHardNegatives(r: Rng): EvalCase[] {
 
 // ---------------------------------------------------------------------------------------------
 // Public data read from snapshots.
-function git(repo: string, spec: string): string | null {
+export function git(repo: string, spec: string): string | null {
   const dir = path.join(MIRROR, repo, 'repo');
   if (!fs.existsSync(dir)) return null;
   try {
@@ -395,7 +395,7 @@ function git(repo: string, spec: string): string | null {
     return null;
   }
 }
-function gitBuf(repo: string, spec: string): Buffer | null {
+export function gitBuf(repo: string, spec: string): Buffer | null {
   const dir = path.join(MIRROR, repo, 'repo');
   if (!fs.existsSync(dir)) return null;
   try {
@@ -404,13 +404,13 @@ function gitBuf(repo: string, spec: string): Buffer | null {
     return null;
   }
 }
-function gitLs(repo: string, under: string): string[] {
+export function gitLs(repo: string, under: string): string[] {
   const dir = path.join(MIRROR, repo, 'repo');
   if (!fs.existsSync(dir)) return [];
   return execFileSync('git', ['-C', dir, 'ls-tree', '-r', '--name-only', 'HEAD', under]).toString('utf8').split('\n').filter(Boolean);
 }
 /** Minimal CSV parser (quoted fields, doubled quotes, newlines inside quotes). */
-function parseCsv(s: string): string[][] {
+export function parseCsv(s: string): string[][] {
   const rows: string[][] = [];
   let row: string[] = [];
   let f = '';
@@ -441,7 +441,7 @@ function parseCsv(s: string): string[][] {
   return rows;
 }
 /** Deterministic sample: the n items with the smallest hash. */
-function sample<T>(xs: T[], n: number, key: (x: T) => string): T[] {
+export function sample<T>(xs: T[], n: number, key: (x: T) => string): T[] {
   return xs
     .map((x) => [sha(key(x)), x] as const)
     .sort((a, b) => (a[0] < b[0] ? -1 : 1))
@@ -497,6 +497,13 @@ function fillSlot(tpl: string, goal: string): string {
   return tpl.replace(/\[INSERT PROMPT HERE\]|\{NEW_INSTRUCTION\}/g, goal);
 }
 
+export interface JbbJailbreak {
+  goal: string;
+  prompt: string | null;
+}
+/** The split group of a JailbreakBench behaviour (PAIR, GCG: every prompt for one goal in one split). */
+export const jbbBehaviourGroup = (goal: string) => `jbb-behaviour:${goal}`;
+
 function publicJailbreak(): EvalCase[] {
   const out: EvalCase[] = [];
   const questions = (git('sherdencooper+GPTFuzz', 'datasets/questions/question_list.csv') ?? '')
@@ -536,9 +543,13 @@ function publicJailbreak(): EvalCase[] {
   for (const [file, kind, n] of jbb) {
     const raw = git('JailbreakBench+artifacts', file);
     if (!raw) continue;
-    const prompts = (JSON.parse(raw) as { jailbreaks: Array<{ prompt: string | null }> }).jailbreaks.map((j) => j.prompt).filter((p): p is string => !!p);
-    const group = kind === 'jbc' ? 'jbb-jbc-template' : kind === 'random_search' ? 'jbb-random-search-template' : undefined;
-    for (const p of sample([...new Set(prompts)], n, (x) => x)) out.push(mk('jailbreak', `jailbreakbench-${kind}`, p, { kind, ...(group ? { group } : {}) }));
+    const jailbreaks = (JSON.parse(raw) as { jailbreaks: JbbJailbreak[] }).jailbreaks.filter((j): j is JbbJailbreak & { prompt: string } => !!j.prompt);
+    const goalOf = new Map(jailbreaks.map((j) => [j.prompt, j.goal]));
+    // One template per method for JBC and random search: the whole method is one group. PAIR and GCG
+    // prompts are grouped by their JailbreakBench behaviour, so prompts for one goal (often near
+    // duplicates across target models) never straddle the splits.
+    const template = kind === 'jbc' ? 'jbb-jbc-template' : kind === 'random_search' ? 'jbb-random-search-template' : undefined;
+    for (const p of sample([...goalOf.keys()], n, (x) => x)) out.push(mk('jailbreak', `jailbreakbench-${kind}`, p, { kind, group: template ?? jbbBehaviourGroup(goalOf.get(p)!) }));
   }
   return out;
 }
@@ -623,13 +634,14 @@ function dedupe(cases: EvalCase[]): EvalCase[] {
   });
 }
 
-function write(file: string, description: string, cases: EvalCase[]) {
+function write(file: string, description: string, cases: EvalCase[], keepGroups = false) {
   const counts: Record<string, Record<string, number>> = {};
   for (const c of cases) {
     counts[c.split] ??= {};
     counts[c.split][c.category] = (counts[c.split][c.category] ?? 0) + 1;
   }
-  const body = { description, counts, cases: cases.map(({ group: _g, ...c }) => c) };
+  // public.json keeps the split groups: the training script folds by them (generated.json stays byte for byte).
+  const body = { description, counts, cases: keepGroups ? cases : cases.map(({ group: _g, ...c }) => c) };
   fs.writeFileSync(path.join(OUT_DIR, file), JSON.stringify(body, null, 1) + '\n');
   process.stdout.write(`${file}: ${cases.length} cases ${JSON.stringify(counts)}\n`);
 }
@@ -646,7 +658,7 @@ function main() {
     process.stdout.write(`public.json: no snapshots under ${MIRROR}; skipped\n`);
     return;
   }
-  write('public.json', 'Cases from public repositories (see SOURCES.md), built locally from snapshots; not committed.', pub);
+  write('public.json', 'Cases from public repositories (see SOURCES.md), built locally from snapshots; not committed.', pub, true);
 }
 
 if (require.main === module) main();

@@ -86,7 +86,7 @@ interface KeyFormat {
 }
 const B = '(?<![\\w-])';
 const E = '(?![\\w-])';
-const K = (id: string, src: string, minEntropy = 0): KeyFormat => ({ id, pattern: new RegExp(src, 'g'), minEntropy });
+const K = (id: string, src: string, minEntropy = 0, flags = 'g'): KeyFormat => ({ id, pattern: new RegExp(src, flags), minEntropy });
 
 const KEY_FORMATS: KeyFormat[] = [
   K('sec.aws_access_key', `${B}(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|A3T[A-Z0-9])([0-9A-Z]{16})${E}`),
@@ -132,8 +132,9 @@ const KEY_FORMATS: KeyFormat[] = [
   K('sec.private_key', `-----BEGIN[ A-Z]{0,20} PRIVATE KEY(?: BLOCK)?-----()`),
   K('sec.jwt', `${B}eyJ[A-Za-z0-9_-]{8,}\\.eyJ([A-Za-z0-9_-]{8,})\\.[A-Za-z0-9_-]{8,}`),
   K('sec.bearer', `\\bBearer\\s+((?=[A-Za-z0-9._~+/-]*\\d)(?=[A-Za-z0-9._~+/-]*[A-Za-z])[A-Za-z0-9._~+/-]{24,}=*)`, 3),
-  // A labelled secret: a key/password/token label, then a high-entropy value.
-  K('sec.labeled', `(?:api[_-]?key|api[_-]?secret|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token|password|passwd|pwd|pass|secret|token)["']?\\s{0,3}[:=]\\s{0,3}["']?([A-Za-z0-9!#%&*+/=?@^_.~-]{12,128})`, 3.2),
+  // A labelled secret: a key/password/token label in any case (`COHERE_API_KEY=`, `SMTP_PASS=`), then a high-entropy value.
+  // Labels in any case (`COHERE_API_KEY=`, `SMTP_PASS=`).
+  K('sec.labeled', `(?:api[_-]?key|api[_-]?secret|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token|password|passwd|pwd|pass|secret|token)["']?\\s{0,3}[:=]\\s{0,3}["']?([A-Za-z0-9!#%&*+/=?@^_.~-]{12,128})`, 3.2, 'gi'),
 ];
 
 function findSecret(text: string): string | null {

@@ -2,6 +2,7 @@ import { DETECTORS, FirewallCategory } from './detectors';
 import { detectInjection } from './injection';
 import { baseView, decodedViews } from './normalize';
 import { inspectInWorker } from './pool';
+import type { InspectableText } from './roles';
 
 export { closeFirewallPool } from './pool';
 
@@ -21,12 +22,10 @@ export interface FirewallResult {
 }
 
 /**
- * A piece of inspectable text. A plain string is user text (what every caller passes today); a
- * role-tagged item lets a caller mark the system prompt (not scored for injection: defensive rules
- * are expected there; still inspected for secrets and personal data) or tool output (inspected like
- * user text, since indirect injections arrive there).
+ * A piece of inspectable text: a plain string is user text; a role-tagged item marks the system
+ * prompt or tool output (see roles.ts and the role-aware policy in injection.ts).
  */
-export type InspectableText = string | { role: 'system' | 'user' | 'tool'; text: string };
+export type { InspectableText } from './roles';
 
 const ORDER: FirewallCategory[] = ['prompt_injection', 'secret', 'pii'];
 /** Longer texts are inspected in full; this only guards against pathological inputs. */

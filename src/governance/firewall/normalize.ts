@@ -1,6 +1,8 @@
 /**
  * Text views the firewall detectors run on. Every step is a single linear pass (or a regex without
  * nested unbounded quantifiers), so inspection cost stays proportional to the input length.
+ *
+ * Size: mostly mapping tables (confusables, compatibility forms, leetspeak) beside the passes that use them.
  */
 
 /** Zero-width, bidi-control, soft-hyphen and variation-selector characters: dropped before matching. */
