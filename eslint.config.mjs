@@ -15,7 +15,7 @@ const UNSAFE_ANY = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.data/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'dashboard/dist/**', 'node_modules/**', '.data/**', 'coverage/**', 'sdk/src/schema.d.ts'] },
   js.configs.recommended,
   {
     files: ['src/**/*.ts', 'activities/**/*.ts', 'workflows/**/*.ts'],
@@ -24,7 +24,7 @@ export default tseslint.config(
   },
   { files: ['src/providers/**/*.ts', 'src/emulator/**/*.ts', 'src/proxy/**/*.ts'], rules: UNSAFE_ANY },
   {
-    files: ['test/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts'],
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts', 'sdk/**/*.ts', 'dashboard/**/*.{ts,tsx,mts}'],
     extends: [...tseslint.configs.recommended],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
@@ -33,7 +33,7 @@ export default tseslint.config(
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', process: 'readonly', __dirname: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', Headers: 'readonly', Response: 'readonly' } },
   },
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx', '**/*.mts'],
     plugins: { '@typescript-eslint': tseslint.plugin },
     rules: {
       // Interface methods that return promises are async even when an implementation needs no await.

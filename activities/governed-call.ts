@@ -14,6 +14,7 @@ import type { Clock } from '../src/clock';
 import type { Db } from '../src/db/pool';
 import type { NewEvent } from '../src/db/repositories/events';
 import type { InflightCall } from '../src/db/repositories/inflight-calls';
+import { outputCeilingSpec } from '../src/executions/output-ceiling';
 import { normalizedRequest, recordExecution, type RecordOptions } from '../src/executions/record';
 import { recordReservationDenial } from '../src/executions/reservation-denial';
 import type { ExecutionEnvelope } from '../src/executions/envelope';
@@ -25,6 +26,9 @@ import { closingOf } from '../src/pipeline/inflight';
 import type { PricingCatalog } from '../src/pricing/types';
 import { estimatedUsage } from '../src/providers/shared/usage';
 import { ProviderError, type NormalizedRequest, type ProviderFailure, type ProviderGateway, type ProviderResult, type Usage } from '../src/providers/types';
+import type { InspectableText } from '../src/governance/firewall/roles';
+
+import { inSpan, inSpanSync } from '../src/telemetry/tracing';
 
 export interface GovernedCallDeps {
   db: Db;
@@ -44,7 +48,7 @@ export interface GovernSpec {
   /** Governance route label (`executions`, `execute`, `proxy:<provider>`). */
   route: string;
   /** Texts the prompt firewall inspects. */
-  inspectableText: string[];
+  inspectableText: InspectableText[];
   permitMetadata: Record<string, unknown>;
   /**
    * In-process pipeline: write the first try's events and the in-flight row with the allow (one
@@ -73,12 +77,20 @@ export interface DispatchHooks {
 export function createGovernedCallActivities(deps: GovernedCallDeps) {
   const { db, clock, governance, pricing, providers } = deps;
 
-  async function govern(spec: GovernSpec): Promise<GovernResult> {
+  function govern(spec: GovernSpec): Promise<GovernResult> {
+    return inSpan('govern', { 'tollgate.execution_id': spec.input.executionId, 'gen_ai.system': spec.request.provider, 'gen_ai.request.model': spec.request.model }, async (span) => {
+      const r = await governNow(spec);
+      span.setAttributes({ 'tollgate.decision': r.decision, 'tollgate.reason_code': r.reason_code });
+      return r;
+    });
+  }
+
+  async function governNow(spec: GovernSpec): Promise<GovernResult> {
     const { input, request } = spec;
     if (input.reservationDenied) {
       return { ...(await recordReservationDenial({ db, clock }, input, request)), estimatedInputTokens: 0 };
     }
-    const est = pricing.estimate(request);
+    const est = inSpanSync('governance.estimate', {}, () => pricing.estimate(request));
     const now = clock.now();
     let onAllow: { events: NewEvent[]; inflight: InflightCall } | undefined;
     if (spec.inProcess) {
@@ -109,11 +121,13 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
         estimatedCostMicros: est.cost_micros,
         workflowId: input.workflowIntentId,
         inspectableText: spec.inspectableText,
+        output: outputCeilingSpec(pricing, input, request, est.input_tokens),
       },
       { persist: true, permitId: input.permitId, permitMetadata: spec.permitMetadata, ...(onAllow ? { onAllow } : {}) },
     );
     const out: GovernResult = { decision: d.decision, reason_code: d.reason_code, display_reason: d.display_reason, actions: d.actions, estimatedInputTokens: est.input_tokens };
     if (d.retry_after_seconds !== undefined) out.retry_after_seconds = d.retry_after_seconds;
+    if (d.max_output_tokens !== undefined) out.max_output_tokens = d.max_output_tokens;
     return out;
   }
 
@@ -122,14 +136,19 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
    * throws for a provider failure: the outcome is data for `record`. Returns the events of fallback
    * tries for `record` to write (the first try's were written by `govern`).
    */
-  async function dispatch(input: ExecutionInput, hooks: DispatchHooks = {}): Promise<{ outcome: DispatchOutcome; fallbackEvents: NewEvent[] }> {
+  function dispatch(input: ExecutionInput, hooks: DispatchHooks = {}): Promise<{ outcome: DispatchOutcome; fallbackEvents: NewEvent[] }> {
+    return inSpan('dispatch', { 'tollgate.execution_id': input.executionId, 'tollgate.stream': input.mode === 'stream' }, () => dispatchNow(input, hooks));
+  }
+
+  async function dispatchNow(input: ExecutionInput, hooks: DispatchHooks = {}): Promise<{ outcome: DispatchOutcome; fallbackEvents: NewEvent[] }> {
     const targets = [input.routing.primary, ...input.routing.fallback];
     let streamed = '';
     type Try = { ok: boolean; failure?: ProviderFailure; final?: boolean; result?: ProviderResult; partial?: Usage | null; req: NormalizedRequest };
-    const run = await dispatchWithFallback<Try>(input, targets, clock, async (target) => {
+    const run = await dispatchWithFallback<Try>(input, targets, clock, (target, i) => inSpan('provider.call', { 'gen_ai.system': target.provider, 'gen_ai.request.model': target.model, 'tollgate.attempt': i + 1 }, async (span) => {
       const req = normalizedRequest(input, target);
       try {
         const result = await providers.dispatch(req, {
+          projectId: input.projectId,
           signal: hooks.signal,
           onDelta: hooks.onDelta
             ? (text) => {
@@ -144,10 +163,11 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
         const failure: ProviderFailure =
           err instanceof ProviderError ? err.failure : { kind: aborted ? 'aborted' : 'network', status: null, retryable: false, message: err instanceof Error ? err.message : String(err) };
         const partial = err instanceof ProviderError ? err.partialUsage ?? null : null;
+        span.setAttribute('tollgate.failure', failure.kind);
         // Once a delta reached the caller, another target would splice two answers: no fallback.
         return { ok: false, failure, partial, req, final: streamed.length > 0 || aborted };
       }
-    }, { stream: input.mode === 'stream', signal: hooks.signal });
+    }), { stream: input.mode === 'stream', signal: hooks.signal });
     const { last, target, attempts, fallbackOccurred } = run;
     if (last.ok) return { outcome: { ok: true, target, result: last.result!, attempts, fallbackOccurred }, fallbackEvents: run.events };
     const gone = hooks.clientGone?.() ?? false;
@@ -168,8 +188,8 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
     };
   }
 
-  async function record(input: ExecutionInput, rec: RecordInput, opts: RecordOptions = {}): Promise<ExecutionEnvelope> {
-    return recordExecution({ db, clock, pricing, commit: deps.recordCommit }, input, rec, opts);
+  function record(input: ExecutionInput, rec: RecordInput, opts: RecordOptions = {}): Promise<ExecutionEnvelope> {
+    return inSpan('record', { 'tollgate.execution_id': input.executionId, 'tollgate.record_kind': rec.kind }, () => recordExecution({ db, clock, pricing, commit: deps.recordCommit }, input, rec, opts));
   }
 
   return { govern, dispatch, record };

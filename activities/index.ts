@@ -6,6 +6,7 @@ import { createWebhookActivities } from './webhooks';
 import { createReconciliationActivities } from './reconciliation';
 import { createIntegrityActivities } from './integrity';
 import { createComplianceActivities } from './compliance';
+import { createSessionActivities } from './sessions';
 
 export type { ActivityDeps } from './deps';
 
@@ -19,6 +20,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createReconciliationActivities(deps),
     ...createIntegrityActivities(deps),
     ...createComplianceActivities(deps),
+    ...createSessionActivities(deps),
   };
 }
 

@@ -1,5 +1,7 @@
 import { withTransaction } from '../src/db/pool';
 import { appendEvents, type NewEvent } from '../src/db/repositories/events';
+import { notifyChannel } from '../src/db/notify';
+import { countPermitsByLease } from '../src/db/repositories/permits';
 import {
   type WorkflowIntentRecord,
   applyIntentVersion,
@@ -163,19 +165,13 @@ export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps,
       const head = intentTemporalWorkflowId(i.projectId, i.workflowId);
       // NOTIFY payloads are limited to 8,000 bytes.
       for (let k = 0; k < i.leaseIds.length; k += 200) {
-        await db.query('SELECT pg_notify($1, $2)', [LEASE_REVOKE_CHANNEL, `${head} ${i.leaseIds.slice(k, k + 200).join(',')}`]);
+        await notifyChannel(db, LEASE_REVOKE_CHANNEL, `${head} ${i.leaseIds.slice(k, k + 200).join(',')}`);
       }
     },
 
     /** Calls consumed on leases whose holder did not return them: allowed permits carrying the lease id. */
     async countLeasePermits(i: { projectId: string; workflowId: string; leaseIds: string[] }): Promise<Record<string, number>> {
-      const { rows } = await db.query<{ lease: string; n: number }>(
-        `SELECT metadata->>'${PERMIT_LEASE_KEY}' AS lease, count(*)::int AS n FROM permits
-          WHERE project_id = $1 AND workflow_id = $2 AND decision = 'allow' AND metadata->>'${PERMIT_LEASE_KEY}' = ANY($3::text[])
-          GROUP BY 1`,
-        [i.projectId, i.workflowId, i.leaseIds],
-      );
-      return Object.fromEntries(rows.map((r) => [r.lease, r.n]));
+      return countPermitsByLease(db, i.projectId, i.workflowId, PERMIT_LEASE_KEY, i.leaseIds);
     },
   };
 }

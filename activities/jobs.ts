@@ -14,9 +14,10 @@ import type { ExecutionEnvelope } from '../src/executions/envelope';
 import { executionEvent, normalizedRequest } from '../src/executions/record';
 import type { AttemptRecord, DispatchOutcome, ExecutionInput, GovernOutcome, RecordInput } from '../src/executions/types';
 import { dispatchStartEvents, triggersFallback } from '../src/pipeline/fallback';
-import { requestTexts } from '../src/providers/shared/usage';
+import { requestInspectable } from '../src/providers/shared/usage';
 import type { ActivityDeps } from './deps';
 import { createGovernedCallActivities } from './governed-call';
+import { withOutputCeiling } from '../src/executions/output-ceiling';
 
 /** Governance route label of jobs (policy rules can match `route: "jobs"`). */
 export const JOB_GOVERNANCE_ROUTE = 'jobs';
@@ -66,14 +67,14 @@ export function createJobActivities(deps: ActivityDeps) {
     },
 
     /** Policy, budget, rate and firewall checks at processing time; writes the permit (idempotent per permit id). */
-    async jobGovern(input: ExecutionInput, jobId: string): Promise<GovernOutcome> {
+    async jobGovern(input: ExecutionInput, jobId: string, keyId: string | null = null): Promise<GovernOutcome> {
       const req = normalizedRequest(input, input.routing.primary);
       const { estimatedInputTokens: _e, ...gov } = await calls.govern({
         input,
         request: req,
         route: JOB_GOVERNANCE_ROUTE,
-        inspectableText: requestTexts(req),
-        permitMetadata: { execution_id: input.executionId, mode: input.mode, job_id: jobId },
+        inspectableText: requestInspectable(req),
+        permitMetadata: { execution_id: input.executionId, mode: input.mode, job_id: jobId, ...(keyId ? { key_id: keyId } : {}) },
       });
       return gov;
     },
@@ -89,6 +90,18 @@ export function createJobActivities(deps: ActivityDeps) {
       const ctx = Context.current();
       const heartbeat = setInterval(() => ctx.heartbeat(), Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
       heartbeat.unref?.();
+      // Only a cancellation the workflow asked for (POST /v1/jobs/{id}/cancel) aborts the provider
+      // call. When the server merely stopped waiting for this attempt (heartbeat timeout while it
+      // was down or the worker was starved, workflow gone, worker shutting down), the call runs to
+      // its end and its real outcome is recorded: the next attempt finds that record instead of a
+      // failure this attempt made up by aborting a call that was about to succeed.
+      const jobCancel = new AbortController();
+      const onCancel = () => {
+        const reason: unknown = ctx.cancellationSignal.reason;
+        const requested = ctx.cancellationDetails?.cancelRequested || (reason instanceof Error && reason.message === 'CANCELLED');
+        if (requested) jobCancel.abort(reason);
+      };
+      ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
       try {
         await setJobAttempts(db, spec.jobId, spec.attempt);
         const req = normalizedRequest(input, input.routing.primary);
@@ -97,10 +110,11 @@ export function createJobActivities(deps: ActivityDeps) {
             ? dispatchStartEvents(input, clock.now(), { operation: req.operation, mode: input.mode, stream: false, started: { job_id: spec.jobId } })
             : [executionEvent(input, 'provider.request_sent', 'execution', clock.now(), input.routing.primary, { attempt: spec.prior.attempts.length + 1, stream: false, job_attempt: spec.attempt })];
         await appendEvents(db, start);
-        const { outcome, fallbackEvents } = await calls.dispatch(input, { signal: ctx.cancellationSignal });
+        // Hard caps: the output ceiling governance set or lowered goes to every try.
+        const { outcome, fallbackEvents } = await calls.dispatch(withOutputCeiling(input, gov), { signal: jobCancel.signal });
         const merged: DispatchOutcome = { ...outcome, attempts: [...spec.prior.attempts, ...outcome.attempts] };
         const events = [...revived(spec.prior.events), ...fallbackEvents];
-        const retryable = !outcome.ok && outcome.kind === 'provider' && outcome.failure.kind !== 'aborted' && triggersFallback(outcome.failure) && !ctx.cancellationSignal.aborted;
+        const retryable = !outcome.ok && outcome.kind === 'provider' && outcome.failure.kind !== 'aborted' && triggersFallback(outcome.failure) && !jobCancel.signal.aborted;
         if (retryable && !spec.final && !outcome.ok) {
           const last = outcome.attempts[outcome.attempts.length - 1];
           events.push(
@@ -120,7 +134,28 @@ export function createJobActivities(deps: ActivityDeps) {
         return { recorded: await calls.record(input, { kind: 'dispatched', gov, outcome: merged }, { fallbackEvents: events }) };
       } finally {
         clearInterval(heartbeat);
+        ctx.cancellationSignal.removeEventListener('abort', onCancel);
       }
+    },
+
+    /**
+     * An attempt that did not report back may have reached the provider (its worker died mid-call,
+     * or it still runs while Temporal lost track of it). It is never repeated: this waits until the
+     * attempt's dispatch deadline for the attempt's own record, else records the call interrupted
+     * (`dispatch_interrupted`, estimated usage settled). Idempotent: safe to retry.
+     */
+    async jobAwaitLostAttempt(input: ExecutionInput, gov: GovernOutcome, spec: { message: string; untilMs: number }, prior?: PriorAttempts): Promise<ExecutionEnvelope> {
+      const ctx = Context.current();
+      for (;;) {
+        const existing = await findExecutionById(db, input.executionId);
+        if (existing) return existing.envelope;
+        const left = spec.untilMs - clock.now().getTime();
+        if (left <= 0) break;
+        ctx.heartbeat();
+        await ctx.sleep(Math.min(500, left));
+      }
+      const rec: RecordInput = { kind: 'interrupted', gov, message: spec.message };
+      return calls.record(input, rec, prior?.events.length ? { fallbackEvents: revived(prior.events) } : {});
     },
 
     /** Envelope, spend, completion events, once (denials, interrupted attempts). Safe to retry. */

@@ -6,6 +6,8 @@
  *
  *   BENCH_SECONDS=5 C=32 npm run bench:pipeline-db
  *
+ * BENCH_POLICY='<json>' sets the project's policy first (e.g. a rate limit and a daily cap, so the rate and cap
+ * checks are part of the measured work).
  * BENCH_CHAINER=0 leaves the event-chain sequencer off (it runs every 250 ms by default, as in the
  * API process); BENCH_SQL runs extra SQL after the migrations (for experiments, e.g. dropping an index).
  *
@@ -19,6 +21,7 @@ import { systemClock } from '../src/clock';
 import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { createProject } from '../src/db/repositories/projects';
+import { updatePolicy } from '../src/db/repositories/policies';
 import type { ExecutionInput } from '../src/executions/types';
 import { createGovernance } from '../src/governance';
 import { newId } from '../src/ids';
@@ -44,6 +47,7 @@ async function main(): Promise<void> {
     if (process.env.BENCH_SQL) await db.query(process.env.BENCH_SQL);
     const chainer = process.env.BENCH_CHAINER === '0' ? null : startEventChainer({ db, logger: createLogger('warn') });
     const project = await createProject(db, { name: 'bench', plan: 'enterprise' });
+    if (process.env.BENCH_POLICY) await updatePolicy(db, { projectId: project.id, patch: JSON.parse(process.env.BENCH_POLICY), mode: 'merge', updatedBy: 'bench', now: new Date() });
     const providers: ProviderGateway = {
       dispatch: async () => ({
         output: { content: [{ type: 'text', role: 'assistant', text: 'Unit tests catch regressions early.' }] },

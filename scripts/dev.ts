@@ -14,16 +14,24 @@ import { PROVIDER_IDS, providerEnvNames } from '../src/config';
 import { ensureTemporalCli } from './lib/temporal-cli';
 import { createDatabaseIfMissing, ensurePostgres, withDatabase } from './lib/postgres';
 import { portOpen, startTemporalDevServer, DevServer } from './lib/temporal-dev-server';
+import { ensureDashboard } from './lib/dashboard';
+import { addMember, createUser } from '../src/auth/users';
+import { findUserByEmail, setUserPasswordHash } from '../src/db/repositories/users';
+import { hashPassword } from '../src/auth/passwords';
+import { randomBytes } from 'node:crypto';
 
 const root = path.resolve(__dirname, '..');
 const dataDir = path.join(root, '.data');
 const envFile = path.join(dataDir, 'dev.env');
 const log = (msg: string) => console.log(msg);
+const startedAt = performance.now();
 
 const API_PORT = Number(process.env.PORT ?? 8080);
 const TEMPORAL_PORT = Number(process.env.TEMPORAL_PORT ?? 7233);
 const TEMPORAL_UI_PORT = Number(process.env.TEMPORAL_UI_PORT ?? 8233);
 const EMULATOR_PORT = Number(process.env.EMULATOR_PORT ?? 8090);
+
+const DEMO_EMAIL = 'demo@tollgate.local';
 
 const children: ChildProcess[] = [];
 let temporal: DevServer | null = null;
@@ -131,6 +139,7 @@ async function main(): Promise<void> {
     }
   }
 
+  ensureDashboard(log);
   startChild('tollgate', ['src/main.ts', '--role', 'all'], env);
   const url = `http://127.0.0.1:${API_PORT}`;
   await waitFor(`${url}/v1/public/status/summary`, 120_000);
@@ -155,6 +164,17 @@ async function main(): Promise<void> {
     clientKey = (await createApiKey(db, { projectId, scope: 'client', name: 'demo client' })).key;
     adminKey = (await createApiKey(db, { projectId, scope: 'admin', name: 'demo admin' })).key;
   }
+  // A demo user for the dashboard, owner of the demo project; the password is kept in .data/dev.env.
+  let demoPassword = previous.TOLLGATE_DASHBOARD_PASSWORD;
+  const demoUser = await findUserByEmail(db, DEMO_EMAIL);
+  if (!demoUser) {
+    demoPassword = randomBytes(12).toString('base64url');
+    await createUser(db, { email: DEMO_EMAIL, password: demoPassword });
+  } else if (!demoPassword) {
+    demoPassword = randomBytes(12).toString('base64url');
+    await setUserPasswordHash(db, demoUser.id, await hashPassword(demoPassword));
+  }
+  await addMember(db, { email: DEMO_EMAIL, projectId, role: 'owner' });
   await db.end();
 
   const lines = [
@@ -163,10 +183,13 @@ async function main(): Promise<void> {
     `TOLLGATE_API_KEY=${clientKey}`,
     `TOLLGATE_ADMIN_KEY=${adminKey}`,
     `TEMPORAL_UI_URL=http://127.0.0.1:${TEMPORAL_UI_PORT}`,
+    `TOLLGATE_DASHBOARD_URL=${url}/dashboard`,
+    `TOLLGATE_DASHBOARD_EMAIL=${DEMO_EMAIL}`,
+    `TOLLGATE_DASHBOARD_PASSWORD=${demoPassword}`,
     ...(emulatorUrl ? [`TOLLGATE_EMULATOR_URL=${emulatorUrl}`] : []),
   ];
   fs.writeFileSync(envFile, lines.join('\n') + '\n', { mode: 0o600 });
-  log('\nTollgate is up. (written to .data/dev.env; logs in .data/*.log)\n');
+  log(`\nTollgate is up in ${((performance.now() - startedAt) / 1000).toFixed(1)} s. (written to .data/dev.env; logs in .data/*.log)\n`);
   for (const l of lines) log(`  ${l}`);
   log(`\n  curl $TOLLGATE_URL/v1/public/status/summary\n\nCtrl-C stops everything.`);
 }

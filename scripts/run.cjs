@@ -19,9 +19,14 @@ function depsStale() {
 }
 
 if (depsStale()) {
-  console.log('[tollgate] installing dependencies…');
-  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
-  if (r.status !== 0) process.exit(r.status ?? 1);
+  // A registry hiccup (idle timeout, reset) should not fail a first start: up to three attempts.
+  let status = 1;
+  for (let attempt = 1; attempt <= 3 && status !== 0; attempt++) {
+    if (attempt > 1) console.log(`[tollgate] npm install failed; attempt ${attempt} of 3…`);
+    console.log('[tollgate] installing dependencies…');
+    status = spawnSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' }).status ?? 1;
+  }
+  if (status !== 0) process.exit(status);
 }
 
 const tsx = path.join(root, 'node_modules', '.bin', 'tsx');
@@ -30,10 +35,9 @@ let child;
 if (mode === 'dev') {
   child = spawn(tsx, [path.join(root, 'scripts', 'dev.ts'), ...rest], { cwd: root, stdio: 'inherit' });
 } else if (mode === 'test') {
-  const tsc = spawnSync(path.join(root, 'node_modules', '.bin', 'tsc'), ['--noEmit', '-p', 'tsconfig.json'], {
-    cwd: root,
-    stdio: 'inherit',
-  });
+  const tscBin = path.join(root, 'node_modules', '.bin', 'tsc');
+  let tsc = spawnSync(tscBin, ['--noEmit', '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
+  if (tsc.status === 0) tsc = spawnSync(tscBin, ['--noEmit', '-p', 'dashboard/tsconfig.json'], { cwd: root, stdio: 'inherit' });
   if (tsc.status !== 0) {
     console.error('[tollgate] type check failed');
     process.exit(tsc.status ?? 1);

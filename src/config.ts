@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { deprecatedRoutesEnvSchema, type DeprecationNotice } from './api/deprecation';
 
 /**
  * Configuration is read once from the environment and validated here; every other module receives
@@ -56,8 +57,8 @@ const baseEnvSchema = z.object({
   PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(1).default(120000),
   /** How the record of an in-process call commits: `async` skips the WAL flush wait (docs/decisions.md, "Recording commit"). */
   RECORD_COMMIT: z.enum(['sync', 'async']).default('async'),
-  /** How calls joined to a workflow intent are reserved: `coalesced` Updates, or `leased` call blocks (docs/decisions.md, "Call leases"). */
-  INTENT_RESERVATIONS: z.enum(['coalesced', 'leased']).default('coalesced'),
+  /** How calls joined to a workflow intent are reserved: `leased` call blocks (default), or `coalesced` Updates per call (docs/decisions.md, "Call leases"). */
+  INTENT_RESERVATIONS: z.enum(['coalesced', 'leased']).default('leased'),
   /** Async jobs (docs/decisions.md, "Jobs"): per-project processing limit and the retry policy of upstream failures. */
   JOBS_MAX_PROCESSING_PER_PROJECT: z.coerce.number().int().min(1).max(10_000).default(16),
   JOBS_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(4),
@@ -85,6 +86,30 @@ const baseEnvSchema = z.object({
   EVENT_STREAM_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   /** A compliance export step whose worker stopped heartbeating this long is retried on another worker. */
   COMPLIANCE_EXPORT_HEARTBEAT_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
+  /** Management sessions (docs/decisions.md, "Management API"): token lifetimes and login-failure limits. */
+  AUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(900).default(900),
+  AUTH_REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(90 * 86_400).default(30 * 86_400),
+  AUTH_LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(5),
+  AUTH_LOGIN_MAX_FAILURES_PER_IP: z.coerce.number().int().min(1).max(100_000).default(50),
+  AUTH_LOGIN_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
+  /**
+   * Key-encryption keys of project provider keys: comma-separated `<key id>:<32 bytes base64>`; the
+   * first encrypts, the others still decrypt (rotation: `provider-keys rotate-kek`). Without it the
+   * KEK derives from TOLLGATE_MASTER_KEY (key id `master-v1`), or a generated development key.
+   */
+  PROVIDER_KEY_KEKS: optionalSecret,
+  /** Payment provider (Stripe wire format): API base, secret key, webhook signing secret, price ids of the plans. */
+  STRIPE_API_BASE: url.default('https://api.stripe.com'),
+  STRIPE_SECRET_KEY: optionalSecret,
+  STRIPE_WEBHOOK_SECRET: optionalSecret,
+  STRIPE_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(3600).default(300),
+  STRIPE_PRICE_STARTER: z.string().optional(),
+  STRIPE_PRICE_PRODUCTION: z.string().optional(),
+  STRIPE_PRICE_ENTERPRISE: z.string().optional(),
+  BILLING_SUCCESS_URL: url.default('http://127.0.0.1:8080/billing/success'),
+  BILLING_CANCEL_URL: url.default('http://127.0.0.1:8080/billing/cancel'),
+  /** Routes answered with Deprecation/Sunset/Link headers (JSON array, src/api/deprecation.ts). */
+  TOLLGATE_DEPRECATED_ROUTES: deprecatedRoutesEnvSchema,
 });
 
 const envSchema = baseEnvSchema.extend(
@@ -140,6 +165,27 @@ export interface Config {
   };
   eventStream: { heartbeatMs: number; drainTimeoutMs: number };
   complianceExports: { heartbeatTimeoutMs: number };
+  auth: {
+    accessTokenTtlSeconds: number;
+    refreshTokenTtlSeconds: number;
+    loginMaxFailures: number;
+    loginMaxFailuresPerIp: number;
+    loginWindowSeconds: number;
+  };
+  /** Raw PROVIDER_KEY_KEKS (parsed by src/crypto/envelope.ts). */
+  providerKeyKeks?: string;
+  billing: {
+    stripe: {
+      apiBase: string;
+      secretKey?: string;
+      webhookSecret?: string;
+      toleranceSeconds: number;
+      prices: Partial<Record<'starter' | 'production' | 'enterprise', string>>;
+    };
+    successUrl: string;
+    cancelUrl: string;
+  };
+  deprecatedRoutes: DeprecationNotice[];
 }
 
 export class ConfigError extends Error {
@@ -211,6 +257,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     eventStream: { heartbeatMs: e.EVENT_STREAM_HEARTBEAT_MS, drainTimeoutMs: e.EVENT_STREAM_DRAIN_TIMEOUT_MS },
     complianceExports: { heartbeatTimeoutMs: e.COMPLIANCE_EXPORT_HEARTBEAT_TIMEOUT_MS },
+    auth: {
+      accessTokenTtlSeconds: e.AUTH_ACCESS_TOKEN_TTL_SECONDS,
+      refreshTokenTtlSeconds: e.AUTH_REFRESH_TOKEN_TTL_SECONDS,
+      loginMaxFailures: e.AUTH_LOGIN_MAX_FAILURES,
+      loginMaxFailuresPerIp: e.AUTH_LOGIN_MAX_FAILURES_PER_IP,
+      loginWindowSeconds: e.AUTH_LOGIN_WINDOW_SECONDS,
+    },
+    providerKeyKeks: e.PROVIDER_KEY_KEKS,
+    billing: {
+      stripe: {
+        apiBase: e.STRIPE_API_BASE.replace(/\/+$/, ''),
+        secretKey: e.STRIPE_SECRET_KEY,
+        webhookSecret: e.STRIPE_WEBHOOK_SECRET,
+        toleranceSeconds: e.STRIPE_WEBHOOK_TOLERANCE_SECONDS,
+        prices: Object.fromEntries(
+          ([['starter', e.STRIPE_PRICE_STARTER], ['production', e.STRIPE_PRICE_PRODUCTION], ['enterprise', e.STRIPE_PRICE_ENTERPRISE]] as const).filter(([, v]) => v),
+        ),
+      },
+      successUrl: e.BILLING_SUCCESS_URL,
+      cancelUrl: e.BILLING_CANCEL_URL,
+    },
+    deprecatedRoutes: e.TOLLGATE_DEPRECATED_ROUTES,
   };
 }
 

@@ -17,11 +17,13 @@ export const REDACTED_PATHS = [
 
 export type Logger = pino.Logger;
 
-export function createLogger(level: string, base: Record<string, unknown> = {}): Logger {
-  return pino({
+/** Logs to stdout, or to `destination` (the tests write files they scan for secrets). */
+export function createLogger(level: string, base: Record<string, unknown> = {}, destination?: pino.DestinationStream): Logger {
+  const options = {
     level,
     base: { service: 'tollgate', ...base },
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

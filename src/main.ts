@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config';
 import { migrate } from './db/migrate';
 import { startTollgate } from './server';
+import { startTracing } from './telemetry/tracing';
 
 /** `tollgate [--role api|worker|all] [--migrate]` */
 async function main(): Promise<void> {
@@ -12,6 +13,7 @@ async function main(): Promise<void> {
   if (values.role) env.TOLLGATE_ROLE = values.role;
   const config = loadConfig(env);
   if (values.migrate) await migrate(config.databaseUrl);
+  const tracing = startTracing(env);
   const tollgate = await startTollgate({ config, temporalRetryMs: 60_000 });
   tollgate.logger.info(
     { role: config.role, url: tollgate.url, temporal: config.temporal.address, task_queue: config.temporal.taskQueue },
@@ -22,7 +24,10 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     tollgate.logger.info({ signal }, 'shutting down');
-    tollgate.close().then(
+    tollgate
+      .close()
+      .then(() => tracing?.shutdown())
+      .then(
       () => process.exit(0),
       () => process.exit(1),
     );

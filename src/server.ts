@@ -3,12 +3,13 @@ import { AddressInfo } from 'node:net';
 import { Worker } from '@temporalio/worker';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { createApp } from './api/app';
+import { answerClientErrors, httpServerOptions } from './api/middleware/http-limits';
 import { Clock, systemClock } from './clock';
 import { Config } from './config';
 import { createPool, Db } from './db/pool';
 import { createLogger, Logger } from './logger';
 import { connectTemporal, TemporalHandles } from './temporal/connection';
-import { bundleWorkflows, createWorker, ensureMaintenanceWorkflows } from './temporal/worker';
+import { createActivityWorker, createWorker, ensureMaintenanceWorkflows } from './temporal/worker';
 import { installTemporalRuntime } from './temporal/runtime';
 import { createIntentReservations, type IntentReservations } from './temporal/intent-reservations';
 import { startEventChainer } from './events/chainer';
@@ -19,6 +20,8 @@ import { createGovernedCallActivities } from '../activities/governed-call';
 import { createGovernance } from './governance';
 import { pricing } from './pricing';
 import { createProviderGateway } from './providers';
+import { createProjectProviderKeys, withProjectProviderKeys } from './management/provider-credentials';
+import { createPermitService } from './permits/service';
 
 /** How long a closing API waits for in-flight requests before it drops their connections. */
 const SHUTDOWN_GRACE_MS = 5000;
@@ -64,7 +67,9 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
   // One governance engine and one provider gateway per process, shared by the API's in-process
   // pipeline and the worker's activities.
   const governance = createGovernance({ db, clock });
-  const providers = createProviderGateway(config);
+  // A project's own provider key when it set one (cached per process, no per-call round trip).
+  const projectProviderKeys = createProjectProviderKeys({ db, logger, config });
+  const providers = withProjectProviderKeys(createProviderGateway(config), projectProviderKeys);
   const calls = createGovernedCallActivities({ db, clock, logger, governance, pricing, providers, recordCommit: config.recordCommit });
 
   let worker: Worker | null = null;
@@ -72,28 +77,23 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
   let webhookWorker: Worker | null = null;
   let webhookWorkerRun: Promise<void> | null = null;
   if (config.role !== 'api') {
-    // Without a prebuilt bundle, bundle once for both workers.
-    const workflowBundleCode = config.temporal.workflowBundlePath ? undefined : await bundleWorkflows();
     worker = await createWorker({
       connection: temporal.connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
       deps: { db, config, clock, logger, providers, pricing, governance },
       workflowBundlePath: config.temporal.workflowBundlePath,
-      workflowBundleCode,
     });
     workerRun = worker.run().catch((err) => {
       logger.fatal({ err }, 'temporal worker stopped with an error');
       throw err;
     });
-    // Webhook deliveries on their own task queue (workflows/webhook-messages.ts).
-    webhookWorker = await createWorker({
+    // Webhook delivery attempts on their own task queue (workflows/webhook-messages.ts).
+    webhookWorker = await createActivityWorker({
       connection: temporal.connection,
       namespace: config.temporal.namespace,
       taskQueue: webhookTaskQueue(config.temporal.taskQueue),
       deps: { db, config, clock, logger, providers, pricing, governance },
-      workflowBundlePath: config.temporal.workflowBundlePath,
-      workflowBundleCode,
     });
     webhookWorkerRun = webhookWorker.run().catch((err) => {
       logger.fatal({ err }, 'temporal webhook worker stopped with an error');
@@ -130,14 +130,17 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       temporal: { client: temporal.client, connection: temporal.connection, taskQueue: config.temporal.taskQueue },
       intentReservations,
       keys,
+      projectProviderKeys,
       pricing,
       governance,
+      permits: createPermitService({ db, clock, governance }),
       providers,
       calls,
       onClose: (fn) => closers.push(fn),
     });
     const handler = app.callback();
-    server = http.createServer((req, res) => void handler(req, res));
+    server = http.createServer(httpServerOptions(), (req, res) => void handler(req, res));
+    answerClientErrors(server);
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve, reject) => {
       server!.once('error', reject);
@@ -180,6 +183,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       await fanout?.close().catch(() => undefined);
       await chainer.close().catch(() => undefined);
       await providers.close().catch(() => undefined);
+      await projectProviderKeys.close().catch(() => undefined);
       await temporal.connection.close().catch(() => undefined);
       await db.end().catch(() => undefined);
     },

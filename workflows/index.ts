@@ -6,3 +6,4 @@ export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { reconciliationWorkflow } from './reconciliation';
 export { checkpointWorkflow } from './checkpoint';
 export { complianceExportWorkflow } from './compliance-export';
+export { sessionWorkflow } from './session';

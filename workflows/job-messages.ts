@@ -27,6 +27,8 @@ export interface JobLimits {
 export interface JobInput {
   jobId: string;
   projectId: string;
+  /** The API key that submitted the job (usage by key); absent in jobs submitted before it was recorded. */
+  keyId?: string;
   execution: ExecutionInput;
   limits: JobLimits;
 }

@@ -7,6 +7,7 @@ import {
   isCancellation,
   proxyActivities,
   proxyLocalActivities,
+  patched,
   setHandler,
   sleep,
   upsertSearchAttributes,
@@ -24,6 +25,12 @@ const { jobQueued, jobAcquireSlot, jobGovern, jobRecord, jobFinish } = proxyLoca
 });
 
 /**
+ * An attempt that does not report back is never followed by another dispatch (at most one provider
+ * call per job); workflows started before this marker retried it (at most one call per attempt).
+ */
+export const LOST_ATTEMPT_AT_MOST_ONCE_PATCH = 'job-lost-attempt-at-most-once';
+
+/**
  * Slot polling when no signal arrives (a lost wake-up, a wakee cancelled meanwhile): 5 s doubling
  * to 60 s. A finishing job signals the oldest queued one, so polling is only the backstop.
  */
@@ -38,9 +45,10 @@ function slotPollMs(round: number): number {
  * closed with its execution envelope, and the next queued job of the project woken.
  *
  * The dispatch is a normal activity with a heartbeat and no automatic retry: a provider call is
- * not idempotent, so each attempt dispatches at most once. An attempt that does not report back
- * (its worker died: heartbeat timeout) counts as a failed attempt; the next one first checks that
- * the execution was not recorded meanwhile. A denial is final. Cancellation (POST
+ * not idempotent. Retryable upstream failures (429, 5xx) get further attempts. An attempt that does
+ * not report back (its worker died, or Temporal lost track of it: heartbeat timeout) may have
+ * reached the provider, so it is not repeated: the job takes that attempt's own record if one is
+ * written before its dispatch deadline, else closes `dispatch_interrupted`. A denial is final. Cancellation (POST
  * /v1/jobs/{id}/cancel) aborts a running dispatch and records what happened, once.
  */
 export async function jobWorkflow(input: JobInput): Promise<JobOutcome> {
@@ -61,6 +69,11 @@ export async function jobWorkflow(input: JobInput): Promise<JobOutcome> {
     retry: { maximumAttempts: 1 },
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
+  const { jobAwaitLostAttempt } = proxyActivities<JobActivities>({
+    startToCloseTimeout: execution.dispatchTimeoutMs + 30_000,
+    heartbeatTimeout: '10 seconds',
+    retry: { initialInterval: '1 second', maximumAttempts: 20 },
+  });
 
   try {
     await jobQueued(jobId);
@@ -73,7 +86,7 @@ export async function jobWorkflow(input: JobInput): Promise<JobOutcome> {
       await condition(() => woken, slotPollMs(round));
     }
 
-    gov = await jobGovern(execution, jobId);
+    gov = await jobGovern(execution, jobId, input.keyId ?? null);
     if (gov.decision !== 'allow') {
       envelope = await jobRecord(execution, { kind: 'governed_out', gov });
     } else {
@@ -81,6 +94,7 @@ export async function jobWorkflow(input: JobInput): Promise<JobOutcome> {
         attempts = attempt;
         const final = attempt === limits.maxAttempts;
         let retryAfterSeconds: number | null = null;
+        const attemptStartedAt = Date.now();
         try {
           const r = await jobDispatch(execution, gov, { jobId, attempt, final, prior });
           if (r.recorded) {
@@ -93,6 +107,11 @@ export async function jobWorkflow(input: JobInput): Promise<JobOutcome> {
           if (isCancellation(err)) throw err;
           // The attempt did not report back (worker died, timed out): its outcome is unknown.
           const cause = err instanceof ActivityFailure ? err.cause : err;
+          if (patched(LOST_ATTEMPT_AT_MOST_ONCE_PATCH)) {
+            const message = cause instanceof Error ? cause.message : String(cause);
+            envelope = await jobAwaitLostAttempt(execution, gov, { message, untilMs: attemptStartedAt + execution.dispatchTimeoutMs }, prior);
+            break;
+          }
           if (final) {
             envelope = await jobRecord(execution, { kind: 'interrupted', gov, message: cause instanceof Error ? cause.message : String(cause) }, prior);
             break;

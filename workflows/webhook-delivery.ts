@@ -1,6 +1,6 @@
-import { proxyActivities, sleep } from '@temporalio/workflow';
+import { proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks';
-import { retryAfterCapMs, type WebhookDeliveryInput } from './webhook-messages';
+import { retryAfterCapMs, webhookTaskQueue, type WebhookDeliveryInput } from './webhook-messages';
 
 /**
  * Durable delivery of one webhook message: one attempt per entry of the schedule (by default
@@ -11,6 +11,7 @@ import { retryAfterCapMs, type WebhookDeliveryInput } from './webhook-messages';
  */
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<{ status: 'succeeded' | 'failed' | 'stopped'; attempts: number }> {
   const { webhookAttempt } = proxyActivities<WebhookActivities>({
+    taskQueue: webhookTaskQueue(workflowInfo().taskQueue),
     // The HTTP timeout plus the recording; a crashed worker's attempt is retried (same webhook-id).
     startToCloseTimeout: '2 minutes',
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },

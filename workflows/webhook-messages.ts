@@ -8,8 +8,10 @@ export interface WebhookDeliveryInput {
 }
 
 /**
- * Deliveries run on their own task queue (`<queue>-webhooks`, a second worker in each worker
- * process), so they never wait behind a backlog of job workflows.
+ * Delivery attempts (the activity: an HTTP call to the receiver) run on their own task queue
+ * (`<queue>-webhooks`, an activity-only worker in each worker process), so they never wait for a
+ * slot behind job dispatches. The delivery workflow itself runs on the main queue: its tasks are
+ * short, and one workflow sandbox per process is enough.
  */
 export function webhookTaskQueue(taskQueue: string): string {
   return `${taskQueue}-webhooks`;

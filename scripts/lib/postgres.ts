@@ -16,7 +16,7 @@ async function reachable(url: string): Promise<boolean> {
   }
 }
 
-function findPgBin(name: string): string | null {
+export function findPgBin(name: string): string | null {
   const which = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
   if (which.status === 0 && which.stdout.trim()) return which.stdout.trim();
   const base = '/usr/lib/postgresql';

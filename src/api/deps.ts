@@ -11,6 +11,7 @@ import type { Governance } from '../governance';
 import type { ProviderGatewayWithClose } from '../providers';
 import type { PricingCatalog } from '../pricing/types';
 import type { KeyLookup } from './key-cache';
+import type { PermitService } from '../permits/service';
 
 /** What route modules receive. The API holds no business state of its own. */
 export interface ApiDeps {
@@ -25,12 +26,27 @@ export interface ApiDeps {
   /** API key lookups (cached per process, invalidated by PostgreSQL notices: src/api/key-cache.ts). */
   keys: KeyLookup;
   pricing: PricingCatalog;
+  /** The permit-first API's actions and read models (src/permits/service.ts). */
+  permits: PermitService;
   /** The one governance engine of this process (its plan/policy cache is shared by every route). */
   governance: Governance;
   /** Provider adapters over one connection pool per provider. */
   providers: ProviderGatewayWithClose;
   /** The governed-call pipeline's steps, run in process (activities/governed-call.ts). */
   calls: GovernedCallActivities;
+  /** Projects' own provider keys cached for dispatch (src/management/provider-credentials.ts); routes that change one drop it here at once. */
+  projectProviderKeys: { invalidate(projectId: string): void };
   /** Registers cleanup (connection pools built lazily by a route) to run when the process closes. */
-  onClose?: (fn: () => Promise<void>) => void;
+  onClose: (fn: () => Promise<void>) => void;
+}
+
+/** What the Temporal-backed services (intents, jobs, webhooks, sessions) take from the API's dependencies. */
+export function temporalServiceDeps(deps: ApiDeps) {
+  return {
+    db: deps.db,
+    config: deps.config,
+    clock: deps.clock,
+    logger: deps.logger,
+    temporal: { client: deps.temporal.client, taskQueue: deps.temporal.taskQueue },
+  };
 }

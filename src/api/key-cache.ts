@@ -5,8 +5,8 @@
  * or plan change on `tollgate_auth_changes` (migration 0101), so a revocation takes effect at
  * once in every process. While the listener is down, lookups go to the database.
  */
-import { Client } from 'pg';
 import type { Db } from '../db/pool';
+import { listenForNotices } from '../db/notice-listener';
 import { findApiKeyWithPlan, hashApiKey, type ApiKeyRecord } from '../db/repositories/api-keys';
 import type { Plan } from '../db/repositories/projects';
 import type { Logger } from '../logger';
@@ -34,10 +34,6 @@ export function directKeyLookup(db: Db): KeyLookup {
 export function createKeyCache(deps: { db: Db; databaseUrl: string; logger: Logger; ttlMs?: number }): KeyCache {
   const ttlMs = deps.ttlMs ?? 60_000;
   const entries = new Map<string, { record: KeyRecord; expires: number }>();
-  let listening = false;
-  let closed = false;
-  let client: Client | null = null;
-  let retry: NodeJS.Timeout | null = null;
 
   // Bumped by every change notice: a record read before a notice is not cached after it.
   let generation = 0;
@@ -46,43 +42,23 @@ export function createKeyCache(deps: { db: Db; databaseUrl: string; logger: Logg
     for (const [h, e] of entries) if (e.record.project_id === projectId) entries.delete(h);
   };
 
-  async function listen(): Promise<void> {
-    if (closed) return;
-    const c = new Client({ connectionString: deps.databaseUrl });
-    const lost = (err?: Error) => {
-      if (client !== c) return;
-      listening = false;
-      client = null;
-      entries.clear();
-      c.end().catch(() => undefined);
-      if (!closed) {
-        if (err) deps.logger.warn({ err }, 'auth change listener lost; keys are read from the database until it is back');
-        retry = setTimeout(() => void listen(), 2_000);
-        retry.unref?.();
-      }
-    };
-    client = c;
-    c.on('error', lost);
-    c.on('end', () => lost());
-    c.on('notification', (n) => {
-      if (n.channel === CHANNEL && n.payload) dropProject(n.payload);
-    });
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${CHANNEL}`);
-      // Anything cached before LISTEN took effect may have missed a change.
+  const listener = listenForNotices({
+    databaseUrl: deps.databaseUrl,
+    channel: CHANNEL,
+    onNotice: dropProject,
+    onLost: () => entries.clear(),
+    // Anything cached before LISTEN took effect may have missed a change.
+    onListening: () => {
       entries.clear();
       generation += 1;
-      listening = true;
-    } catch (err) {
-      lost(err as Error);
-    }
-  }
-  void listen();
+    },
+    logger: deps.logger,
+    lostMessage: 'auth change listener lost; keys are read from the database until it is back',
+  });
 
   return {
     async find(presented) {
-      if (!listening) return findApiKeyWithPlan(deps.db, presented);
+      if (!listener.listening) return findApiKeyWithPlan(deps.db, presented);
       const h = hashApiKey(presented).toString('base64');
       const now = Date.now();
       const hit = entries.get(h);
@@ -90,20 +66,13 @@ export function createKeyCache(deps: { db: Db; databaseUrl: string; logger: Logg
       const seen = generation;
       const record = await findApiKeyWithPlan(deps.db, presented);
       // Only live keys are cached; unknown and revoked keys always go to the database.
-      if (record && !record.revoked_at && listening && seen === generation) {
+      if (record && !record.revoked_at && listener.listening && seen === generation) {
         if (entries.size >= MAX_ENTRIES) entries.clear();
         entries.set(h, { record, expires: now + ttlMs });
       }
       return record;
     },
     invalidate: dropProject,
-    async close() {
-      closed = true;
-      if (retry) clearTimeout(retry);
-      const c = client;
-      client = null;
-      listening = false;
-      await c?.end().catch(() => undefined);
-    },
+    close: () => listener.close(),
   };
 }

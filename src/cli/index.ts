@@ -8,6 +8,8 @@ import { readFileSync } from 'node:fs';
 import { getPolicy, PolicyValidationError, updatePolicy } from '../db/repositories/policies';
 import { verifyExportCommand } from '../compliance/verify-command';
 import { rotateComplianceSigner } from '../integrity/keys';
+import { addMember, createUser, UserInputError } from '../auth/users';
+import { rotateProviderKeyKek } from '../management/provider-keys';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -26,9 +28,21 @@ const USAGE = `Usage: npm run cli -- <command> [options]
                                                   signatures, file hashes, Merkle proofs, the hash chain;
                                                   exits 1 and names the first mismatch
   integrity rotate-key                            retires the checkpoint/manifest signing key, activates a new one
+  user create --email <email>                     password from $TOLLGATE_USER_PASSWORD or the first line of stdin
+  user add --email <email> --project <id> --role owner|admin|viewer
+                                                  adds the user to a project (or changes the role)
+  provider-keys rotate-kek                        re-wraps every project provider key's data key under the first
+                                                  PROVIDER_KEY_KEKS entry (keep the old entries until it finishes)
 `;
 
 class UsageError extends Error {}
+
+async function readStdinLine(): Promise<string> {
+  if (process.stdin.isTTY) throw new UsageError('set TOLLGATE_USER_PASSWORD or pipe the password on stdin');
+  let text = '';
+  for await (const chunk of process.stdin) text += String(chunk);
+  return text.split(/\r?\n/)[0] ?? '';
+}
 
 function need(value: string | undefined, flag: string): string {
   if (!value) throw new UsageError(`missing --${flag}`);
@@ -53,6 +67,8 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
       file: { type: 'string' },
       replace: { type: 'boolean' },
       key: { type: 'string' },
+      email: { type: 'string' },
+      role: { type: 'string' },
     },
   });
   const [noun, verb] = positionals;
@@ -114,6 +130,12 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
       }
       case 'integrity rotate-key':
         return await rotateComplianceSigner(db, config);
+      case 'user create':
+        return await createUser(db, { email: need(values.email, 'email'), password: env.TOLLGATE_USER_PASSWORD ?? (await readStdinLine()) });
+      case 'provider-keys rotate-kek':
+        return await rotateProviderKeyKek(db, config);
+      case 'user add':
+        return await addMember(db, { email: need(values.email, 'email'), projectId: need(values.project, 'project'), role: need(values.role, 'role') });
       default:
         throw new UsageError(`unknown command "${positionals.join(' ')}"`);
     }
@@ -133,10 +155,10 @@ if (require.main === module) {
       }
     },
     (err) => {
-      if (err instanceof UsageError) process.stderr.write(`${err.message}\n\n${USAGE}`);
+      if (err instanceof UsageError || err instanceof UserInputError) process.stderr.write(`${err.message}\n\n${USAGE}`);
       else if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
       else process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exit(err instanceof UsageError ? 64 : 1);
+      process.exit(err instanceof UsageError || err instanceof UserInputError ? 64 : 1);
     },
   );
 }

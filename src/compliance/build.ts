@@ -20,6 +20,7 @@ import {
   findExport,
   listExportFiles,
   mergeExportProgress,
+  markExportPartDone,
   putExportFile,
   readExportFiles,
   updateExport,
@@ -92,7 +93,7 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
     const docs = await exportRows(deps.db, part, row.project_id, row.window_start, row.window_end);
     const content = ndjson(docs.map((d) => canonicalize(d) as string));
     await putExportFile(deps.db, { exportId, name: `${part}.ndjson`, content, sha256: sha256hex(content), records: docs.length });
-    await markPartDone(deps.db, row, part);
+    await markExportPartDone(deps.db, row.id, part);
     return docs.length;
   }
   const events: string[] = [];
@@ -142,17 +143,8 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
   const pr = ndjson(proofs);
   await putExportFile(deps.db, { exportId, name: 'events.ndjson', content: ev, sha256: sha256hex(ev), records: events.length });
   await putExportFile(deps.db, { exportId, name: 'proofs.ndjson', content: pr, sha256: sha256hex(pr), records: proofs.length });
-  await markPartDone(deps.db, row, part);
+  await markExportPartDone(deps.db, row.id, part);
   return events.length;
-}
-
-async function markPartDone(db: Db, row: ExportRow, part: ExportPart): Promise<void> {
-  await db.query(
-    `UPDATE compliance_exports SET progress = jsonb_set(progress, '{parts_done}',
-        (SELECT coalesce(jsonb_agg(DISTINCT v), '[]'::jsonb) FROM jsonb_array_elements_text(coalesce(progress->'parts_done', '[]'::jsonb) || to_jsonb($2::text)) v))
-      WHERE id = $1`,
-    [row.id, part],
-  );
 }
 
 /** The bundle (tar) of an export's files: manifest.note first, the rest by name. */

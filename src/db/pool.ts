@@ -11,8 +11,15 @@ export function createPool(databaseUrl: string, max = 20): Db {
   const pool = new Pool({ connectionString: databaseUrl, max, idleTimeoutMillis: 30000 });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
-  // Every query of every client (pool.query goes through one) gets storable parameters.
-  pool.on('connect', (client) => makeParametersStorable(client));
+  pool.on('connect', (client) => {
+    // Every query of every client (pool.query goes through one) gets storable parameters.
+    makeParametersStorable(client);
+    // pg-pool listens for errors only while a client is idle. A checked-out client between two
+    // queries (inside a transaction, under a key lock) whose connection drops emits 'error' with no
+    // listener, which would end the process (found by `npm run chaos`, restarting PostgreSQL). The
+    // client's next query fails instead, and release(err) discards it.
+    client.on('error', () => undefined);
+  });
   return pool;
 }
 

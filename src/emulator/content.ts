@@ -9,14 +9,27 @@ const WORDS = [
   'meadow', 'nimbus', 'opal', 'prairie', 'quartz', 'river', 'summit', 'tundra', 'umber', 'vale', 'willow', 'zephyr',
 ];
 
-/** The emulated reply to a prompt: an echo of its start plus hash-chosen words, cut to maxTokens. */
-export function replyFor(prompt: string, maxTokens?: number): { text: string; truncated: boolean } {
+/** Output of a `fill_output` reply when the request sets no ceiling (a model talking at length). */
+export const FILL_DEFAULT_TOKENS = 4096;
+
+/**
+ * The emulated reply to a prompt: an echo of its start plus hash-chosen words, cut to maxTokens.
+ * `fill`: as many words as it takes to use the whole ceiling (the worst case a cap must survive).
+ */
+export function replyFor(prompt: string, maxTokens?: number, fill = false): { text: string; truncated: boolean } {
   const h = hashHex(prompt);
   const echo = prompt.replace(/\[\[emulator:[^\]]*\]\]/g, '').replace(/\s+/g, ' ').trim().split(' ').slice(0, 12).join(' ');
-  const extra = Array.from({ length: 12 }, (_, i) => WORDS[parseInt(h.slice(i * 2, i * 2 + 2), 16) % WORDS.length]);
+  const words = fill ? Math.min(maxTokens && maxTokens > 0 ? maxTokens : FILL_DEFAULT_TOKENS, 1_000_000) + 12 : 12;
+  const extra = Array.from({ length: words }, (_, i) => WORDS[parseInt(h.slice((i % 12) * 2, (i % 12) * 2 + 2), 16) % WORDS.length]);
   const full = `Emulated reply ${h.slice(0, 8)}: you said "${echo}". ${extra.join(' ')}.`;
   if (maxTokens !== undefined && maxTokens > 0 && countTokens(full) > maxTokens) return { text: truncateToTokens(full, maxTokens), truncated: true };
   return { text: full, truncated: false };
+}
+
+/** Output tokens of a reply as a provider reports them: never above the request's ceiling (re-encoding a cut text can add one). */
+export function outputTokensOf(text: string, maxTokens?: number): number {
+  const n = countTokens(text);
+  return typeof maxTokens === 'number' && maxTokens > 0 ? Math.min(n, maxTokens) : n;
 }
 
 /** Splits text into stream pieces (one word with its trailing space each). */

@@ -15,10 +15,12 @@ export interface Faults {
   malformed: boolean;
   omitUsage: boolean;
   cachedTokens: number;
+  /** Answer with as much output as allowed: exactly the request's output ceiling (FILL_DEFAULT_TOKENS without one). */
+  fillOutput: boolean;
 }
 
 const MARKER = /\[\[emulator:([^\]]*)\]\]/g;
-const NAMES = ['status', 'retry_after', 'latency_ms', 'ttft_ms', 'chunk_delay_ms', 'stream_break_after', 'malformed', 'omit_usage', 'cached_tokens'] as const;
+const NAMES = ['status', 'retry_after', 'latency_ms', 'ttft_ms', 'chunk_delay_ms', 'stream_break_after', 'malformed', 'omit_usage', 'cached_tokens', 'fill_output'] as const;
 
 export function parseFaults(headers: IncomingHttpHeaders, texts: string[]): Faults {
   const raw: Record<string, string> = {};
@@ -46,6 +48,7 @@ export function parseFaults(headers: IncomingHttpHeaders, texts: string[]): Faul
     malformed: flag('malformed'),
     omitUsage: flag('omit_usage'),
     cachedTokens: int('cached_tokens') ?? 0,
+    fillOutput: flag('fill_output'),
   };
 }
 

@@ -4,6 +4,9 @@
  * `/mistral/v1/...`), with their real response shapes, SSE framing and error bodies. Output is
  * deterministic (derived from a hash of the input); token counts use the same tokenizer as
  * Tollgate's estimator. Fault controls: see ./faults.ts and README.md.
+ *
+ * Size: a development and test double of five providers' wire formats (routing, streaming and
+ * faults per provider); the shared content and faults live in content.ts and faults.ts.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,8 +15,9 @@ import { providerModules } from '../providers';
 import type { ProviderId } from '../providers/types';
 import { countChatTokens, countTokens } from '../pricing/tokenizer';
 import { readRoute } from './models';
-import { audioFor, audioSecondsOf, chunksOf, embeddingBase64, embeddingFor, hashHex, pngFor, replyFor, transcriptOf } from './content';
+import { audioFor, audioSecondsOf, chunksOf, embeddingBase64, embeddingFor, hashHex, outputTokensOf, pngFor, replyFor, transcriptOf } from './content';
 import { parseFaults, type Faults } from './faults';
+import { handlePayments } from './payments';
 
 interface Ctx {
   req: IncomingMessage;
@@ -111,9 +115,9 @@ async function chat(ctx: Ctx, faults: Faults) {
   if (!Array.isArray(b.messages) || b.messages.length === 0) throw new HttpFail(400, "'messages' must be a non-empty array");
   const { texts, last } = chatPrompt(b);
   const maxTokens = b.max_completion_tokens ?? b.max_tokens;
-  const { text, truncated } = replyFor(last, maxTokens);
+  const { text, truncated } = replyFor(last, maxTokens, faults.fillOutput);
   const input = countChatTokens(texts);
-  const output = countTokens(text);
+  const output = outputTokensOf(text, maxTokens);
   const cached = Math.min(faults.cachedTokens, input);
   const usage = chatUsage(ctx.provider, input, output, cached);
   const id = `${ctx.provider === 'openai' ? 'chatcmpl-' : ''}${hashHex(JSON.stringify(b)).slice(0, 24)}`;
@@ -162,9 +166,9 @@ async function responses(ctx: Ctx, faults: Faults) {
   if (b.input === undefined) throw new HttpFail(400, 'Missing required parameter: \'input\'.');
   const texts = providerModules.openai.inspectableText(b);
   const last = typeof b.input === 'string' ? b.input : texts[texts.length - 1] ?? '';
-  const { text, truncated } = replyFor(last, b.max_output_tokens);
+  const { text, truncated } = replyFor(last, b.max_output_tokens, faults.fillOutput);
   const inputTokens = countChatTokens(texts);
-  const outputTokens = countTokens(text);
+  const outputTokens = outputTokensOf(text, b.max_output_tokens);
   const cached = Math.min(faults.cachedTokens, inputTokens);
   const id = `resp_${hashHex(JSON.stringify(b)).slice(0, 24)}`;
   const msgId = `msg_${hashHex(`${id}:message`).slice(0, 24)}`;
@@ -307,10 +311,10 @@ async function anthropicMessages(ctx: Ctx, faults: Faults) {
   const texts = providerModules.anthropic.inspectableText(b);
   const lastUser = [...b.messages].reverse().find((m: any) => m?.role === 'user');
   const last = lastUser ? providerModules.anthropic.inspectableText({ messages: [lastUser] }).join('\n') : texts.join('\n');
-  const { text, truncated } = replyFor(last, b.max_tokens);
+  const { text, truncated } = replyFor(last, b.max_tokens, faults.fillOutput);
   const total = countChatTokens(texts);
   const cached = Math.min(faults.cachedTokens, total);
-  const usage = { input_tokens: total - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: countTokens(text), service_tier: 'standard' };
+  const usage = { input_tokens: total - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: outputTokensOf(text, b.max_tokens), service_tier: 'standard' };
   const id = `msg_${hashHex(JSON.stringify(b)).slice(0, 24)}`;
   const stop = truncated ? 'max_tokens' : 'end_turn';
   if (!b.stream) {
@@ -355,9 +359,9 @@ async function googleGenerate(ctx: Ctx, faults: Faults, model: string, stream: b
   const b = ctx.body;
   if (!Array.isArray(b?.contents) || !b.contents.length) throw new HttpFail(400, '* GenerateContentRequest.contents: contents is not specified');
   const { texts, last, fileParts } = googleTexts(b);
-  const { text, truncated } = replyFor(last, b.generationConfig?.maxOutputTokens);
+  const { text, truncated } = replyFor(last, b.generationConfig?.maxOutputTokens, faults.fillOutput);
   const prompt = countChatTokens(texts) + fileParts.length * 258;
-  const output = countTokens(text);
+  const output = outputTokensOf(text, b.generationConfig?.maxOutputTokens);
   const cached = Math.min(faults.cachedTokens, prompt);
   const usageMetadata = {
     promptTokenCount: prompt,
@@ -436,7 +440,17 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, baseUrl: () => string) {
+/** One provider request as the emulator received it (tests check what Tollgate sent upstream). */
+export interface ReceivedRequest {
+  provider: ProviderId;
+  path: string;
+  /** The parsed JSON body (null for multipart or unparseable bodies). */
+  body: unknown;
+  /** W3C trace context the caller propagated (tracing tests), null when none. */
+  traceparent: string | null;
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, baseUrl: () => string, received: (r: ReceivedRequest) => void) {
   const url = new URL(req.url ?? '/', 'http://emulator');
   if (req.method === 'GET' && url.pathname === '/health') return sendJson(res, 200, { status: 'ok', providers: Object.keys(providerModules) });
   if (req.method === 'GET' && url.pathname.startsWith('/assets/')) {
@@ -450,6 +464,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, baseUrl: () => 
     res.writeHead(200, { 'content-type': url.searchParams.get('type') ?? 'application/octet-stream', 'content-length': data.length });
     return res.end(data);
   }
+  if (await handlePayments(req, res, url, baseUrl())) return;
   const m = /^\/(openai|anthropic|google|deepseek|mistral)(\/.*)$/.exec(url.pathname);
   if (!m) return sendJson(res, 404, { error: { message: `no emulated provider at ${url.pathname}` } });
   const ctx: Ctx = { req, res, provider: m[1] as ProviderId, path: m[2].replace(/\/+$/, ''), query: url.searchParams, raw: Buffer.alloc(0), body: null, baseUrl: baseUrl() };
@@ -485,6 +500,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, baseUrl: () => 
         throw new HttpFail(400, 'We could not parse the JSON body of your request.');
       }
     }
+    received({ provider: ctx.provider, path: ctx.path, body: ctx.body instanceof FormData ? null : ctx.body, traceparent: typeof req.headers.traceparent === 'string' ? req.headers.traceparent : null });
     const faults = parseFaults(req.headers, textsOf(ctx));
     if (faults.latencyMs) await sleep(faults.latencyMs);
     if (faults.status && faults.status >= 400) {
@@ -512,16 +528,24 @@ export interface EmulatorHandle {
   url: string;
   /** Requests received so far (tests count provider calls with it). */
   requestCount(): number;
+  /** The last RECEIVED_LOG_SIZE governed provider requests (POST bodies), oldest first. */
+  received(): ReceivedRequest[];
   close(): Promise<void>;
 }
+
+const RECEIVED_LOG_SIZE = 2000;
 
 export async function startEmulator(opts: { port?: number; host?: string } = {}): Promise<EmulatorHandle> {
   const host = opts.host ?? '127.0.0.1';
   let url = '';
   let requests = 0;
+  const log: ReceivedRequest[] = [];
   const server = http.createServer((req, res) => {
     requests += 1;
-    handle(req, res, () => url).catch(() => res.destroy());
+    handle(req, res, () => url, (r) => {
+      log.push(r);
+      if (log.length > RECEIVED_LOG_SIZE) log.shift();
+    }).catch(() => res.destroy());
   });
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -534,6 +558,7 @@ export async function startEmulator(opts: { port?: number; host?: string } = {})
   return {
     url,
     requestCount: () => requests,
+    received: () => [...log],
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

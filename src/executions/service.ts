@@ -22,10 +22,11 @@ import type { IntentReservations } from '../temporal/intent-reservations';
 import { PERMIT_LEASE_KEY } from '../../workflows/intent-messages';
 import { claimIdempotencyKey, releaseIdempotencyKey, type StoredResponse } from '../db/repositories/idempotency';
 import { newId } from '../ids';
-import { requestTexts } from '../providers/shared/usage';
+import { requestInspectable } from '../providers/shared/usage';
 import { reservationDenial } from './reservation-denial';
 import type { ExecutionEnvelope, ExecutionRoute } from './envelope';
 import { normalizedRequest, type IdempotencyCompletion } from './record';
+import { withOutputCeiling } from './output-ceiling';
 import { WORKFLOW_ID_PATTERN } from './schema';
 import type { ExecutionInput, RecordInput } from './types';
 
@@ -52,6 +53,8 @@ export interface ExecutionServiceDeps {
 /** Who calls, and the headers that shape the call (validated by the route). */
 export interface Caller {
   projectId: string;
+  /** The API key that made the call (usage by key: GET /v1/projects/{id}/usage). */
+  keyId: string;
   workflowId: string | null;
   idempotencyKey: string | null;
 }
@@ -92,7 +95,7 @@ function replay(stored: StoredResponse): ExecutionReply {
 }
 
 /** Validates the call-shaping headers into a `Caller` (400 validation_error naming the header). */
-export function callerOf(projectId: string, header: (name: string) => string): Caller {
+export function callerOf(auth: { projectId: string; keyId: string }, header: (name: string) => string): Caller {
   const workflowId = header('x-svc-workflow-id') || null;
   if (workflowId !== null && !WORKFLOW_ID_PATTERN.test(workflowId)) {
     throw errors.validation([{ path: 'headers.x-svc-workflow-id', message: 'X-Svc-Workflow-Id must be 1 to 255 characters of [A-Za-z0-9_-]', code: 'invalid_format' }]);
@@ -101,7 +104,7 @@ export function callerOf(projectId: string, header: (name: string) => string): C
   if (idempotencyKey !== null && !IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey)) {
     throw errors.validation([{ path: 'headers.idempotency-key', message: 'Idempotency-Key must be 1 to 255 visible ASCII characters', code: 'invalid_format' }]);
   }
-  return { projectId, workflowId, idempotencyKey };
+  return { projectId: auth.projectId, keyId: auth.keyId, workflowId, idempotencyKey };
 }
 
 /**
@@ -177,12 +180,12 @@ export async function runExecution(deps: ExecutionServiceDeps, caller: Caller, p
       else if (r.lease) intentLease = r.lease;
     }
     const primaryRequest = normalizedRequest(input, prep.routing.primary);
-    const gov = await calls.govern({
+    const { estimatedInputTokens: _e, ...gov } = await calls.govern({
       input,
       request: primaryRequest,
       route: prep.route,
-      inspectableText: requestTexts(primaryRequest),
-      permitMetadata: { execution_id: executionId, mode: prep.mode, ...(intentLease ? { [PERMIT_LEASE_KEY]: intentLease } : {}) },
+      inspectableText: requestInspectable(primaryRequest),
+      permitMetadata: { execution_id: executionId, mode: prep.mode, key_id: caller.keyId, ...(intentLease ? { [PERMIT_LEASE_KEY]: intentLease } : {}) },
       inProcess: { ...(key ? { idempotency: { scope, key, onInterrupted: stream ? 'mark_completed' : 'store_envelope' } } : {}) },
     });
     governed = true;
@@ -191,12 +194,14 @@ export async function runExecution(deps: ExecutionServiceDeps, caller: Caller, p
       const envelope = await calls.record(input, { kind: 'governed_out', gov }, { idempotency });
       return reply(envelope, permitId, retryAfter);
     }
+    // Hard caps: every try sends the output ceiling governance set or lowered.
+    const governedInput = withOutputCeiling(input, gov);
     if (!stream || !sink) {
-      const { outcome, fallbackEvents } = await calls.dispatch(input);
-      const envelope = await calls.record(input, { kind: 'dispatched', gov, outcome }, { idempotency, fallbackEvents });
+      const { outcome, fallbackEvents } = await calls.dispatch(governedInput);
+      const envelope = await calls.record(governedInput, { kind: 'dispatched', gov, outcome }, { idempotency, fallbackEvents });
       return reply(envelope, permitId, retryAfter);
     }
-    return await runStream(deps, input, gov, idempotency, sink);
+    return await runStream(deps, governedInput, gov, idempotency, sink);
   } catch (err) {
     // Nothing was governed: the key may be used again. After governance, the call's record
     // (or reconciliation) completes the key.

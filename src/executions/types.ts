@@ -46,6 +46,8 @@ export interface GovernOutcome {
   display_reason: string;
   actions: { type: string; message: string }[];
   retry_after_seconds?: number;
+  /** Hard caps: the output-token ceiling governance set or lowered; every dispatch of the call sends it. */
+  max_output_tokens?: number;
 }
 
 /** A provider call that was made (one per target tried). */

@@ -6,12 +6,16 @@
  *   1 firewall → 2 model allow-list → 3 deny rules → 4 pricing available → 5 per-request cap →
  *   6 plan quota → 7 rate limits → 8 period caps (day, week, month, quarter) →
  *   9 monthly threshold → 10 daily spike → 11 review rules → allow.
+ *
+ * Size: the ordered checks of one decision (policy rules, quotas, caps, spikes, rate limits,
+ * firewall, output ceilings) read top to bottom; splitting them would hide the order.
  */
 import type { Plan } from '../db/repositories/projects';
 import type { Decision, GovernanceRequest } from './types';
 import { effectiveQuota, MatchSpec, PolicyDocument, RateLimit } from './policy';
-import { Period, PeriodKind, rateWindow } from './periods';
+import { Period, PeriodKind } from './periods';
 import { inspectText, FirewallCategory } from './firewall';
+import { ceilingAction, fitOutputCeiling, type OutputFit } from './output-ceiling';
 
 export interface SpendFigures {
   reserved: number;
@@ -28,8 +32,10 @@ export interface EvalContext {
   spend: Record<PeriodKind, SpendFigures>;
   /** Spend (settled + reserved) of each of the previous full UTC days, oldest first. */
   previousDaysSpend: number[];
-  /** Used capacity per rate limit in its current window, keyed `${id}|${window_seconds}`. */
+  /** Used capacity per rate limit in its sliding window (database clock), keyed `${id}|${window_seconds}`. */
   rateUsed: Map<string, number>;
+  /** Seconds until this request's amount fits each limit's window (database clock); the window length when unknown. */
+  rateRetryAfter?: Map<string, number>;
 }
 
 export interface Outcome {
@@ -43,6 +49,8 @@ export interface Outcome {
   retryAfterSeconds?: number;
   /** Firewall categories detected (blocked or, in monitor mode, only recorded). */
   firewall?: { mode: 'monitor' | 'block'; categories: FirewallCategory[] };
+  /** An allow's reservation when it is the worst case under an output ceiling Tollgate checked (hard caps). */
+  reservation?: OutputFit;
 }
 
 const fmtUsd = (micros: number) => `$${(micros / 1_000_000).toFixed(micros % 10_000 === 0 ? 2 : 6)}`;
@@ -140,14 +148,17 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
   }
 
   // 4. Pricing.
-  const cost = req.estimatedCostMicros;
-  if (cost === null || cost === undefined) {
+  if (req.estimatedCostMicros === null || req.estimatedCostMicros === undefined) {
     return withFw(
       deny('budget.pricing_unavailable', `No pricing is known for ${req.provider}/${req.model}; its cost cannot be evaluated`, 'budget', 'pricing',
         { provider: req.provider, model: req.model },
         [{ type: 'use_priced_model', message: 'Choose a model with published pricing' }]),
     );
   }
+
+  // Hard caps: the worst case under an output ceiling that fits every cap (set or lowered here).
+  const fit = fitOutputCeiling(ctx, req);
+  const cost = fit?.costMicros ?? req.estimatedCostMicros;
 
   // 5. Per-request cap.
   const b = doc.budgets;
@@ -170,15 +181,15 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
     );
   }
 
-  // 7. Rate limits: a hard-deny limit wins over a throttle; among throttles the longest wait wins.
-  const tokens = req.estimatedInputTokens + req.estimatedOutputTokens;
+  // 7. Rate limits (sliding windows): a hard-deny limit wins over a throttle; among throttles the longest wait wins.
+  const tokens = req.estimatedInputTokens + (fit?.outputTokens ?? req.estimatedOutputTokens);
   let rateHit: { rl: RateLimit; used: number; retry: number } | null = null;
   for (const rl of doc.rate_limits) {
     const amount = rl.metric === 'requests' ? 1 : tokens;
-    const usedNow = ctx.rateUsed.get(`${rl.id}|${rl.window_seconds}`) ?? 0;
+    const key = `${rl.id}|${rl.window_seconds}`;
+    const usedNow = ctx.rateUsed.get(key) ?? 0;
     if (usedNow + amount > rl.limit) {
-      const w = rateWindow(ctx.now, rl.window_seconds);
-      const retry = Math.max(1, Math.ceil((w.end.getTime() - ctx.now.getTime()) / 1000));
+      const retry = Math.max(1, ctx.rateRetryAfter?.get(key) ?? rl.window_seconds);
       if (!rateHit || (rl.action === 'deny' && rateHit.rl.action !== 'deny') || (rl.action === rateHit.rl.action && retry > rateHit.retry)) {
         rateHit = { rl, used: usedNow, retry };
       }
@@ -273,10 +284,12 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
     });
   }
 
+  const ceiling = fit?.ceiling ?? null;
   return withFw({
     decision: 'allow', code: 'policy.active_policy_candidate', reason: 'Allowed by the active project policy', category: 'policy', kind: 'active_policy',
-    figures: { projected_cost_usd_micros: cost, policy_version: ctx.policyVersion },
-    actions: [{ type: 'proceed', message: 'The request may proceed' }],
+    figures: { projected_cost_usd_micros: cost, policy_version: ctx.policyVersion, ...(ceiling ? { output_ceiling: ceiling } : {}) },
+    actions: [...(ceiling ? [ceilingAction(ceiling)] : []), { type: 'proceed', message: 'The request may proceed' }],
+    ...(fit ? { reservation: fit } : {}),
   });
 }
 
@@ -303,10 +316,10 @@ export interface AllowBounds {
   rates: { rl: RateLimit; amount: number; maxUsed: number }[];
 }
 
-export function allowBounds(ctx: EvalContext, req: GovernanceRequest): AllowBounds | null {
+export function allowBounds(ctx: EvalContext, req: GovernanceRequest, allow: Outcome): AllowBounds | null {
   const b = ctx.policy.budgets;
   if (b.daily_spike) return null;
-  const cost = req.estimatedCostMicros ?? 0;
+  const cost = allow.reservation?.costMicros ?? req.estimatedCostMicros ?? 0;
   const spendTotal = {} as Record<PeriodKind, number | null>;
   for (const kind of ['day', 'week', 'month', 'quarter'] as const) {
     const cap = b[PERIOD_CODE[kind].cap] as number | null;
@@ -317,7 +330,7 @@ export function allowBounds(ctx: EvalContext, req: GovernanceRequest): AllowBoun
     spendTotal.month = spendTotal.month === null ? t : Math.min(spendTotal.month, t);
   }
   const quota = effectiveQuota(ctx.plan, ctx.policy);
-  const tokens = req.estimatedInputTokens + req.estimatedOutputTokens;
+  const tokens = req.estimatedInputTokens + (allow.reservation?.outputTokens ?? req.estimatedOutputTokens);
   return {
     spendTotal,
     monthRequests: quota === null ? null : quota - 1,

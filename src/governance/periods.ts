@@ -52,10 +52,3 @@ export function previousDays(now: Date, n: number): string[] {
   }
   return out;
 }
-
-/** Fixed rate-limit window containing `now`, aligned to the Unix epoch. */
-export function rateWindow(now: Date, windowSeconds: number): { start: Date; end: Date } {
-  const ms = windowSeconds * 1000;
-  const start = Math.floor(now.getTime() / ms) * ms;
-  return { start: new Date(start), end: new Date(start + ms) };
-}

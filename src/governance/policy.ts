@@ -67,6 +67,8 @@ export const policyDocumentSchema = z
         /** Fires when projected monthly spend exceeds ratio × monthly cap (needs a monthly cap). */
         monthly_threshold_ratio: z.number().gt(0).max(1).nullable().default(null),
         monthly_threshold_action: z.enum(['deny', 'review']).default('review'),
+        /** Hard caps: the output-token ceiling Tollgate sets on a request that names none while a spend cap applies. */
+        default_max_output_tokens: z.number().int().min(16).max(1_000_000).default(1024),
         /**
          * Fires when projected spend of the current UTC day exceeds baseline × multiplier, where
          * baseline = average daily spend (settled + reserved) of the previous `baseline_days` full

@@ -3,6 +3,7 @@
  * decision they get back (the spec's permit decision shape).
  */
 import type { Operation, ProviderId } from '../providers/types';
+import type { InspectableText } from './firewall/roles';
 
 export type Decision = 'allow' | 'deny' | 'review' | 'throttle';
 
@@ -26,6 +27,22 @@ export interface PermitDecision {
   /** Seconds, for throttle decisions. */
   retry_after_seconds?: number;
   expires_at: string | null;
+  /**
+   * An allow that set or lowered the call's output-token ceiling so its worst case fits every cap
+   * (hard caps): the ceiling the dispatch must send. Absent when the caller's ceiling stands.
+   */
+  max_output_tokens?: number;
+}
+
+/**
+ * A call that Tollgate dispatches and whose output is priced per token: what governance needs to
+ * size its reservation as the worst case and to set or lower its output-token ceiling (hard caps).
+ */
+export interface OutputCeilingSpec {
+  /** The caller's output-token ceiling; null when the request sets none. */
+  requested: number | null;
+  /** Worst-case cost (micro-USD) of the call with this output ceiling, over every target it may reach; null without pricing. */
+  costAt(ceiling: number): number | null;
 }
 
 export interface GovernanceRequest {
@@ -47,5 +64,7 @@ export interface GovernanceRequest {
    * Inspectable text for the prompt firewall. Omit (undefined) on routes that do not run the
    * firewall (permits); an empty array means "nothing inspectable".
    */
-  inspectableText?: string[];
+  inspectableText?: InspectableText[];
+  /** Set on dispatched text-producing calls (executions, execute, jobs, proxies); permits have none. */
+  output?: OutputCeilingSpec;
 }

@@ -54,7 +54,7 @@ function payloadHash(body: unknown): string {
   return createHash('sha256').update(canonicalize({ route: 'jobs', body }) as string).digest('hex');
 }
 
-export async function submitJob(deps: JobServiceDeps, caller: { projectId: string; idempotencyKey: string | null }, sub: JobSubmission): Promise<JobReply> {
+export async function submitJob(deps: JobServiceDeps, caller: { projectId: string; keyId: string; idempotencyKey: string | null }, sub: JobSubmission): Promise<JobReply> {
   const { db, clock, config } = deps;
   const key = caller.idempotencyKey;
   const jobId = newId('job');
@@ -116,6 +116,7 @@ export async function submitJob(deps: JobServiceDeps, caller: { projectId: strin
   const input: JobInput = {
     jobId,
     projectId: caller.projectId,
+    keyId: caller.keyId,
     execution,
     limits: {
       maxProcessing: config.jobs.maxProcessingPerProject,

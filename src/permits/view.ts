@@ -2,7 +2,9 @@ import type { EventRecord } from '../db/repositories/events';
 import type { PermitDecision } from '../governance/types';
 import { timelineEventView } from '../events/view';
 import type { PermitRecord } from '../db/repositories/permits';
-import type { AttestationRecord, EvidenceRecord, UsageReportRecord } from '../db/repositories/permit-first';
+import type { AttestationRecord } from '../db/repositories/permit-attestations';
+import type { EvidenceRecord } from '../db/repositories/permit-evidence';
+import type { UsageReportRecord } from '../db/repositories/permit-usage-reports';
 import { decisionFromPermit } from '../governance';
 
 /** Wire shapes of the permit-first API. */

@@ -18,14 +18,8 @@ import { errors, zodIssues } from '../errors';
 import type { AuthContext } from '../auth-context';
 import { appendEvent } from '../db/repositories/events';
 import { getPolicy, PolicyValidationError, StoredPolicy, updatePolicy } from '../db/repositories/policies';
-import {
-  deletePolicyRuleMeta,
-  listPolicyRuleMeta,
-  LOCK_POLICY_RULES,
-  PolicyRuleMeta,
-  upsertPolicyRuleMeta,
-  withKeyLock,
-} from '../db/repositories/permit-first';
+import { deletePolicyRuleMeta, listPolicyRuleMeta, PolicyRuleMeta, upsertPolicyRuleMeta } from '../db/repositories/policy-rules';
+import { LOCK_POLICY_RULES, withKeyLock } from '../db/repositories/key-locks';
 import { defaultPolicyDocument, mergePatch, PolicyDocument, policyDocumentSchema } from '../governance/policy';
 import { denyRuleSchema, rateLimitSchema, reviewRuleSchema } from '../governance/policy';
 import { findTemplate } from './templates';
@@ -187,7 +181,7 @@ export function createPolicyService(deps: { db: Db; clock: Clock }) {
     return withKeyLock(db, LOCK_POLICY_RULES, auth.projectId, async () => {
       const { stored, policies } = await load(auth.projectId);
       if (policies.some((p) => p.id === id)) throw errors.conflict('policy_exists', `A policy with id "${id}" already exists; PATCH /v1/policies/${id} changes it`, { id });
-      const by = `api_key:${auth.keyId}`;
+      const by = auth.actor;
       const next = await write(auth.projectId, documentPatch(stored.document, policyType, id, parsed), by);
       const now = clock.now();
       const meta: PolicyRuleMeta = {
@@ -206,7 +200,7 @@ export function createPolicyService(deps: { db: Db; clock: Clock }) {
       const current = policies.find((p) => p.id === id);
       if (!current) throw errors.notFound('Policy', id);
       const config = body.config === undefined ? current.config : parseConfig(current.type, mergePatch(current.config, body.config));
-      const by = `api_key:${auth.keyId}`;
+      const by = auth.actor;
       // Every change, even of the name only, is a new document version with its policy.updated event.
       const next = await write(auth.projectId, documentPatch(stored.document, current.type, id, config), by);
       const old = meta.find((m) => m.policy_id === id);
@@ -229,7 +223,7 @@ export function createPolicyService(deps: { db: Db; clock: Clock }) {
       const { stored, policies } = await load(auth.projectId);
       const current = policies.find((p) => p.id === id);
       if (!current) throw errors.notFound('Policy', id);
-      const by = `api_key:${auth.keyId}`;
+      const by = auth.actor;
       const next = await write(auth.projectId, documentPatch(stored.document, current.type, id, null), by);
       await deletePolicyRuleMeta(db, auth.projectId, id);
       await appendEvent(db, {

@@ -56,6 +56,11 @@ export function computeCostMicros(price: ModelPrice | null, usage: Usage): numbe
   return Number((n + MILLION - 1n) / MILLION);
 }
 
+/** Own keys only: a model named "valueOf" or "__proto__" is an unknown model, not a prototype member. */
+function aliasOf(name: string): { provider: ProviderId; model: string } | undefined {
+  return Object.hasOwn(ALIASES, name) ? ALIASES[name] : undefined;
+}
+
 function findModel(model: string, provider?: ProviderId): ProviderId[] {
   const providers = provider ? [provider] : [...PROVIDER_IDS];
   return providers.filter((p) => priceOf(p, model) !== null);
@@ -72,7 +77,7 @@ export const pricing: PricingCatalog = {
   },
 
   resolveModel(modelOrAlias: string, provider?: ProviderId): ResolvedModel | null | 'ambiguous' {
-    const alias = ALIASES[modelOrAlias];
+    const alias = aliasOf(modelOrAlias);
     if (alias) {
       if (provider && alias.provider !== provider) return null;
       return { provider: alias.provider, model: alias.model, alias: modelOrAlias };
@@ -84,7 +89,8 @@ export const pricing: PricingCatalog = {
   },
 
   costMicros(provider: ProviderId, model: string, usage: Usage): number | null {
-    const resolved = ALIASES[model]?.provider === provider ? ALIASES[model].model : model;
+    const alias = aliasOf(model);
+    const resolved = alias?.provider === provider ? alias.model : model;
     return computeCostMicros(priceOf(provider, resolved), usage);
   },
 

@@ -46,6 +46,11 @@ export const MODEL_PRICES: Record<ProviderId, Record<string, ModelPrice>> = {
     'whisper-1': { per_audio_second: 100 },
     'gpt-4o-transcribe': tok(2.5, undefined, 10),
     'gpt-4o-mini-transcribe': tok(1.25, undefined, 5),
+    // Realtime models: text prices here; audio token prices in ./realtime.ts.
+    'gpt-realtime': tok(4, 0.4, 16),
+    'gpt-realtime-mini': tok(0.6, 0.06, 2.4),
+    'gpt-4o-realtime-preview': tok(5, 2.5, 20),
+    'gpt-4o-mini-realtime-preview': tok(0.6, 0.3, 2.4),
   },
   anthropic: {
     'claude-sonnet-4-5': tok(3, 0.3, 15),

@@ -6,6 +6,7 @@
  */
 import { Agent, FormData, errors as undiciErrors, request } from 'undici';
 import type { Dispatcher } from 'undici';
+import { injectTraceContext } from '../telemetry/tracing';
 import { ProviderError, type ProviderFailure } from './types';
 import type { FetchedAsset, NativeCall } from './shared/module';
 
@@ -69,6 +70,7 @@ export function createHttpClient(timeouts: HttpTimeouts): HttpClient {
         body = JSON.stringify(call.body);
       }
       if (call.responseKind === 'sse') headers.accept = 'text/event-stream';
+      injectTraceContext(headers);
       try {
         const res = await request(url, { method: call.method, headers, body, signal: combined, dispatcher: agent });
         return { status: res.statusCode, headers: res.headers, body: res.body, signal: combined, classify };

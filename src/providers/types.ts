@@ -135,6 +135,8 @@ export interface DispatchOptions {
   onDelta?: (text: string) => void;
   /** Per-call credentials (e.g. a project's own provider key); default: the configured ones. */
   credentials?: { apiKey?: string; baseUrl?: string };
+  /** The calling project: its own provider key is used when it has one (src/management/provider-credentials.ts). */
+  projectId?: string;
 }
 
 /** The provider layer as the execution path sees it (src/providers/index.ts builds one). */

@@ -9,6 +9,7 @@ import type { ExecutionInput } from '../executions/types';
 import { providerModules } from '../providers';
 import type { Operation } from '../providers/types';
 import { ProxyError } from './native-errors';
+import { textOfItem, type InspectableText } from '../governance/firewall/roles';
 
 export interface ParsedBody {
   kind: 'json' | 'multipart';
@@ -30,6 +31,8 @@ export interface ProxyCall {
   /** Chat paths are the ones routing controls apply to. */
   chat: boolean;
   inspectable: string[];
+  /** The inspectable texts with their roles (system prompt, tool output), for the firewall. */
+  inspectableItems: InspectableText[];
   /** Provider-neutral request (for estimates and the execution record). */
   request: ExecutionInput['request'];
 }
@@ -77,8 +80,8 @@ export async function multipartFields(raw: Buffer, contentType: string): Promise
   return out;
 }
 
-/** Native fields that set the output-token ceiling, per provider. */
-const CEILING_FIELDS: Record<ProviderId, string[][]> = {
+/** Native fields that set the output-token ceiling, per provider (src/proxy/native-ceiling.ts sets them). */
+export const CEILING_FIELDS: Record<ProviderId, string[][]> = {
   openai: [['max_tokens'], ['max_completion_tokens'], ['max_output_tokens']],
   anthropic: [['max_tokens']],
   google: [['generationConfig', 'maxOutputTokens'], ['generation_config', 'max_output_tokens']],
@@ -99,7 +102,8 @@ function checkOutputCeiling(provider: ProviderId, b: Record<string, unknown>): n
     if (!validOutputCeiling(v)) {
       throw new ProxyError(400, 'invalid_max_tokens', `${path.join('.')} must be an integer from 1 to ${MAX_OUTPUT_TOKENS_LIMIT}`);
     }
-    ceiling ??= v;
+    // Two ceiling fields (max_tokens and max_completion_tokens): the larger bounds the worst case.
+    ceiling = Math.max(ceiling ?? 0, v);
   }
   return ceiling;
 }
@@ -113,7 +117,8 @@ export function inferCall(provider: ProviderId, path: string, body: ParsedBody):
   if (!model) throw new ProxyError(400, 'model_required', 'The request names no model');
   const stream = op.stream ?? b.stream === true;
   const ceiling = checkOutputCeiling(provider, b);
-  const inspectable = body.kind === 'multipart' ? (typeof b.prompt === 'string' ? [b.prompt] : []) : providerModules[provider].inspectableText(b);
+  const inspectableItems = body.kind === 'multipart' ? (typeof b.prompt === 'string' ? [b.prompt] : []) : providerModules[provider].inspectableItems(b);
+  const inspectable = inspectableItems.map(textOfItem);
 
   let request: ExecutionInput['request'] | null = null;
   if (body.kind === 'json' && op.operation !== 'transcribe.audio') {
@@ -131,5 +136,9 @@ export function inferCall(provider: ProviderId, path: string, body: ParsedBody):
         ? { operation: op.operation, inputs: inspectable.map((t) => ({ type: 'text' as const, role: 'user' as const, text: t })) }
         : { operation: op.operation, messages: inspectable.map((t) => ({ role: 'user' as const, content: t })), ...(ceiling !== undefined ? { parameters: { max_output_tokens: ceiling } } : {}) };
   }
-  return { provider, path, pathname, operation: request.operation, model, stream, chat: op.chat, inspectable, request };
+  // The ceiling the native body sets, whichever field carries it, is what the reservation is sized on.
+  if (ceiling !== undefined && request.parameters?.max_output_tokens !== ceiling && (request.operation === 'generate.text' || request.operation === 'understand.image')) {
+    request = { ...request, parameters: { ...request.parameters, max_output_tokens: ceiling } };
+  }
+  return { provider, path, pathname, operation: request.operation, model, stream, chat: op.chat, inspectable, inspectableItems, request };
 }

@@ -13,7 +13,9 @@ import { authOf } from '../api/middleware/auth';
 import type { ProviderId } from '../config';
 import { consumeReadRate } from '../db/repositories/spend';
 import { nativeErrorBody, ProxyError } from './native-errors';
-import { authenticateNative, proxyErrorReply, send, type ProxyDeps } from './service';
+import type { ProxyDeps } from './deps';
+import { authenticateNative } from './native-auth';
+import { proxyErrorReply, send } from './reply';
 import { forwardRequestHeaders, passBackHeaders } from './upstream';
 
 interface ReadRoute {

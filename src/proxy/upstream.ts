@@ -4,6 +4,7 @@
  * caller's) and hop-by-hop headers. One undici Agent per API process (keep-alive pools per origin).
  */
 import { Agent, request, type Dispatcher } from 'undici';
+import { injectTraceContext } from '../telemetry/tracing';
 import type { ProviderId } from '../config';
 import { providerModules } from '../providers';
 
@@ -67,7 +68,8 @@ export function createUpstreamClient(timeouts: { connectMs: number; totalMs: num
   });
   return {
     send({ provider, baseUrl, apiKey, path, headers, body, signal, method = 'POST' }) {
-      const h = { ...headers, ...providerModules[provider].authHeaders(apiKey) };
+      const h: Record<string, string> = { ...headers, ...providerModules[provider].authHeaders(apiKey) };
+      injectTraceContext(h);
       return request(baseUrl.replace(/\/+$/, '') + path, { method, headers: h, body: method === 'POST' ? body : undefined, signal, dispatcher: agent });
     },
     close: () => agent.close(),

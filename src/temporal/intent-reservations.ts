@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { Client as PgClient } from 'pg';
+import { listenForNotices, type NoticeListener } from '../db/notice-listener';
 import type { Client } from '@temporalio/client';
 import type { Queryable } from '../db/pool';
 import type { Logger } from '../logger';
@@ -74,6 +74,8 @@ interface LeaseLane {
   rate: number;
   /** Calls granted by the last request that granted any (doubled while callers run dry). */
   lastGrant: number;
+  /** performance.now() before which no renewal is sent to grow the lease (the last one granted nothing). */
+  quietUntil: number;
 }
 
 export interface IntentReservationsOptions {
@@ -83,21 +85,23 @@ export interface IntentReservationsOptions {
   /** Coalesced mode: most callers served by one Update (the rest wait for the next one). */
   maxBatch?: number;
   /**
-   * `leased`: calls are taken locally from a lease granted by the intent workflow (opt-in: docs/decisions.md).
-   * `coalesced` (default): every call waits for a coalesced `reserveCalls` Update.
+   * `leased` (default): calls are taken locally from a lease granted by the intent workflow (docs/decisions.md "Call leases").
+   * `coalesced`: every call waits for a coalesced `reserveCalls` Update.
    */
   mode?: 'leased' | 'coalesced';
   /** LISTENs for revocations (amend, complete, expiry, reclaim near the ceiling) on this database. Without it a revoked lease is returned at its renewal or deadline. */
   databaseUrl?: string;
   /** Identifies this process in the workflow's lease table (diagnostics). */
   holder?: string;
+  /** A lease is returned after this long without a call (default 500 ms; tests that need leases to stay out raise it). */
+  idleMs?: number;
 }
 
 /** A lease's block covers this much of the holder's recent rate. */
 const BLOCK_SECONDS = 2;
 const MIN_BLOCK = 4;
 const MAX_BLOCK = 100_000;
-/** Returned when no call was taken for this long. */
+/** Returned when no call was taken for this long (default of `idleMs`). */
 const IDLE_MS = 500;
 /** Renewed (and extended) this long before its deadline while in use; consumption reported at least this often. */
 const RENEW_BEFORE_DEADLINE_MS = 1_000;
@@ -110,23 +114,26 @@ const newLeaseId = () => `lse_${randomBytes(12).toString('base64url')}`;
 /**
  * Call reservations against workflow intents for one API process.
  *
- * Leased mode (opt-in, INTENT_RESERVATIONS=leased): the intent workflow — the only authority on max_calls — grants this
+ * Leased mode (the default; INTENT_RESERVATIONS=coalesced selects the other): the intent workflow — the only authority on max_calls — grants this
  * process a lease, a block of calls sized from the process's recent rate for the intent (only the
  * calls it is waiting for near the ceiling). Calls are taken from the lease locally without a
  * round trip; the lease is renewed in the background before it runs out, reports what was used,
  * and is returned when idle, at shutdown, at its deadline or when the workflow revokes it
  * (announced on PostgreSQL). At most one Update per intent is in flight from this process; callers
  * arriving while none is left wait for it and are served first come, first served.
+ *
+ * Size: both modes share the lanes, the close protocol and the revocation listener of one class;
+ * the lease sizing, renewal and return are one state machine that reads best in one place.
  */
 export class IntentReservations {
   private readonly lanes = new Map<string, Lane>();
   private readonly leaseLanes = new Map<string, LeaseLane>();
   private readonly maxBatch: number;
   private readonly mode: 'leased' | 'coalesced';
+  private readonly idleMs: number;
   readonly holder: string;
   private tick: NodeJS.Timeout | null = null;
-  private listener: PgClient | null = null;
-  private listenRetry: NodeJS.Timeout | null = null;
+  private listener: NoticeListener | null = null;
   private closing = false;
   /** Updates sent so far (for tests and the benchmark). */
   updatesSent = 0;
@@ -135,13 +142,24 @@ export class IntentReservations {
   /** Leased mode: reservations that had to wait for an Update (the rest were taken locally). */
   waited = 0;
   /** The revocation listener is up (tests). */
-  listening = false;
+  get listening(): boolean {
+    return this.listener?.listening ?? false;
+  }
 
   constructor(private readonly opts: IntentReservationsOptions) {
     this.maxBatch = opts.maxBatch ?? 1000;
-    this.mode = opts.mode ?? 'coalesced';
+    this.mode = opts.mode ?? 'leased';
+    this.idleMs = opts.idleMs ?? IDLE_MS;
     this.holder = (opts.holder ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`).slice(0, 120);
-    if (this.mode === 'leased' && opts.databaseUrl) void this.listen(opts.databaseUrl);
+    if (this.mode === 'leased' && opts.databaseUrl) {
+      this.listener = listenForNotices({
+        databaseUrl: opts.databaseUrl,
+        channel: LEASE_REVOKE_CHANNEL,
+        onNotice: (payload) => this.onRevoked(payload),
+        logger: opts.logger,
+        lostMessage: 'intent lease revocation listener lost; revoked leases are returned at their renewal or deadline until it is back',
+      });
+    }
   }
 
   reserveCall(projectId: string, workflowId: string): Promise<ReservationOutcome> {
@@ -153,11 +171,7 @@ export class IntentReservations {
     this.closing = true;
     if (this.tick) clearInterval(this.tick);
     this.tick = null;
-    if (this.listenRetry) clearTimeout(this.listenRetry);
-    const l = this.listener;
-    this.listener = null;
-    this.listening = false;
-    await l?.end().catch(() => undefined);
+    await this.listener?.close();
     const pending = [...this.leaseLanes.values()].filter((lane) => lane.open || lane.busy);
     pending.forEach((lane) => this.kick(lane));
     const deadline = Date.now() + CLOSE_TIMEOUT_MS;
@@ -180,7 +194,7 @@ export class IntentReservations {
       const now = performance.now();
       lane = {
         key, projectId, workflowId, leaseId: newLeaseId(), open: false, size: 0, used: 0, deadline: 0, revoked: false, queue: [], busy: false,
-        lastUse: now, lastSentAt: now, reported: 0, consumedTotal: 0, sampleAt: now, sampleConsumed: 0, rate: 0, lastGrant: 0,
+        lastUse: now, lastSentAt: now, reported: 0, consumedTotal: 0, sampleAt: now, sampleConsumed: 0, rate: 0, lastGrant: 0, quietUntil: 0,
       };
       this.leaseLanes.set(key, lane);
       this.ensureTick();
@@ -215,18 +229,21 @@ export class IntentReservations {
 
   private wantsRenewal(lane: LeaseLane, now: number): boolean {
     if (!lane.open || lane.revoked || lane.queue.length > 0) return false;
-    const recentlyUsed = now - lane.lastUse < IDLE_MS;
+    const recentlyUsed = now - lane.lastUse < this.idleMs;
     if (!recentlyUsed) return false;
+    // After a renewal that granted nothing (near the ceiling, or the intent's expiry capping the
+    // deadline) the next one waits: callers running dry ask at once anyway.
+    const growable = now >= lane.quietUntil;
     return (
-      lane.size - lane.used <= Math.floor(this.block(lane) / 2) ||
-      lane.deadline - now < RENEW_BEFORE_DEADLINE_MS ||
+      (growable && lane.size - lane.used <= Math.floor(this.block(lane) / 2)) ||
+      (growable && lane.deadline - now < RENEW_BEFORE_DEADLINE_MS) ||
       (lane.used > lane.reported && now - lastSent(lane) >= REPORT_EVERY_MS)
     );
   }
 
   private wantsRelease(lane: LeaseLane, now: number): boolean {
     if (!lane.open) return false;
-    return lane.revoked || this.closing || now >= lane.deadline || (lane.queue.length === 0 && now - lane.lastUse >= IDLE_MS);
+    return lane.revoked || this.closing || now >= lane.deadline || (lane.queue.length === 0 && now - lane.lastUse >= this.idleMs);
   }
 
   private kick(lane: LeaseLane): void {
@@ -293,9 +310,13 @@ export class IntentReservations {
         }
         lane.open = true;
         if (res.size > sizeBefore) lane.lastGrant = res.size - sizeBefore;
+        else if (need === 0) lane.quietUntil = performance.now() + REPORT_EVERY_MS;
         if (res.revoked) lane.revoked = true;
         this.serveQueue(lane);
-        if (lane.queue.length > 0 && !lane.revoked && res.size === sizeBefore) this.denyQueue(lane, res);
+        // Refused only when the request asked for waiting callers and the workflow, after taking
+        // back every unused leased call, had none: consumed calls leave no room under max_calls.
+        // Callers that arrived while a renewal (need 0) was in flight are asked for next round.
+        if (need > 0 && lane.queue.length > 0 && !lane.revoked && res.size === sizeBefore) this.denyQueue(lane, res);
       }
     } finally {
       lane.busy = false;
@@ -316,6 +337,7 @@ export class IntentReservations {
     lane.reported = 0;
     lane.revoked = false;
     lane.deadline = 0;
+    lane.quietUntil = 0;
   }
 
   private async release(lane: LeaseLane): Promise<void> {
@@ -389,35 +411,6 @@ export class IntentReservations {
     if (ids.split(',').includes(lane.leaseId) && lane.open) {
       lane.revoked = true;
       this.kick(lane);
-    }
-  }
-
-  private async listen(databaseUrl: string): Promise<void> {
-    if (this.closing) return;
-    const c = new PgClient({ connectionString: databaseUrl });
-    const lost = (err?: Error) => {
-      if (this.listener !== c) return;
-      this.listener = null;
-      this.listening = false;
-      c.end().catch(() => undefined);
-      if (!this.closing) {
-        if (err) this.opts.logger?.warn({ err }, 'intent lease revocation listener lost; revoked leases are returned at their renewal or deadline until it is back');
-        this.listenRetry = setTimeout(() => void this.listen(databaseUrl), 2_000);
-        this.listenRetry.unref?.();
-      }
-    };
-    this.listener = c;
-    c.on('error', lost);
-    c.on('end', () => lost());
-    c.on('notification', (n) => {
-      if (n.channel === LEASE_REVOKE_CHANNEL && n.payload) this.onRevoked(n.payload);
-    });
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${LEASE_REVOKE_CHANNEL}`);
-      this.listening = true;
-    } catch (err) {
-      lost(err as Error);
     }
   }
 

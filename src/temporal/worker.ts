@@ -28,9 +28,8 @@ export async function createWorker(opts: {
   namespace: string;
   taskQueue: string;
   deps: ActivityDeps;
+  /** A prebuilt bundle (`npm run build`, test global setup); without it the worker bundles at start. */
   workflowBundlePath?: string;
-  /** Workflow code bundled by the caller (two workers of one process share one bundle). */
-  workflowBundleCode?: string;
 }): Promise<Worker> {
   return Worker.create({
     connection: opts.connection,
@@ -39,38 +38,46 @@ export async function createWorker(opts: {
     activities: createActivities(opts.deps),
     ...(opts.workflowBundlePath
       ? { workflowBundle: { codePath: opts.workflowBundlePath } }
-      : opts.workflowBundleCode
-        ? { workflowBundle: { code: opts.workflowBundleCode } }
-        : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { logger: quietBundlerLogger } as never }),
+      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { logger: quietBundlerLogger } as never }),
+    shutdownGraceTime: '10s',
+  });
+}
+
+/**
+ * A worker that runs activities only (no workflow sandbox, so no V8 isolate holding the bundle):
+ * used for task queues that exist to give one kind of activity its own slots.
+ */
+export async function createActivityWorker(opts: {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  deps: ActivityDeps;
+}): Promise<Worker> {
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue,
+    activities: createActivities(opts.deps),
     shutdownGraceTime: '10s',
   });
 }
 
 /** Starts the singleton maintenance workflows; a no-op when they already run. */
 export async function ensureMaintenanceWorkflows(client: Client, taskQueue: string): Promise<void> {
-  await client.workflow.start('idempotencyCleanupWorkflow', {
-    workflowId: IDEMPOTENCY_CLEANUP_WORKFLOW_ID,
-    taskQueue,
-    args: [{ intervalSeconds: 300 }],
-    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-  });
-  await client.workflow.start('reconciliationWorkflow', {
-    workflowId: RECONCILIATION_WORKFLOW_ID,
-    taskQueue,
-    args: [{ intervalSeconds: 10 }],
-    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-  });
-  await client.workflow.start('reservationExpiryWorkflow', {
-    workflowId: RESERVATION_EXPIRY_WORKFLOW_ID,
-    taskQueue,
-    args: [{ intervalSeconds: 60 }],
-    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-  });
-  // Signed checkpoints of every project's event log that grew (src/integrity/log.ts).
-  await client.workflow.start('checkpointWorkflow', {
-    workflowId: CHECKPOINT_WORKFLOW_ID,
-    taskQueue,
-    args: [{ intervalSeconds: 30 }],
-    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-  });
+  const singletons = [
+    { type: 'idempotencyCleanupWorkflow', workflowId: IDEMPOTENCY_CLEANUP_WORKFLOW_ID, intervalSeconds: 300 },
+    // Closes governed calls whose process died mid-dispatch (src/pipeline/inflight.ts).
+    { type: 'reconciliationWorkflow', workflowId: RECONCILIATION_WORKFLOW_ID, intervalSeconds: 10 },
+    { type: 'reservationExpiryWorkflow', workflowId: RESERVATION_EXPIRY_WORKFLOW_ID, intervalSeconds: 60 },
+    // Signed checkpoints of every project's event log that grew (src/integrity/log.ts).
+    { type: 'checkpointWorkflow', workflowId: CHECKPOINT_WORKFLOW_ID, intervalSeconds: 30 },
+  ];
+  for (const w of singletons) {
+    await client.workflow.start(w.type, {
+      workflowId: w.workflowId,
+      taskQueue,
+      args: [{ intervalSeconds: w.intervalSeconds }],
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    });
+  }
 }

@@ -30,7 +30,7 @@ import type { Logger } from '../logger';
 import { TEST_EVENT_TYPE } from './events';
 import { newWebhookSecret } from './signing';
 import { allowList, checkedAddresses, SsrfRefusedError, type Resolver } from './ssrf';
-import { webhookDeliveryWorkflowId, webhookTaskQueue, type WebhookDeliveryInput } from '../../workflows/webhook-messages';
+import { webhookDeliveryWorkflowId, type WebhookDeliveryInput } from '../../workflows/webhook-messages';
 
 export interface WebhookServiceDeps {
   db: Db;
@@ -207,7 +207,7 @@ export async function startDelivery(temporal: { client: Client; taskQueue: strin
   try {
     await temporal.client.workflow.start('webhookDeliveryWorkflow', {
       workflowId: webhookDeliveryWorkflowId(id),
-      taskQueue: webhookTaskQueue(temporal.taskQueue),
+      taskQueue: temporal.taskQueue,
       args: [input],
       // A delivered (or stopped) message is never started again; a failed run (its message was never
       // committed) may be.

@@ -1,5 +1,6 @@
 import { startTestTollgate, createTestProject, http, TestProject } from '../support/tollgate';
 import { revokeApiKey, findApiKeyByKey } from '../../src/db/repositories/api-keys';
+import { waitUntil } from '../support/wait';
 
 describe('foundation: auth, error contract, status', () => {
   let tg: Awaited<ReturnType<typeof startTestTollgate>>;
@@ -107,6 +108,15 @@ describe('foundation: auth, error contract, status', () => {
       expect(revoked.status).toBe(200);
       expect(revoked.json.revoked_at).toEqual(expect.any(String));
       expectError(await call('GET', `/v1/projects/${p.project.id}`, { key: created.json.key }), 401, 'api_key_revoked');
+    });
+
+    it('a key revoked directly in the database after it was cached is refused once the notice arrives', async () => {
+      const q = await createTestProject(tg.db);
+      expect((await call('GET', `/v1/projects/${q.project.id}`, { key: q.clientKey })).status).toBe(200);
+      const rec = await findApiKeyByKey(tg.db, q.clientKey);
+      await revokeApiKey(tg.db, rec!.id);
+      // The cache of this process drops the project on tollgate_auth_changes (src/db/notice-listener.ts).
+      await waitUntil(async () => (await call('GET', `/v1/projects/${q.project.id}`, { key: q.clientKey })).status === 401, 5_000, 50);
     });
 
     it('rejects a key revoked directly in the database', async () => {

@@ -32,6 +32,8 @@ export default async function globalSetup(): Promise<void> {
   const bundlePath = path.join(os.tmpdir(), `tollgate-workflows-${process.pid}.js`);
   fs.writeFileSync(bundlePath, await bundleWorkflows());
 
+  // In-process Tollgates log into files here; the teardown scans them for secrets (test/support/test-logs.ts).
+  process.env.TEST_LOG_DIR ??= path.join(dataDir, 'test-logs', database);
   process.env.TEST_SERVER_DATABASE_URL = serverUrl;
   process.env.TEST_DATABASE_NAME = database;
   process.env.DATABASE_URL = databaseUrl;

@@ -1,8 +1,11 @@
 import fs from 'node:fs';
 import { dropDatabase } from '../../scripts/lib/postgres';
+import { scanLogs } from './test-logs';
 import type { DevServer } from '../../scripts/lib/temporal-dev-server';
 
 export default async function globalTeardown(): Promise<void> {
+  const logDir = process.env.TEST_LOG_DIR;
+  const scan = logDir ? scanLogs(logDir, PROVIDER_KEYS_OF_TESTS.map((k) => ['provider key', k])) : null;
   const state = (globalThis as Record<string, unknown>).__TOLLGATE_TEST__ as { temporal: DevServer; bundlePath: string } | undefined;
   if (state) {
     await state.temporal.stop();
@@ -11,4 +14,14 @@ export default async function globalTeardown(): Promise<void> {
   if (process.env.TEST_SERVER_DATABASE_URL && process.env.TEST_DATABASE_NAME && !process.env.KEEP_TEST_DATABASE) {
     await dropDatabase(process.env.TEST_SERVER_DATABASE_URL, process.env.TEST_DATABASE_NAME);
   }
+  if (scan && logDir) {
+    process.stdout.write(`secret scan: ${scan.lines} log lines in ${scan.files} files, ${scan.findings.length} findings\n`);
+    if (scan.findings.length) {
+      throw new Error(`secret scan: secrets or prompt text in the test logs (kept in ${logDir}):\n${scan.findings.slice(0, 20).map((f) => `${f.file}:${f.line} ${f.kind}: ${f.excerpt}`).join('\n')}`);
+    }
+    if (!process.env.KEEP_TEST_LOGS) fs.rmSync(logDir, { recursive: true, force: true });
+  }
 }
+
+/** The provider keys test/e2e/executions/helpers.ts configures (emulatorEnv). */
+const PROVIDER_KEYS_OF_TESTS = ['test-openai', 'test-anthropic', 'test-gemini', 'test-deepseek', 'test-mistral'];

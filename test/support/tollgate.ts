@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { loadConfig, Config } from '../../src/config';
 import { Clock } from '../../src/clock';
-import { createLogger } from '../../src/logger';
 import { startTollgate, Tollgate } from '../../src/server';
 import { createProject, Plan, Project } from '../../src/db/repositories/projects';
 import { createApiKey } from '../../src/db/repositories/api-keys';
 import type { Db } from '../../src/db/pool';
+import { testLogger, testLogLevel } from './test-logs';
+import { assertDocumentedResponse } from './openapi-responses';
 
 /** Configuration for an in-process Tollgate against the run's database and Temporal server. */
 export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
@@ -14,7 +15,7 @@ export function testConfig(overrides: NodeJS.ProcessEnv = {}): Config {
     NODE_ENV: 'test',
     HOST: '127.0.0.1',
     PORT: '0',
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    LOG_LEVEL: testLogLevel(),
     TEMPORAL_TASK_QUEUE: `test-${randomUUID()}`,
     // Off unless a test turns it on: a fan-out would deliver other files' subscriptions on its own task queue.
     WEBHOOK_FANOUT: 'off',
@@ -31,7 +32,7 @@ export async function startTestTollgate(opts: { env?: NodeJS.ProcessEnv; clock?:
   const tollgate = await startTollgate({
     config,
     clock: opts.clock,
-    logger: createLogger(config.logLevel),
+    logger: testLogger(config.logLevel),
     startMaintenance: false,
     temporalRetryMs: 10_000,
   });
@@ -75,6 +76,8 @@ export function http(baseUrl: string) {
     } catch {
       /* not JSON */
     }
+    // Every response is checked against the OpenAPI document (test/support/openapi-responses.ts).
+    assertDocumentedResponse(method, path, res.status, res.headers.get('content-type'), json);
     return { status: res.status, headers: res.headers, text, json };
   };
 }

@@ -57,6 +57,11 @@ describe('pricing', () => {
     expect(pricing.resolveModel('claude-sonnet', 'openai')).toBeNull();
     expect(pricing.resolveModel('gpt-4o-mini')).toEqual({ provider: 'openai', model: 'gpt-4o-mini', alias: null });
     expect(pricing.resolveModel('deepseek-chat', 'deepseek')).toEqual({ provider: 'deepseek', model: 'deepseek-chat', alias: null });
+    // Names of Object.prototype members are unknown models, not aliases (a fuzzed intent found this).
+    for (const name of ['valueOf', 'constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      expect(pricing.resolveModel(name)).toBeNull();
+      expect(pricing.costMicros('openai', name, makeUsage({ input_tokens: 10, output_tokens: 10 }))).toBeNull();
+    }
     expect(pricing.resolveModel('nope')).toBeNull();
     expect(pricing.costMicros('anthropic', 'claude-sonnet', makeUsage({ input_tokens: 1000 }))).toBe(3000);
   });

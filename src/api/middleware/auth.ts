@@ -3,8 +3,8 @@ import { ApiError } from '../errors';
 import type { KeyScope } from '../../db/repositories/api-keys';
 import type { KeyLookup } from '../key-cache';
 
-import type { AuthContext } from '../../auth-context';
-export type { AuthContext };
+import type { AuthContext, KeyAuthContext } from '../../auth-context';
+export type { AuthContext, KeyAuthContext };
 
 export type KeyExtractor = (ctx: ParameterizedContext) => string | null;
 
@@ -43,13 +43,16 @@ export function authenticate(keys: KeyLookup, opts: { scope?: KeyScope; extract?
         'www-authenticate': 'Bearer error="invalid_token"',
       });
     }
+    if (record.expires_at && new Date(record.expires_at).getTime() <= Date.now()) {
+      throw new ApiError(401, 'api_key_expired', 'The API key has expired', { key_id: record.id }, { 'www-authenticate': 'Bearer error="invalid_token"' });
+    }
     if (opts.scope === 'admin' && record.scope !== 'admin') {
       throw new ApiError(403, 'insufficient_scope', 'This route requires an admin-scoped API key', {
         required_scope: 'admin',
         key_scope: record.scope,
       });
     }
-    const auth: AuthContext = { projectId: record.project_id, plan: record.plan, keyId: record.id, scope: record.scope };
+    const auth: AuthContext = { projectId: record.project_id, plan: record.plan, keyId: record.id, scope: record.scope, actor: `api_key:${record.id}` };
     ctx.state.auth = auth;
     await next();
   };
@@ -59,4 +62,11 @@ export function authOf(ctx: ParameterizedContext): AuthContext {
   const auth = ctx.state.auth as AuthContext | undefined;
   if (!auth) throw new Error('route used authOf() without the authenticate middleware');
   return auth;
+}
+
+/** The caller of a route that accepts only API keys (no `members` flag in its route entry). */
+export function keyAuthOf(ctx: ParameterizedContext): KeyAuthContext {
+  const auth = authOf(ctx);
+  if (auth.keyId === null) throw new Error('an API-key-only route was reached with a user token');
+  return auth as KeyAuthContext;
 }

@@ -31,6 +31,21 @@ function fromBodyParser(err: HttpLikeError & { name?: string }): ApiError | null
   }
 }
 
+/** PostgreSQL connection-class and shutdown SQLSTATEs (08xxx, 57P01-57P03). */
+const DB_OUTAGE_CODES = new Set(['08000', '08001', '08003', '08004', '08006', '57P01', '57P02', '57P03']);
+const DB_OUTAGE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+
+/**
+ * A request that failed because PostgreSQL is unreachable or restarting: 503 with Retry-After, not
+ * an internal error (found by `npm run chaos`, which restarts PostgreSQL under load). Whatever the
+ * request had committed before is closed by reconciliation.
+ */
+function fromDatabaseOutage(err: Error & { code?: string }): ApiError | null {
+  const outage = (err.code !== undefined && (DB_OUTAGE_CODES.has(err.code) || err.code === 'ECONNREFUSED' || err.code === 'ECONNRESET')) || DB_OUTAGE_MESSAGES.test(err.message ?? '');
+  if (!outage) return null;
+  return new ApiError(503, 'database_unavailable', 'The database is unavailable; retry shortly', {}, { 'retry-after': '1' });
+}
+
 /**
  * The error contract: every failure becomes `{"error": {"code", "message", "details"}}`.
  * Unexpected errors are logged with their stack and answered with a bare 500.
@@ -46,8 +61,10 @@ export function errorHandler(logger: Logger): Middleware {
       const err = raw as HttpLikeError & Error;
       let apiError: ApiError;
       if (raw instanceof ApiError) apiError = raw;
-      else apiError = fromBodyParser(err) ?? new ApiError(500, 'internal_error', 'An internal error occurred; retry later');
-      if (apiError.status >= 500) {
+      else apiError = fromBodyParser(err) ?? fromDatabaseOutage(err) ?? new ApiError(500, 'internal_error', 'An internal error occurred; retry later');
+      if (apiError.code === 'database_unavailable') {
+        logger.warn({ err: raw, request_id: ctx.state.requestId }, 'database unavailable');
+      } else if (apiError.status >= 500) {
         logger.error({ err: raw, request_id: ctx.state.requestId }, 'unhandled error');
       }
       ctx.status = apiError.status;

@@ -3,13 +3,19 @@ import { koaBody } from 'koa-body';
 import { ApiError } from '../errors';
 import { jsonDepth, MAX_JSON_DEPTH } from '../json-depth';
 
-/**
- * JSON request bodies for the `/v1` JSON routes: a body with another content type is a 415,
- * malformed JSON or JSON nested deeper than MAX_JSON_DEPTH a 400 `invalid_json`, an oversized body a
- * 413 (mapped in the error handler).
- */
-export function jsonBody(limitBytes: number): Middleware {
-  const parse = koaBody({
+
+/** Payment-provider webhooks (src/api/routes/billing.ts): their signature covers the exact bytes, so they read the raw body. */
+const BILLING_WEBHOOK_PATH = /^\/v1\/billing\/[^/]+\/webhook\/?$/;
+
+/** Routes whose body carries model input (prompts, documents): the full body limit. The proxies read their own body under it. */
+const MODEL_INPUT_ROUTES = new Set(['POST /v1/executions', 'POST /v1/execute', 'POST /v1/jobs']);
+
+export function isModelInputRoute(method: string, path: string): boolean {
+  return MODEL_INPUT_ROUTES.has(`${method} ${path.replace(/\/+$/, '')}`) || path.startsWith('/v1/proxy/');
+}
+
+const parser = (limitBytes: number) =>
+  koaBody({
     json: true,
     jsonStrict: true,
     jsonLimit: limitBytes,
@@ -19,9 +25,20 @@ export function jsonBody(limitBytes: number): Middleware {
     patchKoa: true,
     patchNode: false,
   });
+
+/**
+ * JSON request bodies for the `/v1` JSON routes: a body with another content type is a 415,
+ * malformed JSON or JSON nested deeper than MAX_JSON_DEPTH a 400 `invalid_json`, an oversized body a
+ * 413 (mapped in the error handler). Model-input routes take up to `limitBytes`, every other route
+ * up to `controlLimitBytes` (docs/decisions.md, "HTTP hardening").
+ */
+export function jsonBody(limitBytes: number, controlLimitBytes = limitBytes): Middleware {
+  const modelParse = parser(limitBytes);
+  const controlParse = parser(Math.min(limitBytes, controlLimitBytes));
   return async (ctx, next) => {
-    // Proxy routes forward the provider-native body byte for byte; they read it themselves.
-    if (ctx.path.startsWith('/v1/proxy/')) {
+    // Proxy routes forward the provider-native body byte for byte, and a payment provider's webhook
+    // signature covers the exact bytes: they read the body themselves.
+    if (ctx.path.startsWith('/v1/proxy/') || BILLING_WEBHOOK_PATH.test(ctx.path)) {
       await next();
       return;
     }
@@ -31,6 +48,7 @@ export function jsonBody(limitBytes: number): Middleware {
           content_type: ctx.get('content-type') || null,
         });
       }
+      const parse = isModelInputRoute(ctx.method, ctx.path) ? modelParse : controlParse;
       await parse(ctx, async () => {
         if (jsonDepth(ctx.request.body) > MAX_JSON_DEPTH) {
           throw new ApiError(400, 'invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels`, { max_depth: MAX_JSON_DEPTH });

@@ -21,7 +21,7 @@ export function observe(logger: Logger, histogram: Histogram<'method' | 'route' 
       await next();
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const route = (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      const route = (ctx.state.routePath as string | undefined) ?? (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
       histogram.observe({ method: ctx.method, route: String(route), status: String(ctx.status) }, seconds);
       logger.info(
         {
@@ -31,6 +31,7 @@ export function observe(logger: Logger, histogram: Histogram<'method' | 'route' 
           status: ctx.status,
           duration_ms: Math.round(seconds * 1000),
           project_id: (ctx.state.auth as AuthContext | undefined)?.projectId,
+          ...(ctx.state.traceId ? { trace_id: ctx.state.traceId as string } : {}),
         },
         'request',
       );

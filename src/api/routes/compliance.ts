@@ -1,10 +1,9 @@
-import Router from '@koa/router';
-import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
-import { ApiDeps } from '../deps';
 import { ApiError, errors, parseOrThrow } from '../errors';
 import { decodeCursor, encodeCursor } from '../cursor';
-import { authenticate, authOf } from '../middleware/auth';
+import { authOf, keyAuthOf } from '../middleware/auth';
+import { complianceExportListSchema, complianceExportSchema } from '../schemas/integrity';
+import { routeFamily } from '../route-table';
 import type { AuthContext } from '../../auth-context';
 import { EXPORT_PARTS, findExport, listExports, readExportFiles } from '../../db/repositories/compliance-exports';
 import { bundleOf } from '../../compliance/build';
@@ -43,57 +42,96 @@ function requireExportPlan(auth: AuthContext): void {
 }
 
 /** Compliance exports (admin key; docs/decisions.md, "Compliance exports"). */
-export function registerComplianceRoutes(router: Router, deps: ApiDeps): void {
-  const admin = authenticate(deps.keys, { scope: 'admin' });
-  const gated = async (ctx: ParameterizedContext, next: () => Promise<unknown>) => {
-    requireExportPlan(authOf(ctx));
-    await next();
-  };
-  const svc = {
-    db: deps.db,
-    logger: deps.logger,
-    temporal: { client: deps.temporal.client, taskQueue: deps.temporal.taskQueue },
-    heartbeatTimeoutMs: deps.config.complianceExports.heartbeatTimeoutMs,
-  };
-
-  router.post('/v1/compliance/exports', admin, gated, async (ctx) => {
-    const auth = authOf(ctx);
-    const body = parseOrThrow(createSchema, ctx.request.body ?? {});
-    const row = await createComplianceExport(svc, {
-      projectId: auth.projectId,
-      since: new Date(body.window.since),
-      until: new Date(body.window.until),
-      include: [...new Set(body.include)],
-      requestedBy: auth.keyId,
-    });
-    ctx.status = 202;
-    ctx.set('location', `/v1/compliance/exports/${row.id}`);
-    ctx.body = exportView(row);
-  });
-
-  router.get('/v1/compliance/exports', admin, gated, async (ctx) => {
-    const auth = authOf(ctx);
-    const q = parseOrThrow(listSchema, ctx.query, 'query');
-    const rows = await listExports(deps.db, auth.projectId, { status: q.status, beforeId: q.cursor ? decodeCursor(q.cursor, ['id'], (c) => c.id.startsWith('cexp_')).id : undefined, limit: q.limit + 1 });
-    const page = rows.slice(0, q.limit);
-    ctx.body = { object: 'list', data: page.map(exportView), next_cursor: rows.length > q.limit ? encodeCursor({ id: page[page.length - 1].id }) : null };
-  });
-
-  router.get('/v1/compliance/exports/:export_id', admin, gated, async (ctx) => {
-    const row = await findExport(deps.db, authOf(ctx).projectId, ctx.params.export_id);
-    if (!row) throw errors.notFound('Compliance export', ctx.params.export_id);
-    ctx.body = exportView(row);
-  });
-
-  // The finished bundle: a tar of manifest.note, checkpoint.note and the NDJSON files.
-  router.get('/v1/compliance/exports/:export_id/download', admin, gated, async (ctx) => {
-    const row = await findExport(deps.db, authOf(ctx).projectId, ctx.params.export_id);
-    if (!row) throw errors.notFound('Compliance export', ctx.params.export_id);
-    if (row.status !== 'completed') throw errors.conflict('export_not_ready', `The export is ${row.status}; download it once it is completed`, { status: row.status });
-    const bundle = bundleOf(await readExportFiles(deps.db, row.id));
-    ctx.set('content-type', 'application/x-tar');
-    ctx.set('content-disposition', `attachment; filename="${row.id}.tar"`);
-    ctx.set('x-content-sha256', row.bundle_sha256 ?? '');
-    ctx.body = bundle;
-  });
-}
+export const complianceRoutes = routeFamily(
+  'Compliance',
+  (deps) => {
+    const svc = {
+      db: deps.db,
+      logger: deps.logger,
+      temporal: { client: deps.temporal.client, taskQueue: deps.temporal.taskQueue },
+      heartbeatTimeoutMs: deps.config.complianceExports.heartbeatTimeoutMs,
+    };
+    return { svc };
+  },
+  [
+    {
+      method: 'post',
+      path: '/v1/compliance/exports',
+      stability: 'GA',
+      since: 'v1.1',
+      auth: 'admin',
+      summary: 'Start a compliance export',
+      response: complianceExportSchema,
+      body: createSchema,
+      status: 202,
+      handler: async (ctx, { svc }) => {
+        requireExportPlan(authOf(ctx));
+        const auth = keyAuthOf(ctx);
+        const body = parseOrThrow(createSchema, ctx.request.body ?? {});
+        const row = await createComplianceExport(svc, {
+          projectId: auth.projectId,
+          since: new Date(body.window.since),
+          until: new Date(body.window.until),
+          include: [...new Set(body.include)],
+          requestedBy: auth.keyId,
+        });
+        ctx.status = 202;
+        ctx.set('location', `/v1/compliance/exports/${row.id}`);
+        ctx.body = exportView(row);
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/compliance/exports',
+      stability: 'GA',
+      since: 'v1.1',
+      auth: 'admin',
+      summary: 'List compliance exports',
+      response: complianceExportListSchema,
+      query: listSchema,
+      handler: async (ctx, { deps }) => {
+        requireExportPlan(authOf(ctx));
+        const auth = authOf(ctx);
+        const q = parseOrThrow(listSchema, ctx.query, 'query');
+        const rows = await listExports(deps.db, auth.projectId, { status: q.status, beforeId: q.cursor ? decodeCursor(q.cursor, ['id'], (c) => c.id.startsWith('cexp_')).id : undefined, limit: q.limit + 1 });
+        const page = rows.slice(0, q.limit);
+        ctx.body = { object: 'list', data: page.map(exportView), next_cursor: rows.length > q.limit ? encodeCursor({ id: page[page.length - 1].id }) : null };
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/compliance/exports/:export_id',
+      stability: 'GA',
+      since: 'v1.1',
+      auth: 'admin',
+      summary: 'A compliance export',
+      response: complianceExportSchema,
+      handler: async (ctx, { deps }) => {
+        requireExportPlan(authOf(ctx));
+        const row = await findExport(deps.db, authOf(ctx).projectId, ctx.params.export_id);
+        if (!row) throw errors.notFound('Compliance export', ctx.params.export_id);
+        ctx.body = exportView(row);
+      },
+    },
+    // The finished bundle: a tar of manifest.note, checkpoint.note and the NDJSON files.
+    {
+      method: 'get',
+      path: '/v1/compliance/exports/:export_id/download',
+      stability: 'Beta',
+      auth: 'admin',
+      summary: 'Download an export bundle',
+      contentType: 'application/gzip',
+      handler: async (ctx, { deps }) => {
+        requireExportPlan(authOf(ctx));
+        const row = await findExport(deps.db, authOf(ctx).projectId, ctx.params.export_id);
+        if (!row) throw errors.notFound('Compliance export', ctx.params.export_id);
+        if (row.status !== 'completed') throw errors.conflict('export_not_ready', `The export is ${row.status}; download it once it is completed`, { status: row.status });
+        const bundle = bundleOf(await readExportFiles(deps.db, row.id));
+        ctx.set('content-type', 'application/x-tar');
+        ctx.set('content-disposition', `attachment; filename="${row.id}.tar"`);
+        ctx.set('x-content-sha256', row.bundle_sha256 ?? '');
+        ctx.body = bundle;
+      },
+    },
+  ],
+);

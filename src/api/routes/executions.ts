@@ -1,8 +1,9 @@
-import Router from '@koa/router';
 import { z } from 'zod';
-import { ApiDeps } from '../deps';
 import { ApiError, errors, parseOrThrow } from '../errors';
-import { authenticate, authOf } from '../middleware/auth';
+import { authOf, keyAuthOf } from '../middleware/auth';
+import { executionMetricsSchema } from '../schemas/integrity';
+import { routeFamily } from '../route-table';
+import { executionEnvelopeSchema, executionFailureSchema } from '../schemas/executions';
 import { executionMetrics, findExecution } from '../../db/repositories/executions';
 import { ExecuteInputError, resolveExecuteTarget, translateExecuteInput } from '../../executions/execute-input';
 import { planExecution } from '../../executions/routing';
@@ -45,69 +46,108 @@ function sseSink(ctx: ParameterizedContext): StreamSink {
   };
 }
 
-export function registerExecutionRoutes(router: Router, deps: ApiDeps): void {
-  const anyKey = authenticate(deps.keys);
-  const { pricing } = deps;
+export const executionRoutes = routeFamily(
+  'Executions',
+  (deps) => {
+    const { pricing } = deps;
 
-  async function execute(ctx: ParameterizedContext, prep: PreparedExecution): Promise<void> {
-    const caller = callerOf(authOf(ctx).projectId, (name) => ctx.get(name));
-    const reply = await runExecution(deps, caller, prep, prep.mode === 'stream' ? sseSink(ctx) : undefined);
-    if (!reply) return; // streamed
-    ctx.status = reply.status;
-    for (const [k, v] of Object.entries(reply.headers)) ctx.set(k, v);
-    ctx.body = reply.body;
-  }
-
-  router.post('/v1/executions', anyKey, async (ctx) => {
-    const body = parseOrThrow(executionRequestSchema, ctx.request.body ?? {}) as ExecutionRequest;
-    const mode = body.mode ?? 'sync';
-    if (mode === 'stream' && !acceptsEventStream(ctx.get('accept'))) {
-      throw new ApiError(406, 'not_acceptable', 'mode "stream" answers with Server-Sent Events; send "Accept: text/event-stream"');
+    async function execute(ctx: ParameterizedContext, prep: PreparedExecution): Promise<void> {
+      const caller = callerOf(keyAuthOf(ctx), (name) => ctx.get(name));
+      const reply = await runExecution(deps, caller, prep, prep.mode === 'stream' ? sseSink(ctx) : undefined);
+      if (!reply) return; // streamed
+      ctx.status = reply.status;
+      for (const [k, v] of Object.entries(reply.headers)) ctx.set(k, v);
+      ctx.body = reply.body;
     }
-    await execute(ctx, { route: 'executions', mode, body, ...planExecution(body, pricing) });
-  });
-
-  router.post('/v1/execute', anyKey, async (ctx) => {
-    const body: ExecuteRequest = parseOrThrow(executeRequestSchema, ctx.request.body ?? {});
-    let target;
-    let request;
-    try {
-      target = resolveExecuteTarget(body, pricing);
-      request = translateExecuteInput(target.provider, target.model, body.input);
-    } catch (err) {
-      if (err instanceof ExecuteInputError) throw errors.validation([{ path: err.path, message: err.message, code: 'invalid_target' }]);
-      throw err;
-    }
-    await execute(ctx, {
-      route: 'execute',
-      mode: 'sync',
-      body,
-      request,
-      routing: {
-        requested_provider: body.provider ?? null,
-        requested_model: body.model,
-        reason_code: target.reason_code,
-        primary: { provider: target.provider, model: target.model },
-        fallback: [],
+    return { execute, pricing };
+  },
+  [
+    {
+      method: 'post',
+      path: '/v1/executions',
+      stability: 'GA',
+      since: 'v1.0',
+      auth: 'key',
+      summary: 'Governed execution (sync, or stream with Accept: text/event-stream)',
+      body: executionRequestSchema,
+      response: executionEnvelopeSchema,
+      errorBody: executionFailureSchema,
+      handler: async (ctx, { execute, pricing }) => {
+        const body = parseOrThrow(executionRequestSchema, ctx.request.body ?? {}) as ExecutionRequest;
+        const mode = body.mode ?? 'sync';
+        if (mode === 'stream' && !acceptsEventStream(ctx.get('accept'))) {
+          throw new ApiError(406, 'not_acceptable', 'mode "stream" answers with Server-Sent Events; send "Accept: text/event-stream"');
+        }
+        await execute(ctx, { route: 'executions', mode, body, ...planExecution(body, pricing) });
       },
-      resolved: { provider: target.provider, model: target.model, alias: target.alias },
-    });
-  });
-
-  router.get('/v1/executions/:request_id', anyKey, async (ctx) => {
-    const auth = authOf(ctx);
-    const record = await findExecution(deps.db, auth.projectId, ctx.params.request_id);
-    if (!record) throw errors.notFound('Execution', ctx.params.request_id);
-    if (record.permit_id) ctx.set('x-svc-permit-id', record.permit_id);
-    ctx.body = record.envelope;
-  });
-
-  router.get('/v1/metrics/executions', anyKey, async (ctx) => {
-    const auth = authOf(ctx);
-    const q = parseOrThrow(metricsQuery, ctx.query, 'query');
-    const to = q.to ? new Date(q.to) : deps.clock.now();
-    const from = q.from ? new Date(q.from) : new Date(to.getTime() - (q.window_seconds ?? 86400) * 1000);
-    if (from >= to) throw errors.validation([{ path: 'query.from', message: 'from must be before to', code: 'invalid_window' }]);
-    ctx.body = { object: 'execution_metrics', project_id: auth.projectId, ...(await executionMetrics(deps.db, auth.projectId, from, to, q.route)) };
-  });
-}
+    },
+    {
+      method: 'post',
+      path: '/v1/execute',
+      stability: 'Beta',
+      since: 'v1.3',
+      auth: 'key',
+      summary: 'Provider-shaped governed execution (sync only)',
+      body: executeRequestSchema,
+      response: executionEnvelopeSchema,
+      errorBody: executionFailureSchema,
+      handler: async (ctx, { execute, pricing }) => {
+        const body: ExecuteRequest = parseOrThrow(executeRequestSchema, ctx.request.body ?? {});
+        let target;
+        let request;
+        try {
+          target = resolveExecuteTarget(body, pricing);
+          request = translateExecuteInput(target.provider, target.model, body.input);
+        } catch (err) {
+          if (err instanceof ExecuteInputError) throw errors.validation([{ path: err.path, message: err.message, code: 'invalid_target' }]);
+          throw err;
+        }
+        await execute(ctx, {
+          route: 'execute',
+          mode: 'sync',
+          body,
+          request,
+          routing: {
+            requested_provider: body.provider ?? null,
+            requested_model: body.model,
+            reason_code: target.reason_code,
+            primary: { provider: target.provider, model: target.model },
+            fallback: [],
+          },
+          resolved: { provider: target.provider, model: target.model, alias: target.alias },
+        });
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/executions/:request_id',
+      stability: 'Beta',
+      auth: 'key',
+      summary: 'An execution envelope by request id',
+      response: executionEnvelopeSchema,
+      handler: async (ctx, { deps }) => {
+        const auth = authOf(ctx);
+        const record = await findExecution(deps.db, auth.projectId, ctx.params.request_id);
+        if (!record) throw errors.notFound('Execution', ctx.params.request_id);
+        if (record.permit_id) ctx.set('x-svc-permit-id', record.permit_id);
+        ctx.body = record.envelope;
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/metrics/executions',
+      stability: 'Beta',
+      auth: 'key',
+      summary: 'Execution counts and latency for a window',
+      response: executionMetricsSchema,
+      handler: async (ctx, { deps }) => {
+        const auth = authOf(ctx);
+        const q = parseOrThrow(metricsQuery, ctx.query, 'query');
+        const to = q.to ? new Date(q.to) : deps.clock.now();
+        const from = q.from ? new Date(q.from) : new Date(to.getTime() - (q.window_seconds ?? 86400) * 1000);
+        if (from >= to) throw errors.validation([{ path: 'query.from', message: 'from must be before to', code: 'invalid_window' }]);
+        ctx.body = { object: 'execution_metrics', project_id: auth.projectId, ...(await executionMetrics(deps.db, auth.projectId, from, to, q.route)) };
+      },
+    },
+  ],
+);

@@ -1,9 +1,9 @@
-import Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
-import { ApiDeps } from '../deps';
 import { errors, parseOrThrow } from '../errors';
-import { authenticate, authOf } from '../middleware/auth';
+import { authOf } from '../middleware/auth';
+import { routeFamily } from '../route-table';
+import { governanceEventListSchema, governanceEventSchema } from '../schemas/events';
 import { findGovernanceEvent, listGovernanceEvents, readChainedEventsAfter } from '../../db/repositories/governance-events';
 import { chainHead } from '../../db/repositories/integrity-log';
 import { createEventFollower, type EventFollower } from '../../events/stream';
@@ -77,103 +77,137 @@ function waitDrain(res: NodeJS.WritableStream & { writableNeedDrain?: boolean },
   });
 }
 
-export function registerGovernanceEventRoutes(router: Router, deps: ApiDeps): void {
-  const anyKey = authenticate(deps.keys);
-  let follower: EventFollower | null = null;
-  const followerOf = () => {
-    if (!follower) {
-      follower = createEventFollower({ db: deps.db, logger: deps.logger });
-      const f = follower;
-      deps.onClose?.(async () => f.close());
-    }
-    return follower;
-  };
-
-  router.get('/v1/governance/events', anyKey, async (ctx) => {
-    const auth = authOf(ctx);
-    const q = parseOrThrow(listSchema, ctx.query, 'query');
-    const rows = await listGovernanceEvents(deps.db, auth.projectId, {
-      eventTypes: q.event_type,
-      since: q.since ? new Date(q.since) : undefined,
-      until: q.until ? new Date(q.until) : undefined,
-      requestId: q.request_id,
-      permitId: q.permit_id,
-      order: q.order,
-      afterSeq: q.cursor ? decodeCursor(q.cursor, q.order) : undefined,
-      limit: q.limit + 1,
-    });
-    const page = rows.slice(0, q.limit);
-    ctx.body = {
-      object: 'list',
-      data: page.map(governanceEventView),
-      next_cursor: rows.length > q.limit ? encodeCursor(Number(page[page.length - 1].seq), q.order) : null,
+export const governanceEventRoutes = routeFamily(
+  'Governance events',
+  (deps) => {
+    let follower: EventFollower | null = null;
+    const followerOf = () => {
+      if (!follower) {
+        follower = createEventFollower({ db: deps.db, logger: deps.logger });
+        const f = follower;
+        deps.onClose(async () => f.close());
+      }
+      return follower;
     };
-  });
 
-  router.get('/v1/governance/events/stream', anyKey, async (ctx) => {
-    const auth = authOf(ctx);
-    const q = parseOrThrow(streamSchema, ctx.query, 'query');
-    const lastEventId = ctx.get('last-event-id').trim();
-    let pos: number;
-    if (lastEventId !== '') {
-      if (!/^(0|[1-9][0-9]{0,15})$/.test(lastEventId)) {
-        throw errors.validation([{ path: 'headers.last-event-id', message: 'Last-Event-ID must be a position this stream sent (a non-negative integer)', code: 'invalid_format' }]);
-      }
-      pos = Number(lastEventId);
-    } else {
-      pos = q.after ?? (await chainHead(deps.db, auth.projectId));
-    }
-    await stream(ctx, auth.projectId, pos, q.event_type ? new Set(q.event_type) : null);
-  });
-
-  async function stream(ctx: ParameterizedContext, projectId: string, start: number, types: Set<string> | null): Promise<void> {
-    const res = ctx.res;
-    ctx.respond = false;
-    ctx.status = 200;
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    const abort = new AbortController();
-    res.on('close', () => abort.abort());
-    let pos = start;
-    res.write(`retry: 2000\n: tollgate governance events after position ${pos}\n\n`);
-    try {
-      while (!abort.signal.aborted) {
-        const rows = await readChainedEventsAfter(deps.db, projectId, pos, STREAM_BATCH);
-        if (rows.length > 0) {
-          for (const r of rows) {
-            pos = Number(r.chain_pos);
-            if (types && !types.has(r.event_type)) continue;
-            res.write(`id: ${pos}\ndata: ${JSON.stringify(governanceEventView(r))}\n\n`);
-          }
-          // Backpressure: read the next batch only once this one left the process.
-          if (!(await waitDrain(res, deps.config.eventStream.drainTimeoutMs, abort.signal))) {
-            if (!abort.signal.aborted) {
-              deps.logger.info({ project_id: projectId, position: pos }, 'governance event stream consumer too slow; disconnected');
-              res.destroy();
+    async function stream(ctx: ParameterizedContext, projectId: string, start: number, types: Set<string> | null): Promise<void> {
+      const res = ctx.res;
+      ctx.respond = false;
+      ctx.status = 200;
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      const abort = new AbortController();
+      res.on('close', () => abort.abort());
+      let pos = start;
+      res.write(`retry: 2000\n: tollgate governance events after position ${pos}\n\n`);
+      try {
+        while (!abort.signal.aborted) {
+          const rows = await readChainedEventsAfter(deps.db, projectId, pos, STREAM_BATCH);
+          if (rows.length > 0) {
+            for (const r of rows) {
+              pos = Number(r.chain_pos);
+              if (types && !types.has(r.event_type)) continue;
+              res.write(`id: ${pos}\ndata: ${JSON.stringify(governanceEventView(r))}\n\n`);
             }
-            return;
+            if (!(await waitDrain(res, deps.config.eventStream.drainTimeoutMs, abort.signal))) {
+              if (!abort.signal.aborted) {
+                deps.logger.info({ project_id: projectId, position: pos }, 'governance event stream consumer too slow; disconnected');
+                res.destroy();
+              }
+              return;
+            }
+            continue;
           }
-          continue;
+          const moved = await followerOf().waitBeyond(projectId, pos, deps.config.eventStream.heartbeatMs, abort.signal);
+          if (!moved && !abort.signal.aborted) res.write(': heartbeat\n\n');
         }
-        const moved = await followerOf().waitBeyond(projectId, pos, deps.config.eventStream.heartbeatMs, abort.signal);
-        if (!moved && !abort.signal.aborted) res.write(': heartbeat\n\n');
+      } catch (err) {
+        deps.logger.warn({ err, project_id: projectId }, 'governance event stream failed; the client resumes with Last-Event-ID');
+        if (!res.writableEnded) res.write(`event: error\ndata: ${JSON.stringify({ error: { code: 'internal_error', message: 'The stream failed; reconnect with Last-Event-ID' } })}\n\n`);
+      } finally {
+        if (!res.writableEnded && !res.destroyed) res.end();
       }
-    } catch (err) {
-      deps.logger.warn({ err, project_id: projectId }, 'governance event stream failed; the client resumes with Last-Event-ID');
-      if (!res.writableEnded) res.write(`event: error\ndata: ${JSON.stringify({ error: { code: 'internal_error', message: 'The stream failed; reconnect with Last-Event-ID' } })}\n\n`);
-    } finally {
-      if (!res.writableEnded && !res.destroyed) res.end();
     }
-  }
-
-  router.get('/v1/governance/events/:event_id', anyKey, async (ctx) => {
-    const auth = authOf(ctx);
-    const e = await findGovernanceEvent(deps.db, auth.projectId, ctx.params.event_id);
-    if (!e) throw errors.notFound('Governance event', ctx.params.event_id);
-    ctx.body = governanceEventView(e);
-  });
-}
+    return { follower, followerOf, stream };
+  },
+  [
+    {
+      method: 'get',
+      path: '/v1/governance/events',
+      stability: 'GA',
+      since: 'v1.0',
+      auth: 'key',
+      members: true,
+      summary: 'List governance events',
+      query: listSchema,
+      response: governanceEventListSchema,
+      handler: async (ctx, { deps }) => {
+        const auth = authOf(ctx);
+        const q = parseOrThrow(listSchema, ctx.query, 'query');
+        const rows = await listGovernanceEvents(deps.db, auth.projectId, {
+          eventTypes: q.event_type,
+          since: q.since ? new Date(q.since) : undefined,
+          until: q.until ? new Date(q.until) : undefined,
+          requestId: q.request_id,
+          permitId: q.permit_id,
+          order: q.order,
+          afterSeq: q.cursor ? decodeCursor(q.cursor, q.order) : undefined,
+          limit: q.limit + 1,
+        });
+        const page = rows.slice(0, q.limit);
+        ctx.body = {
+          object: 'list',
+          data: page.map(governanceEventView),
+          next_cursor: rows.length > q.limit ? encodeCursor(Number(page[page.length - 1].seq), q.order) : null,
+        };
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/governance/events/stream',
+      stability: 'Beta',
+      since: 'v1.3',
+      auth: 'key',
+      members: true,
+      summary: 'Governance events as Server-Sent Events',
+      query: streamSchema,
+      contentType: 'text/event-stream',
+      handler: async (ctx, { deps, stream }) => {
+        const auth = authOf(ctx);
+        const q = parseOrThrow(streamSchema, ctx.query, 'query');
+        const lastEventId = ctx.get('last-event-id').trim();
+        let pos: number;
+        if (lastEventId !== '') {
+          if (!/^(0|[1-9][0-9]{0,15})$/.test(lastEventId)) {
+            throw errors.validation([{ path: 'headers.last-event-id', message: 'Last-Event-ID must be a position this stream sent (a non-negative integer)', code: 'invalid_format' }]);
+          }
+          pos = Number(lastEventId);
+        } else {
+          pos = q.after ?? (await chainHead(deps.db, auth.projectId));
+        }
+        await stream(ctx, auth.projectId, pos, q.event_type ? new Set(q.event_type) : null);
+      },
+    },
+            // Backpressure: read the next batch only once this one left the process.
+    {
+      method: 'get',
+      path: '/v1/governance/events/:event_id',
+      stability: 'GA',
+      since: 'v1.0',
+      auth: 'key',
+      members: true,
+      summary: 'A governance event',
+      response: governanceEventSchema,
+      handler: async (ctx, { deps }) => {
+        const auth = authOf(ctx);
+        const e = await findGovernanceEvent(deps.db, auth.projectId, ctx.params.event_id);
+        if (!e) throw errors.notFound('Governance event', ctx.params.event_id);
+        ctx.body = governanceEventView(e);
+      },
+    },
+  ],
+);

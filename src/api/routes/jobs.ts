@@ -1,15 +1,16 @@
-import Router from '@koa/router';
 import { z } from 'zod';
-import { ApiDeps } from '../deps';
 import { errors, parseOrThrow, zodIssues } from '../errors';
 import { decodeCursor, encodeCursor } from '../cursor';
-import { authenticate, authOf } from '../middleware/auth';
+import { authOf, keyAuthOf } from '../middleware/auth';
+import { routeFamily } from '../route-table';
+import { jobListSchema, jobSchema } from '../schemas/jobs';
 import { JOB_STATUSES, listJobs } from '../../db/repositories/jobs';
 import { planExecution } from '../../executions/routing';
 import { ExecutionRequest, executionRequestSchema } from '../../executions/schema';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../executions/service';
 import { cancelJob, readJob, submitJob, type JobServiceDeps } from '../../jobs/service';
 import { jobView } from '../../jobs/view';
+import { temporalServiceDeps } from '../deps';
 
 /** `metadata`: a string map (at most 50 keys of 1–64 characters, values up to 512). */
 export const metadataSchema = z
@@ -30,69 +31,101 @@ export const listSchema = z
   })
   .strict();
 
-export function registerJobRoutes(router: Router, deps: ApiDeps): void {
-  const anyKey = authenticate(deps.keys);
-  const svc: JobServiceDeps = {
-    db: deps.db,
-    clock: deps.clock,
-    logger: deps.logger,
-    config: deps.config,
-    temporal: { client: deps.temporal.client, taskQueue: deps.temporal.taskQueue },
-  };
-
-  router.post('/v1/jobs', anyKey, async (ctx) => {
-    const auth = authOf(ctx);
-    const raw = (ctx.request.body ?? {}) as Record<string, unknown>;
-    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw errors.validation([{ path: '', message: 'The body must be a JSON object', code: 'invalid_type' }]);
-    const { metadata: rawMetadata, ...rest } = raw;
-    const issues = [];
-    const meta = metadataSchema.safeParse(rawMetadata ?? {});
-    if (!meta.success) issues.push(...zodIssues(meta.error, 'metadata'));
-    const parsed = executionRequestSchema.safeParse(rest);
-    if (!parsed.success) issues.push(...zodIssues(parsed.error));
-    else if (parsed.data.mode === 'stream') issues.push({ path: 'mode', message: 'Jobs run asynchronously; mode must be "sync" or omitted', code: 'custom' });
-    if (issues.length > 0 || !parsed.success || !meta.success) throw errors.validation(issues);
-    const body = parsed.data as ExecutionRequest;
-    const key = ctx.get('idempotency-key') || null;
-    if (key !== null && !IDEMPOTENCY_KEY_PATTERN.test(key)) {
-      throw errors.validation([{ path: 'headers.idempotency-key', message: 'Idempotency-Key must be 1 to 255 visible ASCII characters', code: 'invalid_format' }]);
-    }
-    const reply = await submitJob(svc, { projectId: auth.projectId, idempotencyKey: key }, {
-      body: { ...body, metadata: meta.data },
-      metadata: meta.data,
-      ...planExecution(body, deps.pricing),
-    });
-    ctx.status = reply.status;
-    for (const [k, v] of Object.entries(reply.headers)) ctx.set(k, v);
-    ctx.body = reply.body;
-  });
-
-  router.get('/v1/jobs', anyKey, async (ctx) => {
-    const auth = authOf(ctx);
-    const q = parseOrThrow(listSchema, ctx.query, 'query');
-    const rows = await listJobs(deps.db, auth.projectId, {
-      status: q.status,
-      operation: q.operation,
-      createdAtGte: q.created_at_gte ? new Date(q.created_at_gte) : undefined,
-      createdAtLte: q.created_at_lte ? new Date(q.created_at_lte) : undefined,
-      beforeId: q.cursor ? decodeCursor(q.cursor, ['id'], (c) => c.id.startsWith('job_')).id : undefined,
-      limit: q.limit + 1,
-    });
-    const page = rows.slice(0, q.limit);
-    ctx.body = {
-      object: 'list',
-      data: page.map(jobView),
-      next_cursor: rows.length > q.limit ? encodeCursor({ id: page[page.length - 1].id }) : null,
-    };
-  });
-
-  router.get('/v1/jobs/:job_id', anyKey, async (ctx) => {
-    ctx.body = await readJob(svc, authOf(ctx).projectId, ctx.params.job_id);
-  });
-
-  router.post('/v1/jobs/:job_id/cancel', anyKey, async (ctx) => {
-    const r = await cancelJob(svc, authOf(ctx).projectId, ctx.params.job_id);
-    ctx.status = r.status;
-    ctx.body = r.body;
-  });
-}
+export const jobRoutes = routeFamily(
+  'Jobs',
+  (deps) => ({ svc: temporalServiceDeps(deps) satisfies JobServiceDeps }),
+  [
+    {
+      method: 'post',
+      path: '/v1/jobs',
+      stability: 'Beta',
+      since: 'v1.3',
+      auth: 'key',
+      summary: 'Submit an async job (execution request plus metadata)',
+      body: z.looseObject({ metadata: metadataSchema.optional() }).describe('An execution request (see POST /v1/executions) with optional metadata'),
+      status: 202,
+      response: jobSchema,
+      handler: async (ctx, { deps, svc }) => {
+        const auth = keyAuthOf(ctx);
+        const raw = (ctx.request.body ?? {}) as Record<string, unknown>;
+        if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw errors.validation([{ path: '', message: 'The body must be a JSON object', code: 'invalid_type' }]);
+        const { metadata: rawMetadata, ...rest } = raw;
+        const issues = [];
+        const meta = metadataSchema.safeParse(rawMetadata ?? {});
+        if (!meta.success) issues.push(...zodIssues(meta.error, 'metadata'));
+        const parsed = executionRequestSchema.safeParse(rest);
+        if (!parsed.success) issues.push(...zodIssues(parsed.error));
+        else if (parsed.data.mode === 'stream') issues.push({ path: 'mode', message: 'Jobs run asynchronously; mode must be "sync" or omitted', code: 'custom' });
+        if (issues.length > 0 || !parsed.success || !meta.success) throw errors.validation(issues);
+        const body = parsed.data as ExecutionRequest;
+        const key = ctx.get('idempotency-key') || null;
+        if (key !== null && !IDEMPOTENCY_KEY_PATTERN.test(key)) {
+          throw errors.validation([{ path: 'headers.idempotency-key', message: 'Idempotency-Key must be 1 to 255 visible ASCII characters', code: 'invalid_format' }]);
+        }
+        const reply = await submitJob(svc, { projectId: auth.projectId, keyId: auth.keyId, idempotencyKey: key }, {
+          body: { ...body, metadata: meta.data },
+          metadata: meta.data,
+          ...planExecution(body, deps.pricing),
+        });
+        ctx.status = reply.status;
+        for (const [k, v] of Object.entries(reply.headers)) ctx.set(k, v);
+        ctx.body = reply.body;
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/jobs',
+      stability: 'Beta',
+      auth: 'key',
+      members: true,
+      summary: 'List jobs',
+      query: listSchema,
+      response: jobListSchema,
+      handler: async (ctx, { deps }) => {
+        const auth = authOf(ctx);
+        const q = parseOrThrow(listSchema, ctx.query, 'query');
+        const rows = await listJobs(deps.db, auth.projectId, {
+          status: q.status,
+          operation: q.operation,
+          createdAtGte: q.created_at_gte ? new Date(q.created_at_gte) : undefined,
+          createdAtLte: q.created_at_lte ? new Date(q.created_at_lte) : undefined,
+          beforeId: q.cursor ? decodeCursor(q.cursor, ['id'], (c) => c.id.startsWith('job_')).id : undefined,
+          limit: q.limit + 1,
+        });
+        const page = rows.slice(0, q.limit);
+        ctx.body = {
+          object: 'list',
+          data: page.map(jobView),
+          next_cursor: rows.length > q.limit ? encodeCursor({ id: page[page.length - 1].id }) : null,
+        };
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/jobs/:job_id',
+      stability: 'Beta',
+      since: 'v1.3',
+      auth: 'key',
+      members: true,
+      summary: 'A job',
+      response: jobSchema,
+      handler: async (ctx, { svc }) => {
+        ctx.body = await readJob(svc, authOf(ctx).projectId, ctx.params.job_id);
+      },
+    },
+    {
+      method: 'post',
+      path: '/v1/jobs/:job_id/cancel',
+      stability: 'Beta',
+      auth: 'key',
+      summary: 'Cancel a job (200 cancelled, 202 while the running attempt stops)',
+      alsoStatus: [202],
+      response: jobSchema,
+      handler: async (ctx, { svc }) => {
+        const r = await cancelJob(svc, authOf(ctx).projectId, ctx.params.job_id);
+        ctx.status = r.status;
+        ctx.body = r.body;
+      },
+    },
+  ],
+);

@@ -1,7 +1,7 @@
-import Router from '@koa/router';
-import { ApiDeps } from '../deps';
 import { errors, parseOrThrow } from '../errors';
-import { authenticate, authOf } from '../middleware/auth';
+import { authOf } from '../middleware/auth';
+import { routeFamily } from '../route-table';
+import { deletedPolicySchema, policyListSchema, policySchema, policyTemplateListSchema, policyTemplateSchema } from '../schemas/policies';
 import { createPolicySchema, createPolicyService, updatePolicySchema } from '../../policies/service';
 import { findTemplate, POLICY_TEMPLATES, templateView } from '../../policies/templates';
 
@@ -9,39 +9,103 @@ import { findTemplate, POLICY_TEMPLATES, templateView } from '../../policies/tem
  * Addressable policies of the key's project (reads: any key; writes: admin) and policy presets.
  * Design: src/policies/service.ts and docs/decisions.md "Permits and policies".
  */
-export function registerPoliciesRoutes(router: Router, deps: ApiDeps): void {
-  const anyKey = authenticate(deps.keys);
-  const adminKey = authenticate(deps.keys, { scope: 'admin' });
-  const svc = createPolicyService({ db: deps.db, clock: deps.clock });
-
-  router.get('/v1/policies', anyKey, async (ctx) => {
-    ctx.body = await svc.list(authOf(ctx).projectId);
-  });
-
-  router.post('/v1/policies', adminKey, async (ctx) => {
-    ctx.status = 201;
-    ctx.body = await svc.create(authOf(ctx), parseOrThrow(createPolicySchema, ctx.request.body ?? {}));
-  });
-
-  router.get('/v1/policies/:policy_id', anyKey, async (ctx) => {
-    ctx.body = await svc.get(authOf(ctx).projectId, ctx.params.policy_id);
-  });
-
-  router.patch('/v1/policies/:policy_id', adminKey, async (ctx) => {
-    ctx.body = await svc.update(authOf(ctx), ctx.params.policy_id, parseOrThrow(updatePolicySchema, ctx.request.body ?? {}));
-  });
-
-  router.delete('/v1/policies/:policy_id', adminKey, async (ctx) => {
-    ctx.body = await svc.remove(authOf(ctx), ctx.params.policy_id);
-  });
-
-  router.get('/v1/policy-templates', anyKey, async (ctx) => {
-    ctx.body = { object: 'list', data: POLICY_TEMPLATES.map(templateView) };
-  });
-
-  router.get('/v1/policy-templates/:template_id', anyKey, async (ctx) => {
-    const t = findTemplate(ctx.params.template_id);
-    if (!t) throw errors.notFound('Policy template', ctx.params.template_id);
-    ctx.body = templateView(t);
-  });
-}
+export const policiesRoutes = routeFamily(
+  'Policies',
+  (deps) => {
+    const svc = createPolicyService({ db: deps.db, clock: deps.clock });
+    return { svc };
+  },
+  [
+    {
+      method: 'get',
+      path: '/v1/policies',
+      stability: 'GA',
+      since: 'v1.1',
+      auth: 'key',
+      summary: 'List policies',
+      response: policyListSchema,
+      handler: async (ctx, { svc }) => {
+        ctx.body = await svc.list(authOf(ctx).projectId);
+      },
+    },
+    {
+      method: 'post',
+      path: '/v1/policies',
+      stability: 'GA',
+      since: 'v1.1',
+      auth: 'admin',
+      summary: 'Create a policy',
+      response: policySchema,
+      body: createPolicySchema,
+      status: 201,
+      handler: async (ctx, { svc }) => {
+        ctx.status = 201;
+        ctx.body = await svc.create(authOf(ctx), parseOrThrow(createPolicySchema, ctx.request.body ?? {}));
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/policies/:policy_id',
+      stability: 'Beta',
+      auth: 'key',
+      summary: 'A policy',
+      response: policySchema,
+      handler: async (ctx, { svc }) => {
+        ctx.body = await svc.get(authOf(ctx).projectId, ctx.params.policy_id);
+      },
+    },
+    {
+      method: 'patch',
+      path: '/v1/policies/:policy_id',
+      stability: 'GA',
+      since: 'v1.1',
+      auth: 'admin',
+      summary: 'Update a policy',
+      response: policySchema,
+      body: updatePolicySchema,
+      handler: async (ctx, { svc }) => {
+        ctx.body = await svc.update(authOf(ctx), ctx.params.policy_id, parseOrThrow(updatePolicySchema, ctx.request.body ?? {}));
+      },
+    },
+    {
+      method: 'delete',
+      path: '/v1/policies/:policy_id',
+      stability: 'GA',
+      since: 'v1.1',
+      auth: 'admin',
+      summary: 'Delete a policy',
+      response: deletedPolicySchema,
+      handler: async (ctx, { svc }) => {
+        ctx.body = await svc.remove(authOf(ctx), ctx.params.policy_id);
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/policy-templates',
+      stability: 'Beta',
+      since: 'v1.4',
+      auth: 'key',
+      members: true,
+      summary: 'List policy templates',
+      response: policyTemplateListSchema,
+      handler: async (ctx) => {
+        ctx.body = { object: 'list', data: POLICY_TEMPLATES.map(templateView) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/policy-templates/:template_id',
+      stability: 'Beta',
+      since: 'v1.4',
+      auth: 'key',
+      members: true,
+      summary: 'A policy template',
+      response: policyTemplateSchema,
+      handler: async (ctx) => {
+        const t = findTemplate(ctx.params.template_id);
+        if (!t) throw errors.notFound('Policy template', ctx.params.template_id);
+        ctx.body = templateView(t);
+      },
+    },
+  ],
+);

@@ -1,46 +1,74 @@
-import Router from '@koa/router';
 import type { ProviderId } from '../../config';
 import { handleProxy, PROXY_PROVIDERS, type ProxyDeps } from '../../proxy/service';
 import { createUpstreamClient } from '../../proxy/upstream';
 import { createReadCounter, handleProxyRead, readRouteOf, unsupportedPath } from '../../proxy/reads';
-import { ApiDeps } from '../deps';
+import type { ApiDeps } from '../deps';
+import { routeFamily, type RouteContext, type RouteDef, type Stability } from '../route-table';
 
-/**
- * Provider proxies: POST /v1/proxy/{provider}/<native path> for openai, anthropic, google,
- * deepseek and mistral. `/v1/proxy/{provider}` stands in for the provider's host, so an SDK's base
- * URL is `{base}/v1/proxy/openai/v1`, `{base}/v1/proxy/anthropic`, `{base}/v1/proxy/google`,
- * `{base}/v1/proxy/deepseek`, `{base}/v1/proxy/mistral`. See src/proxy/service.ts.
- */
-export function registerProxyRoutes(router: Router, deps: ApiDeps): void {
+/** The spec numbers providers in Tollgate's provider order: openai, anthropic, google, deepseek, mistral. */
+const PROXY_TIERS: Record<ProviderId, { stability: Stability; since: string }> = {
+  openai: { stability: 'GA', since: 'v1.0' },
+  anthropic: { stability: 'GA', since: 'v1.1' },
+  google: { stability: 'Beta', since: 'v1.4' },
+  deepseek: { stability: 'Beta', since: 'v1.5' },
+  mistral: { stability: 'Beta', since: 'v1.4' },
+};
+
+function proxyContext(deps: ApiDeps) {
   let proxy: ProxyDeps | null = null;
   // Built on first use: the upstream pools and the gateway exist only in processes that proxy.
   const proxyDeps = (): ProxyDeps => {
     if (!proxy) {
       proxy = { api: deps, upstream: createUpstreamClient(deps.config.providerTimeouts) };
       const built = proxy;
-      deps.onClose?.(async () => {
+      deps.onClose(async () => {
         await built.upstream.close();
       });
     }
     return proxy;
   };
-  const reads = createReadCounter(deps.metrics);
-  const pattern = new RegExp(`^/v1/proxy/(${PROXY_PROVIDERS.join('|')})(/.*)$`);
-  router.post(pattern, async (ctx) => {
-    const m = pattern.exec(ctx.path)!;
-    const provider = m[1] as ProviderId;
-    const read = readRouteOf(provider, 'POST', m[2]);
-    if (read) return handleProxyRead(ctx, proxyDeps(), reads, provider, m[2], read);
-    await handleProxy(ctx, proxyDeps(), provider, m[2]);
-  });
-  // Model lists and details, stored responses: authenticated, forwarded, not governed (src/proxy/reads.ts).
-  const readOnly = async (ctx: Parameters<Parameters<typeof router.get>[1]>[0]) => {
-    const m = pattern.exec(ctx.path)!;
-    const provider = m[1] as ProviderId;
-    const read = readRouteOf(provider, ctx.method, m[2]);
-    if (read) return handleProxyRead(ctx, proxyDeps(), reads, provider, m[2], read);
-    unsupportedPath(ctx, provider, m[2]);
-  };
-  router.get(pattern, readOnly);
-  router.delete(pattern, readOnly);
+  return { proxyDeps, reads: createReadCounter(deps.metrics) };
 }
+type ProxyContext = ReturnType<typeof proxyContext>;
+
+const nativePath = (ctx: RouteContext, provider: ProviderId) => ctx.path.slice(`/v1/proxy/${provider}`.length);
+
+/**
+ * Provider proxies: POST /v1/proxy/{provider}/<native path> for openai, anthropic, google,
+ * deepseek and mistral. `/v1/proxy/{provider}` stands in for the provider's host, so an SDK's base
+ * URL is `{base}/v1/proxy/openai/v1`, `{base}/v1/proxy/anthropic`, `{base}/v1/proxy/google`,
+ * `{base}/v1/proxy/deepseek`, `{base}/v1/proxy/mistral`. See src/proxy/service.ts. Bodies and
+ * errors are provider-native; authentication happens inside the proxy (provider-shaped 401s).
+ */
+function providerRoutes(provider: ProviderId): RouteDef<ProxyContext>[] {
+  const pattern = new RegExp(`^/v1/proxy/${provider}(/.*)$`);
+  const path = `/v1/proxy/${provider}/:native_path`;
+  // Model lists and details, stored responses: authenticated, forwarded, not governed (src/proxy/reads.ts).
+  const readOnly = async (ctx: RouteContext, { proxyDeps, reads }: ProxyContext) => {
+    const native = nativePath(ctx, provider);
+    const read = readRouteOf(provider, ctx.method, native);
+    if (read) return handleProxyRead(ctx, proxyDeps(), reads, provider, native, read);
+    unsupportedPath(ctx, provider, native);
+  };
+  return [
+    {
+      method: 'post',
+      path,
+      pattern,
+      ...PROXY_TIERS[provider],
+      auth: 'native',
+      nativeErrors: true,
+      summary: `Governed pass-through to ${provider} (provider-native request and response)`,
+      handler: async (ctx, { proxyDeps, reads }) => {
+        const native = nativePath(ctx, provider);
+        const read = readRouteOf(provider, 'POST', native);
+        if (read) return handleProxyRead(ctx, proxyDeps(), reads, provider, native, read);
+        await handleProxy(ctx, proxyDeps(), provider, native);
+      },
+    },
+    { method: 'get', path, pattern, stability: 'Beta', auth: 'native', nativeErrors: true, summary: `Pass-through read routes of ${provider} (for example models)`, handler: readOnly },
+    { method: 'delete', path, pattern, stability: 'Beta', auth: 'native', nativeErrors: true, summary: `Pass-through delete routes of ${provider}`, handler: readOnly },
+  ];
+}
+
+export const proxyRoutes = routeFamily('Proxies', proxyContext, PROXY_PROVIDERS.flatMap((p) => providerRoutes(p)));

@@ -1,6 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import { ApiDeps } from '../deps';
+import { routeFamily } from '../route-table';
+import { statusSummarySchema } from '../schemas/status';
 import { databaseAnswers } from '../../db/pool';
 import { ApiError } from '../errors';
 import { temporalReady } from '../../temporal/connection';
@@ -12,27 +14,40 @@ const databaseReady = (deps: ApiDeps) => databaseAnswers(deps.db);
  * Public readiness: no authentication, no tenant data. 200 when PostgreSQL and Temporal answer,
  * 503 otherwise (so it doubles as a load-balancer readiness probe).
  */
-export function registerStatusRoutes(router: Router, deps: ApiDeps): void {
-  router.get('/v1/public/status/summary', async (ctx) => {
-    const [db, temporal] = await Promise.all([databaseReady(deps), temporalReady(deps.temporal.connection)]);
-    const ready = db && temporal;
-    ctx.status = ready ? 200 : 503;
-    ctx.set('cache-control', 'no-store');
-    ctx.body = {
-      status: ready ? 'ready' : 'degraded',
-      checked_at: deps.clock.now().toISOString(),
-      components: {
-        database: { status: db ? 'ready' : 'unavailable' },
-        temporal: { status: temporal ? 'ready' : 'unavailable' },
-      },
-      providers: PROVIDER_IDS.map((provider) => {
-        const endpoint = deps.config.providers[provider];
-        const upstream = endpoint.baseUrl === DEFAULT_PROVIDER_BASE_URLS[provider] ? 'provider' : 'custom_endpoint';
-        return { provider, status: endpoint.apiKey || upstream === 'custom_endpoint' ? 'configured' : 'not_configured', upstream };
-      }),
-    };
-  });
+export const statusRoutes = routeFamily('Status', () => ({}), [
+  {
+    method: 'get',
+    path: '/v1/public/status/summary',
+    stability: 'GA',
+    since: 'v1.0',
+    auth: 'public',
+    summary: 'Readiness of the database, Temporal and providers (503 with the same body when not ready)',
+    response: statusSummarySchema,
+    alsoStatus: [503],
+    handler: async (ctx, { deps }) => {
+      const [db, temporal] = await Promise.all([databaseReady(deps), temporalReady(deps.temporal.connection)]);
+      const ready = db && temporal;
+      ctx.status = ready ? 200 : 503;
+      ctx.set('cache-control', 'no-store');
+      ctx.body = {
+        status: ready ? 'ready' : 'degraded',
+        checked_at: deps.clock.now().toISOString(),
+        components: {
+          database: { status: db ? 'ready' : 'unavailable' },
+          temporal: { status: temporal ? 'ready' : 'unavailable' },
+        },
+        providers: PROVIDER_IDS.map((provider) => {
+          const endpoint = deps.config.providers[provider];
+          const upstream = endpoint.baseUrl === DEFAULT_PROVIDER_BASE_URLS[provider] ? 'provider' : 'custom_endpoint';
+          return { provider, status: endpoint.apiKey || upstream === 'custom_endpoint' ? 'configured' : 'not_configured', upstream };
+        }),
+      };
+    },
+  },
+]);
 
+/** GET /metrics: Prometheus text outside /v1, not an API route (not in the document). */
+export function registerMetricsRoute(router: Router, deps: ApiDeps): void {
   // Metrics describe traffic per route and status: behind a bearer token (METRICS_TOKEN) wherever
   // one is configured, and never open in production (docs/decisions.md, "Hostile inputs").
   router.get('/metrics', async (ctx) => {

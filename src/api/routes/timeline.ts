@@ -1,7 +1,7 @@
-import Router from '@koa/router';
-import { ApiDeps } from '../deps';
 import { errors } from '../errors';
-import { authenticate, authOf } from '../middleware/auth';
+import { authOf } from '../middleware/auth';
+import { routeFamily } from '../route-table';
+import { permitTimelineSchema, requestTimelineSchema } from '../schemas/events';
 import { listEventsByPermit, listEventsByRequest } from '../../db/repositories/events';
 import { timelineEventView as eventView } from '../../events/view';
 import { findPermit, listChildPermits, listPermitsByRequest, PermitRecord } from '../../db/repositories/permits';
@@ -16,71 +16,91 @@ const ENDPOINTS: Record<string, string> = {
   jobs: 'POST /v1/jobs',
 };
 function endpointOf(route: string): string {
-  if (ENDPOINTS[route]) return ENDPOINTS[route];
+  if (Object.hasOwn(ENDPOINTS, route)) return ENDPOINTS[route];
   if (route.startsWith('proxy:')) return `POST /v1/proxy/${route.slice('proxy:'.length)}`;
   return route;
 }
 
 /** Timelines are rebuilt only from persisted events and permits; nothing is synthesised. */
-export function registerTimelineRoutes(router: Router, deps: ApiDeps): void {
-  const anyKey = authenticate(deps.keys);
-
-  router.get('/v1/requests/:request_id/timeline', anyKey, async (ctx) => {
-    const auth = authOf(ctx);
-    const requestId = ctx.params.request_id;
-    const [events, permits] = await Promise.all([
-      listEventsByRequest(deps.db, auth.projectId, requestId),
-      listPermitsByRequest(deps.db, auth.projectId, requestId),
-    ]);
-    if (events.length === 0 && permits.length === 0) throw errors.notFound('Request', requestId);
-    ctx.body = {
-      project_id: auth.projectId,
-      request_id: requestId,
-      permit_ids: distinct([...permits.map((p) => p.id), ...events.map((e) => e.permit_id)]),
-      job_ids: distinct(events.map((e) => e.job_id)),
-      session_ids: distinct(events.map((e) => e.session_id)),
-      events: events.map(eventView),
-    };
-  });
-
-  router.get('/v1/permits/:permit_id/timeline', anyKey, async (ctx) => {
-    const auth = authOf(ctx);
-    const permit = await findPermit(deps.db, auth.projectId, ctx.params.permit_id);
-    if (!permit) throw errors.notFound('Permit', ctx.params.permit_id);
-    const [events, children] = await Promise.all([
-      listEventsByPermit(deps.db, auth.projectId, permit.id),
-      listChildPermits(deps.db, auth.projectId, permit.id),
-    ]);
-    const related = distinct([permit.parent_permit_id, ...children.map((c: PermitRecord) => c.id)]);
-    ctx.body = {
-      project_id: auth.projectId,
-      permit_id: permit.id,
-      request_id: permit.request_id,
-      permit: {
-        permit_id: permit.id,
-        decision: permit.decision,
-        reason_code: permit.reason_code,
-        display_reason: permit.display_reason,
-        route: permit.route,
-        operation: permit.operation,
-        provider: permit.provider,
-        model: permit.model,
-        workflow_id: permit.workflow_id,
-        reservation_state: permit.reservation_state,
-        estimated_cost_usd_micros: permit.estimated_cost_micros,
-        actual_cost_usd_micros: permit.actual_cost_micros,
+export const timelineRoutes = routeFamily(
+  'Timelines',
+  () => ({}),
+  [
+    {
+      method: 'get',
+      path: '/v1/requests/:request_id/timeline',
+      stability: 'Beta',
+      since: 'v1.3',
+      auth: 'key',
+      members: true,
+      summary: 'Replayable timeline of a request',
+      response: requestTimelineSchema,
+      handler: async (ctx, { deps }) => {
+        const auth = authOf(ctx);
+        const requestId = ctx.params.request_id;
+        const [events, permits] = await Promise.all([
+          listEventsByRequest(deps.db, auth.projectId, requestId),
+          listPermitsByRequest(deps.db, auth.projectId, requestId),
+        ]);
+        if (events.length === 0 && permits.length === 0) throw errors.notFound('Request', requestId);
+        ctx.body = {
+          project_id: auth.projectId,
+          request_id: requestId,
+          permit_ids: distinct([...permits.map((p) => p.id), ...events.map((e) => e.permit_id)]),
+          job_ids: distinct(events.map((e) => e.job_id)),
+          session_ids: distinct(events.map((e) => e.session_id)),
+          events: events.map(eventView),
+        };
       },
-      endpoint: endpointOf(permit.route),
-      issued_at: new Date(permit.issued_at).toISOString(),
-      expires_at: permit.expires_at ? new Date(permit.expires_at).toISOString() : null,
-      related_permit_ids: related,
-      revocation: permit.revoked_at
-        ? { revoked_at: new Date(permit.revoked_at).toISOString(), revoked_by: permit.revoked_by, reason: permit.revocation_reason }
-        : null,
-      permit_ids: distinct([permit.id, ...events.map((e) => e.permit_id)]),
-      job_ids: distinct(events.map((e) => e.job_id)),
-      session_ids: distinct(events.map((e) => e.session_id)),
-      events: events.map(eventView),
-    };
-  });
-}
+    },
+    {
+      method: 'get',
+      path: '/v1/permits/:permit_id/timeline',
+      stability: 'Beta',
+      auth: 'key',
+      members: true,
+      summary: 'Timeline of a permit',
+      response: permitTimelineSchema,
+      handler: async (ctx, { deps }) => {
+        const auth = authOf(ctx);
+        const permit = await findPermit(deps.db, auth.projectId, ctx.params.permit_id);
+        if (!permit) throw errors.notFound('Permit', ctx.params.permit_id);
+        const [events, children] = await Promise.all([
+          listEventsByPermit(deps.db, auth.projectId, permit.id),
+          listChildPermits(deps.db, auth.projectId, permit.id),
+        ]);
+        const related = distinct([permit.parent_permit_id, ...children.map((c: PermitRecord) => c.id)]);
+        ctx.body = {
+          project_id: auth.projectId,
+          permit_id: permit.id,
+          request_id: permit.request_id,
+          permit: {
+            permit_id: permit.id,
+            decision: permit.decision,
+            reason_code: permit.reason_code,
+            display_reason: permit.display_reason,
+            route: permit.route,
+            operation: permit.operation,
+            provider: permit.provider,
+            model: permit.model,
+            workflow_id: permit.workflow_id,
+            reservation_state: permit.reservation_state,
+            estimated_cost_usd_micros: permit.estimated_cost_micros,
+            actual_cost_usd_micros: permit.actual_cost_micros,
+          },
+          endpoint: endpointOf(permit.route),
+          issued_at: new Date(permit.issued_at).toISOString(),
+          expires_at: permit.expires_at ? new Date(permit.expires_at).toISOString() : null,
+          related_permit_ids: related,
+          revocation: permit.revoked_at
+            ? { revoked_at: new Date(permit.revoked_at).toISOString(), revoked_by: permit.revoked_by, reason: permit.revocation_reason }
+            : null,
+          permit_ids: distinct([permit.id, ...events.map((e) => e.permit_id)]),
+          job_ids: distinct(events.map((e) => e.job_id)),
+          session_ids: distinct(events.map((e) => e.session_id)),
+          events: events.map(eventView),
+        };
+      },
+    },
+  ],
+);

@@ -1,8 +1,10 @@
-import Router from '@koa/router';
 import { z } from 'zod';
-import { ApiDeps } from '../deps';
 import { ApiError, errors, parseOrThrow } from '../errors';
-import { authenticate, authOf, AuthContext } from '../middleware/auth';
+import { authOf, keyAuthOf, AuthContext } from '../middleware/auth';
+import { temporalServiceDeps } from '../deps';
+import { workflowAmendResultSchema, workflowCompleteResultSchema, workflowDeclarationSchema, workflowListSchema, workflowSchema } from '../schemas/workflows';
+import { permitBindingKeyListSchema } from '../schemas/integrity';
+import { routeFamily } from '../route-table';
 import { INTENT_STATUSES, listWorkflowIntents } from '../../db/repositories/workflow-intents';
 import {
   amendWorkflowIntent,
@@ -15,6 +17,7 @@ import { integritySigner } from '../../intents/signing';
 
 export { WORKFLOW_ID_PATTERN } from '../../executions/schema';
 import { WORKFLOW_ID_PATTERN } from '../../executions/schema';
+
 export const LIST_LIMIT_DEFAULT = 50;
 export const LIST_LIMIT_MAX = 200;
 
@@ -101,97 +104,143 @@ function header(ctx: { get(name: string): string }, name: string): string | null
   return v ? v.slice(0, 200) : null;
 }
 
-export function registerWorkflowRoutes(router: Router, deps: ApiDeps): void {
-  const anyKey = authenticate(deps.keys);
-  const svc: IntentServiceDeps = {
-    db: deps.db,
-    config: deps.config,
-    clock: deps.clock,
-    logger: deps.logger,
-    temporal: { client: deps.temporal.client, taskQueue: deps.temporal.taskQueue },
-  };
-
-  router.post('/v1/workflows', anyKey, async (ctx) => {
-    const auth = authOf(ctx);
-    requireIntentPlan(auth);
-    const body = parseOrThrow(declareSchema, ctx.request.body ?? {});
-    const result = await declareWorkflowIntent(svc, { projectId: auth.projectId, keyId: auth.keyId }, body, {
-      declaredVia: { sdk: header(ctx, 'x-svc-sdk'), sdk_version: header(ctx, 'x-svc-sdk-version') },
-    });
-    ctx.status = result.status;
-    ctx.body = result.body;
-  });
-
-  router.get('/v1/workflows', anyKey, async (ctx) => {
-    const auth = authOf(ctx);
-    requireIntentPlan(auth);
-    const q = parseOrThrow(listSchema, ctx.query);
-    const after = q.cursor ? decodeIntentCursor(q.cursor) : undefined;
-    const rows = await listWorkflowIntents(deps.db, auth.projectId, {
-      status: q.status as never,
-      createdAtGte: q.created_at_gte ? new Date(q.created_at_gte) : undefined,
-      createdAtLte: q.created_at_lte ? new Date(q.created_at_lte) : undefined,
-      limit: q.limit + 1,
-      after,
-    });
-    const page = rows.slice(0, q.limit);
-    const last = page[page.length - 1];
-    ctx.body = {
-      object: 'list',
-      data: page.map((r) => ({
-        workflow_id: r.workflow_id,
-        status: r.status,
-        version: r.version,
-        actual_calls: r.actual_calls,
-        expected_calls: r.expected_calls,
-        max_calls: r.max_calls,
-        declared_at: r.declared_at.toISOString(),
-        expires_at: r.expires_at ? r.expires_at.toISOString() : null,
-      })),
-      next_cursor: rows.length > q.limit && last ? encodeIntentCursor(last.cursor_ts, last.id) : null,
-    };
-  });
-
-  router.get('/v1/workflows/:workflow_id', anyKey, async (ctx) => {
-    const auth = authOf(ctx);
-    requireIntentPlan(auth);
-    ctx.body = await readWorkflowIntent(svc, auth.projectId, workflowIdParam(ctx.params.workflow_id));
-  });
-
-  router.post('/v1/workflows/:workflow_id/amend', anyKey, async (ctx) => {
-    const auth = authOf(ctx);
-    requireIntentPlan(auth);
-    const workflowId = workflowIdParam(ctx.params.workflow_id);
-    const body = parseOrThrow(amendSchema, ctx.request.body ?? {});
-    ctx.body = await amendWorkflowIntent(svc, auth.projectId, workflowId, body);
-  });
-
-  router.post('/v1/workflows/:workflow_id/complete', anyKey, async (ctx) => {
-    const auth = authOf(ctx);
-    requireIntentPlan(auth);
-    const workflowId = workflowIdParam(ctx.params.workflow_id);
-    const body = parseOrThrow(completeSchema, ctx.request.body ?? {});
-    ctx.body = await completeWorkflowIntent(svc, auth.projectId, workflowId, body);
-  });
-
-  // Public verification key for declaration and amendment signatures (no authentication).
-  router.get('/v1/integrity/permit-binding-public-keys', async (ctx) => {
-    const signer = await integritySigner(deps.db, deps.config);
-    ctx.set('cache-control', 'public, max-age=300');
-    ctx.body = {
-      object: 'list',
-      data: [
-        {
-          kid: signer.kid,
-          algorithm: 'Ed25519',
-          public_key_b64: signer.publicKeyB64,
-          public_key_pem: signer.publicKeyPem,
-          source: signer.source,
-          signs: ['workflow_declaration', 'workflow_amendment'],
-          canonicalization: 'RFC 8785 (JCS)',
-          created_at: signer.createdAt,
-        },
-      ],
-    };
-  });
-}
+export const workflowRoutes = routeFamily(
+  'Workflow intents',
+  (deps) => ({ svc: temporalServiceDeps(deps) satisfies IntentServiceDeps }),
+  [
+    {
+      method: 'post',
+      path: '/v1/workflows',
+      stability: 'Beta',
+      auth: 'key',
+      summary: 'Declare a workflow intent (201, or 200 on an idempotent repeat)',
+      body: declareSchema,
+      status: 201,
+      alsoStatus: [200],
+      response: workflowDeclarationSchema,
+      handler: async (ctx, { svc }) => {
+        const auth = keyAuthOf(ctx);
+        requireIntentPlan(auth);
+        const body = parseOrThrow(declareSchema, ctx.request.body ?? {});
+        const result = await declareWorkflowIntent(svc, { projectId: auth.projectId, keyId: auth.keyId }, body, {
+          declaredVia: { sdk: header(ctx, 'x-svc-sdk'), sdk_version: header(ctx, 'x-svc-sdk-version') },
+        });
+        ctx.status = result.status;
+        ctx.body = result.body;
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/workflows',
+      stability: 'Beta',
+      auth: 'key',
+      members: true,
+      summary: 'List workflow intents',
+      query: listSchema,
+      response: workflowListSchema,
+      handler: async (ctx, { deps }) => {
+        const auth = authOf(ctx);
+        requireIntentPlan(auth);
+        const q = parseOrThrow(listSchema, ctx.query);
+        const after = q.cursor ? decodeIntentCursor(q.cursor) : undefined;
+        const rows = await listWorkflowIntents(deps.db, auth.projectId, {
+          status: q.status as never,
+          createdAtGte: q.created_at_gte ? new Date(q.created_at_gte) : undefined,
+          createdAtLte: q.created_at_lte ? new Date(q.created_at_lte) : undefined,
+          limit: q.limit + 1,
+          after,
+        });
+        const page = rows.slice(0, q.limit);
+        const last = page[page.length - 1];
+        ctx.body = {
+          object: 'list',
+          data: page.map((r) => ({
+            workflow_id: r.workflow_id,
+            status: r.status,
+            version: r.version,
+            actual_calls: r.actual_calls,
+            expected_calls: r.expected_calls,
+            max_calls: r.max_calls,
+            declared_at: r.declared_at.toISOString(),
+            expires_at: r.expires_at ? r.expires_at.toISOString() : null,
+          })),
+          next_cursor: rows.length > q.limit && last ? encodeIntentCursor(last.cursor_ts, last.id) : null,
+        };
+      },
+    },
+    {
+      method: 'get',
+      path: '/v1/workflows/:workflow_id',
+      stability: 'Beta',
+      auth: 'key',
+      members: true,
+      summary: 'A workflow intent',
+      response: workflowSchema,
+      handler: async (ctx, { svc }) => {
+        const auth = authOf(ctx);
+        requireIntentPlan(auth);
+        ctx.body = await readWorkflowIntent(svc, auth.projectId, workflowIdParam(ctx.params.workflow_id));
+      },
+    },
+    {
+      method: 'post',
+      path: '/v1/workflows/:workflow_id/amend',
+      stability: 'Beta',
+      auth: 'key',
+      summary: 'Amend an intent (optimistic version)',
+      body: amendSchema,
+      response: workflowAmendResultSchema,
+      handler: async (ctx, { svc }) => {
+        const auth = authOf(ctx);
+        requireIntentPlan(auth);
+        const workflowId = workflowIdParam(ctx.params.workflow_id);
+        const body = parseOrThrow(amendSchema, ctx.request.body ?? {});
+        ctx.body = await amendWorkflowIntent(svc, auth.projectId, workflowId, body);
+      },
+    },
+    {
+      method: 'post',
+      path: '/v1/workflows/:workflow_id/complete',
+      stability: 'Beta',
+      auth: 'key',
+      summary: 'Complete an intent',
+      body: completeSchema,
+      response: workflowCompleteResultSchema,
+      handler: async (ctx, { svc }) => {
+        const auth = authOf(ctx);
+        requireIntentPlan(auth);
+        const workflowId = workflowIdParam(ctx.params.workflow_id);
+        const body = parseOrThrow(completeSchema, ctx.request.body ?? {});
+        ctx.body = await completeWorkflowIntent(svc, auth.projectId, workflowId, body);
+      },
+    },
+    // Public verification key for declaration and amendment signatures (no authentication).
+    {
+      method: 'get',
+      path: '/v1/integrity/permit-binding-public-keys',
+      stability: 'Beta',
+      auth: 'public',
+      summary: 'Ed25519 keys of permit-binding signatures',
+      response: permitBindingKeyListSchema,
+      handler: async (ctx, { deps }) => {
+        const signer = await integritySigner(deps.db, deps.config);
+        ctx.set('cache-control', 'public, max-age=300');
+        ctx.body = {
+          object: 'list',
+          data: [
+            {
+              kid: signer.kid,
+              algorithm: 'Ed25519',
+              public_key_b64: signer.publicKeyB64,
+              public_key_pem: signer.publicKeyPem,
+              source: signer.source,
+              signs: ['workflow_declaration', 'workflow_amendment'],
+              canonicalization: 'RFC 8785 (JCS)',
+              created_at: signer.createdAt,
+            },
+          ],
+        };
+      },
+    },
+  ],
+);

@@ -141,3 +141,13 @@ export async function exportRows(db: Queryable, part: Exclude<ExportPart, 'event
   const { rows } = await db.query<{ doc: unknown }>(sql[part], [projectId, since, until]);
   return rows.map((r) => r.doc);
 }
+
+/** Adds `part` to the export's progress.parts_done (once). */
+export async function markExportPartDone(db: Queryable, exportId: string, part: ExportPart): Promise<void> {
+  await db.query(
+    `UPDATE compliance_exports SET progress = jsonb_set(progress, '{parts_done}',
+        (SELECT coalesce(jsonb_agg(DISTINCT v), '[]'::jsonb) FROM jsonb_array_elements_text(coalesce(progress->'parts_done', '[]'::jsonb) || to_jsonb($2::text)) v))
+      WHERE id = $1`,
+    [exportId, part],
+  );
+}

@@ -15,6 +15,8 @@ import { newId } from '../../ids';
  * prev_hash, hash; migration 0103). An event row is never updated. Readers use the
  * `events_chained` view: timelines read events by `seq` whether or not they are chained yet;
  * verification walks `chain_pos`.
+ *
+ * Size: the events table and its chain are one aggregate (insert, chain, verify, read).
  */
 
 export const GENESIS_HASH = '0'.repeat(64);
@@ -292,4 +294,14 @@ export async function verifyEventChain(db: Pool, projectId: string): Promise<Cha
   );
   if (orphans.length > 0) return { ok: false, count, broken_at_seq: Number(orphans[0].seq), head_hash: prev };
   return { ok: true, count, broken_at_seq: null, head_hash: prev };
+}
+
+/** Events of several permits, in chain order. */
+export async function listEventsForPermits(db: Queryable, projectId: string, permitIds: string[]): Promise<EventRecord[]> {
+  if (permitIds.length === 0) return [];
+  const { rows } = await db.query<EventRecord>(
+    'SELECT * FROM events_chained WHERE project_id = $1 AND permit_id = ANY($2::text[]) ORDER BY seq',
+    [projectId, permitIds],
+  );
+  return rows;
 }

@@ -207,3 +207,60 @@ export async function listExpiredActivePermitIds(db: Queryable, now: Date, opts:
   );
   return rows.map((r) => r.id);
 }
+
+/** The newest permit issued under an idempotency key (the root holds the column, revalidations the metadata). */
+export async function findPermitHeadByIdempotencyKey(db: Queryable, projectId: string, key: string): Promise<PermitRecord | null> {
+  const { rows } = await db.query<PermitRecord>(
+    `SELECT * FROM permits
+      WHERE project_id = $1 AND (idempotency_key = $2 OR (metadata ? 'idempotency_key' AND metadata->>'idempotency_key' = $2))
+      ORDER BY issued_at DESC, id DESC LIMIT 1`,
+    [projectId, key],
+  );
+  return rows[0] ?? null;
+}
+
+/** Permits issued in [from, to), oldest first, for the export stream (keyset pages). */
+export async function listPermitsForExport(
+  db: Queryable,
+  projectId: string,
+  window: { from: Date; to: Date },
+  after: { issuedAt: Date; id: string } | null,
+  limit: number,
+): Promise<PermitRecord[]> {
+  const params: unknown[] = [projectId, window.from, window.to, limit];
+  let keyset = '';
+  if (after) {
+    params.push(after.issuedAt, after.id);
+    keyset = 'AND (issued_at, id) > ($5, $6)';
+  }
+  const { rows } = await db.query<PermitRecord>(
+    `SELECT * FROM permits WHERE project_id = $1 AND issued_at >= $2 AND issued_at < $3 ${keyset}
+      ORDER BY issued_at, id LIMIT $4`,
+    params,
+  );
+  return rows;
+}
+
+/** Every permit descending from `permitId` via parent_permit_id (revalidations, attestations), oldest first. */
+export async function listDescendantPermits(db: Queryable, projectId: string, permitId: string): Promise<PermitRecord[]> {
+  const { rows } = await db.query<PermitRecord & { depth?: number }>(
+    `WITH RECURSIVE tree AS (
+       SELECT p.*, 1 AS depth FROM permits p WHERE p.project_id = $1 AND p.parent_permit_id = $2
+       UNION ALL
+       SELECT p.*, t.depth + 1 FROM permits p JOIN tree t ON p.parent_permit_id = t.id WHERE t.depth < 100 AND p.project_id = $1
+     ) SELECT * FROM tree ORDER BY issued_at, id`,
+    [projectId, permitId],
+  );
+  return rows.map(({ depth: _d, ...r }) => r);
+}
+
+/** Allowed permits of an intent per lease id (`metadata->>leaseKey`): the calls each lease consumed. */
+export async function countPermitsByLease(db: Queryable, projectId: string, workflowId: string, leaseKey: string, leaseIds: string[]): Promise<Record<string, number>> {
+  const { rows } = await db.query<{ lease: string; n: number }>(
+    `SELECT metadata->>$4 AS lease, count(*)::int AS n FROM permits
+      WHERE project_id = $1 AND workflow_id = $2 AND decision = 'allow' AND metadata->>$4 = ANY($3::text[])
+      GROUP BY 1`,
+    [projectId, workflowId, leaseIds, leaseKey],
+  );
+  return Object.fromEntries(rows.map((r) => [r.lease, r.n]));
+}

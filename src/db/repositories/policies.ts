@@ -30,6 +30,15 @@ export async function getPolicy(db: Queryable, projectId: string): Promise<Store
   };
 }
 
+/** Stored versions of the project's policy, newest first (version 0, the defaults, is never stored). */
+export async function listPolicyVersions(db: Queryable, projectId: string, limit: number): Promise<StoredPolicy[]> {
+  const { rows } = await db.query<{ version: number; document: PolicyDocument; updated_at: Date; updated_by: string | null }>(
+    'SELECT version, document, updated_at, updated_by FROM project_policy_versions WHERE project_id = $1 ORDER BY version DESC LIMIT $2',
+    [projectId, limit],
+  );
+  return rows.map((r) => ({ project_id: projectId, ...r }));
+}
+
 export class PolicyValidationError extends Error {
   constructor(readonly zodError: z.ZodError) {
     super('invalid policy document');

@@ -33,3 +33,8 @@ export async function findProjectPlan(db: Queryable, id: string): Promise<Plan |
   const { rows } = await db.query<{ plan: Plan }>('SELECT plan FROM projects WHERE id = $1', [id]);
   return rows[0]?.plan ?? null;
 }
+
+export async function renameProject(db: Queryable, id: string, name: string): Promise<Project | null> {
+  const { rows } = await db.query<Project>('UPDATE projects SET name = $2 WHERE id = $1 RETURNING *', [id, name]);
+  return rows[0] ?? null;
+}

@@ -2,7 +2,7 @@ import { Queryable } from '../pool';
 import { GOVERNANCE_LOCK_CLASS } from './policies';
 import type { PeriodKind } from '../../governance/periods';
 
-/** Spend counters per project and UTC period, and fixed-window rate-limit counters. */
+/** Spend counters per project and UTC period, and sliding-window rate-limit counts. */
 
 export interface SpendRow {
   period_kind: PeriodKind;
@@ -42,41 +42,46 @@ export async function addToSpend(
   );
 }
 
-export interface RateWindowKey {
+/** A rate limit as the sliding-window functions take it (migration 0105). */
+export interface RateLimitKey {
   limitId: string;
   windowSeconds: number;
-  windowStart: Date;
 }
 
-export async function readRateWindows(db: Queryable, projectId: string, keys: RateWindowKey[]): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  if (keys.length === 0) return out;
-  const { rows } = await db.query<{ limit_id: string; window_seconds: number; used: number }>(
-    `SELECT limit_id, window_seconds, used FROM rate_limit_windows
-      WHERE project_id = $1 AND (limit_id, window_seconds, window_start) IN
-            (SELECT * FROM unnest($2::text[], $3::int[], $4::timestamptz[]))`,
-    [projectId, keys.map((k) => k.limitId), keys.map((k) => k.windowSeconds), keys.map((k) => k.windowStart)],
+export interface RateUsage {
+  used: number;
+  /** Seconds until a call of the amount asked about fits (0: it fits now). */
+  retryAfterSeconds: number;
+}
+
+/**
+ * Each limit's used capacity in its sliding window and the wait for `amount`, on the database
+ * clock (`tollgate_rate_usage`). Keyed `${limitId}|${windowSeconds}`. Read under the project's lock
+ * on the locked path.
+ */
+export async function readRateUsage(db: Queryable, projectId: string, limits: (RateLimitKey & { limit: number; amount: number })[]): Promise<Map<string, RateUsage>> {
+  const out = new Map<string, RateUsage>();
+  if (limits.length === 0) return out;
+  const { rows } = await db.query<{ r: { limit_id: string; window_seconds: number; used: number; retry_after_seconds: number }[] }>(
+    'SELECT tollgate_rate_usage($1, $2) AS r',
+    [projectId, JSON.stringify(limits.map((l) => ({ limit_id: l.limitId, window_seconds: l.windowSeconds, limit: l.limit, amount: l.amount })))],
   );
-  for (const r of rows) out.set(`${r.limit_id}|${r.window_seconds}`, Number(r.used));
+  for (const r of rows[0].r) out.set(`${r.limit_id}|${r.window_seconds}`, { used: Number(r.used), retryAfterSeconds: r.retry_after_seconds });
   return out;
 }
 
-export async function consumeRateWindows(db: Queryable, projectId: string, items: (RateWindowKey & { amount: number })[]): Promise<void> {
+/** Counts a call in its limits' sliding windows at the database clock (`tollgate_consume_rates`; after readRateUsage, under the same lock). */
+export async function consumeRates(db: Queryable, projectId: string, items: (RateLimitKey & { amount: number })[]): Promise<void> {
   if (items.length === 0) return;
-  await db.query(
-    `INSERT INTO rate_limit_windows (project_id, limit_id, window_seconds, window_start, used)
-     SELECT $1, l, w, s, a FROM unnest($2::text[], $3::int[], $4::timestamptz[], $5::bigint[]) AS t(l, w, s, a)
-     ON CONFLICT (project_id, limit_id, window_seconds, window_start) DO UPDATE SET used = rate_limit_windows.used + EXCLUDED.used`,
-    [projectId, items.map((k) => k.limitId), items.map((k) => k.windowSeconds), items.map((k) => k.windowStart), items.map((k) => k.amount)],
-  );
+  await db.query('SELECT tollgate_consume_rates($1, $2)', [
+    projectId,
+    JSON.stringify(items.map((i) => ({ limit_id: i.limitId, window_seconds: i.windowSeconds, amount: i.amount }))),
+  ]);
 }
 
-/** Drops rate windows that ended before `before` (housekeeping). */
-export async function purgeRateWindows(db: Queryable, before: Date): Promise<number> {
-  const res = await db.query(
-    "DELETE FROM rate_limit_windows WHERE window_start + make_interval(secs => window_seconds) < $1",
-    [before],
-  );
+/** Drops rate-limit counts that left their window (housekeeping, database clock). */
+export async function purgeRateEvents(db: Queryable): Promise<number> {
+  const res = await db.query('DELETE FROM rate_limit_events WHERE at <= now() - make_interval(secs => window_seconds)');
   return res.rowCount ?? 0;
 }
 

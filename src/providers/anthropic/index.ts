@@ -1,7 +1,7 @@
 /** The anthropic provider module (Messages API). */
 import type { ProviderModule } from '../shared/module';
 import { anthropicErrorBody, mapAnthropicError } from './errors';
-import { anthropicInspectableText, buildAnthropicRequest } from './request';
+import { anthropicInspectableItems, anthropicInspectableText, buildAnthropicRequest } from './request';
 import { extractAnthropicUsage, parseAnthropicResponse } from './response';
 import { createAnthropicStreamParser, extractAnthropicStreamUsage } from './stream';
 
@@ -16,4 +16,5 @@ export const anthropic: ProviderModule = {
   extractUsageFromNative: extractAnthropicUsage,
   extractStreamUsage: extractAnthropicStreamUsage,
   inspectableText: anthropicInspectableText,
+  inspectableItems: anthropicInspectableItems,
 };

@@ -2,6 +2,7 @@
 import type { NormalizedRequest } from '../types';
 import type { NativeCall } from '../shared/module';
 import { mergeOptions, refuse } from '../shared/openai-compat';
+import { roleText, textOfItem, type InspectableText } from '../../governance/firewall/roles';
 
 export const ANTHROPIC_MESSAGES_PATH = '/v1/messages';
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -39,14 +40,28 @@ export async function buildAnthropicRequest(req: NormalizedRequest): Promise<Nat
 }
 
 export function anthropicInspectableText(body: unknown): string[] {
+  return anthropicInspectableItems(body).map(textOfItem);
+}
+
+/** The system prompt, message text and tool results of a Messages request, role-tagged for the firewall. */
+export function anthropicInspectableItems(body: unknown): InspectableText[] {
   const b = body as Record<string, any>;
-  const out: string[] = [];
+  const out: InspectableText[] = [];
   if (!b || typeof b !== 'object') return out;
-  if (typeof b.system === 'string') out.push(b.system);
-  else if (Array.isArray(b.system)) for (const s of b.system) if (typeof s?.text === 'string') out.push(s.text);
+  if (typeof b.system === 'string') out.push(roleText('system', b.system));
+  else if (Array.isArray(b.system)) for (const s of b.system) if (typeof s?.text === 'string') out.push(roleText('system', s.text));
   for (const m of Array.isArray(b.messages) ? b.messages : []) {
     if (typeof m?.content === 'string') out.push(m.content);
-    else if (Array.isArray(m?.content)) for (const part of m.content) if (part?.type === 'text' && typeof part.text === 'string') out.push(part.text);
+    else if (Array.isArray(m?.content)) {
+      for (const part of m.content) {
+        if (part?.type === 'text' && typeof part.text === 'string') out.push(part.text);
+        else if (part?.type === 'tool_result') {
+          // Tool output: where indirect injections arrive (a string, or text blocks).
+          if (typeof part.content === 'string') out.push(roleText('tool', part.content));
+          else if (Array.isArray(part.content)) for (const c of part.content) if (c?.type === 'text' && typeof c.text === 'string') out.push(roleText('tool', c.text));
+        }
+      }
+    }
   }
   return out;
 }

@@ -1,7 +1,7 @@
 /** The google (Gemini) provider module. */
 import type { ProviderModule } from '../shared/module';
 import { googleErrorBody, mapGoogleError } from './errors';
-import { buildGoogleRequest, googleInspectableText } from './request';
+import { buildGoogleRequest, googleInspectableItems, googleInspectableText } from './request';
 import { extractGoogleUsage, parseGoogleResponse } from './response';
 import { createGoogleStreamParser, extractGoogleStreamUsage } from './stream';
 
@@ -16,4 +16,5 @@ export const google: ProviderModule = {
   extractUsageFromNative: extractGoogleUsage,
   extractStreamUsage: extractGoogleStreamUsage,
   inspectableText: googleInspectableText,
+  inspectableItems: googleInspectableItems,
 };

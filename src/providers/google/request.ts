@@ -5,6 +5,7 @@
 import type { NormalizedRequest } from '../types';
 import type { NativeCall } from '../shared/module';
 import { refuse } from '../shared/openai-compat';
+import { roleText, textOfItem, type InspectableText } from '../../governance/firewall/roles';
 
 /** Prompt added to a transcribe.audio request that carries no instruction of its own. */
 export const GOOGLE_TRANSCRIBE_PROMPT = 'Transcribe this audio verbatim. Reply with the transcript only.';
@@ -64,15 +65,24 @@ export async function buildGoogleRequest(req: NormalizedRequest): Promise<Native
 }
 
 export function googleInspectableText(body: unknown): string[] {
+  return googleInspectableItems(body).map(textOfItem);
+}
+
+/** The system instruction, content text and function responses of a Gemini request, role-tagged for the firewall. */
+export function googleInspectableItems(body: unknown): InspectableText[] {
   const b = body as Record<string, any>;
-  const out: string[] = [];
+  const out: InspectableText[] = [];
   if (!b || typeof b !== 'object') return out;
-  const fromContent = (c: any) => {
-    for (const part of Array.isArray(c?.parts) ? c.parts : []) if (typeof part?.text === 'string') out.push(part.text);
+  const fromContent = (c: any, role: unknown) => {
+    for (const part of Array.isArray(c?.parts) ? c.parts : []) {
+      if (typeof part?.text === 'string') out.push(roleText(role, part.text));
+      // A function's result is tool output (where indirect injections arrive).
+      else if (part?.functionResponse?.response !== undefined) out.push(roleText('tool', JSON.stringify(part.functionResponse.response)));
+    }
   };
-  fromContent(b.systemInstruction);
-  for (const c of Array.isArray(b.contents) ? b.contents : []) fromContent(c);
-  fromContent(b.content);
-  for (const r of Array.isArray(b.requests) ? b.requests : []) fromContent(r?.content);
+  fromContent(b.systemInstruction, 'system');
+  for (const c of Array.isArray(b.contents) ? b.contents : []) fromContent(c, c?.role);
+  fromContent(b.content, 'user');
+  for (const r of Array.isArray(b.requests) ? b.requests : []) fromContent(r?.content, 'user');
   return out;
 }

@@ -1,10 +1,10 @@
 /** The openai provider module. */
 import type { ProviderModule } from '../shared/module';
-import { chatInspectableText, chatStreamUsage, createChatStreamParser, openAIErrorBody } from '../shared/openai-compat';
+import { chatInspectableItems, chatInspectableText, chatStreamUsage, createChatStreamParser, openAIErrorBody } from '../shared/openai-compat';
 import { mapOpenAIError } from './errors';
 import { buildOpenAIRequest } from './request';
 import { extractOpenAIUsage, parseOpenAIResponse } from './response';
-import { createResponsesStreamParser, isResponsesBody, isResponsesEvent, responsesInspectableText, responsesStreamUsage } from './responses';
+import { createResponsesStreamParser, isResponsesBody, isResponsesEvent, responsesInspectableItems, responsesInspectableText, responsesStreamUsage } from './responses';
 
 export const openai: ProviderModule = {
   id: 'openai',
@@ -29,4 +29,5 @@ export const openai: ProviderModule = {
   extractUsageFromNative: extractOpenAIUsage,
   extractStreamUsage: (events) => (events.some(isResponsesEvent) ? responsesStreamUsage(events) : chatStreamUsage(events)),
   inspectableText: (body) => (isResponsesBody(body) ? responsesInspectableText(body) : chatInspectableText(body)),
+  inspectableItems: (body) => (isResponsesBody(body) ? responsesInspectableItems(body) : chatInspectableItems(body)),
 };

@@ -7,6 +7,7 @@
 import { makeUsage, type UsageCounts } from '../shared/usage';
 import { parseEventJson, StreamErrorEvent, type SseEvent, type StreamParser, type StreamSnapshot } from '../shared/module';
 import type { Usage } from '../types';
+import { roleText, textOfItem, type InspectableText } from '../../governance/firewall/roles';
 
 type Json = Record<string, any>;
 
@@ -18,20 +19,25 @@ export function isResponsesBody(body: unknown): boolean {
 }
 
 export function responsesInspectableText(body: unknown): string[] {
+  return responsesInspectableItems(body).map(textOfItem);
+}
+
+/** `instructions` (system) and the `input` items (function_call_output as tool output), role-tagged for the firewall. */
+export function responsesInspectableItems(body: unknown): InspectableText[] {
   const b = body as Json;
-  const out: string[] = [];
-  if (typeof b.instructions === 'string') out.push(b.instructions);
-  const pushContent = (c: unknown) => {
-    if (typeof c === 'string') out.push(c);
-    else if (Array.isArray(c)) for (const part of c) if (typeof part?.text === 'string') out.push(part.text);
+  const out: InspectableText[] = [];
+  if (typeof b.instructions === 'string') out.push(roleText('system', b.instructions));
+  const pushContent = (c: unknown, role: unknown) => {
+    if (typeof c === 'string') out.push(roleText(role, c));
+    else if (Array.isArray(c)) for (const part of c) if (typeof part?.text === 'string') out.push(roleText(role, part.text));
   };
   if (typeof b.input === 'string') out.push(b.input);
   else if (Array.isArray(b.input)) {
     for (const item of b.input) {
       if (typeof item === 'string') out.push(item);
       else if (item && typeof item === 'object') {
-        pushContent((item as Json).content);
-        if (typeof (item as Json).output === 'string') out.push((item as Json).output); // function_call_output
+        pushContent((item as Json).content, (item as Json).role);
+        if (typeof (item as Json).output === 'string') out.push(roleText('tool', (item as Json).output)); // function_call_output
       }
     }
   }

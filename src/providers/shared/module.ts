@@ -6,6 +6,7 @@
 import type { FormData } from 'undici';
 import { ProviderError, type NormalizedRequest, type ProviderFailure, type ProviderId, type ProviderResult, type Usage } from '../types';
 import type { UsageCounts } from './usage';
+import type { InspectableText } from '../../governance/firewall/roles';
 
 /** One native HTTP call, relative to the provider's base URL. Auth headers are added separately. */
 export interface NativeCall {
@@ -89,4 +90,6 @@ export interface ProviderModule {
   extractStreamUsage(events: SseEvent[]): Usage | null;
   /** The user-visible text of a native request body, for the prompt firewall on proxy routes. */
   inspectableText(nativeRequestBody: unknown): string[];
+  /** The same texts with their role (system prompt, tool output, user), for the firewall's role-aware policy. */
+  inspectableItems(nativeRequestBody: unknown): InspectableText[];
 }

@@ -5,6 +5,7 @@ import type { NativeCall, ProviderModule } from './module';
 import {
   buildChatBody,
   buildEmbeddingsBody,
+  chatInspectableItems,
   chatInspectableText,
   chatStreamUsage,
   createChatStreamParser,
@@ -61,5 +62,6 @@ export function openAICompatModule(spec: OpenAICompatSpec): ProviderModule {
     },
     extractStreamUsage: chatStreamUsage,
     inspectableText: chatInspectableText,
+    inspectableItems: chatInspectableItems,
   };
 }

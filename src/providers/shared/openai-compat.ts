@@ -8,6 +8,7 @@ import type { NormalizedRequest, ProviderResult, Usage } from '../types';
 import { makeUsage, type UsageCounts } from './usage';
 import type { SseEvent, StreamParser, StreamSnapshot } from './module';
 import { StreamErrorEvent, parseEventJson } from './module';
+import { roleText, textOfItem, type InspectableText } from '../../governance/firewall/roles';
 
 export interface ChatFlavor {
   /** `max_completion_tokens` (openai) or `max_tokens` (deepseek, mistral). */
@@ -157,12 +158,17 @@ export function chatStreamUsage(events: SseEvent[]): Usage | null {
 
 /** Texts of an OpenAI-shaped native chat or embeddings request (firewall inspection). */
 export function chatInspectableText(body: unknown): string[] {
+  return chatInspectableItems(body).map(textOfItem);
+}
+
+/** chatInspectableText with the role of each text (system/developer, tool/function, user): for the firewall. */
+export function chatInspectableItems(body: unknown): InspectableText[] {
   const b = body as Record<string, any>;
-  const out: string[] = [];
+  const out: InspectableText[] = [];
   if (!b || typeof b !== 'object') return out;
   for (const m of Array.isArray(b.messages) ? b.messages : []) {
-    if (typeof m?.content === 'string') out.push(m.content);
-    else if (Array.isArray(m?.content)) for (const part of m.content) if (typeof part?.text === 'string') out.push(part.text);
+    if (typeof m?.content === 'string') out.push(roleText(m.role, m.content));
+    else if (Array.isArray(m?.content)) for (const part of m.content) if (typeof part?.text === 'string') out.push(roleText(m.role, part.text));
   }
   if (typeof b.input === 'string') out.push(b.input);
   else if (Array.isArray(b.input)) for (const i of b.input) if (typeof i === 'string') out.push(i);

@@ -1,6 +1,7 @@
 /** Building the provider-neutral `Usage` (with its `metrics`) from provider-reported counts. */
 import { CHAT_MESSAGE_OVERHEAD_TOKENS, countChatTokens, countTokens, EXACT_COUNT_MAX_CHARS } from '../../pricing/tokenizer';
 import type { NormalizedRequest, Usage, UsageMetric } from '../types';
+import { roleText, type InspectableText } from '../../governance/firewall/roles';
 
 export interface UsageCounts {
   input_tokens?: number;
@@ -52,6 +53,11 @@ export function makeUsage(c: UsageCounts, estimated = false): Usage {
 export function requestTexts(req: Pick<NormalizedRequest, 'messages' | 'inputs'>): string[] {
   if (req.messages) return req.messages.map((m) => m.content);
   return (req.inputs ?? []).filter((i) => i.type === 'text' && typeof i.text === 'string').map((i) => i.text!);
+}
+
+/** requestTexts with the system prompt tagged, for the firewall's role-aware policy. */
+export function requestInspectable(req: Pick<NormalizedRequest, 'messages' | 'inputs'>): InspectableText[] {
+  return req.messages ? req.messages.map((m) => roleText(m.role, m.content)) : requestTexts(req);
 }
 
 /** Estimated input tokens of a normalized request (tokenizer; used when a provider reports none). */

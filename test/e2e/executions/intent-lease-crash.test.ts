@@ -21,7 +21,7 @@ describe('an API process killed while it holds an intent lease', () => {
   const children: ChildProcess[] = [];
   beforeAll(async () => {
     emu = await startEmulator({ port: 0 });
-    env = { ...emulatorEnv(emu.url), TEMPORAL_TASK_QUEUE: `lease-crash-${Date.now()}`, INTENT_RESERVATIONS: 'leased' };
+    env = { ...emulatorEnv(emu.url), TEMPORAL_TASK_QUEUE: `lease-crash-${Date.now()}` };
     survivor = await startTestTollgate({ env });
   });
   afterAll(async () => {

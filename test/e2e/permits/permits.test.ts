@@ -1,9 +1,19 @@
 import { createHash } from 'node:crypto';
 import { startTestTollgate, createTestProject, http, TestProject } from '../../support/tollgate';
-import { countProjectRows } from '../../../src/db/repositories/permit-first';
 import { verifyEventChain } from '../../../src/db/repositories/events';
 import { DEFAULT_OUTPUT_TOKENS_ESTIMATE, pricing } from '../../../src/pricing';
 import { makeUsage } from '../../../src/providers/shared/usage';
+import type { Queryable } from '../../../src/db/pool';
+
+/** Rows a project has (a dry run or a replay must write none). */
+async function countProjectRows(db: Queryable, projectId: string): Promise<{ permits: number; events: number }> {
+  const { rows } = await db.query<{ permits: number; events: number }>(
+    `SELECT (SELECT count(*) FROM permits WHERE project_id = $1)::int AS permits,
+            (SELECT count(*) FROM events WHERE project_id = $1)::int AS events`,
+    [projectId],
+  );
+  return rows[0];
+}
 
 describe('permit-first API', () => {
   let tg: Awaited<ReturnType<typeof startTestTollgate>>;

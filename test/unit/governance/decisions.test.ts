@@ -167,8 +167,9 @@ describe('governance decisions (every reason code, injected clock)', () => {
     expect(d.decision_details).toMatchObject({ limit: 10000, plan: 'starter' });
   });
 
-  it('budget.rate_limit_throttled carries retry_after_seconds from the window; budget.rate_limit_exceeded denies', async () => {
-    const { gov, projectId, clock } = await setup(
+  it('budget.rate_limit_throttled carries retry_after_seconds from the sliding window; budget.rate_limit_exceeded denies', async () => {
+    // Rate windows run on the database clock, not the injected one (capacity coming back: test/integration/governance/sliding-window.test.ts).
+    const { gov, projectId } = await setup(
       { rate_limits: [{ id: 'rpm', metric: 'requests', limit: 2, window_seconds: 60, action: 'throttle' }] },
       '2025-03-12T10:00:15.000Z',
     );
@@ -176,11 +177,11 @@ describe('governance decisions (every reason code, injected clock)', () => {
     await gov.evaluate(request(projectId), { persist: true });
     const d = await gov.evaluate(request(projectId), { persist: true });
     expectShape(d, 'throttle', 'budget.rate_limit_throttled', '2025-03-12T10:00:15.000Z');
-    expect(d.retry_after_seconds).toBe(45);
-    expect(d.decision_details).toMatchObject({ retry_after_seconds: 45, limit: 2, window_seconds: 60, rate_limit_id: 'rpm' });
+    // Until the first of the two ages out of the 60 s window (a loaded machine may take seconds here).
+    expect(d.retry_after_seconds).toBeGreaterThanOrEqual(45);
+    expect(d.retry_after_seconds).toBeLessThanOrEqual(60);
+    expect(d.decision_details).toMatchObject({ retry_after_seconds: d.retry_after_seconds, limit: 2, window_seconds: 60, rate_limit_id: 'rpm' });
     expect(d.decision_details.reason_detail.outcome).toBe('throttled');
-    clock.set('2025-03-12T10:01:00.000Z');
-    expect((await gov.evaluate(request(projectId), { persist: true })).decision).toBe('allow');
 
     const t = await setup({ rate_limits: [{ id: 'tpm', metric: 'tokens', limit: 500, window_seconds: 60, action: 'deny' }] });
     expect((await t.gov.evaluate(request(t.projectId), { persist: true })).decision).toBe('allow'); // 200 tokens

@@ -1,0 +1,192 @@
+/**
+ * One dispatch attempt of a proxy call: the native body passed through byte for byte (a stream piped
+ * back as it arrives, usage read on the way) or translated for a cross-provider target.
+ */
+import type { ParameterizedContext } from 'koa';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import type { Target } from '../executions/routing';
+import { providerModules, type SseEvent } from '../providers';
+import { estimatedUsage, makeUsage, requestTexts } from '../providers/shared/usage';
+import { ProviderError, type NormalizedRequest, type ProviderFailure, type Usage } from '../providers/types';
+import type { ParsedBody, ProxyCall } from './infer';
+import { withNativeCeiling } from './native-ceiling';
+import { nativeErrorBody } from './native-errors';
+import { renderNative, translatedRequest } from './translate';
+import { forwardRequestHeaders, passBackHeaders } from './upstream';
+import { jsonReply, type Reply } from './reply';
+import type { ProxyDeps } from './deps';
+
+export interface Attempt {
+  ok: boolean;
+  failure?: ProviderFailure;
+  partial?: Usage | null;
+  /** A non-stream answer (native bytes) to return to the caller. */
+  reply?: Reply;
+  usage?: Usage;
+  /** A stream was piped to the caller (already responded). */
+  streamed?: boolean;
+  aborted?: boolean;
+  /** Ends the piped stream; called after recording, so the record exists once the caller sees the end. */
+  finish?: () => void;
+  /** Set by the fallback engine's adapter: no other target after this one. */
+  final?: boolean;
+}
+
+
+/** Usage of a non-stream native response; tokenizer estimate when the provider reports none. */
+export function usageOfNative(call: ProxyCall, req: NormalizedRequest, json: unknown): Usage {
+  const u = providerModules[call.provider].extractUsageFromNative(call.pathname, json);
+  if (u) return u;
+  if (call.operation === 'generate.audio') return makeUsage({ characters: requestTexts(req).join('\n').length });
+  if (call.operation === 'embed.text') return { ...estimatedUsage(req, ''), output_tokens: 0 };
+  return estimatedUsage(req, '');
+}
+
+export function failureOf(err: unknown, signal: AbortSignal): ProviderFailure {
+  if (err instanceof ProviderError) return err.failure;
+  if (signal.aborted) return { kind: 'aborted', status: null, retryable: false, message: 'request aborted by the caller' };
+  const code = (err as { code?: string })?.code;
+  const timeout = code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || (err as Error)?.name === 'TimeoutError';
+  return { kind: timeout ? 'timeout' : 'network', status: null, retryable: true, message: `${timeout ? 'timeout' : 'network error'}${code ? ` (${code})` : ''} talking to the provider` };
+}
+
+/** The native body, byte for byte (model replaced when a same-provider target model is set), to the provider. */
+export async function passThrough(
+  ctx: ParameterizedContext,
+  deps: ProxyDeps,
+  call: ProxyCall,
+  body: ParsedBody,
+  target: Target,
+  req: NormalizedRequest,
+  extraHeaders: Record<string, string>,
+  clientSignal: AbortSignal,
+  ceiling: number | undefined,
+): Promise<Attempt> {
+  const endpoint = deps.api.config.providers[call.provider];
+  if (!endpoint?.apiKey || !endpoint.baseUrl) {
+    const failure: ProviderFailure = { kind: 'http_error', status: null, retryable: false, message: `provider ${call.provider} has no API key configured` };
+    return { ok: false, failure, reply: jsonReply(502, nativeErrorBody(call.provider, 502, 'provider_not_configured', failure.message), extraHeaders) };
+  }
+  let bytes = body.raw;
+  if (body.kind === 'json' && (target.model !== call.model || ceiling !== undefined)) {
+    let json = target.model !== call.model ? { ...body.json, model: target.model } : body.json;
+    if (ceiling !== undefined) json = withNativeCeiling(call.provider, call.pathname, json, ceiling);
+    bytes = Buffer.from(JSON.stringify(json));
+  }
+  const timeout = AbortSignal.timeout(deps.api.config.providerTimeouts.totalMs);
+  const signal = AbortSignal.any([clientSignal, timeout]);
+  const mod = providerModules[call.provider];
+  let res;
+  try {
+    res = await deps.upstream.send({ provider: call.provider, baseUrl: endpoint.baseUrl, apiKey: endpoint.apiKey, path: call.path, headers: forwardRequestHeaders(ctx.req.headers), body: bytes, signal });
+  } catch (err) {
+    const failure = failureOf(err, clientSignal);
+    if (clientSignal.aborted) return { ok: false, aborted: true, failure, partial: null };
+    return { ok: false, failure, reply: jsonReply(502, nativeErrorBody(call.provider, 502, 'upstream_unreachable', `The provider could not be reached: ${failure.message}`), extraHeaders) };
+  }
+  const headers = { ...passBackHeaders(res.headers), ...extraHeaders };
+  const contentType = String(res.headers['content-type'] ?? '');
+  if (res.statusCode < 400 && contentType.includes('text/event-stream')) {
+    return pipeStream(ctx, call, req, res, headers, clientSignal);
+  }
+  let buf: Buffer;
+  try {
+    buf = Buffer.from(await res.body.arrayBuffer());
+  } catch (err) {
+    const failure = failureOf(err, clientSignal);
+    if (clientSignal.aborted) return { ok: false, aborted: true, failure, partial: estimatedUsage(req, '') };
+    return { ok: false, failure, partial: estimatedUsage(req, ''), reply: jsonReply(502, nativeErrorBody(call.provider, 502, 'upstream_error', `The provider response broke off: ${failure.message}`), extraHeaders) };
+  }
+  let json: unknown = null;
+  if (contentType.includes('json')) {
+    try {
+      json = JSON.parse(buf.toString('utf8'));
+    } catch {
+      json = buf.toString('utf8');
+    }
+  }
+  const reply: Reply = { status: res.statusCode, headers, body: buf };
+  if (res.statusCode >= 400) return { ok: false, failure: mod.mapError(res.statusCode, json ?? buf.toString('utf8').slice(0, 2000), res.headers), partial: null, reply };
+  return { ok: true, usage: usageOfNative(call, req, json), reply };
+}
+
+/** Pipes a native SSE stream to the caller unchanged, extracting usage from the events on the way. */
+export async function pipeStream(
+  ctx: ParameterizedContext,
+  call: ProxyCall,
+  req: NormalizedRequest,
+  res: { statusCode: number; body: AsyncIterable<unknown> & { destroy(err?: Error): unknown } },
+  headers: Record<string, string>,
+  clientSignal: AbortSignal,
+): Promise<Attempt> {
+  const mod = providerModules[call.provider];
+  const events: SseEvent[] = [];
+  const parser = mod.createStreamParser(req);
+  let text = '';
+  let streamError: unknown = null;
+  const sse = createParser({
+    onEvent: (e: EventSourceMessage) => {
+      const ev = { event: e.event, data: e.data };
+      events.push(ev);
+      try {
+        for (const d of parser.push(ev)) text += d;
+      } catch (err) {
+        streamError ??= err;
+      }
+    },
+  });
+  const decoder = new TextDecoder();
+  ctx.respond = false;
+  const out = ctx.res;
+  out.writeHead(res.statusCode, { ...headers, 'cache-control': headers['cache-control'] ?? 'no-cache', 'x-accel-buffering': 'no' });
+  out.flushHeaders();
+  const captured: Buffer[] = [];
+  let broken: unknown = null;
+  try {
+    for await (const chunk of res.body) {
+      const b = chunk as Buffer;
+      captured.push(b);
+      if (!out.destroyed) out.write(b);
+      sse.feed(decoder.decode(b, { stream: true }));
+    }
+    sse.feed(decoder.decode());
+  } catch (err) {
+    broken = err;
+  }
+  const usage = mod.extractStreamUsage(events);
+  const partial = () => ({ ...(usage ?? estimatedUsage(req, text)), estimated: true });
+  if (clientSignal.aborted) {
+    out.destroy();
+    return { ok: false, aborted: true, streamed: true, failure: { kind: 'aborted', status: null, retryable: false, message: 'client disconnected' }, partial: partial() };
+  }
+  if (broken) {
+    // Pass the break on: the caller's SDK sees a stream cut short, as it would from the provider.
+    out.destroy();
+    return { ok: false, streamed: true, failure: { kind: 'stream_broken', status: res.statusCode, retryable: true, message: 'provider stream broke before it finished' }, partial: partial() };
+  }
+  const finish = () => out.end();
+  const body = Buffer.concat(captured);
+  const reply: Reply = { status: res.statusCode, headers, body };
+  if (streamError || !parser.snapshot().done) {
+    const failure: ProviderFailure = { kind: 'stream_broken', status: res.statusCode, retryable: true, message: streamError ? 'provider sent an error event in the stream' : 'provider stream ended before its final event' };
+    return { ok: false, streamed: true, failure, partial: partial(), finish };
+  }
+  return { ok: true, streamed: true, usage: usage ?? estimatedUsage(req, text), reply, finish };
+}
+
+/** A cross-provider target: normalized request through the target's module, rendered back in the caller's shape. */
+export async function translated(deps: ProxyDeps, call: ProxyCall, target: Target, signal: AbortSignal, extraHeaders: Record<string, string>): Promise<Attempt> {
+  const req = translatedRequest(call, target);
+  try {
+    const result = await deps.api.providers.dispatch(req, { signal });
+    const body = renderNative(call.provider, target, result, Math.floor(deps.api.clock.now().getTime() / 1000));
+    return { ok: true, usage: result.usage, reply: jsonReply(200, body, extraHeaders) };
+  } catch (err) {
+    const failure = failureOf(err, signal);
+    const partial = err instanceof ProviderError ? err.partialUsage ?? null : null;
+    if (signal.aborted) return { ok: false, aborted: true, failure, partial };
+    const status = failure.status && failure.status >= 400 && failure.status < 500 && failure.status !== 429 ? failure.status : 502;
+    return { ok: false, failure, partial, reply: jsonReply(status, nativeErrorBody(call.provider, status, 'upstream_error', `${target.provider}/${target.model}: ${failure.message}`), extraHeaders) };
+  }
+}
+

@@ -1,0 +1,39 @@
+/** What a proxy answers: a native JSON reply, provider-native errors, and replays of stored responses. */
+import type { ParameterizedContext } from 'koa';
+import type { ProviderId } from '../config';
+import type { StoredResponse } from '../db/repositories/idempotency';
+import { nativeErrorBody, ProxyError } from './native-errors';
+import { GOVERNANCE_ACTIONS_HEADER } from './deps';
+
+
+export interface Reply {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export function jsonReply(status: number, body: unknown, headers: Record<string, string> = {}): Reply {
+  return { status, headers: { 'content-type': 'application/json', ...headers }, body: Buffer.from(JSON.stringify(body)) };
+}
+
+export function send(ctx: ParameterizedContext, r: Reply): void {
+  ctx.status = r.status;
+  for (const [k, v] of Object.entries(r.headers)) ctx.set(k, v);
+  ctx.body = r.body;
+  if (r.headers['content-type']) ctx.type = r.headers['content-type'];
+}
+
+export function proxyErrorReply(provider: ProviderId, err: ProxyError): Reply {
+  return jsonReply(err.status, nativeErrorBody(provider, err.status, err.code, err.message, err.extra), err.headers);
+}
+
+/** Replays a stored response: status, the headers that matter, and the body (an SSE body is replayed whole). */
+export function replay(ctx: ParameterizedContext, stored: StoredResponse): void {
+  send(ctx, { status: stored.status, headers: { ...stored.headers, 'idempotent-replayed': 'true' }, body: stored.body });
+}
+
+/** Stored responses: everything except throttles and Tollgate/upstream-side failures (>= 500), which are retryable. */
+export const cacheable = (status: number) => status < 500 && status !== 429;
+export const STORED_HEADERS = ['content-type', 'x-svc-permit-id', 'x-svc-request-id', 'retry-after', 'x-svc-selected-provider', 'x-svc-selected-model', 'x-svc-fallback-occurred', GOVERNANCE_ACTIONS_HEADER];
+export const storedHeaders = (h: Record<string, string>) => Object.fromEntries(STORED_HEADERS.filter((k) => h[k] !== undefined).map((k) => [k, h[k]]));
+

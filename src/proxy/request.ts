@@ -1,0 +1,109 @@
+/** A proxy request: its raw body, the idempotency hash of what it asks, and the routing headers (openai and anthropic proxies). */
+import { createHash } from 'node:crypto';
+import type { ParameterizedContext } from 'koa';
+import { jsonDepth, MAX_JSON_DEPTH } from '../api/json-depth';
+import type { ProviderId } from '../config';
+import type { Target } from '../executions/routing';
+import { multipartFields, type ParsedBody, type ProxyCall } from './infer';
+import { ProxyError } from './native-errors';
+import { ROUTABLE_PROVIDERS } from './deps';
+
+
+export async function readRaw(ctx: ParameterizedContext, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of ctx.req) {
+    size += (c as Buffer).length;
+    if (size > limit) throw new ProxyError(413, 'payload_too_large', `The request body exceeds ${limit} bytes`);
+    chunks.push(c as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+export async function parseBody(ctx: ParameterizedContext, limit: number): Promise<ParsedBody> {
+  const raw = await readRaw(ctx, limit);
+  const contentType = ctx.get('content-type');
+  if (/^multipart\/form-data/i.test(contentType)) {
+    try {
+      return { kind: 'multipart', raw, contentType, json: await multipartFields(raw, contentType) };
+    } catch {
+      throw new ProxyError(400, 'invalid_multipart', 'The multipart body could not be parsed');
+    }
+  }
+  if (raw.length && !/json/i.test(contentType) && contentType) {
+    throw new ProxyError(415, 'unsupported_media_type', 'Send the native request as JSON (or multipart/form-data where the provider takes it)');
+  }
+  let json: unknown;
+  try {
+    json = raw.length ? JSON.parse(raw.toString('utf8')) : {};
+  } catch {
+    throw new ProxyError(400, 'invalid_json', 'The request body is not valid JSON');
+  }
+  if (!json || typeof json !== 'object' || Array.isArray(json)) throw new ProxyError(400, 'invalid_json', 'The request body must be a JSON object');
+  if (jsonDepth(json) > MAX_JSON_DEPTH) throw new ProxyError(400, 'invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels`);
+  return { kind: 'json', raw, contentType, json: json as Record<string, unknown> };
+}
+
+/** Multipart boundaries are random per request: hash the body with its boundary normalized. */
+export function payloadHash(provider: ProviderId, path: string, body: ParsedBody, routingHeaders: Record<string, string>): string {
+  const h = createHash('sha256').update(`${provider}\n${path}\n${JSON.stringify(routingHeaders)}\n`);
+  if (body.kind === 'multipart') {
+    const boundary = /boundary=(?:"([^"]+)"|([^;]+))/i.exec(body.contentType);
+    const b = boundary ? (boundary[1] ?? boundary[2]).trim() : '';
+    h.update(b ? body.raw.toString('latin1').split(b).join('BOUNDARY') : body.raw.toString('latin1'));
+  } else {
+    h.update(body.raw);
+  }
+  return h.digest('hex');
+}
+
+
+export function parseTarget(spec: string, where: string): Target {
+  const m = /^\s*(openai|anthropic)\s*[:/]\s*(\S+)\s*$/.exec(spec);
+  if (!m) throw new ProxyError(400, 'invalid_routing', `${where}: "${spec}" is not "<provider>:<model>" with provider openai or anthropic`);
+  return { provider: m[1] as ProviderId, model: m[2] };
+}
+
+export interface RoutingPlan {
+  primary: Target;
+  fallback: Target[];
+  reason: 'explicit_request';
+  requested: { provider: ProviderId; model: string };
+  headers: Record<string, string>;
+}
+
+export function planRouting(ctx: ParameterizedContext, call: ProxyCall): RoutingPlan {
+  const tp = ctx.get('x-svc-target-provider').trim();
+  const tm = ctx.get('x-svc-target-model').trim();
+  const chain = ctx.get('x-svc-fallback-chain').trim();
+  const headers: Record<string, string> = {};
+  if (tp) headers.provider = tp;
+  if (tm) headers.model = tm;
+  if (chain) headers.chain = chain;
+  const requested = { provider: call.provider, model: call.model };
+  if (!tp && !tm && !chain) return { primary: requested, fallback: [], reason: 'explicit_request', requested, headers };
+  if (!ROUTABLE_PROVIDERS.includes(call.provider)) {
+    throw new ProxyError(400, 'routing_not_supported', `Routing headers are supported on the openai and anthropic proxies only, not on ${call.provider}`);
+  }
+  if (!call.chat) throw new ProxyError(400, 'routing_not_supported', 'Routing headers apply to chat requests only');
+  let primary = requested;
+  if (tp || tm) {
+    if (tp && !ROUTABLE_PROVIDERS.includes(tp as ProviderId)) throw new ProxyError(400, 'invalid_routing', 'x-svc-target-provider must be openai or anthropic');
+    const provider = (tp || call.provider) as ProviderId;
+    if (provider !== call.provider && !tm) throw new ProxyError(400, 'invalid_routing', 'x-svc-target-model is required when x-svc-target-provider names another provider');
+    primary = { provider, model: tm || call.model };
+  }
+  const fallback = chain
+    ? chain
+        .split(',')
+        .filter((s) => s.trim())
+        .map((s) => parseTarget(s, 'x-svc-fallback-chain'))
+        .filter((t) => !(t.provider === primary.provider && t.model === primary.model))
+    : [];
+  const crossProvider = [primary, ...fallback].some((t) => t.provider !== call.provider);
+  if (call.stream && (crossProvider || fallback.length)) {
+    throw new ProxyError(400, 'routing_not_supported', 'Cross-provider targets and fallback chains are non-stream only; send the request without "stream": true');
+  }
+  return { primary, fallback, reason: 'explicit_request', requested, headers };
+}
+
