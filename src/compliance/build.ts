@@ -179,12 +179,15 @@ export async function finalizeExport(deps: BuildDeps, exportId: string): Promise
   await putExportFile(deps.db, { exportId, name: 'manifest.note', content: note, sha256: sha256hex(note), records: 1 });
   const bundle = bundleOf(await readExportFiles(deps.db, exportId));
   const out = { bundle_sha256: sha256hex(bundle), bundle_bytes: bundle.length };
-  await updateExport(deps.db, exportId, { status: 'completed', completed: true, ...out });
-  await mergeExportProgress(deps.db, exportId, { phase: 'completed' });
+  await updateExport(deps.db, exportId, { status: 'completed', completed: true, ...out, mergeProgress: { phase: 'completed' } });
   return out;
 }
 
 export async function failExport(deps: BuildDeps, exportId: string, message: string): Promise<void> {
-  await updateExport(deps.db, exportId, { status: 'failed', completed: true, error: { code: 'export_failed', message: message.slice(0, 1000) } });
-  await mergeExportProgress(deps.db, exportId, { phase: 'failed' });
+  await updateExport(deps.db, exportId, {
+    status: 'failed',
+    completed: true,
+    error: { code: 'export_failed', message: message.slice(0, 1000) },
+    mergeProgress: { phase: 'failed' },
+  });
 }

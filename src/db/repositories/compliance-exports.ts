@@ -51,12 +51,17 @@ export async function listExports(db: Queryable, projectId: string, opts: { befo
 export async function updateExport(
   db: Queryable,
   id: string,
-  patch: Partial<Pick<ExportRow, 'status' | 'progress' | 'first_index' | 'last_index' | 'checkpoint_size' | 'bundle_sha256' | 'bundle_bytes' | 'error'>> & { started?: boolean; completed?: boolean },
+  patch: Partial<Pick<ExportRow, 'status' | 'progress' | 'first_index' | 'last_index' | 'checkpoint_size' | 'bundle_sha256' | 'bundle_bytes' | 'error'>> & {
+    started?: boolean;
+    completed?: boolean;
+    /** Merged into progress in the same statement, so a reader never sees a final status with a stale phase. */
+    mergeProgress?: Record<string, unknown>;
+  },
 ): Promise<void> {
   await db.query(
     `UPDATE compliance_exports SET
         status = coalesce($2, status),
-        progress = coalesce($3::jsonb, progress),
+        progress = coalesce($3::jsonb, progress) || coalesce($13::jsonb, '{}'::jsonb),
         first_index = CASE WHEN $4::boolean THEN $5 ELSE first_index END,
         last_index = CASE WHEN $4::boolean THEN $6 ELSE last_index END,
         checkpoint_size = CASE WHEN $4::boolean THEN $7 ELSE checkpoint_size END,
@@ -79,6 +84,7 @@ export async function updateExport(
       patch.error ? JSON.stringify(patch.error) : null,
       patch.started ?? false,
       patch.completed ?? false,
+      patch.mergeProgress ? JSON.stringify(patch.mergeProgress) : null,
     ],
   );
 }
