@@ -168,14 +168,17 @@ async function main(): Promise<void> {
       rows.push({ group, path: p, run, addedP50: run.p50 - b.emulator.p50, addedP99: run.p99 - b.emulator.p99, ratioToPortkey: b.portkey.rps ? run.rps / b.portkey.rps : null });
     };
     // CPU per request of the gateway process under test and of PostgreSQL, during one run.
-    const gatewayPid = (p: PathName) => (p === 'portkey' ? stack.portkey?.pid : p === 'emulator' ? stack.emulator.pid : stack.tollgate.pid);
+    // Tollgate's CPU is its API process's plus its worker's (the intent path's Updates run there).
+    const gatewayPids = (p: PathName): number[] =>
+      p === 'portkey' ? (stack.portkey ? [stack.portkey.pid] : []) : p === 'emulator' ? [stack.emulator.pid] : [stack.tollgate.pid, ...(stack.worker ? [stack.worker.pid] : [])];
+    const cpuOf = (pids: number[]) => pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
     const measured = async (p: PathName, o: Parameters<typeof load>[0]): Promise<Run & { cpu: CpuPerRequest }> => {
-      const pid = gatewayPid(p);
-      const g0 = pid ? processCpuMs(pid) : 0;
+      const pids = gatewayPids(p);
+      const g0 = cpuOf(pids);
       const pg0 = postgresCpuMs();
       const run = await load(o);
       const n = Math.max(1, run.total);
-      return { ...run, cpu: { gatewayMs: pid ? (processCpuMs(pid) - g0) / n : 0, postgresMs: (postgresCpuMs() - pg0) / n } };
+      return { ...run, cpu: { gatewayMs: pids.length ? (cpuOf(pids) - g0) / n : 0, postgresMs: (postgresCpuMs() - pg0) / n } };
     };
     for (const c of [1, 32]) {
       const runs = {} as Record<PathName, Run & { cpu: CpuPerRequest }>;
@@ -202,6 +205,7 @@ async function main(): Promise<void> {
     for (const p of paths) ttft[p].sort((a, b) => a - b);
 
     const rss = rssMiB(stack.tollgate.pid);
+    const workerRss = stack.worker ? rssMiB(stack.worker.pid) : null;
     const portkeyRss = stack.portkey ? rssMiB(stack.portkey.pid) : null;
     const loadEnd = loadavg();
 
@@ -227,7 +231,8 @@ async function main(): Promise<void> {
       log(`${LABEL[p].padEnd(26)} ${num(p50)} ${num(p99)} ${p === 'emulator' ? '       —' : num(p50 - e50)} ${p === 'emulator' ? '       —' : num(p99 - e99)}`);
     }
     log('');
-    log(`tollgate RSS after the run: ${rss ? `${rss.rss.toFixed(0)} MiB (peak ${rss.peak.toFixed(0)} MiB)` : 'unavailable'}; portkey RSS: ${portkeyRss ? `${portkeyRss.rss.toFixed(0)} MiB (peak ${portkeyRss.peak.toFixed(0)} MiB)` : 'unavailable'}`);
+    const mib = (r: { rss: number; peak: number } | null) => (r ? `${r.rss.toFixed(0)} MiB (peak ${r.peak.toFixed(0)} MiB)` : 'unavailable');
+    log(`tollgate RSS after the run: ${stack.worker ? `API process ${mib(rss)}, worker process ${mib(workerRss)}` : `API + worker in one process ${mib(rss)}`}; portkey RSS: ${portkeyRss ? `${portkeyRss.rss.toFixed(0)} MiB (peak ${portkeyRss.peak.toFixed(0)} MiB)` : 'unavailable'}`);
     log(`load average: start ${loadStart.join(' ')}, end ${loadEnd.join(' ')} (${os.cpus().length} CPUs)`);
 
     const failures = rows
@@ -242,6 +247,7 @@ async function main(): Promise<void> {
         sync: rows.map((r) => ({ concurrency: r.group, path: r.path, ...r.run, addedP50: r.path === 'emulator' ? null : r.addedP50, addedP99: r.path === 'emulator' ? null : r.addedP99, ratioToPortkey: r.ratioToPortkey })),
         ttft: ttftOut,
         tollgateRssMiB: rss,
+        tollgateWorkerRssMiB: workerRss,
         portkeyRssMiB: portkeyRss,
         failures,
       };

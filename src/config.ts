@@ -41,6 +41,8 @@ const baseEnvSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DATABASE_URL: url.default('postgres://postgres@127.0.0.1:5432/tollgate'),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(500).default(20),
+  /** How far V8's old generation may grow past the live set before a full collection (src/runtime/heap.ts); 0 = V8's own factor. */
+  HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1000).default(30),
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('tollgate'),
@@ -134,6 +136,7 @@ export interface Config {
   logLevel: string;
   databaseUrl: string;
   databasePoolMax: number;
+  heapGrowingPercent: number;
   temporal: {
     address: string;
     namespace: string;
@@ -226,6 +229,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     databaseUrl: e.DATABASE_URL,
     databasePoolMax: e.DATABASE_POOL_MAX,
+    heapGrowingPercent: e.HEAP_GROWING_PERCENT,
     temporal: {
       address: e.TEMPORAL_ADDRESS,
       namespace: e.TEMPORAL_NAMESPACE,

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config';
 import { migrate } from './db/migrate';
+import { tuneHeap } from './runtime/heap';
 import { startTollgate } from './server';
 import { startTracing } from './telemetry/tracing';
 
@@ -12,6 +13,7 @@ async function main(): Promise<void> {
   const env = { ...process.env };
   if (values.role) env.TOLLGATE_ROLE = values.role;
   const config = loadConfig(env);
+  tuneHeap(config.heapGrowingPercent);
   if (values.migrate) await migrate(config.databaseUrl);
   const tracing = startTracing(env);
   const tollgate = await startTollgate({ config, temporalRetryMs: 60_000 });

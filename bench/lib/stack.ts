@@ -1,6 +1,7 @@
 /**
  * The bench stack: a throwaway PostgreSQL database (migrated), a Temporal dev server, the provider
- * emulator and Tollgate (`src/main.ts`, API + worker in one process, LOG_LEVEL=warn) as child
+ * emulator and Tollgate (`src/main.ts`, API + worker in one process or, with BENCH_ROLE=api, an API
+ * process and a worker process; LOG_LEVEL=warn) as child
  * processes, and optionally Portkey's open-source gateway pointed at nothing in particular (the
  * caller chooses its upstream per request with `x-portkey-custom-host`). Every step registers its
  * own teardown.
@@ -19,6 +20,8 @@ import { createApiKey } from '../../src/db/repositories/api-keys';
 import { type Child, spawnChild, type Teardown, track, waitReady } from './children';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
+/** The bench stack's /metrics bearer token (production mode refuses /metrics without one). */
+export const BENCH_METRICS_TOKEN = 'bench-metrics';
 
 export interface Stack {
   databaseUrl: string;
@@ -26,7 +29,10 @@ export interface Stack {
   emulatorUrl: string;
   emulator: Child;
   tollgateUrl: string;
+  /** API and worker in one process, or the API process (`--role api`) when BENCH_ROLE=api. */
   tollgate: Child;
+  /** The worker process (`--role worker`) when BENCH_ROLE=api; else null. */
+  worker: Child | null;
   portkeyUrl: string | null;
   portkey: Child | null;
   /** An Enterprise-plan project (default policy) and a client API key for it. */
@@ -97,22 +103,37 @@ export async function startStack(opts: {
   const compiled = path.join(ROOT, 'dist', 'src', 'main.js');
   const useBuild = fs.existsSync(compiled) && process.env.BENCH_TSX !== '1';
   log(`tollgate runs ${useBuild ? 'the compiled build (dist/)' : 'from source through tsx'}`);
-  const tollgate = spawnChild('tollgate', process.execPath, useBuild ? [...prof, ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []), compiled] : tsx('src/main.ts', prof), {
+  // API and worker in one process, as `npm run dev` runs them; BENCH_ROLE=api runs docker-compose's
+  // topology instead: an API process (the hot path) and a worker process.
+  const topology = process.env.BENCH_ROLE === 'api' ? 'split' : 'all';
+  const taskQueue = `bench-${opts.name}-${Date.now()}`;
+  const tollgateEnv = (role: 'api' | 'worker' | 'all', port: number): NodeJS.ProcessEnv => ({
+    NODE_ENV: 'production',
+    TOLLGATE_ROLE: role,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    METRICS_TOKEN: BENCH_METRICS_TOKEN,
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: temporal.address,
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    TEMPORAL_WORKFLOW_BUNDLE: bundlePath,
+    OPENAI_BASE_URL: `${emulatorUrl}/openai`,
+    OPENAI_API_KEY: 'bench',
+  });
+  const nodeFlags = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : [];
+  const tollgateArgs = (cpuProf: string[]) => (useBuild ? [...cpuProf, ...nodeFlags, compiled] : tsx('src/main.ts', cpuProf));
+  let worker: Child | null = null;
+  if (topology === 'split') {
+    const w = spawnChild('tollgate-worker', process.execPath, tollgateArgs([]), { cwd: ROOT, echoStderr: true, env: tollgateEnv('worker', await freePort()) });
+    worker = w;
+    teardown.add('tollgate worker', () => w.stop(15_000));
+  }
+  log(`tollgate topology: ${topology === 'split' ? 'an API process and a worker process' : 'API and worker in one process'}`);
+  const tollgate = spawnChild('tollgate', process.execPath, tollgateArgs(prof), {
     cwd: ROOT,
     echoStderr: true,
-    env: {
-      NODE_ENV: 'production',
-      PORT: String(tgPort),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      DATABASE_URL: databaseUrl,
-      TEMPORAL_ADDRESS: temporal.address,
-      TEMPORAL_TASK_QUEUE: `bench-${opts.name}-${Date.now()}`,
-      TEMPORAL_WORKFLOW_BUNDLE: bundlePath,
-      ...(process.env.BENCH_ROLE ? { TOLLGATE_ROLE: process.env.BENCH_ROLE } : {}),
-      OPENAI_BASE_URL: `${emulatorUrl}/openai`,
-      OPENAI_API_KEY: 'bench',
-    },
+    env: tollgateEnv(topology === 'split' ? 'api' : 'all', tgPort),
   });
   // Graceful stop first (the CPU profile is written on a normal exit), before Temporal goes away.
   teardown.add('tollgate', () => tollgate.stop(15_000));
@@ -125,6 +146,7 @@ export async function startStack(opts: {
     emulator,
     tollgateUrl,
     tollgate,
+    worker,
     portkeyUrl,
     portkey,
     newProjectKey: async (name) => {
