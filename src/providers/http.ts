@@ -7,6 +7,7 @@
 import { Agent, FormData, errors as undiciErrors, request } from 'undici';
 import type { Dispatcher } from 'undici';
 import { injectTraceContext } from '../telemetry/tracing';
+import { deadline, releaseWithBody } from './deadline';
 import { ProviderError, type ProviderFailure } from './types';
 import type { FetchedAsset, NativeCall } from './shared/module';
 
@@ -44,11 +45,11 @@ export function createHttpClient(timeouts: HttpTimeouts): HttpClient {
   });
 
   function signals(caller?: AbortSignal) {
-    const timeout = AbortSignal.timeout(timeouts.totalMs);
-    const combined = caller ? AbortSignal.any([caller, timeout]) : timeout;
+    const d = deadline(timeouts.totalMs, caller);
+    const combined = d.signal;
     const classify = (err: unknown): ProviderFailure => {
       if (caller?.aborted) return { kind: 'aborted', status: null, retryable: false, message: 'request aborted by the caller' };
-      if (timeout.aborted) return { kind: 'timeout', status: null, retryable: true, message: `provider did not answer within ${timeouts.totalMs} ms` };
+      if (d.timedOut()) return { kind: 'timeout', status: null, retryable: true, message: `provider did not answer within ${timeouts.totalMs} ms` };
       if (err instanceof undiciErrors.ConnectTimeoutError) return { kind: 'timeout', status: null, retryable: true, message: `connect timeout after ${timeouts.connectMs} ms` };
       if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
         return { kind: 'timeout', status: null, retryable: true, message: 'provider timed out' };
@@ -56,12 +57,12 @@ export function createHttpClient(timeouts: HttpTimeouts): HttpClient {
       const code = (err as { code?: string })?.code;
       return { kind: 'network', status: null, retryable: true, message: `network error${code ? ` (${code})` : ''} talking to the provider` };
     };
-    return { combined, classify };
+    return { combined, classify, d };
   }
 
   return {
     async send(url, call, authHeaders, caller) {
-      const { combined, classify } = signals(caller);
+      const { combined, classify, d } = signals(caller);
       const headers: Record<string, string> = { ...call.headers, ...authHeaders };
       let body: string | FormData;
       if (call.bodyKind === 'multipart') body = call.body as FormData;
@@ -73,8 +74,10 @@ export function createHttpClient(timeouts: HttpTimeouts): HttpClient {
       injectTraceContext(headers);
       try {
         const res = await request(url, { method: call.method, headers, body, signal: combined, dispatcher: agent });
+        releaseWithBody(d, res.body);
         return { status: res.statusCode, headers: res.headers, body: res.body, signal: combined, classify };
       } catch (err) {
+        d.release();
         throw new ProviderError(classify(err));
       }
     },
@@ -92,11 +95,13 @@ export function createHttpClient(timeouts: HttpTimeouts): HttpClient {
         const data = dataUrl[2] ? Buffer.from(dataUrl[3], 'base64') : Buffer.from(decodeURIComponent(dataUrl[3]));
         return { data, mimeType: mimeType ?? dataUrl[1] ?? 'application/octet-stream', filename: 'audio' };
       }
-      const { combined, classify } = signals(caller);
+      const { combined, classify, d } = signals(caller);
       let res: Dispatcher.ResponseData;
       try {
         res = await request(url, { method: 'GET', signal: combined, dispatcher: agent });
+        releaseWithBody(d, res.body);
       } catch (err) {
+        d.release();
         throw new ProviderError({ ...classify(err), message: 'could not fetch the input asset' });
       }
       if (res.statusCode >= 400) {

@@ -13,6 +13,7 @@ import { withNativeCeiling } from './native-ceiling';
 import { nativeErrorBody } from './native-errors';
 import { renderNative, translatedRequest } from './translate';
 import { forwardRequestHeaders, passBackHeaders } from './upstream';
+import { deadline, releaseWithBody } from '../providers/deadline';
 import { jsonReply, type Reply } from './reply';
 import type { ProxyDeps } from './deps';
 
@@ -73,13 +74,14 @@ export async function passThrough(
     if (ceiling !== undefined) json = withNativeCeiling(call.provider, call.pathname, json, ceiling);
     bytes = Buffer.from(JSON.stringify(json));
   }
-  const timeout = AbortSignal.timeout(deps.api.config.providerTimeouts.totalMs);
-  const signal = AbortSignal.any([clientSignal, timeout]);
+  const d = deadline(deps.api.config.providerTimeouts.totalMs, clientSignal);
   const mod = providerModules[call.provider];
   let res;
   try {
-    res = await deps.upstream.send({ provider: call.provider, baseUrl: endpoint.baseUrl, apiKey: endpoint.apiKey, path: call.path, headers: forwardRequestHeaders(ctx.req.headers), body: bytes, signal });
+    res = await deps.upstream.send({ provider: call.provider, baseUrl: endpoint.baseUrl, apiKey: endpoint.apiKey, path: call.path, headers: forwardRequestHeaders(ctx.req.headers), body: bytes, signal: d.signal });
+    releaseWithBody(d, res.body);
   } catch (err) {
+    d.release();
     const failure = failureOf(err, clientSignal);
     if (clientSignal.aborted) return { ok: false, aborted: true, failure, partial: null };
     return { ok: false, failure, reply: jsonReply(502, nativeErrorBody(call.provider, 502, 'upstream_unreachable', `The provider could not be reached: ${failure.message}`), extraHeaders) };

@@ -17,6 +17,7 @@ import type { ProxyDeps } from './deps';
 import { authenticateNative } from './native-auth';
 import { proxyErrorReply, send } from './reply';
 import { forwardRequestHeaders, passBackHeaders } from './upstream';
+import { deadline, releaseWithBody } from '../providers/deadline';
 
 interface ReadRoute {
   method: 'GET' | 'POST' | 'DELETE';
@@ -106,6 +107,7 @@ export async function handleProxyRead(
     const qs = query.toString();
     const body = route.method === 'POST' ? await readBody(ctx) : undefined;
     let res;
+    const d = deadline(deps.api.config.providerTimeouts.totalMs);
     try {
       res = await deps.upstream.send({
         provider,
@@ -115,9 +117,11 @@ export async function handleProxyRead(
         headers: forwardRequestHeaders(ctx.req.headers),
         body,
         method: route.method,
-        signal: AbortSignal.timeout(deps.api.config.providerTimeouts.totalMs),
+        signal: d.signal,
       });
+      releaseWithBody(d, res.body);
     } catch (err) {
+      d.release();
       throw new ProxyError(502, 'upstream_unreachable', `The provider could not be reached: ${err instanceof Error ? err.message : String(err)}`);
     }
     const bytes = Buffer.from(await res.body.arrayBuffer());
