@@ -16,19 +16,12 @@ import { openApiRoutes } from './openapi';
 import { registerDocsPage } from './docs-page';
 import { registerDashboard } from './dashboard';
 
-/**
- * Route families not yet converted to the route table (src/api/routes/index.ts), each in
- * src/api/routes/<family>.ts; their routes are listed by hand in OPENAPI_ROUTES (src/api/openapi.ts).
- */
-const ROUTE_FAMILIES: Array<(router: Router, deps: ApiDeps) => void> = [];
-
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();
   app.proxy = true;
   const router = new Router();
   const table: RouteFamily[] = [...ROUTE_TABLE, openApiRoutes];
   for (const family of table) family.mount(router, deps);
-  for (const register of ROUTE_FAMILIES) register(router, deps);
   registerMetricsRoute(router, deps); // GET /metrics (Prometheus text, outside /v1)
   registerDocsPage(router); // GET /docs, the reference page (src/api/docs-page.ts)
   registerDashboard(router); // GET /dashboard, the operator dashboard (dashboard/, src/api/dashboard.ts)

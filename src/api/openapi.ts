@@ -1,8 +1,8 @@
 /**
  * The OpenAPI 3.1 document (GET /v1/openapi.json), generated from the route table
  * (src/api/routes/index.ts: method, path, tier, auth, request and response schemas, the same zod
- * objects the routes parse with). Families not yet converted to the table are still listed by hand
- * in OPENAPI_ROUTES below. test/unit/api/openapi.test.ts walks the Koa router and fails when a /v1
+ * objects the routes parse with); every family is in the table. test/unit/api/openapi.test.ts walks
+ * the Koa router and fails when a /v1
  * route is neither documented nor in OPENAPI_EXCLUDED, so the document cannot drift silently.
  * Tiers: docs/decisions.md, "OpenAPI document". The reference page (/docs): src/api/docs-page.ts.
  */
@@ -30,9 +30,6 @@ export const openApiRoutes = routeFamily('Status', () => ({}), [
     },
   },
 ]);
-
-/** Routes of families not yet in the route table, listed by hand (shrinks as families convert). */
-export const OPENAPI_ROUTES: RouteDoc[] = [];
 
 /**
  * Registered routes deliberately left out of the document: `METHOD path` as Koa registers it.
@@ -72,7 +69,7 @@ function pathParams(koaPath: string): z.ZodObject | undefined {
  * Each entry has method, Koa path, tier, auth, and the zod body/query schemas the route parses with.
  */
 export function documentedRoutes(): RouteDoc[] {
-  return [...ROUTE_TABLE.flatMap((f) => f.docs), ...openApiRoutes.docs, ...OPENAPI_ROUTES];
+  return [...ROUTE_TABLE.flatMap((f) => f.docs), ...openApiRoutes.docs];
 }
 
 const cached = new Map<string, Record<string, unknown>>();

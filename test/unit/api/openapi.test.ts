@@ -1,6 +1,6 @@
 /**
  * The OpenAPI document (src/api/openapi.ts) against the routes the app really registers: the Koa
- * router is walked, so a route added without an entry in OPENAPI_ROUTES (or OPENAPI_EXCLUDED)
+ * router is walked, so a route added outside the route table (and not in OPENAPI_EXCLUDED)
  * fails here, and so does an entry whose route is gone.
  */
 import { execFileSync } from 'node:child_process';
