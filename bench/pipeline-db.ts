@@ -116,7 +116,9 @@ async function main(): Promise<void> {
     for (const r of rows) console.log(`${r.funcname.padEnd(26)} ${String(r.calls).padStart(6)} ${f(r.total / n).padStart(14)} ${f(r.self / n).padStart(13)}`);
   } finally {
     await db.end();
-    await dropDatabase(ADMIN_URL, name).catch(() => undefined);
+    // BENCH_KEEP_DB=1 keeps the database for a look afterwards (EXPLAIN of the sequencer's statements).
+    if (process.env.BENCH_KEEP_DB === '1') console.log(`database kept: ${name}`);
+    else await dropDatabase(ADMIN_URL, name).catch(() => undefined);
   }
 }
 
