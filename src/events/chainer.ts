@@ -21,10 +21,13 @@ export function startEventChainer(deps: { db: Db; logger: Logger; intervalMs?: n
   async function round(): Promise<number> {
     let total = 0;
     for (const projectId of await projectsWithUnchainedEvents(deps.db)) {
+      // Only a full batch means a backlog. Looping until a batch comes back empty chained the calls
+      // that committed meanwhile a few at a time, back to back: at one call in flight that kept the
+      // sequencer running continuously, each tiny batch paying the transaction's fixed statements.
       for (;;) {
-        const n = await chainProjectEvents(deps.db, projectId);
-        total += n;
-        if (n === 0) break; // nothing left, or another process is chaining this project
+        const batch = await chainProjectEvents(deps.db, projectId);
+        total += batch.events;
+        if (!batch.full) break;
       }
     }
     return total;

@@ -126,20 +126,26 @@ export async function appendEvent(db: Queryable, ev: NewEvent): Promise<void> {
   await appendEvents(db, [ev]);
 }
 
+/** What one chaining transaction did. */
+export interface ChainedBatch {
+  /** Events chained; 0 when another process holds the project's chain lock or nothing is pending. */
+  events: number;
+  /** The batch was full: more pending statements may be waiting now. */
+  full: boolean;
+}
+
 /**
  * Chains the events of up to `batch` of one project's pending insert statements, in `seq` order,
  * after the current head.
- * Returns how many it chained; 0 when another process holds the project's chain lock (it is
- * chaining them) or nothing is pending.
  */
-export async function chainProjectEvents(db: Pool, projectId: string, batch = 500): Promise<number> {
+export async function chainProjectEvents(db: Pool, projectId: string, batch = 500): Promise<ChainedBatch> {
   const client = await db.connect();
   try {
     await client.query('BEGIN');
     const { rows: lock } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS ok', [CHAIN_LOCK_CLASS, projectId]);
     if (!lock[0].ok) {
       await client.query('ROLLBACK');
-      return 0;
+      return { events: 0, full: false };
     }
     const { rows: head } = await client.query<{ chain_pos: number; hash: string }>(
       'SELECT chain_pos, hash FROM event_chain WHERE project_id = $1 ORDER BY chain_pos DESC LIMIT 1',
@@ -158,7 +164,7 @@ export async function chainProjectEvents(db: Pool, projectId: string, batch = 50
     );
     if (pending.length === 0) {
       await client.query('ROLLBACK');
-      return 0;
+      return { events: 0, full: false };
     }
     let prev = head[0]?.hash ?? GENESIS_HASH;
     let pos = Number(head[0]?.chain_pos ?? 0);
@@ -182,7 +188,7 @@ export async function chainProjectEvents(db: Pool, projectId: string, batch = 50
     );
     await client.query('DELETE FROM event_chain_pending WHERE project_id = $1 AND first_seq = ANY($2::bigint[])', [projectId, firstSeqs]);
     await client.query('COMMIT');
-    return rows.length;
+    return { events: rows.length, full: pending.length === batch };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
@@ -203,8 +209,8 @@ export async function projectsWithUnchainedEvents(db: Queryable, limit = 500): P
 /** Chains every pending event of a project (loops over batches; waits while another process holds the lock). */
 export async function chainAllProjectEvents(db: Pool, projectId: string): Promise<void> {
   for (let i = 0; i < 10_000; i++) {
-    const n = await chainProjectEvents(db, projectId);
-    if (n > 0) continue;
+    const { events } = await chainProjectEvents(db, projectId);
+    if (events > 0) continue;
     const { rows } = await db.query('SELECT 1 FROM event_chain_pending WHERE project_id = $1 LIMIT 1', [projectId]);
     if (rows.length === 0) return;
     await new Promise((r) => setTimeout(r, 20)); // another process is chaining this project
