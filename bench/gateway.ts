@@ -20,7 +20,8 @@
  * at concurrency 1 and 32 on one project, then the two Tollgate paths at concurrency 32 with each
  * connection on its own project (32 projects), for BENCH_SECONDS each (default 6). Then
  * BENCH_STREAMS (default 50) sequential streams per path, round-robin over the paths, timing the
- * first data event (OpenAI SSE) / first `delta` event (executions). Then Tollgate's RSS.
+ * first token: the first OpenAI SSE chunk whose delta carries text (the first chunk only names the
+ * role, with empty content) / the first `delta` event (executions). Then Tollgate's RSS.
  *
  * The emulator runs at its default latency (0 ms: no `x-emulator-*` header, no prompt marker) on
  * every path. Exits non-zero when any path had errors or non-2xx answers.
@@ -61,7 +62,8 @@ interface Target {
   headers: Record<string, string>;
   streamBody: unknown;
   /** Text that marks the first data / delta event of its stream. */
-  marker: string;
+  /** What marks the first token in the stream's text. */
+  marker: RegExp;
 }
 
 interface Row {
@@ -87,6 +89,10 @@ async function check(name: string, t: Target): Promise<any> {
   }
 }
 
+// An OpenAI chat chunk with text in its delta (not the role-only first chunk, whose content is "").
+const FIRST_OPENAI_TOKEN = /"delta":\{[^}]*"content":"[^"]/;
+const FIRST_EXECUTION_DELTA = /event: delta/;
+
 async function main(): Promise<void> {
   const startedAt = new Date().toISOString();
   const loadStart = loadavg();
@@ -107,22 +113,22 @@ async function main(): Promise<void> {
     const governed = { operation: 'generate.text', messages: [{ role: 'user', content: prompt }], routing: { provider: 'openai', model: 'gpt-4o-mini' }, parameters: { max_output_tokens: 64 } };
     const emulatorBase = `${stack.emulatorUrl}/openai/v1`;
     const targets: Record<PathName, Target> = {
-      emulator: { url: `${emulatorBase}/chat/completions`, body: openai, headers: { authorization: 'Bearer bench' }, streamBody: { ...openai, stream: true }, marker: 'data:' },
+      emulator: { url: `${emulatorBase}/chat/completions`, body: openai, headers: { authorization: 'Bearer bench' }, streamBody: { ...openai, stream: true }, marker: FIRST_OPENAI_TOKEN },
       portkey: {
         url: `${stack.portkeyUrl}/v1/chat/completions`,
         body: openai,
         headers: { authorization: 'Bearer bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': emulatorBase },
         streamBody: { ...openai, stream: true },
-        marker: 'data:',
+        marker: FIRST_OPENAI_TOKEN,
       },
-      'tg-exec': { url: `${stack.tollgateUrl}/v1/executions`, body: governed, headers: { authorization: `Bearer ${key}` }, streamBody: { ...governed, mode: 'stream' }, marker: 'event: delta' },
-      'tg-proxy': { url: `${stack.tollgateUrl}/v1/proxy/openai/v1/chat/completions`, body: openai, headers: { authorization: `Bearer ${key}` }, streamBody: { ...openai, stream: true }, marker: 'data:' },
+      'tg-exec': { url: `${stack.tollgateUrl}/v1/executions`, body: governed, headers: { authorization: `Bearer ${key}` }, streamBody: { ...governed, mode: 'stream' }, marker: FIRST_EXECUTION_DELTA },
+      'tg-proxy': { url: `${stack.tollgateUrl}/v1/proxy/openai/v1/chat/completions`, body: openai, headers: { authorization: `Bearer ${key}` }, streamBody: { ...openai, stream: true }, marker: FIRST_OPENAI_TOKEN },
       'tg-intent': {
         url: `${stack.tollgateUrl}/v1/executions`,
         body: governed,
         headers: { authorization: `Bearer ${key}`, 'x-svc-workflow-id': 'bench-intent' },
         streamBody: { ...governed, mode: 'stream' },
-        marker: 'event: delta',
+        marker: FIRST_EXECUTION_DELTA,
       },
     };
     // The intent the tg-intent path joins (no practical ceiling: every call is allowed).
@@ -219,7 +225,7 @@ async function main(): Promise<void> {
       );
     }
     log('');
-    log(`streams: time to the first data event (OpenAI SSE) / first delta event (executions), ${STREAMS} sequential streams per path (ms)`);
+    log(`streams: time to the first token (first OpenAI SSE chunk with text / first delta event of an execution), ${STREAMS} sequential streams per path (ms)`);
     log(`${'path'.padEnd(26)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'+p50'.padStart(8)} ${'+p99'.padStart(8)}`);
     const e50 = pct(ttft.emulator, 50);
     const e99 = pct(ttft.emulator, 99);

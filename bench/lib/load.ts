@@ -74,7 +74,7 @@ export async function load(o: LoadOptions): Promise<Run> {
  * arrival of the chunk in which `marker` first appears (the first data / delta event). Throws on a
  * non-200 answer, a stream without the marker, or after `timeoutMs`.
  */
-export async function timeToMarker(url: string, body: unknown, headers: Record<string, string>, marker: string, timeoutMs = 30_000): Promise<number> {
+export async function timeToMarker(url: string, body: unknown, headers: Record<string, string>, marker: string | RegExp, timeoutMs = 30_000): Promise<number> {
   const t0 = performance.now();
   const res = await fetch(url, {
     method: 'POST',
@@ -90,7 +90,7 @@ export async function timeToMarker(url: string, body: unknown, headers: Record<s
     const { value, done } = await reader.read();
     if (done) break;
     text += decoder.decode(value, { stream: true });
-    if (!first && text.includes(marker)) first = performance.now() - t0;
+    if (!first && (typeof marker === 'string' ? text.includes(marker) : marker.test(text))) first = performance.now() - t0;
   }
   if (res.status !== 200 || !first) throw new Error(`stream from ${url} failed: ${res.status} ${text.slice(0, 500)}`);
   return first;
