@@ -42,6 +42,7 @@ import path from 'node:path';
 import { Teardown } from './lib/children';
 import { load, pct, type Run, timeToMarker } from './lib/load';
 import { ROOT, rssMiB, startStack } from './lib/stack';
+import { BENCH_BODIES, benchProjects } from './lib/workload';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 50);
@@ -104,13 +105,8 @@ async function main(): Promise<void> {
     const stack = await startStack({ name: 'gateway', teardown, log, portkey: true, cpuProfDir: process.env.BENCH_CPU_PROF || undefined });
     const idleRss = rssMiB(stack.tollgate.pid);
     log(`tollgate RSS after start, idle: ${idleRss ? `${idleRss.rss.toFixed(0)} MiB` : 'unavailable'}`);
-    const { key } = await stack.newProjectKey('bench');
-    const spread: Record<string, string>[] = [];
-    for (let i = 0; i < 32; i++) spread.push({ authorization: `Bearer ${(await stack.newProjectKey(`bench-${i}`)).key}` });
-
-    const prompt = 'Summarise the benefits of governed execution in one sentence.';
-    const openai = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: prompt }], max_tokens: 64 };
-    const governed = { operation: 'generate.text', messages: [{ role: 'user', content: prompt }], routing: { provider: 'openai', model: 'gpt-4o-mini' }, parameters: { max_output_tokens: 64 } };
+    const { key, spread } = await benchProjects(stack);
+    const { openai, governed } = BENCH_BODIES;
     const emulatorBase = `${stack.emulatorUrl}/openai/v1`;
     const targets: Record<PathName, Target> = {
       emulator: { url: `${emulatorBase}/chat/completions`, body: openai, headers: { authorization: 'Bearer bench' }, streamBody: { ...openai, stream: true }, marker: FIRST_OPENAI_TOKEN },

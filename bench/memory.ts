@@ -15,6 +15,7 @@ import os from 'node:os';
 import { load, timeToMarker } from './lib/load';
 import { BENCH_METRICS_TOKEN, rssMiB, startStack } from './lib/stack';
 import { Teardown } from './lib/children';
+import { BENCH_BODIES, benchProjects } from './lib/workload';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 20);
@@ -49,12 +50,8 @@ async function main(): Promise<void> {
       log(`${phase}: RSS ${r?.rss.toFixed(0)} MiB`);
     };
     await sample('idle after start');
-    const { key } = await stack.newProjectKey('bench');
-    const spread: Record<string, string>[] = [];
-    for (let i = 0; i < 32; i++) spread.push({ authorization: `Bearer ${(await stack.newProjectKey(`bench-${i}`)).key}` });
-    const prompt = 'Summarise the benefits of governed execution in one sentence.';
-    const openai = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: prompt }], max_tokens: 64 };
-    const governed = { operation: 'generate.text', messages: [{ role: 'user', content: prompt }], routing: { provider: 'openai', model: 'gpt-4o-mini' }, parameters: { max_output_tokens: 64 } };
+    const { key, spread } = await benchProjects(stack);
+    const { openai, governed } = BENCH_BODIES;
     const auth = { authorization: `Bearer ${key}` };
     const proxyUrl = `${stack.tollgateUrl}/v1/proxy/openai/v1/chat/completions`;
     const execUrl = `${stack.tollgateUrl}/v1/executions`;
