@@ -1,9 +1,14 @@
 import { v7 as uuidv7 } from 'uuid';
 import { randomBytes } from 'node:crypto';
 
-/** Time-ordered, kind-prefixed ids: `exec_req_0192f3...`. */
+// The UUIDv7's 16 bytes are written here and hex-encoded: the same text as its dashed form without
+// the dashes, without building that form and a regular expression's copy of it for every id.
+const idBytes = Buffer.alloc(16);
+
+/** Time-ordered, kind-prefixed ids: `exec_req_0192f3...` (a UUIDv7 in 32 hex digits). */
 export function newId(kind: string): string {
-  return `${kind}_${uuidv7().replace(/-/g, '')}`;
+  uuidv7(undefined, idBytes);
+  return `${kind}_${idBytes.toString('hex')}`;
 }
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

@@ -54,7 +54,12 @@ export function storableText(s: string): string {
 /** A query parameter made storable (strings, and strings inside arrays; objects are JSON-encoded first). */
 export function storableParam(v: unknown): unknown {
   if (typeof v === 'string') return storableText(v);
-  if (Array.isArray(v)) return v.map(storableParam);
+  if (Array.isArray(v)) {
+    // Copied only when an element changes: arrays of numbers or clean strings (the sequencer's
+    // hundreds of seqs and hashes per statement) pass as they are.
+    for (let i = 0; i < v.length; i++) if (storableParam(v[i]) !== v[i]) return v.map(storableParam);
+    return v;
+  }
   if (v !== null && typeof v === 'object' && !(v instanceof Date) && !Buffer.isBuffer(v) && !ArrayBuffer.isView(v)) {
     return storableText(JSON.stringify(v));
   }

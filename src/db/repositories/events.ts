@@ -57,25 +57,39 @@ export interface EventRecord {
   chain_pos?: number | null;
 }
 
-/** The hashed content of an event: every column except `hash` itself. */
-export function canonicalEvent(e: Omit<EventRecord, 'hash'>): string {
-  return canonicalize({
-    seq: Number(e.seq),
-    id: e.id,
-    project_id: e.project_id,
-    timestamp: new Date(e.timestamp).toISOString(),
-    event_type: e.event_type,
-    source: e.source,
-    phase: e.phase,
-    provider: e.provider ?? null,
-    model: e.model ?? null,
-    permit_id: e.permit_id ?? null,
-    request_id: e.request_id ?? null,
-    job_id: e.job_id ?? null,
-    session_id: e.session_id ?? null,
-    metadata: e.metadata ?? {},
-    prev_hash: e.prev_hash,
-  }) as string;
+/**
+ * The hashed content of an event: every column except `hash` itself, as RFC 8785 JSON — exactly
+ * `canonicalize({ seq, id, project_id, timestamp, ... prev_hash })`, written out field by field in
+ * the sorted key order RFC 8785 gives them, with `canonicalize` kept for the metadata's own JSON.
+ * The sequencer hashes every event, and the generic form (sorting 15 keys, building the object and
+ * its intermediate strings) was a third of what a governed call allocated. `prevHash` overrides
+ * `e.prev_hash` (the sequencer hashes rows it is about to link). Equality with the generic form is
+ * checked by test/unit/events/canonical-event.test.ts.
+ */
+export function canonicalEvent(e: Omit<EventRecord, 'hash'>, prevHash: string | null = e.prev_hash): string {
+  const out: string[] = [];
+  member(out, 'event_type', e.event_type);
+  member(out, 'id', e.id);
+  member(out, 'job_id', e.job_id ?? null);
+  member(out, 'metadata', e.metadata ?? {});
+  member(out, 'model', e.model ?? null);
+  member(out, 'permit_id', e.permit_id ?? null);
+  member(out, 'phase', e.phase);
+  member(out, 'prev_hash', prevHash);
+  member(out, 'project_id', e.project_id);
+  member(out, 'provider', e.provider ?? null);
+  member(out, 'request_id', e.request_id ?? null);
+  member(out, 'seq', Number(e.seq));
+  member(out, 'session_id', e.session_id ?? null);
+  member(out, 'source', e.source);
+  member(out, 'timestamp', new Date(e.timestamp).toISOString());
+  return `{${out.join(',')}}`;
+}
+
+/** One `"key":value` member as canonicalize writes it (an undefined value is left out, as there). */
+function member(out: string[], key: string, value: unknown): void {
+  if (value === undefined) return;
+  out.push(`"${key}":${canonicalize(value) as string}`);
 }
 
 export function eventHash(prevHash: string, canonical: string): string {
@@ -173,7 +187,7 @@ export async function chainProjectEvents(db: Pool, projectId: string, batch = 50
     const prevs: string[] = [];
     const hashes: string[] = [];
     for (const r of rows) {
-      const hash = eventHash(prev, canonicalEvent({ ...r, prev_hash: prev }));
+      const hash = eventHash(prev, canonicalEvent(r, prev));
       pos += 1;
       seqs.push(Number(r.seq));
       positions.push(pos);

@@ -29,6 +29,9 @@ describe('storable text (what PostgreSQL text and jsonb refuse becomes U+FFFD)',
 
   it('parameters: strings, arrays of strings, and objects (JSON-encoded)', () => {
     expect(storableParam(['a\u0000', 'b'])).toEqual(['a\uFFFD', 'b']);
+    expect(storableParam(['a', 'b', 'c\u0000'])).toEqual(['a', 'b', 'c\uFFFD']);
+    const clean = [1, 2, 'x', null];
+    expect(storableParam(clean)).toBe(clean); // nothing to change: the same array, not a copy
     expect(storableParam({ m: 'x\u0000' })).toBe('{"m":"x\\ufffd"}');
     expect(storableParam(5)).toBe(5);
     const d = new Date();
