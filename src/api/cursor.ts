@@ -1,6 +1,7 @@
 /**
  * Opaque list cursors: base64url of `{"v":1, ...fields}` (string fields). A cursor that does not
- * decode, lacks a field or fails `valid` is a 400 `invalid_cursor`.
+ * decode, lacks a field or fails `valid` is a 400 `invalid_cursor`. And the page every cursor list
+ * answers with (`cursorPage`).
  */
 import { errors } from '../errors';
 
@@ -16,4 +17,18 @@ export function decodeCursor<K extends string>(cursor: string, keys: K[], valid:
     /* fall through */
   }
   throw errors.validation([{ path: 'cursor', message: 'Invalid cursor; pass next_cursor from a previous page unchanged', code: 'invalid_cursor' }]);
+}
+
+/**
+ * A list response, `{object: "list", data, next_cursor}`, from up to `limit + 1` rows in list
+ * order: the extra row only says that another page exists; the cursor names the page's last row.
+ */
+export function cursorPage<R, V>(rows: R[], limit: number, view: (r: R) => V, cursorOf: (last: R) => string) {
+  const more = rows.length > limit;
+  const page = more ? rows.slice(0, limit) : rows;
+  return {
+    object: 'list' as const,
+    data: page.map(view),
+    next_cursor: more && page.length > 0 ? cursorOf(page[page.length - 1]) : null,
+  };
 }

@@ -2,7 +2,7 @@
 import type { ApiKeyRecord } from '../db/repositories/api-keys';
 import type { Project } from '../db/repositories/projects';
 import type { Role } from '../db/repositories/users';
-import { encodeCursor } from '../api/cursor';
+import { cursorPage, encodeCursor } from '../api/cursor';
 
 const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
 
@@ -27,14 +27,7 @@ export function apiKeyView(k: ApiKeyRecord, now = new Date()) {
   };
 }
 
-/** `{object: "list", data, next_cursor}` from `limit + 1` rows ordered by (created_at, id). */
+/** A list page of rows ordered by (created_at, id): the cursor names the last row's pair. */
 export function listPage<R extends { created_at: Date; id: string }, V>(rows: R[], limit: number, view: (r: R) => V) {
-  const more = rows.length > limit;
-  const page = more ? rows.slice(0, limit) : rows;
-  const last = page[page.length - 1];
-  return {
-    object: 'list' as const,
-    data: page.map(view),
-    next_cursor: more && last ? encodeCursor({ at: new Date(last.created_at).toISOString(), id: last.id }) : null,
-  };
+  return cursorPage(rows, limit, view, (last) => encodeCursor({ at: new Date(last.created_at).toISOString(), id: last.id }));
 }

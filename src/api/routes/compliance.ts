@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ApiError, errors, parseOrThrow } from '../errors';
-import { decodeCursor, encodeCursor } from '../cursor';
+import { cursorPage, decodeCursor, encodeCursor } from '../cursor';
 import { authOf, keyAuthOf } from '../middleware/auth';
 import { complianceExportListSchema, complianceExportSchema } from '../schemas/integrity';
 import { routeFamily } from '../route-table';
@@ -94,8 +94,7 @@ export const complianceRoutes = routeFamily(
         const auth = authOf(ctx);
         const q = parseOrThrow(listSchema, ctx.query, 'query');
         const rows = await listExports(deps.db, auth.projectId, { status: q.status, beforeId: q.cursor ? decodeCursor(q.cursor, ['id'], (c) => c.id.startsWith('cexp_')).id : undefined, limit: q.limit + 1 });
-        const page = rows.slice(0, q.limit);
-        ctx.body = { object: 'list', data: page.map(exportView), next_cursor: rows.length > q.limit ? encodeCursor({ id: page[page.length - 1].id }) : null };
+        ctx.body = cursorPage(rows, q.limit, exportView, (last) => encodeCursor({ id: last.id }));
       },
     },
     {

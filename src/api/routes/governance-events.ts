@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { errors, parseOrThrow } from '../errors';
 import { authOf } from '../middleware/auth';
 import { routeFamily } from '../route-table';
+import { cursorPage } from '../cursor';
 import { governanceEventListSchema, governanceEventSchema } from '../schemas/events';
 import { findGovernanceEvent, listGovernanceEvents, readChainedEventsAfter } from '../../db/repositories/governance-events';
 import { chainHead } from '../../db/repositories/integrity-log';
@@ -158,12 +159,7 @@ export const governanceEventRoutes = routeFamily(
           afterSeq: q.cursor ? decodeCursor(q.cursor, q.order) : undefined,
           limit: q.limit + 1,
         });
-        const page = rows.slice(0, q.limit);
-        ctx.body = {
-          object: 'list',
-          data: page.map(governanceEventView),
-          next_cursor: rows.length > q.limit ? encodeCursor(Number(page[page.length - 1].seq), q.order) : null,
-        };
+        ctx.body = cursorPage(rows, q.limit, governanceEventView, (last) => encodeCursor(Number(last.seq), q.order));
       },
     },
     {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { errors, parseOrThrow, zodIssues } from '../errors';
-import { decodeCursor, encodeCursor } from '../cursor';
+import { cursorPage, decodeCursor, encodeCursor } from '../cursor';
 import { authOf, keyAuthOf } from '../middleware/auth';
 import { routeFamily } from '../route-table';
 import { jobListSchema, jobSchema } from '../schemas/jobs';
@@ -92,12 +92,7 @@ export const jobRoutes = routeFamily(
           beforeId: q.cursor ? decodeCursor(q.cursor, ['id'], (c) => c.id.startsWith('job_')).id : undefined,
           limit: q.limit + 1,
         });
-        const page = rows.slice(0, q.limit);
-        ctx.body = {
-          object: 'list',
-          data: page.map(jobView),
-          next_cursor: rows.length > q.limit ? encodeCursor({ id: page[page.length - 1].id }) : null,
-        };
+        ctx.body = cursorPage(rows, q.limit, jobView, (last) => encodeCursor({ id: last.id }));
       },
     },
     {

@@ -5,6 +5,7 @@ import { temporalServiceDeps } from '../deps';
 import { workflowAmendResultSchema, workflowCompleteResultSchema, workflowDeclarationSchema, workflowListSchema, workflowSchema } from '../schemas/workflows';
 import { permitBindingKeyListSchema } from '../schemas/integrity';
 import { routeFamily } from '../route-table';
+import { cursorPage, decodeCursor, encodeCursor } from '../cursor';
 import { INTENT_STATUSES, listWorkflowIntents } from '../../db/repositories/workflow-intents';
 import {
   amendWorkflowIntent,
@@ -69,19 +70,14 @@ export const listSchema = z
   })
   .strict();
 
-/** Opaque cursor: base64url of `{"v":1,"t":<declared_at, microseconds>,"id":<row id>}`. */
+/** Opaque cursor (src/api/cursor.ts): `{"v":1,"t":<declared_at, microseconds>,"id":<row id>}`. */
 export function encodeIntentCursor(t: string, id: string): string {
-  return Buffer.from(JSON.stringify({ v: 1, t, id })).toString('base64url');
+  return encodeCursor({ t, id });
 }
 
 function decodeIntentCursor(cursor: string): { declaredAt: string; id: string } {
-  try {
-    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; t?: unknown; id?: unknown } | null;
-    if (c?.v === 1 && typeof c.t === 'string' && !Number.isNaN(Date.parse(c.t)) && typeof c.id === 'string') return { declaredAt: c.t, id: c.id };
-  } catch {
-    /* fall through */
-  }
-  throw errors.validation([{ path: 'cursor', message: 'Invalid cursor; pass next_cursor from a previous page unchanged', code: 'invalid_cursor' }]);
+  const c = decodeCursor(cursor, ['t', 'id'], (c) => !Number.isNaN(Date.parse(c.t)));
+  return { declaredAt: c.t, id: c.id };
 }
 
 /** Workflow intent requires the Production or Enterprise plan (403 plan.upgrade_required). */
@@ -150,11 +146,10 @@ export const workflowRoutes = routeFamily(
           limit: q.limit + 1,
           after,
         });
-        const page = rows.slice(0, q.limit);
-        const last = page[page.length - 1];
-        ctx.body = {
-          object: 'list',
-          data: page.map((r) => ({
+        ctx.body = cursorPage(
+          rows,
+          q.limit,
+          (r) => ({
             workflow_id: r.workflow_id,
             status: r.status,
             version: r.version,
@@ -163,9 +158,9 @@ export const workflowRoutes = routeFamily(
             max_calls: r.max_calls,
             declared_at: r.declared_at.toISOString(),
             expires_at: r.expires_at ? r.expires_at.toISOString() : null,
-          })),
-          next_cursor: rows.length > q.limit && last ? encodeIntentCursor(last.cursor_ts, last.id) : null,
-        };
+          }),
+          (last) => encodeIntentCursor(last.cursor_ts, last.id),
+        );
       },
     },
     {
