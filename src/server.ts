@@ -9,6 +9,7 @@ import { Config } from './config';
 import { createPool, Db } from './db/pool';
 import { createLogger, Logger } from './logger';
 import { connectTemporal, TemporalHandles } from './temporal/connection';
+import { createActivities } from '../activities';
 import { createActivityWorker, createWorker, ensureMaintenanceWorkflows } from './temporal/worker';
 import { installTemporalRuntime } from './temporal/runtime';
 import { createIntentReservations, type IntentReservations } from './temporal/intent-reservations';
@@ -77,11 +78,12 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
   let webhookWorker: Worker | null = null;
   let webhookWorkerRun: Promise<void> | null = null;
   if (config.role !== 'api') {
+    const activities = createActivities({ db, config, clock, logger, providers, pricing, governance });
     worker = await createWorker({
       connection: temporal.connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
-      deps: { db, config, clock, logger, providers, pricing, governance },
+      activities,
       workflowBundlePath: config.temporal.workflowBundlePath,
     });
     workerRun = worker.run().catch((err) => {
@@ -93,7 +95,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       connection: temporal.connection,
       namespace: config.temporal.namespace,
       taskQueue: webhookTaskQueue(config.temporal.taskQueue),
-      deps: { db, config, clock, logger, providers, pricing, governance },
+      activities,
     });
     webhookWorkerRun = webhookWorker.run().catch((err) => {
       logger.fatal({ err }, 'temporal webhook worker stopped with an error');

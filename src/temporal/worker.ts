@@ -1,7 +1,7 @@
 import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import { Client } from '@temporalio/client';
-import { createActivities, ActivityDeps } from '../../activities';
+import type { Activities } from '../../activities';
 import { IDEMPOTENCY_CLEANUP_WORKFLOW_ID, RESERVATION_EXPIRY_WORKFLOW_ID } from '../../workflows/maintenance';
 import { RECONCILIATION_WORKFLOW_ID } from '../../workflows/reconciliation';
 import { CHECKPOINT_WORKFLOW_ID } from '../../workflows/checkpoint';
@@ -23,11 +23,15 @@ const quietBundlerLogger = {
   error: (message: string) => console.error(message),
 };
 
-export async function createWorker(opts: {
+interface WorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
-  deps: ActivityDeps;
+  /** The process's activities (`createActivities`), built once for all its workers. */
+  activities: Activities;
+}
+
+export async function createWorker(opts: WorkerOptions & {
   /** A prebuilt bundle (`npm run build`, test global setup); without it the worker bundles at start. */
   workflowBundlePath?: string;
 }): Promise<Worker> {
@@ -35,7 +39,7 @@ export async function createWorker(opts: {
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    activities: createActivities(opts.deps),
+    activities: opts.activities,
     ...(opts.workflowBundlePath
       ? { workflowBundle: { codePath: opts.workflowBundlePath } }
       : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { logger: quietBundlerLogger } as never }),
@@ -47,17 +51,12 @@ export async function createWorker(opts: {
  * A worker that runs activities only (no workflow sandbox, so no V8 isolate holding the bundle):
  * used for task queues that exist to give one kind of activity its own slots.
  */
-export async function createActivityWorker(opts: {
-  connection: NativeConnection;
-  namespace: string;
-  taskQueue: string;
-  deps: ActivityDeps;
-}): Promise<Worker> {
+export async function createActivityWorker(opts: WorkerOptions): Promise<Worker> {
   return Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    activities: createActivities(opts.deps),
+    activities: opts.activities,
     shutdownGraceTime: '10s',
   });
 }
