@@ -17,6 +17,7 @@ import { startEventChainer } from './events/chainer';
 import { startWebhookFanout, type WebhookFanout } from './webhooks/fanout';
 import { webhookTaskQueue } from '../workflows/webhook-messages';
 import { createKeyCache } from './api/key-cache';
+import { AUTH_CHANGES_CHANNEL, openNoticeChannel } from './db/notice-listener';
 import { createGovernedCallActivities } from '../activities/governed-call';
 import { createGovernance } from './governance';
 import { pricing } from './pricing';
@@ -69,7 +70,14 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
   // pipeline and the worker's activities.
   const governance = createGovernance({ db, clock });
   // A project's own provider key when it set one (cached per process, no per-call round trip).
-  const projectProviderKeys = createProjectProviderKeys({ db, logger, config });
+  // One listening connection for every cache that follows key, plan and provider key changes.
+  const authChanges = openNoticeChannel({
+    databaseUrl: config.databaseUrl,
+    channel: AUTH_CHANGES_CHANNEL,
+    logger,
+    lostMessage: 'auth change listener lost; keys are read from the database until it is back',
+  });
+  const projectProviderKeys = createProjectProviderKeys({ db, logger, config, authChanges });
   const providers = withProjectProviderKeys(createProviderGateway(config), projectProviderKeys);
   const calls = createGovernedCallActivities({ db, clock, logger, governance, pricing, providers, recordCommit: config.recordCommit });
 
@@ -119,7 +127,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
   let intentReservations: ReturnType<typeof createIntentReservations> | null = null;
   if (config.role !== 'worker') {
     intentReservations = createIntentReservations({ client: temporal.client, db, logger, databaseUrl: config.databaseUrl, mode: config.intentReservations });
-    const keys = createKeyCache({ db, databaseUrl: config.databaseUrl, logger });
+    const keys = createKeyCache({ db, authChanges });
     closers.push(() => keys.close());
     const metrics = new Registry();
     collectDefaultMetrics({ register: metrics });
@@ -186,6 +194,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       await chainer.close().catch(() => undefined);
       await providers.close().catch(() => undefined);
       await projectProviderKeys.close().catch(() => undefined);
+      await authChanges.close().catch(() => undefined);
       await temporal.connection.close().catch(() => undefined);
       await db.end().catch(() => undefined);
     },

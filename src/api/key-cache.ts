@@ -6,10 +6,9 @@
  * once in every process. While the listener is down, lookups go to the database.
  */
 import type { Db } from '../db/pool';
-import { listenForNotices } from '../db/notice-listener';
+import type { NoticeChannel } from '../db/notice-listener';
 import { findApiKeyWithPlan, hashApiKey, type ApiKeyRecord } from '../db/repositories/api-keys';
 import type { Plan } from '../db/repositories/projects';
-import type { Logger } from '../logger';
 
 export type KeyRecord = ApiKeyRecord & { plan: Plan };
 
@@ -23,7 +22,6 @@ export interface KeyCache extends KeyLookup {
   close(): Promise<void>;
 }
 
-const CHANNEL = 'tollgate_auth_changes';
 const MAX_ENTRIES = 50_000;
 
 /** No cache: every lookup reads the database (tests, tools). */
@@ -31,7 +29,7 @@ export function directKeyLookup(db: Db): KeyLookup {
   return { find: (presented) => findApiKeyWithPlan(db, presented), invalidate: () => undefined };
 }
 
-export function createKeyCache(deps: { db: Db; databaseUrl: string; logger: Logger; ttlMs?: number }): KeyCache {
+export function createKeyCache(deps: { db: Db; authChanges: NoticeChannel; ttlMs?: number }): KeyCache {
   const ttlMs = deps.ttlMs ?? 60_000;
   const entries = new Map<string, { record: KeyRecord; expires: number }>();
 
@@ -42,9 +40,8 @@ export function createKeyCache(deps: { db: Db; databaseUrl: string; logger: Logg
     for (const [h, e] of entries) if (e.record.project_id === projectId) entries.delete(h);
   };
 
-  const listener = listenForNotices({
-    databaseUrl: deps.databaseUrl,
-    channel: CHANNEL,
+  const listener = deps.authChanges;
+  const unsubscribe = listener.subscribe({
     onNotice: dropProject,
     onLost: () => entries.clear(),
     // Anything cached before LISTEN took effect may have missed a change.
@@ -52,8 +49,6 @@ export function createKeyCache(deps: { db: Db; databaseUrl: string; logger: Logg
       entries.clear();
       generation += 1;
     },
-    logger: deps.logger,
-    lostMessage: 'auth change listener lost; keys are read from the database until it is back',
   });
 
   return {
@@ -73,6 +68,6 @@ export function createKeyCache(deps: { db: Db; databaseUrl: string; logger: Logg
       return record;
     },
     invalidate: dropProject,
-    close: () => listener.close(),
+    close: async () => unsubscribe(),
   };
 }

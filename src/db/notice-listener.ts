@@ -13,6 +13,41 @@ export interface NoticeListener {
   close(): Promise<void>;
 }
 
+/** Announces API key, plan and provider key changes per project (payload: the project id; migrations 0101, 0131). */
+export const AUTH_CHANGES_CHANNEL = 'tollgate_auth_changes';
+
+export interface NoticeHandlers {
+  onNotice(payload: string): void;
+  onListening?(): void;
+  onLost?(): void;
+}
+
+/** One listening connection shared by every cache of the process that follows the channel. */
+export interface NoticeChannel extends NoticeListener {
+  /** Adds a subscriber; returns its unsubscribe. */
+  subscribe(handlers: NoticeHandlers): () => void;
+}
+
+export function openNoticeChannel(opts: { databaseUrl: string; channel: string; logger?: Logger; lostMessage: string; retryMs?: number }): NoticeChannel {
+  const subscribers = new Set<NoticeHandlers>();
+  const listener = listenForNotices({
+    ...opts,
+    onNotice: (payload) => subscribers.forEach((s) => s.onNotice(payload)),
+    onListening: () => subscribers.forEach((s) => s.onListening?.()),
+    onLost: () => subscribers.forEach((s) => s.onLost?.()),
+  });
+  return {
+    get listening() {
+      return listener.listening;
+    },
+    subscribe(handlers) {
+      subscribers.add(handlers);
+      return () => void subscribers.delete(handlers);
+    },
+    close: () => listener.close(),
+  };
+}
+
 export function listenForNotices(opts: {
   databaseUrl: string;
   channel: string;

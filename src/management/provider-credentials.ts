@@ -2,11 +2,11 @@
  * Projects' own provider keys, decrypted and cached per process so a governed call spends no
  * database round trip on them: the first call of a project reads all of its keys once (a project
  * without keys is cached as such), later calls are served from memory until PostgreSQL announces a
- * change on `tollgate_auth_changes` (migration 0131, the channel src/api/key-cache.ts listens on)
- * or the entry's TTL passes. While the listener is down, every lookup reads the database.
+ * change on `tollgate_auth_changes` (migration 0131; one listening connection per process, shared
+ * with the API key cache: src/server.ts) or the entry's TTL passes. While the listener is down, every lookup reads the database.
  */
 import type { Db } from '../db/pool';
-import { listenForNotices, type NoticeListener } from '../db/notice-listener';
+import type { NoticeChannel } from '../db/notice-listener';
 import type { Logger } from '../logger';
 import { listProviderKeys } from '../db/repositories/provider-keys';
 import { loadKeyring, openSecret, providerKeyContext, type Keyring } from '../crypto/envelope';
@@ -20,15 +20,15 @@ export interface ProjectProviderKeys {
   close(): Promise<void>;
 }
 
-const CHANNEL = 'tollgate_auth_changes';
 const MAX_PROJECTS = 20_000;
 
 export function createProjectProviderKeys(deps: {
   db: Db;
   logger: Logger;
-  config: { env: string; masterKey?: string; providerKeyKeks?: string; databaseUrl: string };
+  config: { env: string; masterKey?: string; providerKeyKeks?: string };
+  /** The process's `tollgate_auth_changes` channel; without one nothing is cached. */
+  authChanges: NoticeChannel | null;
   ttlMs?: number;
-  listen?: boolean;
 }): ProjectProviderKeys {
   const ttlMs = deps.ttlMs ?? 60_000;
   const entries = new Map<string, { keys: Map<string, string>; expires: number }>();
@@ -61,21 +61,15 @@ export function createProjectProviderKeys(deps: {
     return out;
   }
 
-  const listener: NoticeListener | null =
-    deps.listen ?? true
-      ? listenForNotices({
-          databaseUrl: deps.config.databaseUrl,
-          channel: CHANNEL,
-          onNotice: drop,
-          onLost: () => entries.clear(),
-          onListening: () => {
-            entries.clear();
-            generation += 1;
-          },
-          logger: deps.logger,
-          lostMessage: 'provider key change listener lost; project keys are read from the database until it is back',
-        })
-      : null;
+  const listener = deps.authChanges;
+  const unsubscribe = listener?.subscribe({
+    onNotice: drop,
+    onLost: () => entries.clear(),
+    onListening: () => {
+      entries.clear();
+      generation += 1;
+    },
+  });
   const listening = () => listener?.listening ?? false;
 
   return {
@@ -92,9 +86,7 @@ export function createProjectProviderKeys(deps: {
       return keys.get(provider);
     },
     invalidate: drop,
-    close: async () => {
-      await listener?.close();
-    },
+    close: async () => unsubscribe?.(),
   };
 }
 

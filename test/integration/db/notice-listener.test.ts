@@ -4,7 +4,7 @@
  * each step (drop everything when lost, again once LISTEN is back) is called in that order.
  */
 import { Pool } from 'pg';
-import { listenForNotices, type NoticeListener } from '../../../src/db/notice-listener';
+import { listenForNotices, openNoticeChannel, type NoticeListener } from '../../../src/db/notice-listener';
 import { waitUntil } from '../../support/wait';
 
 describe('listenForNotices', () => {
@@ -48,5 +48,27 @@ describe('listenForNotices', () => {
     await db.query('SELECT pg_notify($1, $2)', [channel, 'proj_c']);
     await new Promise((r) => setTimeout(r, 200));
     expect(calls).not.toContain('notice:proj_c');
+  });
+
+  it('one channel connection serves every subscriber until it unsubscribes', async () => {
+    const shared = `${channel}_shared`;
+    const a: string[] = [];
+    const b: string[] = [];
+    const ch = openNoticeChannel({ databaseUrl: process.env.DATABASE_URL!, channel: shared, lostMessage: 'test channel lost', retryMs: 100 });
+    try {
+      ch.subscribe({ onNotice: (p) => a.push(p) });
+      const unsubscribeB = ch.subscribe({ onNotice: (p) => b.push(p) });
+      await waitUntil(async () => ch.listening, 10_000, 20);
+      const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = $1', [`LISTEN ${shared}`]);
+      expect(rows[0].n).toBe(1);
+      await db.query('SELECT pg_notify($1, $2)', [shared, 'proj_a']);
+      await waitUntil(async () => a.includes('proj_a') && b.includes('proj_a'), 5_000, 20);
+      unsubscribeB();
+      await db.query('SELECT pg_notify($1, $2)', [shared, 'proj_b']);
+      await waitUntil(async () => a.includes('proj_b'), 5_000, 20);
+      expect(b).toEqual(['proj_a']);
+    } finally {
+      await ch.close();
+    }
   });
 });
