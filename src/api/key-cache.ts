@@ -24,10 +24,6 @@ export interface KeyCache extends KeyLookup {
 
 const MAX_ENTRIES = 50_000;
 
-/** No cache: every lookup reads the database (tests, tools). */
-export function directKeyLookup(db: Db): KeyLookup {
-  return { find: (presented) => findApiKeyWithPlan(db, presented), invalidate: () => undefined };
-}
 
 export function createKeyCache(deps: { db: Db; authChanges: NoticeChannel; ttlMs?: number }): KeyCache {
   const ttlMs = deps.ttlMs ?? 60_000;

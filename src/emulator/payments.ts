@@ -4,7 +4,7 @@
  * Stripe takes them, and signed webhook events (`Stripe-Signature: t=…,v1=…`, HMAC-SHA256 of
  * `${t}.${payload}`) for tests to deliver. The official `stripe` package talks to it in the tests.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 interface CheckoutSession {
@@ -97,15 +97,3 @@ export async function handlePayments(req: IncomingMessage, res: ServerResponse, 
   return true;
 }
 
-/** The session the emulator holds (tests complete it and build the events it leads to). */
-export function checkoutSession(sessionId: string): CheckoutSession | undefined {
-  return sessions.get(sessionId);
-}
-
-/** A webhook event as Stripe sends it, and the `Stripe-Signature` header for `secret` at time `t`. */
-export function signedEvent(type: string, object: Record<string, unknown>, secret: string, t = Math.floor(Date.now() / 1000)): { payload: string; signature: string; id: string } {
-  const eventId = id('evt');
-  const payload = JSON.stringify({ id: eventId, object: 'event', type, created: t, livemode: false, api_version: '2025-10-29', data: { object } });
-  const v1 = createHmac('sha256', secret).update(`${t}.${payload}`).digest('hex');
-  return { payload, signature: `t=${t},v1=${v1}`, id: eventId };
-}

@@ -89,8 +89,3 @@ export function injectTraceContext(headers: Record<string, string>): void {
   propagation.inject(context.active(), headers);
 }
 
-/** Trace id of the active span, when one is recording (access log lines). */
-export function activeTraceId(): string | undefined {
-  const span = trace.getActiveSpan();
-  return span?.isRecording() ? span.spanContext().traceId : undefined;
-}

@@ -38,11 +38,3 @@ export async function findSearchEvidence(db: Queryable, projectId: string, sessi
   );
   return rows[0] ?? null;
 }
-
-export async function listSearchEvidence(db: Queryable, projectId: string, sessionId: string, limit = 200): Promise<SearchEvidenceRecord[]> {
-  const { rows } = await db.query<SearchEvidenceRecord>(
-    'SELECT * FROM session_search_evidence WHERE project_id = $1 AND session_id = $2 ORDER BY created_at, id LIMIT $3',
-    [projectId, sessionId, limit],
-  );
-  return rows;
-}

@@ -85,14 +85,6 @@ export async function listUnsettledPermitIds(db: Queryable, sessionId: string): 
   return rows.map((r) => r.permit_id);
 }
 
-export async function listSessionTurns(db: Queryable, projectId: string, sessionId: string, limit = 500): Promise<SessionTurnRecord[]> {
-  const { rows } = await db.query<SessionTurnRecord>(
-    'SELECT * FROM session_turns WHERE project_id = $1 AND session_id = $2 ORDER BY created_at, id LIMIT $3',
-    [projectId, sessionId, limit],
-  );
-  return rows;
-}
-
 /** The turn a realtime response's usage settled (its `response_id`), so a re-sent response.done is recognised. */
 export async function findTurnByResponseId(db: Queryable, sessionId: string, responseId: string): Promise<SessionTurnRecord | null> {
   const { rows } = await db.query<SessionTurnRecord>(
