@@ -8,7 +8,6 @@ import { findWorkflowIntent } from '../db/repositories/workflow-intents';
 import {
   LEASE_REVOKE_CHANNEL,
   LEASE_SETTLE_GRACE_MS,
-  LEASE_TTL_MS,
   LeaseArgs,
   LeaseResult,
   intentTemporalWorkflowId,
@@ -493,6 +492,3 @@ function lastSent(lane: LeaseLane): number {
 export function createIntentReservations(opts: IntentReservationsOptions): IntentReservations {
   return new IntentReservations(opts);
 }
-
-/** Lease validity the workflow grants (re-exported for documentation and tests). */
-export const INTENT_LEASE_TTL_MS = LEASE_TTL_MS;
