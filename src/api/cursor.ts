@@ -3,6 +3,7 @@
  * decode, lacks a field or fails `valid` is a 400 `invalid_cursor`. And the page every cursor list
  * answers with (`cursorPage`).
  */
+import { z } from 'zod';
 import { errors } from '../errors';
 
 export function encodeCursor(fields: Record<string, string>): string {
@@ -32,3 +33,11 @@ export function cursorPage<R, V>(rows: R[], limit: number, view: (r: R) => V, cu
     next_cursor: more && page.length > 0 ? cursorOf(page[page.length - 1]) : null,
   };
 }
+
+/** The query of a plain cursor list: `limit` (1–100, default 20) and the previous page's `next_cursor`. */
+export const pageSchema = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+    cursor: z.string().min(1).max(500).optional(),
+  })
+  .strict();

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ApiError, errors, parseOrThrow } from '../errors';
-import { decodeCursor } from '../cursor';
+import { decodeCursor, pageSchema } from '../cursor';
 import { apiKeyListSchema, apiKeySchema, createdApiKeySchema, projectListSchema, projectSchema } from '../schemas/management';
 import { routeFamily } from '../route-table';
 import { actorOf, hasRole, managementAuthorizer, principalOf, projectOf } from '../middleware/user-auth';
@@ -19,12 +19,6 @@ export const createKeySchema = z
   })
   .strict();
 
-export const pageSchema = z
-  .object({
-    limit: z.coerce.number().int().min(1).max(100).default(20),
-    cursor: z.string().min(1).max(500).optional(),
-  })
-  .strict();
 
 export const createProjectSchema = z.object({ name: z.string().trim().min(1).max(200) }).strict();
 

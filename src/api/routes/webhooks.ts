@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parseOrThrow } from '../errors';
-import { decodeCursor, encodeCursor } from '../cursor';
+import { decodeCursor, encodeCursor, pageSchema } from '../cursor';
 import { authOf } from '../middleware/auth';
 import { routeFamily } from '../route-table';
 import {
@@ -40,12 +40,6 @@ export const patchSchema = z
     event_types: eventTypes.optional(),
     description: z.string().max(500).nullable().optional(),
     enabled: z.boolean().optional(),
-  })
-  .strict();
-export const pageSchema = z
-  .object({
-    limit: z.coerce.number().int().min(1).max(100).default(20),
-    cursor: z.string().min(1).max(500).optional(),
   })
   .strict();
 
