@@ -19,6 +19,7 @@ import { addMember, createUser } from '../src/auth/users';
 import { findUserByEmail, setUserPasswordHash } from '../src/db/repositories/users';
 import { hashPassword } from '../src/auth/passwords';
 import { randomBytes } from 'node:crypto';
+import { MALLOC_ARENA_MAX } from '../src/runtime/heap';
 
 const root = path.resolve(__dirname, '..');
 const dataDir = path.join(root, '.data');
@@ -140,7 +141,7 @@ async function main(): Promise<void> {
   }
 
   ensureDashboard(log);
-  startChild('tollgate', ['src/main.ts', '--role', 'all'], env);
+  startChild('tollgate', ['src/main.ts', '--role', 'all'], { MALLOC_ARENA_MAX, ...env });
   const url = `http://127.0.0.1:${API_PORT}`;
   await waitFor(`${url}/v1/public/status/summary`, 120_000);
 

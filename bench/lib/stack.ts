@@ -17,6 +17,7 @@ import { migrate } from '../../src/db/migrate';
 import { createPool, type Db } from '../../src/db/pool';
 import { createProject } from '../../src/db/repositories/projects';
 import { createApiKey } from '../../src/db/repositories/api-keys';
+import { MALLOC_ARENA_MAX } from '../../src/runtime/heap';
 import { type Child, spawnChild, type Teardown, track, waitReady } from './children';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
@@ -120,6 +121,8 @@ export async function startStack(opts: {
     TEMPORAL_WORKFLOW_BUNDLE: bundlePath,
     OPENAI_BASE_URL: `${emulatorUrl}/openai`,
     OPENAI_API_KEY: 'bench',
+    // As `npm run dev`, `npm start` and the Docker image run it (src/runtime/heap.ts).
+    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? MALLOC_ARENA_MAX,
   });
   const nodeFlags = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : [];
   const tollgateArgs = (cpuProf: string[]) => (useBuild ? [...cpuProf, ...nodeFlags, compiled] : tsx('src/main.ts', cpuProf));

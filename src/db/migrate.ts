@@ -1,5 +1,4 @@
 import path from 'node:path';
-import { runner } from 'node-pg-migrate';
 
 export const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
 
@@ -8,6 +7,9 @@ export const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
  * two processes starting at once apply each migration exactly once.
  */
 export async function migrate(databaseUrl: string, log: (msg: string) => void = () => undefined): Promise<string[]> {
+  // Loaded here, not at the top: a server process that does not migrate should not hold the runner.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { runner } = require('node-pg-migrate') as typeof import('node-pg-migrate');
   const applied = await runner({
     databaseUrl,
     dir: MIGRATIONS_DIR,

@@ -3,8 +3,6 @@
  * tools/call, close. A result with `isError` is the tool's own failure; a thrown error (transport,
  * JSON-RPC error, timeout) is a protocol error. Both are returned, never thrown.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 export const MCP_CALL_TIMEOUT_MS = 30_000;
 
@@ -23,6 +21,11 @@ export async function callMcpTool(
   args: Record<string, unknown>,
   opts: { timeoutMs?: number; onProgress?: (p: { progress: number; total?: number; message?: string }) => void } = {},
 ): Promise<McpCallOutcome> {
+  // The MCP SDK (with its JSON Schema validator) is loaded on the first MCP call, not by every process.
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { Client } = require('@modelcontextprotocol/sdk/client/index.js') as typeof import('@modelcontextprotocol/sdk/client/index.js');
+  const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js') as typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  /* eslint-enable @typescript-eslint/no-require-imports */
   const client = new Client({ name: 'tollgate', version: '1' });
   const transport = new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers: target.headers } });
   try {

@@ -11,3 +11,12 @@ import v8 from 'node:v8';
 export function tuneHeap(growingPercent: number): void {
   if (growingPercent > 0) v8.setFlagsFromString(`--heap-growing-percent=${growingPercent}`);
 }
+
+/**
+ * glibc gives each thread that allocates its own malloc arena (up to 8 per core), and the Temporal
+ * core's Rust threads and libuv's pool each fragment one: ~17–25 MiB of RSS in the process that
+ * runs API and worker together, for no throughput (docs/performance.md, "Memory"). glibc reads the
+ * variable once at process start, so the launchers set it in the child's environment: `npm run dev`,
+ * `npm start`, the Docker image, the benches. A value already in the environment wins.
+ */
+export const MALLOC_ARENA_MAX = '2';

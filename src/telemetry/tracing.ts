@@ -10,9 +10,7 @@
  * function call and nothing else; no exporter, no context manager is installed.
  */
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
-import { BatchSpanProcessor, NodeTracerProvider, SimpleSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-node';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 
 const tracer = trace.getTracer('tollgate');
 
@@ -31,6 +29,13 @@ export function tracingEnabled(env: NodeJS.ProcessEnv): boolean {
  */
 export function startTracing(env: NodeJS.ProcessEnv, opts: { exporter?: SpanExporter } = {}): Tracing | null {
   if (!opts.exporter && !tracingEnabled(env)) return null;
+  // Loaded only when tracing is on: the SDK and the OTLP exporter are ~1.5 MB of modules a process
+  // with tracing off would otherwise hold (docs/performance.md, "Memory").
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { BatchSpanProcessor, NodeTracerProvider, SimpleSpanProcessor } = require('@opentelemetry/sdk-trace-node') as typeof import('@opentelemetry/sdk-trace-node');
+  const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
+  const { resourceFromAttributes } = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
+  /* eslint-enable @typescript-eslint/no-require-imports */
   const exporter = opts.exporter ?? new OTLPTraceExporter();
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME ?? 'tollgate' }),
