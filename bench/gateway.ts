@@ -19,7 +19,8 @@
  *
  * at concurrency 1 and 32 on one project, then the two Tollgate paths at concurrency 32 with each
  * connection on its own project (32 projects), for BENCH_SECONDS each (default 6). Then
- * BENCH_STREAMS (default 50) sequential streams per path, round-robin over the paths, timing the
+ * BENCH_STREAMS (default 50) sequential streams per path, round-robin over the paths (the order
+ * rotated every round, so no path always follows the same one), timing the
  * first token: the first OpenAI SSE chunk whose delta carries text (the first chunk only names the
  * role, with empty content) / the first `delta` event (executions). Then Tollgate's RSS.
  *
@@ -196,13 +197,18 @@ async function main(): Promise<void> {
       add('c=32, 32 projects', p, await measured(p, { ...targets[p], headers: {}, perConnection: spread, connections: 32, seconds: SECONDS }), 32);
     }
 
-    // Sequential streams, round-robin over the paths so drift in machine load hits all alike.
+    // Sequential streams, round-robin over the paths so drift in machine load hits all alike, the
+    // order rotated every round: a stream's time depends on what ran just before it (Portkey keeps
+    // the CPU busy for a while after its stream ends), so no path always follows the same one.
     log(`  ${STREAMS} streams per path…`);
     const ttft = Object.fromEntries(paths.map((p) => [p, [] as number[]])) as Record<PathName, number[]>;
     const streamDeadline = Date.now() + Math.max(120_000, STREAMS * 4 * 2_000);
     for (let i = 0; i < STREAMS; i++) {
       if (Date.now() > streamDeadline) throw new Error(`streams: gave up after ${i} rounds (time limit)`);
-      for (const p of paths) ttft[p].push(await timeToMarker(targets[p].url, targets[p].streamBody, targets[p].headers, targets[p].marker));
+      for (let j = 0; j < paths.length; j++) {
+        const p = paths[(i + j) % paths.length];
+        ttft[p].push(await timeToMarker(targets[p].url, targets[p].streamBody, targets[p].headers, targets[p].marker));
+      }
     }
     for (const p of paths) ttft[p].sort((a, b) => a - b);
 

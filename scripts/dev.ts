@@ -20,6 +20,7 @@ import { findUserByEmail, setUserPasswordHash } from '../src/db/repositories/use
 import { hashPassword } from '../src/auth/passwords';
 import { randomBytes } from 'node:crypto';
 import { MALLOC_ARENA_MAX } from '../src/runtime/heap';
+import { bundleWorkflows } from '../src/temporal/worker';
 
 const root = path.resolve(__dirname, '..');
 const dataDir = path.join(root, '.data');
@@ -49,7 +50,8 @@ function readEnvFile(): Record<string, string> {
 }
 
 function startChild(name: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(path.join(root, 'node_modules', '.bin', 'tsx'), args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // `node --import tsx`, not the tsx CLI: the CLI would keep a second Node process (~50 MiB) alive as a wrapper.
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const logStream = fs.createWriteStream(path.join(dataDir, `${name}.log`), { flags: 'a' });
   child.stdout!.pipe(logStream);
   child.stderr!.pipe(logStream);
@@ -141,6 +143,13 @@ async function main(): Promise<void> {
   }
 
   ensureDashboard(log);
+  // Workflow code is bundled here, not by the worker at start: webpack's memory then stays in this
+  // supervisor instead of the Tollgate process (docs/performance.md, "Memory").
+  if (!process.env.TEMPORAL_WORKFLOW_BUNDLE) {
+    const bundlePath = path.join(dataDir, 'workflow-bundle.js');
+    fs.writeFileSync(bundlePath, await bundleWorkflows());
+    env.TEMPORAL_WORKFLOW_BUNDLE = bundlePath;
+  }
   startChild('tollgate', ['src/main.ts', '--role', 'all'], { MALLOC_ARENA_MAX, ...env });
   const url = `http://127.0.0.1:${API_PORT}`;
   await waitFor(`${url}/v1/public/status/summary`, 120_000);
