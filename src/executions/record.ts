@@ -7,7 +7,7 @@
  */
 import type { Clock } from '../clock';
 import type { Db } from '../db/pool';
-import { eventRows, requestHasEvent, type NewEvent } from '../db/repositories/events';
+import { batchEvents, requestHasEvent, type NewEvent } from '../db/repositories/events';
 import { findExecutionById } from '../db/repositories/executions';
 import type { StoredResponse } from '../db/repositories/idempotency';
 import { finishCalls } from '../db/repositories/governed-calls';
@@ -248,7 +248,7 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
   const events = opts.fallbackEvents?.length ? [...opts.fallbackEvents, ...tail] : tail;
   const ok = await finishBatcher(db).submit(input.projectId, {
     row,
-    events: eventRows(input.projectId, events),
+    ...batchEvents(events),
     settle,
     release_reason: releaseReason,
     idem,

@@ -12,7 +12,7 @@ import type { PoolClient } from 'pg';
 import type { Clock } from '../clock';
 import { Db, Queryable, withTransaction } from '../db/pool';
 import { newId } from '../ids';
-import { appendEvents, eventRows } from '../db/repositories/events';
+import { appendEvents, batchEvents } from '../db/repositories/events';
 import { inflightRow, insertInflightCall } from '../db/repositories/inflight-calls';
 import { findPermit, findPermitForUpdate, findPermitProjectId, insertPermit, listExpiredActivePermitIds, markPermitRevoked, PermitRecord } from '../db/repositories/permits';
 import { lockProjectGovernance } from '../db/repositories/policies';
@@ -114,7 +114,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
         rates: bounds.rates.map(({ rl, amount, maxUsed }) => ({
           limit_id: rl.id, window_seconds: rl.window_seconds, amount, max_used: maxUsed,
         })),
-        events: eventRows(req.projectId, opts.onAllow ? [...w.events, ...opts.onAllow.events] : w.events),
+        ...batchEvents(opts.onAllow ? [...w.events, ...opts.onAllow.events] : w.events),
         inflight: opts.onAllow ? inflightRow(opts.onAllow.inflight) : null,
       }));
       if (r === 'applied') return w.decision;
