@@ -27,8 +27,10 @@
  * The emulator runs at its default latency (0 ms: no `x-emulator-*` header, no prompt marker) on
  * every path. Exits non-zero when any path had errors or non-2xx answers.
  *
- * Env: BENCH_SECONDS, BENCH_STREAMS, BENCH_OUT=<file> (results as JSON), BENCH_CPU_PROF=<dir>
- * (V8 CPU profile of the Tollgate process, written when it exits).
+ * Env: BENCH_SECONDS, BENCH_STREAMS, BENCH_ROUNDS (default 1: each load run that many times, the
+ * paths' order rotated every round; a row reports the round with the median req/s and the median
+ * of the rounds' ratios to Portkey, which resists a shared machine's drift in speed), BENCH_OUT=<file>
+ * (results as JSON), BENCH_CPU_PROF=<dir> (V8 CPU profile of the Tollgate process, written when it exits).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -47,6 +49,7 @@ import { BENCH_BODIES, benchProjects } from './lib/workload';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 50);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
 type PathName = 'emulator' | 'portkey' | 'tg-exec' | 'tg-proxy' | 'tg-intent';
@@ -166,9 +169,9 @@ async function main(): Promise<void> {
 
     const rows: Row[] = [];
     const base: Record<number, { emulator: Run; portkey: Run }> = {};
-    const add = (group: string, p: PathName, run: Run & { cpu: CpuPerRequest }, c: number) => {
+    const add = (group: string, p: PathName, run: Run & { cpu: CpuPerRequest }, c: number, ratio?: number) => {
       const b = base[c];
-      rows.push({ group, path: p, run, addedP50: run.p50 - b.emulator.p50, addedP99: run.p99 - b.emulator.p99, ratioToPortkey: b.portkey.rps ? run.rps / b.portkey.rps : null });
+      rows.push({ group, path: p, run, addedP50: run.p50 - b.emulator.p50, addedP99: run.p99 - b.emulator.p99, ratioToPortkey: ratio ?? (b.portkey.rps ? run.rps / b.portkey.rps : null) });
     };
     // CPU per request of the gateway process under test and of PostgreSQL, during one run.
     // Tollgate's CPU is its API process's plus its worker's (the intent path's Updates run there).
@@ -183,18 +186,36 @@ async function main(): Promise<void> {
       const n = Math.max(1, run.total);
       return { ...run, cpu: { gatewayMs: pids.length ? (cpuOf(pids) - g0) / n : 0, postgresMs: (postgresCpuMs() - pg0) / n } };
     };
+    type Measured = Run & { cpu: CpuPerRequest };
+    // Every load run, for the error check (a row shows one run per path).
+    const everyRun: { group: string; path: PathName; run: Measured }[] = [];
+    // The run of a path that a row reports: with BENCH_ROUNDS > 1, the round with the median req/s.
+    const medianRun = (list: Measured[]): Measured => [...list].sort((a, b) => a.rps - b.rps)[Math.floor(list.length / 2)];
+    const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     for (const c of [1, 32]) {
-      const runs = {} as Record<PathName, Run & { cpu: CpuPerRequest }>;
-      for (const p of paths) {
-        log(`  c=${c} ${LABEL[p]}…`);
-        runs[p] = await measured(p, { ...targets[p], connections: c, seconds: SECONDS });
+      const rounds = Object.fromEntries(paths.map((p) => [p, [] as Measured[]])) as Record<PathName, Measured[]>;
+      for (let r = 0; r < ROUNDS; r++) {
+        // Every path once per round, the order rotated each round (as the streams below).
+        for (let j = 0; j < paths.length; j++) {
+          const p = paths[(r + j) % paths.length];
+          log(`  c=${c} ${LABEL[p]}${ROUNDS > 1 ? ` (round ${r + 1} of ${ROUNDS})` : ''}…`);
+          rounds[p].push(await measured(p, { ...targets[p], connections: c, seconds: SECONDS }));
+          everyRun.push({ group: `c=${c}`, path: p, run: rounds[p][r] });
+        }
       }
-      base[c] = { emulator: runs.emulator, portkey: runs.portkey };
-      for (const p of paths) add(`c=${c}`, p, runs[p], c);
+      base[c] = { emulator: medianRun(rounds.emulator), portkey: medianRun(rounds.portkey) };
+      // The ratio to Portkey is taken within each round (the two ran minutes apart at most) and
+      // the median of the rounds' ratios reported: drift in the machine's speed cancels out.
+      for (const p of paths) add(`c=${c}`, p, medianRun(rounds[p]), c, median(rounds[p].map((run, r) => run.rps / Math.max(1e-9, rounds.portkey[r].rps))));
     }
     for (const p of ['tg-exec', 'tg-proxy'] as const) {
-      log(`  c=32, 32 projects ${LABEL[p]}…`);
-      add('c=32, 32 projects', p, await measured(p, { ...targets[p], headers: {}, perConnection: spread, connections: 32, seconds: SECONDS }), 32);
+      const list: Measured[] = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        log(`  c=32, 32 projects ${LABEL[p]}${ROUNDS > 1 ? ` (round ${r + 1} of ${ROUNDS})` : ''}…`);
+        list.push(await measured(p, { ...targets[p], headers: {}, perConnection: spread, connections: 32, seconds: SECONDS }));
+        everyRun.push({ group: 'c=32, 32 projects', path: p, run: list[r] });
+      }
+      add('c=32, 32 projects', p, medianRun(list), 32);
     }
 
     // Sequential streams, round-robin over the paths so drift in machine load hits all alike, the
@@ -218,7 +239,7 @@ async function main(): Promise<void> {
     const loadEnd = loadavg();
 
     log('');
-    log(`sync chat completion, ${SECONDS} s per run, emulator latency 0 ms (default); latency in ms; added = path − emulator direct at the same concurrency`);
+    log(`sync chat completion, ${SECONDS} s per run${ROUNDS > 1 ? `, ${ROUNDS} rounds (median)` : ''}, emulator latency 0 ms (default); latency in ms; added = path − emulator direct at the same concurrency`);
     log(`${'concurrency'.padEnd(18)} ${'path'.padEnd(26)} ${'req/s'.padStart(8)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'+p50'.padStart(8)} ${'+p99'.padStart(8)} ${'err/non2xx'.padStart(11)} ${'×portkey'.padStart(9)} ${'cpu ms/req'.padStart(11)} ${'pg ms/req'.padStart(10)}`);
     for (const r of rows) {
       const isBase = r.path === 'emulator';
@@ -243,7 +264,7 @@ async function main(): Promise<void> {
     log(`tollgate RSS after the run: ${stack.worker ? `API process ${mib(rss)}, worker process ${mib(workerRss)}` : `API + worker in one process ${mib(rss)}`}; portkey RSS: ${portkeyRss ? `${portkeyRss.rss.toFixed(0)} MiB (peak ${portkeyRss.peak.toFixed(0)} MiB)` : 'unavailable'}`);
     log(`load average: start ${loadStart.join(' ')}, end ${loadEnd.join(' ')} (${os.cpus().length} CPUs)`);
 
-    const failures = rows
+    const failures = everyRun
       .filter((r) => r.run.errors || r.run.timeouts || r.run.non2xx)
       .map((r) => `${r.group} ${LABEL[r.path]}: ${r.run.errors} errors, ${r.run.timeouts} timeouts, ${r.run.non2xx} non-2xx (status codes ${JSON.stringify(r.run.statusCodes)})`);
     if (process.env.BENCH_OUT) {
@@ -251,7 +272,7 @@ async function main(): Promise<void> {
         startedAt,
         finishedAt: new Date().toISOString(),
         machine: { cpus: os.cpus().length, node: process.version, loadavgStart: loadStart, loadavgEnd: loadEnd },
-        config: { seconds: SECONDS, streams: STREAMS, emulatorLatencyMs: 0, portkeyVersion: JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules/@portkey-ai/gateway/package.json'), 'utf8')).version as string },
+        config: { seconds: SECONDS, streams: STREAMS, rounds: ROUNDS, emulatorLatencyMs: 0, portkeyVersion: JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules/@portkey-ai/gateway/package.json'), 'utf8')).version as string },
         sync: rows.map((r) => ({ concurrency: r.group, path: r.path, ...r.run, addedP50: r.path === 'emulator' ? null : r.addedP50, addedP99: r.path === 'emulator' ? null : r.addedP99, ratioToPortkey: r.ratioToPortkey })),
         ttft: ttftOut,
         tollgateRssMiB: rss,
