@@ -190,8 +190,8 @@ async function main(): Promise<void> {
     // Every load run, for the error check (a row shows one run per path).
     const everyRun: { group: string; path: PathName; run: Measured }[] = [];
     // The run of a path that a row reports: with BENCH_ROUNDS > 1, the round with the median req/s.
-    const medianRun = (list: Measured[]): Measured => [...list].sort((a, b) => a.rps - b.rps)[Math.floor(list.length / 2)];
-    const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const medianRun = (list: Measured[]): Measured => [...list].sort((a, b) => a.rps - b.rps)[Math.ceil(list.length / 2) - 1];
+    const median = (xs: number[]): number => pct([...xs].sort((a, b) => a - b), 50);
     for (const c of [1, 32]) {
       const rounds = Object.fromEntries(paths.map((p) => [p, [] as Measured[]])) as Record<PathName, Measured[]>;
       for (let r = 0; r < ROUNDS; r++) {

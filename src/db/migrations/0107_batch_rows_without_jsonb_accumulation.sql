@@ -1,10 +1,20 @@
 -- Up Migration
--- The batch functions of migrations 0104/0105 gathered a batch's permits, events and in-flight
--- rows by appending to jsonb values (`rows := rows || x`). Every jsonb `||` rebuilds both operands,
--- so a batch of n calls cost O(n²) in serialising: at c=32 (about 12 calls per batch) jsonb_concat
--- was 22% of PostgreSQL's CPU (perf, `C=32 npm run bench:pipeline-db`). Here the loop keeps only
--- the positions of the calls it applies (an int[], appended in place) and the rows are inserted
--- straight from p_calls afterwards. Same decisions, same rows, same order.
+-- The batch functions of migrations 0104/0105, three changes (docs/performance.md, "PostgreSQL CPU
+-- per call", 2026-11-26):
+-- 1. They gathered a batch's permits, events and in-flight rows by appending to jsonb values
+--    (`rows := rows || x`). Every jsonb `||` rebuilds both operands, so a batch of n calls cost
+--    O(n²): at c=32 (about 12 calls per batch) jsonb_concat was 22 % of PostgreSQL's CPU (perf,
+--    `C=32 npm run bench:pipeline-db`). The loop now keeps only the positions of the calls it
+--    applies (an int[], appended in place) and the rows are inserted straight from p_calls
+--    afterwards. Same decisions, same rows, same order.
+-- 2. A call's events carry the fields they all share once, in the call's "event_defaults"
+--    (src/db/repositories/events.ts, batchEvents); an event's own fields win over them.
+-- 3. Both keep one generic plan per statement (plan_cache_mode = force_generic_plan, also inside the
+--    functions they call). Under `auto` a statement with parameters is planned again on every
+--    execution while its custom plans look cheaper, and these did when a batch holds one call
+--    (`= ANY('{1}')`): at one call in flight planning was 35 % of PostgreSQL's CPU (GetCachedPlan
+--    19.9 %, standard_planner 14.9 %). Their statements are key lookups and inserts whose best plan
+--    does not depend on the values. A later CREATE OR REPLACE of either must keep the SET clause.
 
 -- Inserts the events of the selected calls of a batch, in call order then event order, with one
 -- event_chain_pending row per project (the event-chain sequencer's input, migration 0103).
@@ -15,11 +25,13 @@ BEGIN
   WITH inserted AS (
     INSERT INTO events (id, project_id, timestamp, event_type, source, phase, provider, model, permit_id, request_id,
                         job_id, session_id, metadata)
-    SELECT e->>'id', t.c #>> p_project_path, (e->>'timestamp')::timestamptz, e->>'event_type', e->>'source', e->>'phase',
-           e->>'provider', e->>'model', e->>'permit_id', e->>'request_id', e->>'job_id', e->>'session_id',
-           coalesce(e->'metadata', '{}'::jsonb)
+    SELECT e.id, t.c #>> p_project_path, e.timestamp, e.event_type, e.source, e.phase, e.provider, e.model,
+           e.permit_id, e.request_id, e.job_id, e.session_id, coalesce(e.metadata, '{}'::jsonb)
       FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS t(c, pos)
-     CROSS JOIN LATERAL jsonb_array_elements(coalesce(t.c->'events', '[]'::jsonb)) WITH ORDINALITY AS u(e, ord)
+     CROSS JOIN LATERAL jsonb_array_elements(coalesce(t.c->'events', '[]'::jsonb)) WITH ORDINALITY AS u(own, ord)
+     CROSS JOIN LATERAL jsonb_to_record(coalesce(t.c->'event_defaults', '{}'::jsonb) || u.own)
+          AS e(id text, timestamp timestamptz, event_type text, source text, phase text, provider text, model text,
+               permit_id text, request_id text, job_id text, session_id text, metadata jsonb)
      WHERE t.pos = ANY(p_positions)
      ORDER BY t.pos, u.ord
     RETURNING project_id, seq
@@ -32,7 +44,8 @@ $$;
 -- p_calls: [{"project","plan","policy_version","permit","spend","quota_max","cost","rates","events","inflight"}],
 -- rates: [{"limit_id","window_seconds","amount","max_used"}] (max_used: the most the window may hold before the call).
 CREATE OR REPLACE FUNCTION tollgate_begin_calls(p_lock_class int, p_calls jsonb)
-RETURNS text[] LANGUAGE plpgsql AS $$
+RETURNS text[] LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   c jsonb;
   pos int;
@@ -162,7 +175,8 @@ END;
 $$;
 
 CREATE OR REPLACE FUNCTION tollgate_finish_calls(p_lock_class int, p_calls jsonb)
-RETURNS boolean[] LANGUAGE plpgsql AS $$
+RETURNS boolean[] LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   c jsonb;
   pos int;

@@ -1,6 +1,6 @@
 import { batchEvents, eventRows, type NewEvent } from '../../../src/db/repositories/events';
 
-// What tollgate_insert_batch_events (migration 0109) reads for a field: the event's own value when
+// What tollgate_insert_batch_events (migration 0107) reads for a field: the event's own value when
 // it has the key, else the call's event_defaults, else NULL.
 function expand(call: ReturnType<typeof batchEvents>): Record<string, unknown>[] {
   const fields = ['timestamp', 'source', 'phase', 'provider', 'model', 'permit_id', 'request_id', 'job_id', 'session_id'];
