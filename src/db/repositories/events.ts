@@ -86,6 +86,41 @@ export function canonicalEvent(e: Omit<EventRecord, 'hash'>, prevHash: string | 
   return `{${out.join(',')}}`;
 }
 
+/**
+ * `canonicalEvent` of a stored event, rendered by PostgreSQL in three pieces around the two values
+ * it cannot write: the metadata (RFC 8785 orders keys and writes numbers as JavaScript does; jsonb's
+ * text does neither) and prev_hash (the sequencer's to choose). The sequencer hashes every event;
+ * reading whole rows into objects (a Date per timestamp, fifteen columns decoded) and writing them
+ * out again field by field cost ~30 µs of this process's CPU per event, about a quarter of what a
+ * governed call cost it at c=32 (docs/performance.md). PostgreSQL's JSON string escaping
+ * (`to_json(text)`) is JSON.stringify's: `"` and `\` escaped, \b \f \n \r \t, other control
+ * characters as lowercase \u00xx, nothing else (text holds no lone surrogates). `MS` truncates to
+ * milliseconds as the Date parsed from the same value does. test/integration/db/canonical-parts.test.ts
+ * checks the two forms are equal on stored rows.
+ */
+export const CANONICAL_PARTS_SQL = `
+  '{"event_type":' || to_json(e.event_type)::text || ',"id":' || to_json(e.id)::text
+    || ',"job_id":' || coalesce(to_json(e.job_id)::text, 'null') || ',"metadata":' AS before_metadata,
+  e.metadata::text AS metadata,
+  ',"model":' || coalesce(to_json(e.model)::text, 'null') || ',"permit_id":' || coalesce(to_json(e.permit_id)::text, 'null')
+    || ',"phase":' || to_json(e.phase)::text || ',"prev_hash":' AS before_prev_hash,
+  ',"project_id":' || to_json(e.project_id)::text || ',"provider":' || coalesce(to_json(e.provider)::text, 'null')
+    || ',"request_id":' || coalesce(to_json(e.request_id)::text, 'null') || ',"seq":' || e.seq
+    || ',"session_id":' || coalesce(to_json(e.session_id)::text, 'null') || ',"source":' || to_json(e.source)::text
+    || ',"timestamp":"' || to_char(e.timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"}' AS after_prev_hash`;
+
+export interface CanonicalParts {
+  before_metadata: string;
+  metadata: string;
+  before_prev_hash: string;
+  after_prev_hash: string;
+}
+
+/** The canonical form from `CANONICAL_PARTS_SQL`'s pieces: equal to `canonicalEvent(row, prevHash)`. */
+export function canonicalFromParts(p: CanonicalParts, prevHash: string | null): string {
+  return p.before_metadata + (canonicalize(JSON.parse(p.metadata)) as string) + p.before_prev_hash + JSON.stringify(prevHash) + p.after_prev_hash;
+}
+
 /** One `"key":value` member as canonicalize writes it (an undefined value is left out, as there). */
 function member(out: string[], key: string, value: unknown): void {
   if (value === undefined) return;
@@ -194,35 +229,32 @@ export async function chainProjectEvents(db: Pool, projectId: string, batch = 50
       'SELECT first_seq FROM event_chain_pending WHERE project_id = $1 ORDER BY first_seq LIMIT $2',
       [projectId, batch],
     );
-    const firstSeqs = pending.map((p) => p.first_seq);
-    const { rows } = await client.query<EventRecord>(
-      `SELECT e.* FROM event_chain_pending p CROSS JOIN LATERAL unnest(p.seqs) AS s(seq) JOIN events e ON e.seq = s.seq
-        WHERE p.project_id = $1 AND p.first_seq = ANY($2::bigint[]) ORDER BY e.seq`,
-      [projectId, firstSeqs],
-    );
     if (pending.length === 0) {
       await client.query('ROLLBACK');
       return { events: 0, full: false };
     }
-    let prev = head[0]?.hash ?? GENESIS_HASH;
-    let pos = Number(head[0]?.chain_pos ?? 0);
-    const seqs: number[] = [];
-    const positions: number[] = [];
-    const prevs: string[] = [];
+    const firstSeqs = pending.map((p) => p.first_seq);
+    const { rows } = await client.query<CanonicalParts & { seq: string }>(
+      `SELECT e.seq, ${CANONICAL_PARTS_SQL} FROM event_chain_pending p CROSS JOIN LATERAL unnest(p.seqs) AS s(seq) JOIN events e ON e.seq = s.seq
+        WHERE p.project_id = $1 AND p.first_seq = ANY($2::bigint[]) ORDER BY e.seq`,
+      [projectId, firstSeqs],
+    );
+    const headHash = head[0]?.hash ?? GENESIS_HASH;
+    let prev = headHash;
+    const seqs: string[] = [];
     const hashes: string[] = [];
     for (const r of rows) {
-      const hash = eventHash(prev, canonicalEvent(r, prev));
-      pos += 1;
-      seqs.push(Number(r.seq));
-      positions.push(pos);
-      prevs.push(prev);
+      const hash = eventHash(prev, canonicalFromParts(r, prev));
+      seqs.push(r.seq);
       hashes.push(hash);
       prev = hash;
     }
+    // chain_pos and prev_hash follow from the order: the head's position plus one, the previous hash.
     await client.query(
       `INSERT INTO event_chain (seq, project_id, chain_pos, prev_hash, hash)
-       SELECT v.seq, $5, v.pos, v.prev, v.hash FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) AS v(seq, pos, prev, hash)`,
-      [seqs, positions, prevs, hashes, projectId],
+       SELECT v.seq, $3, $4 + v.ord, coalesce(lag(v.hash) OVER (ORDER BY v.ord), $5), v.hash
+         FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS v(seq, hash, ord)`,
+      [seqs, hashes, projectId, Number(head[0]?.chain_pos ?? 0), headHash],
     );
     await client.query('DELETE FROM event_chain_pending WHERE project_id = $1 AND first_seq = ANY($2::bigint[])', [projectId, firstSeqs]);
     await client.query('COMMIT');
