@@ -36,6 +36,9 @@ export interface Stack {
   worker: Child | null;
   portkeyUrl: string | null;
   portkey: Child | null;
+  /** A second Tollgate built from another checkout (`baselineDir`), on the same database and Temporal; else null. */
+  baselineUrl: string | null;
+  baseline: Child | null;
   /** An Enterprise-plan project (default policy) and a client API key for it. */
   newProjectKey(name: string): Promise<{ projectId: string; key: string }>;
 }
@@ -47,6 +50,8 @@ export async function startStack(opts: {
   portkey?: boolean;
   /** Write a V8 CPU profile of the Tollgate process into this directory when it exits. */
   cpuProfDir?: string;
+  /** Also start the compiled build of the checkout in this directory (its `npm run build`), for A/B runs. */
+  baselineDir?: string;
 }): Promise<Stack> {
   const { teardown, log } = opts;
   const dataDir = path.join(ROOT, '.data');
@@ -142,7 +147,28 @@ export async function startStack(opts: {
   teardown.add('tollgate', () => tollgate.stop(15_000));
   await waitReady(tollgate, `${tollgateUrl}/v1/public/status/summary`);
 
+  let baseline: Child | null = null;
+  let baselineUrl: string | null = null;
+  if (opts.baselineDir) {
+    const dir = path.resolve(opts.baselineDir);
+    const main = path.join(dir, 'dist', 'src', 'main.js');
+    if (!fs.existsSync(main)) throw new Error(`baseline: ${main} is missing (run npm run build in ${dir})`);
+    const port = await freePort();
+    baselineUrl = `http://127.0.0.1:${port}`;
+    const b = spawnChild('baseline', process.execPath, [...nodeFlags, main], {
+      cwd: dir,
+      echoStderr: true,
+      env: { ...tollgateEnv('all', port), TEMPORAL_TASK_QUEUE: `${taskQueue}-baseline` },
+    });
+    baseline = b;
+    teardown.add('baseline', () => b.stop(15_000));
+    await waitReady(b, `${baselineUrl}/v1/public/status/summary`);
+    log(`baseline tollgate: ${dir}`);
+  }
+
   return {
+    baselineUrl,
+    baseline,
     databaseUrl,
     db,
     emulatorUrl,

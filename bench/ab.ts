@@ -1,0 +1,108 @@
+/**
+ * Two builds of Tollgate side by side (not a test): `BENCH_BASELINE=<checkout> npm run bench:ab`.
+ *
+ * For a change to the request path whose effect is smaller than the machine's drift between two
+ * `bench:gateway` runs. Starts the bench stack (bench/lib/stack.ts) with this checkout's compiled
+ * build ("new") and the compiled build of the checkout at BENCH_BASELINE ("base"; e.g. a `git
+ * worktree` of the previous commit, built with `npm run build`), both on one database, Temporal and
+ * emulator, and Portkey's gateway. Each round runs, in an order rotated every round: Portkey, base
+ * and new on `/v1/proxy/openai` and `/v1/executions`, at c=32 on one project and at c=1, for
+ * BENCH_SECONDS each. Prints per path and build the median req/s, the median of the rounds'
+ * new/base ratios, CPU per request (Tollgate's process, PostgreSQL) and c=1 added latency.
+ *
+ *   BENCH_BASELINE=/tmp/base BENCH_ROUNDS=5 BENCH_SECONDS=4 npm run bench:ab
+ *
+ * Both builds must run against the schema of this checkout's migrations (applied once, at start).
+ */
+import os from 'node:os';
+import { Teardown } from './lib/children';
+import { postgresCpuMs, processCpuMs } from './lib/cpu';
+import { load, pct, type Run } from './lib/load';
+import { startStack } from './lib/stack';
+import { BENCH_BODIES, benchProjects } from './lib/workload';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5));
+const log = (m: string) => process.stdout.write(`${m}\n`);
+const median = (xs: number[]): number => pct([...xs].sort((a, b) => a - b), 50);
+
+type Build = 'portkey' | 'base' | 'new';
+interface Measured extends Run {
+  gatewayMs: number;
+  postgresMs: number;
+}
+
+async function main(): Promise<void> {
+  const baselineDir = process.env.BENCH_BASELINE;
+  if (!baselineDir) throw new Error('BENCH_BASELINE=<directory of the checkout to compare with> is required');
+  const teardown = new Teardown();
+  teardown.onSignals();
+  let exitCode = 0;
+  try {
+    log(`load average at start: ${os.loadavg().map((n) => n.toFixed(2)).join(' ')}`);
+    const stack = await startStack({ name: 'ab', teardown, log, portkey: true, baselineDir });
+    const { key } = await benchProjects(stack, 0);
+    const { openai, governed } = BENCH_BODIES;
+    const emulatorBase = `${stack.emulatorUrl}/openai/v1`;
+    const urls: Record<Exclude<Build, 'portkey'>, string> = { base: stack.baselineUrl!, new: stack.tollgateUrl };
+    const pids: Record<Build, number> = { portkey: stack.portkey!.pid, base: stack.baseline!.pid, new: stack.tollgate.pid };
+    type Target = { url: string; body: unknown; headers: Record<string, string> };
+    const targets: Record<'proxy' | 'exec', (b: Build) => Target | null> = {
+      proxy: (b: Build): Target =>
+        b === 'portkey'
+          ? { url: `${stack.portkeyUrl}/v1/chat/completions`, body: openai, headers: { authorization: 'Bearer bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': emulatorBase } }
+          : { url: `${urls[b]}/v1/proxy/openai/v1/chat/completions`, body: openai, headers: { authorization: `Bearer ${key}` } },
+      exec: (b: Build) => (b === 'portkey' ? null : { url: `${urls[b]}/v1/executions`, body: governed, headers: { authorization: `Bearer ${key}` } }),
+    };
+    const measured = async (b: Build, o: Parameters<typeof load>[0]): Promise<Measured> => {
+      const g0 = processCpuMs(pids[b]);
+      const pg0 = postgresCpuMs();
+      const run = await load(o);
+      const n = Math.max(1, run.total);
+      return { ...run, gatewayMs: (processCpuMs(pids[b]) - g0) / n, postgresMs: (postgresCpuMs() - pg0) / n };
+    };
+    const emulatorC1 = await load({ url: `${emulatorBase}/chat/completions`, body: openai, headers: { authorization: 'Bearer bench' }, connections: 1, seconds: SECONDS });
+
+    log('warm-up…');
+    for (const b of ['portkey', 'base', 'new'] as const) for (const path of ['proxy', 'exec'] as const) {
+      const t = targets[path](b);
+      if (t) await load({ ...t, connections: 8, seconds: 2 });
+    }
+    const results = new Map<string, Measured[]>();
+    const record = (k: string, m: Measured) => results.set(k, [...(results.get(k) ?? []), m]);
+    const runs: [Build, 'proxy' | 'exec'][] = [['portkey', 'proxy'], ['base', 'proxy'], ['new', 'proxy'], ['base', 'exec'], ['new', 'exec']];
+    for (let r = 0; r < ROUNDS; r++) {
+      for (let j = 0; j < runs.length; j++) {
+        const [b, path] = runs[(r + j) % runs.length];
+        for (const c of [32, 1]) {
+          log(`  round ${r + 1}/${ROUNDS} c=${c} ${b} ${path}…`);
+          record(`${c} ${b} ${path}`, await measured(b, { ...targets[path](b)!, connections: c, seconds: SECONDS }));
+        }
+      }
+    }
+    const errors = [...results.values()].flat().reduce((n, m) => n + m.errors + m.non2xx + m.timeouts, 0);
+    log(`\n${ROUNDS} rounds of ${SECONDS} s per run; median over rounds; ratio = median of the rounds' new/base (or /portkey) req/s`);
+    log('c   path    build     req/s  ×base  ×portkey  cpu ms/req  pg ms/req  added p50 ms (c=1)');
+    for (const c of [32, 1]) for (const path of ['proxy', 'exec'] as const) for (const b of ['portkey', 'base', 'new'] as const) {
+      const list = results.get(`${c} ${b} ${path}`);
+      if (!list) continue;
+      const pk = results.get(`${c} portkey proxy`)!;
+      const base = results.get(`${c} base ${path}`)!;
+      const ratio = (xs: Measured[]) => median(list.map((m, i) => m.rps / Math.max(1e-9, xs[i].rps)));
+      log(
+        `${String(c).padEnd(3)} ${path.padEnd(7)} ${b.padEnd(8)} ${median(list.map((m) => m.rps)).toFixed(0).padStart(6)}  ${ratio(base).toFixed(2).padStart(5)}  ${ratio(pk).toFixed(2).padStart(8)}` +
+          `  ${median(list.map((m) => m.gatewayMs)).toFixed(2).padStart(10)}  ${median(list.map((m) => m.postgresMs)).toFixed(2).padStart(9)}  ${(c === 1 ? (median(list.map((m) => m.p50)) - emulatorC1.p50).toFixed(2) : '—').padStart(7)}`,
+      );
+    }
+    log(`errors and non-2xx over every run: ${errors}`);
+    if (errors > 0) exitCode = 1;
+  } catch (err) {
+    console.error(err);
+    exitCode = 1;
+  } finally {
+    await teardown.run();
+  }
+  process.exit(exitCode);
+}
+
+void main();
