@@ -62,9 +62,18 @@ function valueMatches(pattern: string | string[] | undefined, value: string | nu
   return list.some((p) => globMatch(p, value));
 }
 
+// Compiled glob patterns: policies are evaluated on every call, and compiling a RegExp per rule and
+// call showed in the request path's profile. Bounded: patterns come from stored policies.
+const globs = new Map<string, RegExp>();
+
 export function globMatch(pattern: string, value: string): boolean {
   if (!pattern.includes('*')) return pattern === value;
-  const rx = new RegExp('^' + pattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*') + '$');
+  let rx = globs.get(pattern);
+  if (!rx) {
+    if (globs.size >= 1_000) globs.clear();
+    rx = new RegExp('^' + pattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*') + '$');
+    globs.set(pattern, rx);
+  }
   return rx.test(value);
 }
 
