@@ -75,8 +75,9 @@ async function main(): Promise<void> {
       for (let j = 0; j < runs.length; j++) {
         const [b, path] = runs[(r + j) % runs.length];
         for (const c of [32, 1]) {
-          log(`  round ${r + 1}/${ROUNDS} c=${c} ${b} ${path}…`);
-          record(`${c} ${b} ${path}`, await measured(b, { ...targets[path](b)!, connections: c, seconds: SECONDS }));
+          const m = await measured(b, { ...targets[path](b)!, connections: c, seconds: SECONDS });
+          log(`  round ${r + 1}/${ROUNDS} c=${c} ${b.padEnd(7)} ${path.padEnd(5)} ${m.rps.toFixed(0).padStart(5)} req/s, ${m.gatewayMs.toFixed(2)} + ${m.postgresMs.toFixed(2)} ms CPU per request`);
+          record(`${c} ${b} ${path}`, m);
         }
       }
     }
