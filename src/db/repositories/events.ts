@@ -95,8 +95,9 @@ export function canonicalEvent(e: Omit<EventRecord, 'hash'>, prevHash: string | 
  * governed call cost it at c=32 (docs/performance.md). PostgreSQL's JSON string escaping
  * (`to_json(text)`) is JSON.stringify's: `"` and `\` escaped, \b \f \n \r \t, other control
  * characters as lowercase \u00xx, nothing else (text holds no lone surrogates). `MS` truncates to
- * milliseconds as the Date parsed from the same value does. test/integration/db/canonical-parts.test.ts
- * checks the two forms are equal on stored rows.
+ * milliseconds as the Date parsed from the same value does, for years 1–9999 (outside them
+ * toISOString writes six-digit years: the last piece is NULL and the sequencer hashes that event from
+ * its whole row). test/integration/db/canonical-parts.test.ts checks the two forms are equal on stored rows.
  */
 export const CANONICAL_PARTS_SQL = `
   '{"event_type":' || to_json(e.event_type)::text || ',"id":' || to_json(e.id)::text
@@ -107,17 +108,20 @@ export const CANONICAL_PARTS_SQL = `
   ',"project_id":' || to_json(e.project_id)::text || ',"provider":' || coalesce(to_json(e.provider)::text, 'null')
     || ',"request_id":' || coalesce(to_json(e.request_id)::text, 'null') || ',"seq":' || e.seq
     || ',"session_id":' || coalesce(to_json(e.session_id)::text, 'null') || ',"source":' || to_json(e.source)::text
-    || ',"timestamp":"' || to_char(e.timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"}' AS after_prev_hash`;
+    || ',"timestamp":"' || CASE WHEN e.timestamp >= '0001-01-01 00:00:00+00' AND e.timestamp < '10000-01-01 00:00:00+00'
+                                THEN to_char(e.timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') END || '"}' AS after_prev_hash`;
 
 export interface CanonicalParts {
   before_metadata: string;
   metadata: string;
   before_prev_hash: string;
-  after_prev_hash: string;
+  /** NULL for a timestamp outside years 1–9999: use `canonicalEvent` on the whole row. */
+  after_prev_hash: string | null;
 }
 
-/** The canonical form from `CANONICAL_PARTS_SQL`'s pieces: equal to `canonicalEvent(row, prevHash)`. */
-export function canonicalFromParts(p: CanonicalParts, prevHash: string | null): string {
+/** The canonical form from `CANONICAL_PARTS_SQL`'s pieces: equal to `canonicalEvent(row, prevHash)`; null when it cannot be rendered (see there). */
+export function canonicalFromParts(p: CanonicalParts, prevHash: string | null): string | null {
+  if (p.after_prev_hash === null) return null;
   return p.before_metadata + (canonicalize(JSON.parse(p.metadata)) as string) + p.before_prev_hash + JSON.stringify(prevHash) + p.after_prev_hash;
 }
 
@@ -244,7 +248,8 @@ export async function chainProjectEvents(db: Pool, projectId: string, batch = 50
     const seqs: string[] = [];
     const hashes: string[] = [];
     for (const r of rows) {
-      const hash = eventHash(prev, canonicalFromParts(r, prev));
+      const canonical = canonicalFromParts(r, prev) ?? canonicalEvent((await client.query<EventRecord>('SELECT * FROM events WHERE seq = $1', [r.seq])).rows[0], prev);
+      const hash = eventHash(prev, canonical);
       seqs.push(r.seq);
       hashes.push(hash);
       prev = hash;
