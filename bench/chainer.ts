@@ -11,25 +11,17 @@
  *
  * Uses tollgate_bench_chainer_<pid> on DATABASE_ADMIN_URL (default the local server), dropped afterwards.
  */
-import { createGovernedCallActivities } from '../activities/governed-call';
-import { systemClock } from '../src/clock';
 import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { createProject } from '../src/db/repositories/projects';
 import { chainProjectEvents } from '../src/db/repositories/events';
-import type { ExecutionInput } from '../src/executions/types';
-import { createGovernance } from '../src/governance';
-import { newId } from '../src/ids';
-import { createLogger } from '../src/logger';
-import { pricing } from '../src/pricing';
-import type { ProviderGateway } from '../src/providers/types';
 import { createDatabaseIfMissing, dropDatabase } from '../scripts/lib/postgres';
 import { postgresCpuMs } from './lib/cpu';
+import { governedCalls } from './lib/governed-calls';
 
 const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const CONCURRENCY = Number(process.env.C ?? 32);
-const PROMPT = 'Summarise the benefits of unit tests in two sentences.';
 
 async function main(): Promise<void> {
   const name = `tollgate_bench_chainer_${process.pid}`;
@@ -39,30 +31,13 @@ async function main(): Promise<void> {
   try {
     await migrate(url);
     const project = await createProject(db, { name: 'bench', plan: 'enterprise' });
-    const providers: ProviderGateway = {
-      dispatch: async () => ({
-        output: { content: [{ type: 'text', role: 'assistant', text: 'Unit tests catch regressions early.' }] },
-        output_assets: [],
-        usage: { input_tokens: 12, output_tokens: 6, total_tokens: 18, metrics: [], estimated: false },
-        finish_reason: 'stop',
-      }),
-    };
-    const calls = createGovernedCallActivities({ db, clock: systemClock, logger: createLogger('warn'), governance: createGovernance({ db, clock: systemClock }), pricing, providers });
+    const governedCall = governedCalls(db, project.id);
     let n = 0;
     const end = Date.now() + SECONDS * 1000;
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
         while (Date.now() < end) {
-          const input: ExecutionInput = {
-            executionId: newId('exec_req'), permitId: newId('permit'), projectId: project.id, route: 'executions', mode: 'sync', createdAt: new Date().toISOString(),
-            request: { operation: 'generate.text', messages: [{ role: 'user', content: PROMPT }] },
-            routing: { requested_provider: 'openai', requested_model: 'gpt-4o-mini', reason_code: 'explicit_request', primary: { provider: 'openai', model: 'gpt-4o-mini' }, fallback: [] },
-            workflowIntentId: null, idempotencyKey: null, dispatchTimeoutMs: 60_000, heartbeatTimeoutMs: 0,
-          };
-          const gov = await calls.govern({ input, request: { operation: 'generate.text', provider: 'openai', model: 'gpt-4o-mini', stream: false, messages: input.request.messages }, route: 'executions', inspectableText: [PROMPT], permitMetadata: {}, inProcess: {} });
-          if (gov.decision !== 'allow') throw new Error(`not allowed: ${gov.reason_code}`);
-          const { outcome } = await calls.dispatch(input);
-          await calls.record(input, { kind: 'dispatched', gov, outcome });
+          await governedCall();
           n += 1;
         }
       }),

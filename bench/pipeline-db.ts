@@ -16,26 +16,19 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createDatabaseIfMissing, dropDatabase } from '../scripts/lib/postgres';
-import { createGovernedCallActivities } from '../activities/governed-call';
-import { systemClock } from '../src/clock';
 import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { createProject } from '../src/db/repositories/projects';
 import { updatePolicy } from '../src/db/repositories/policies';
-import type { ExecutionInput } from '../src/executions/types';
-import { createGovernance } from '../src/governance';
-import { newId } from '../src/ids';
 import { startEventChainer } from '../src/events/chainer';
 import { createLogger } from '../src/logger';
-import { pricing } from '../src/pricing';
-import type { NormalizedRequest, ProviderGateway } from '../src/providers/types';
 import { postgresCpuMs, processCpuMs } from './lib/cpu';
+import { governedCalls } from './lib/governed-calls';
 import { pct } from './lib/load';
 
 const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONCURRENCY = Number(process.env.C ?? 32);
-const PROMPT = 'Summarise the benefits of unit tests in two sentences.';
 
 async function main(): Promise<void> {
   const name = `tollgate_bench_pipeline_${process.pid}`;
@@ -48,15 +41,7 @@ async function main(): Promise<void> {
     const chainer = process.env.BENCH_CHAINER === '0' ? null : startEventChainer({ db, logger: createLogger('warn') });
     const project = await createProject(db, { name: 'bench', plan: 'enterprise' });
     if (process.env.BENCH_POLICY) await updatePolicy(db, { projectId: project.id, patch: JSON.parse(process.env.BENCH_POLICY), mode: 'merge', updatedBy: 'bench', now: new Date() });
-    const providers: ProviderGateway = {
-      dispatch: async () => ({
-        output: { content: [{ type: 'text', role: 'assistant', text: 'Unit tests catch regressions early.' }] },
-        output_assets: [],
-        usage: { input_tokens: 12, output_tokens: 6, total_tokens: 18, metrics: [], estimated: false },
-        finish_reason: 'stop',
-      }),
-    };
-    const calls = createGovernedCallActivities({ db, clock: systemClock, logger: createLogger('warn'), governance: createGovernance({ db, clock: systemClock }), pricing, providers });
+    const governedCall = governedCalls(db, project.id);
     const govern: number[] = [];
     const record: number[] = [];
     let n = 0;
@@ -72,22 +57,9 @@ async function main(): Promise<void> {
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
         while (Date.now() < end) {
-          const input: ExecutionInput = {
-            executionId: newId('exec_req'), permitId: newId('permit'), projectId: project.id, route: 'executions', mode: 'sync', createdAt: new Date().toISOString(),
-            request: { operation: 'generate.text', messages: [{ role: 'user', content: PROMPT }] },
-            routing: { requested_provider: 'openai', requested_model: 'gpt-4o-mini', reason_code: 'explicit_request', primary: { provider: 'openai', model: 'gpt-4o-mini' }, fallback: [] },
-            workflowIntentId: null, idempotencyKey: null, dispatchTimeoutMs: 60_000, heartbeatTimeoutMs: 0,
-          };
-          const req: NormalizedRequest = { operation: 'generate.text', provider: 'openai', model: 'gpt-4o-mini', stream: false, messages: input.request.messages };
-          const t0 = performance.now();
-          const gov = await calls.govern({ input, request: req, route: 'executions', inspectableText: [PROMPT], permitMetadata: {}, inProcess: {} });
-          if (gov.decision !== 'allow') throw new Error(`not allowed: ${gov.reason_code}`);
-          const t1 = performance.now();
-          const { outcome } = await calls.dispatch(input);
-          const t2 = performance.now();
-          await calls.record(input, { kind: 'dispatched', gov, outcome });
-          record.push(performance.now() - t2);
-          govern.push(t1 - t0);
+          const t = await governedCall();
+          govern.push(t.govern);
+          record.push(t.record);
           n += 1;
         }
       }),

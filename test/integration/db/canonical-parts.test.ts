@@ -7,25 +7,16 @@
  */
 import fc from 'fast-check';
 import { Pool } from 'pg';
+import { eventFieldArbitraries } from '../../support/event-arbitraries';
 import { appendEvents, CANONICAL_PARTS_SQL, canonicalEvent, canonicalFromParts, GENESIS_HASH, verifyEventChain, type CanonicalParts, type EventRecord } from '../../../src/db/repositories/events';
 
 // Text PostgreSQL stores as given: no NUL, no lone surrogates.
 const tricky = fc.constantFrom('\b', '\f', '\n', '\r', '\t', '\x01', '\x1f', '\x7f', '"', '\\', '/', '\u2028', 'é', '😀', 'a', ' ');
 const text = fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.string({ unit: tricky })).map((s) => s.replace(/\0/g, ''));
-const optional = fc.option(text, { nil: null });
 const noNul = (v: unknown): unknown =>
   typeof v === 'string' ? v.replace(/\0/g, '') : Array.isArray(v) ? v.map(noNul) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/\0/g, ''), noNul(x)])) : v;
 const event = fc.record({
-  event_type: text,
-  source: text,
-  phase: text,
-  provider: optional,
-  model: optional,
-  permit_id: optional,
-  request_id: optional,
-  job_id: optional,
-  session_id: optional,
-  metadata: fc.dictionary(text, fc.jsonValue({ maxDepth: 3 })).map(noNul),
+  ...eventFieldArbitraries(text, fc.jsonValue({ maxDepth: 3 }).map(noNul)),
   // Microseconds: PostgreSQL keeps them, a Date (and so canonicalEvent) keeps milliseconds. Mostly
   // 1900–2200; sometimes years 1–9999, and beyond (which the SQL leaves to the whole row).
   micros: fc.oneof(

@@ -6,6 +6,7 @@
 import canonicalize from 'canonicalize';
 import fc from 'fast-check';
 import { canonicalEvent, type EventRecord } from '../../../src/db/repositories/events';
+import { eventFieldArbitraries } from '../../support/event-arbitraries';
 
 /** The form chains were hashed with before: the record as an object, through canonicalize. */
 function generic(e: Omit<EventRecord, 'hash'>): string {
@@ -29,22 +30,12 @@ function generic(e: Omit<EventRecord, 'hash'>): string {
 }
 
 const text = fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.string({ unit: 'binary' }));
-const optional = fc.option(text, { nil: null });
 const record = fc.record({
   seq: fc.oneof(fc.integer({ min: 1, max: 2 ** 40 }), fc.bigInt({ min: 1n, max: 2n ** 50n }).map(String)) as fc.Arbitrary<number>,
   id: text,
   project_id: text,
   timestamp: fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true }),
-  event_type: text,
-  source: text,
-  phase: text,
-  provider: optional,
-  model: optional,
-  permit_id: optional,
-  request_id: optional,
-  job_id: optional,
-  session_id: optional,
-  metadata: fc.dictionary(text, fc.jsonValue()) as fc.Arbitrary<Record<string, unknown>>,
+  ...eventFieldArbitraries(text),
   prev_hash: fc.option(fc.stringMatching(/^[0-9a-f]{64}$/), { nil: null }),
 });
 

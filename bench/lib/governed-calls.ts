@@ -1,0 +1,53 @@
+/**
+ * The governed-call pipeline's database work without HTTP or a provider, for bench:pipeline-db and
+ * bench:chainer: `govern` and `record` of activities/governed-call.ts on one project, with a
+ * provider that answers at once.
+ */
+import { createGovernedCallActivities } from '../../activities/governed-call';
+import { systemClock } from '../../src/clock';
+import type { Db } from '../../src/db/pool';
+import type { ExecutionInput } from '../../src/executions/types';
+import { createGovernance } from '../../src/governance';
+import { newId } from '../../src/ids';
+import { createLogger } from '../../src/logger';
+import { pricing } from '../../src/pricing';
+import type { NormalizedRequest, ProviderGateway } from '../../src/providers/types';
+
+const PROMPT = 'Summarise the benefits of unit tests in two sentences.';
+
+const instantProvider: ProviderGateway = {
+  dispatch: async () => ({
+    output: { content: [{ type: 'text', role: 'assistant', text: 'Unit tests catch regressions early.' }] },
+    output_assets: [],
+    usage: { input_tokens: 12, output_tokens: 6, total_tokens: 18, metrics: [], estimated: false },
+    finish_reason: 'stop',
+  }),
+};
+
+/** Milliseconds each step of one call took. */
+export interface CallTimes {
+  govern: number;
+  record: number;
+}
+
+/** Returns a function that runs one governed call (govern, dispatch, record) on the project. */
+export function governedCalls(db: Db, projectId: string): () => Promise<CallTimes> {
+  const calls = createGovernedCallActivities({ db, clock: systemClock, logger: createLogger('warn'), governance: createGovernance({ db, clock: systemClock }), pricing, providers: instantProvider });
+  return async () => {
+    const input: ExecutionInput = {
+      executionId: newId('exec_req'), permitId: newId('permit'), projectId, route: 'executions', mode: 'sync', createdAt: new Date().toISOString(),
+      request: { operation: 'generate.text', messages: [{ role: 'user', content: PROMPT }] },
+      routing: { requested_provider: 'openai', requested_model: 'gpt-4o-mini', reason_code: 'explicit_request', primary: { provider: 'openai', model: 'gpt-4o-mini' }, fallback: [] },
+      workflowIntentId: null, idempotencyKey: null, dispatchTimeoutMs: 60_000, heartbeatTimeoutMs: 0,
+    };
+    const req: NormalizedRequest = { operation: 'generate.text', provider: 'openai', model: 'gpt-4o-mini', stream: false, messages: input.request.messages };
+    const t0 = performance.now();
+    const gov = await calls.govern({ input, request: req, route: 'executions', inspectableText: [PROMPT], permitMetadata: {}, inProcess: {} });
+    if (gov.decision !== 'allow') throw new Error(`not allowed: ${gov.reason_code}`);
+    const t1 = performance.now();
+    const { outcome } = await calls.dispatch(input);
+    const t2 = performance.now();
+    await calls.record(input, { kind: 'dispatched', gov, outcome });
+    return { govern: t1 - t0, record: performance.now() - t2 };
+  };
+}
