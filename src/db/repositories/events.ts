@@ -91,7 +91,7 @@ export function canonicalEvent(e: Omit<EventRecord, 'hash'>, prevHash: string | 
  * it cannot write: the metadata (RFC 8785 orders keys and writes numbers as JavaScript does; jsonb's
  * text does neither) and prev_hash (the sequencer's to choose). The sequencer hashes every event;
  * reading whole rows into objects (a Date per timestamp, fifteen columns decoded) and writing them
- * out again field by field cost ~30 µs of this process's CPU per event, about a quarter of what a
+ * out again field by field cost ~30 µs of this process's CPU per event, about a fifth of what a
  * governed call cost it at c=32 (docs/performance.md). PostgreSQL's JSON string escaping
  * (`to_json(text)`) is JSON.stringify's: `"` and `\` escaped, \b \f \n \r \t, other control
  * characters as lowercase \u00xx, nothing else (text holds no lone surrogates). `MS` truncates to
