@@ -16,21 +16,16 @@
  */
 import os from 'node:os';
 import { Teardown } from './lib/children';
-import { postgresCpuMs, processCpuMs } from './lib/cpu';
-import { load, pct, type Run } from './lib/load';
+import { type CpuPerRequest, load, loadWithCpu, median, type Run } from './lib/load';
 import { startStack } from './lib/stack';
 import { BENCH_BODIES, benchProjects } from './lib/workload';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5));
 const log = (m: string) => process.stdout.write(`${m}\n`);
-const median = (xs: number[]): number => pct([...xs].sort((a, b) => a - b), 50);
 
 type Build = 'portkey' | 'base' | 'new';
-interface Measured extends Run {
-  gatewayMs: number;
-  postgresMs: number;
-}
+type Measured = Run & { cpu: CpuPerRequest };
 
 async function main(): Promise<void> {
   const baselineDir = process.env.BENCH_BASELINE;
@@ -54,13 +49,7 @@ async function main(): Promise<void> {
           : { url: `${urls[b]}/v1/proxy/openai/v1/chat/completions`, body: openai, headers: { authorization: `Bearer ${key}` } },
       exec: (b: Build) => (b === 'portkey' ? null : { url: `${urls[b]}/v1/executions`, body: governed, headers: { authorization: `Bearer ${key}` } }),
     };
-    const measured = async (b: Build, o: Parameters<typeof load>[0]): Promise<Measured> => {
-      const g0 = processCpuMs(pids[b]);
-      const pg0 = postgresCpuMs();
-      const run = await load(o);
-      const n = Math.max(1, run.total);
-      return { ...run, gatewayMs: (processCpuMs(pids[b]) - g0) / n, postgresMs: (postgresCpuMs() - pg0) / n };
-    };
+    const measured = (b: Build, o: Parameters<typeof load>[0]): Promise<Measured> => loadWithCpu([pids[b]], o);
     const emulatorC1 = await load({ url: `${emulatorBase}/chat/completions`, body: openai, headers: { authorization: 'Bearer bench' }, connections: 1, seconds: SECONDS });
 
     log('warm-up…');
@@ -76,7 +65,7 @@ async function main(): Promise<void> {
         const [b, path] = runs[(r + j) % runs.length];
         for (const c of [32, 1]) {
           const m = await measured(b, { ...targets[path](b)!, connections: c, seconds: SECONDS });
-          log(`  round ${r + 1}/${ROUNDS} c=${c} ${b.padEnd(7)} ${path.padEnd(5)} ${m.rps.toFixed(0).padStart(5)} req/s, ${m.gatewayMs.toFixed(2)} + ${m.postgresMs.toFixed(2)} ms CPU per request`);
+          log(`  round ${r + 1}/${ROUNDS} c=${c} ${b.padEnd(7)} ${path.padEnd(5)} ${m.rps.toFixed(0).padStart(5)} req/s, ${m.cpu.gatewayMs.toFixed(2)} + ${m.cpu.postgresMs.toFixed(2)} ms CPU per request`);
           record(`${c} ${b} ${path}`, m);
         }
       }
@@ -92,7 +81,7 @@ async function main(): Promise<void> {
       const ratio = (xs: Measured[]) => median(list.map((m, i) => m.rps / Math.max(1e-9, xs[i].rps)));
       log(
         `${String(c).padEnd(3)} ${path.padEnd(7)} ${b.padEnd(8)} ${median(list.map((m) => m.rps)).toFixed(0).padStart(6)}  ${ratio(base).toFixed(2).padStart(5)}  ${ratio(pk).toFixed(2).padStart(8)}` +
-          `  ${median(list.map((m) => m.gatewayMs)).toFixed(2).padStart(10)}  ${median(list.map((m) => m.postgresMs)).toFixed(2).padStart(9)}  ${(c === 1 ? (median(list.map((m) => m.p50)) - emulatorC1.p50).toFixed(2) : '—').padStart(7)}`,
+          `  ${median(list.map((m) => m.cpu.gatewayMs)).toFixed(2).padStart(10)}  ${median(list.map((m) => m.cpu.postgresMs)).toFixed(2).padStart(9)}  ${(c === 1 ? (median(list.map((m) => m.p50)) - emulatorC1.p50).toFixed(2) : '—').padStart(7)}`,
       );
     }
     log(`errors and non-2xx over every run: ${errors}`);

@@ -34,16 +34,10 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
-import { postgresCpuMs, processCpuMs } from './lib/cpu';
 
-interface CpuPerRequest {
-  /** CPU ms per request of the process answering (Tollgate, Portkey, or the emulator for the direct path). */
-  gatewayMs: number;
-  postgresMs: number;
-}
 import path from 'node:path';
 import { Teardown } from './lib/children';
-import { load, pct, type Run, timeToMarker } from './lib/load';
+import { type CpuPerRequest, load, loadWithCpu, median, pct, type Run, timeToMarker } from './lib/load';
 import { ROOT, rssMiB, startStack } from './lib/stack';
 import { BENCH_BODIES, benchProjects } from './lib/workload';
 
@@ -177,21 +171,12 @@ async function main(): Promise<void> {
     // Tollgate's CPU is its API process's plus its worker's (the intent path's Updates run there).
     const gatewayPids = (p: PathName): number[] =>
       p === 'portkey' ? (stack.portkey ? [stack.portkey.pid] : []) : p === 'emulator' ? [stack.emulator.pid] : [stack.tollgate.pid, ...(stack.worker ? [stack.worker.pid] : [])];
-    const cpuOf = (pids: number[]) => pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
-    const measured = async (p: PathName, o: Parameters<typeof load>[0]): Promise<Run & { cpu: CpuPerRequest }> => {
-      const pids = gatewayPids(p);
-      const g0 = cpuOf(pids);
-      const pg0 = postgresCpuMs();
-      const run = await load(o);
-      const n = Math.max(1, run.total);
-      return { ...run, cpu: { gatewayMs: pids.length ? (cpuOf(pids) - g0) / n : 0, postgresMs: (postgresCpuMs() - pg0) / n } };
-    };
+    const measured = (p: PathName, o: Parameters<typeof load>[0]) => loadWithCpu(gatewayPids(p), o);
     type Measured = Run & { cpu: CpuPerRequest };
     // Every load run, for the error check (a row shows one run per path).
     const everyRun: { group: string; path: PathName; run: Measured }[] = [];
     // The run of a path that a row reports: with BENCH_ROUNDS > 1, the round with the median req/s.
     const medianRun = (list: Measured[]): Measured => [...list].sort((a, b) => a.rps - b.rps)[Math.ceil(list.length / 2) - 1];
-    const median = (xs: number[]): number => pct([...xs].sort((a, b) => a - b), 50);
     for (const c of [1, 32]) {
       const rounds = Object.fromEntries(paths.map((p) => [p, [] as Measured[]])) as Record<PathName, Measured[]>;
       for (let r = 0; r < ROUNDS; r++) {

@@ -1,4 +1,6 @@
 /** Load generation for the benches: autocannon runs (bounded by duration) and timed SSE streams. */
+import { postgresCpuMs, processCpuMs } from './cpu';
+
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon: (opts: Record<string, unknown>) => any = require('autocannon');
 
@@ -98,3 +100,21 @@ export async function timeToMarker(url: string, body: unknown, headers: Record<s
 
 /** Nearest-rank percentile of an ascending array. */
 export const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+
+export const median = (xs: number[]): number => pct([...xs].sort((a, b) => a - b), 50);
+
+export interface CpuPerRequest {
+  /** CPU ms per request of the process answering (Tollgate, Portkey, or the emulator for the direct path). */
+  gatewayMs: number;
+  postgresMs: number;
+}
+
+/** One load run with the CPU per request it cost the given processes and PostgreSQL. */
+export async function loadWithCpu(pids: number[], o: LoadOptions): Promise<Run & { cpu: CpuPerRequest }> {
+  const cpuOf = () => pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
+  const g0 = cpuOf();
+  const pg0 = postgresCpuMs();
+  const run = await load(o);
+  const n = Math.max(1, run.total);
+  return { ...run, cpu: { gatewayMs: pids.length ? (cpuOf() - g0) / n : 0, postgresMs: (postgresCpuMs() - pg0) / n } };
+}
