@@ -8,7 +8,7 @@ import { newId } from '../../ids';
  * The append-only event log timelines are rebuilt from. Each project has its own hash chain:
  * `hash = sha256(prev_hash + canonical(event))`, the first event's prev_hash is 64 zeros.
  *
- * Events are inserted unchained (`tollgate_insert_events`, no lock) and queued in
+ * Events are inserted unchained (`tollgate_insert_batch_events`, no lock) and queued in
  * `event_chain_pending`, so the request path never waits on the chain; the sequencer
  * (`chainProjectEvents`, run by src/events/chainer.ts about every 250 ms) chains each project's
  * pending events in `seq` order under a per-project lock, writing `event_chain` rows (chain_pos,
@@ -138,11 +138,6 @@ export function eventHash(prevHash: string, canonical: string): string {
 /** Lock class of the per-project chain sequencer (pg_try_advisory_xact_lock(class, hashtext(project))). */
 export const CHAIN_LOCK_CLASS = 7_301;
 
-/** One project's events as `tollgate_insert_events` takes them (JSON array, in order). */
-export function eventsPayload(projectId: string, events: NewEvent[]): string {
-  return JSON.stringify(eventRows(projectId, events));
-}
-
 /** Fields a call's events usually share; `batchEvents` sends each once per call. */
 const SHAREABLE_EVENT_FIELDS: readonly string[] = ['timestamp', 'source', 'phase', 'provider', 'model', 'permit_id', 'request_id', 'job_id', 'session_id'];
 
@@ -167,7 +162,7 @@ export function batchEvents(events: NewEvent[]): { events: Record<string, unknow
   return { events: own, event_defaults: defaults };
 }
 
-/** The rows of `eventsPayload`, before serialisation. */
+/** Events as rows with every column (`batchEvents` sends them compactly). */
 export function eventRows(projectId: string, events: NewEvent[]): Record<string, unknown>[] {
   return events.map((e) => ({
       id: newId('evt'),
@@ -188,15 +183,16 @@ export function eventRows(projectId: string, events: NewEvent[]): Record<string,
 }
 
 /**
- * Appends events, unchained (the sequencer chains them shortly after), one statement per project.
- * On a PoolClient inside a transaction they commit or roll back with it.
+ * Appends events, unchained (the sequencer chains them shortly after), in one statement: the
+ * insert the batch statements use (`tollgate_insert_batch_events`, migration 0107), one entry per
+ * project in order of first appearance, each project's events in their order. On a PoolClient
+ * inside a transaction they commit or roll back with it.
  */
 export async function appendEvents(db: Queryable, events: NewEvent[]): Promise<void> {
   if (events.length === 0) return;
   const projects = [...new Set(events.map((e) => e.projectId))];
-  for (const projectId of projects) {
-    await db.query('SELECT tollgate_insert_events($1, $2::jsonb)', [projectId, eventsPayload(projectId, events.filter((e) => e.projectId === projectId))]);
-  }
+  const calls = projects.map((project) => ({ project, ...batchEvents(events.filter((e) => e.projectId === project)) }));
+  await db.query('SELECT tollgate_insert_batch_events($1::jsonb, $2::int[], $3::text[])', [JSON.stringify(calls), calls.map((_, i) => i + 1), ['project']]);
 }
 
 export async function appendEvent(db: Queryable, ev: NewEvent): Promise<void> {
@@ -238,14 +234,14 @@ export async function chainProjectEvents(db: Pool, projectId: string, batch = 50
       return { events: 0, full: false };
     }
     const firstSeqs = pending.map((p) => p.first_seq);
-    const { rows } = await client.query<CanonicalParts & { seq: string }>(
+    const { rows } = await client.query<CanonicalParts & { seq: number }>(
       `SELECT e.seq, ${CANONICAL_PARTS_SQL} FROM event_chain_pending p CROSS JOIN LATERAL unnest(p.seqs) AS s(seq) JOIN events e ON e.seq = s.seq
         WHERE p.project_id = $1 AND p.first_seq = ANY($2::bigint[]) ORDER BY e.seq`,
       [projectId, firstSeqs],
     );
     const headHash = head[0]?.hash ?? GENESIS_HASH;
     let prev = headHash;
-    const seqs: string[] = [];
+    const seqs: number[] = [];
     const hashes: string[] = [];
     for (const r of rows) {
       const canonical = canonicalFromParts(r, prev) ?? canonicalEvent((await client.query<EventRecord>('SELECT * FROM events WHERE seq = $1', [r.seq])).rows[0], prev);
