@@ -31,13 +31,13 @@ async function main(): Promise<void> {
   try {
     await migrate(url);
     const project = await createProject(db, { name: 'bench', plan: 'enterprise' });
-    const governedCall = governedCalls(db, project.id);
+    const governedCall = governedCalls(db);
     let n = 0;
     const end = Date.now() + SECONDS * 1000;
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
         while (Date.now() < end) {
-          await governedCall();
+          await governedCall(project.id);
           n += 1;
         }
       }),

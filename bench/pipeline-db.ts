@@ -8,6 +8,8 @@
  *
  * BENCH_POLICY='<json>' sets the project's policy first (e.g. a rate limit and a daily cap, so the rate and cap
  * checks are part of the measured work).
+ * BENCH_PROJECTS=N spreads the callers over N projects (caller i calls for project i mod N), as the
+ * gateway bench's "32 projects" rows do.
  * BENCH_CHAINER=0 leaves the event-chain sequencer off (it runs every 250 ms by default, as in the
  * API process); BENCH_SQL runs extra SQL after the migrations (for experiments, e.g. dropping an index).
  *
@@ -29,6 +31,7 @@ import { pct } from './lib/load';
 const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONCURRENCY = Number(process.env.C ?? 32);
+const PROJECTS = Math.max(1, Number(process.env.BENCH_PROJECTS ?? 1));
 
 async function main(): Promise<void> {
   const name = `tollgate_bench_pipeline_${process.pid}`;
@@ -39,9 +42,11 @@ async function main(): Promise<void> {
     await migrate(url);
     if (process.env.BENCH_SQL) await db.query(process.env.BENCH_SQL);
     const chainer = process.env.BENCH_CHAINER === '0' ? null : startEventChainer({ db, logger: createLogger('warn') });
-    const project = await createProject(db, { name: 'bench', plan: 'enterprise' });
-    if (process.env.BENCH_POLICY) await updatePolicy(db, { projectId: project.id, patch: JSON.parse(process.env.BENCH_POLICY), mode: 'merge', updatedBy: 'bench', now: new Date() });
-    const governedCall = governedCalls(db, project.id);
+    const projects = await Promise.all(Array.from({ length: PROJECTS }, (_, i) => createProject(db, { name: `bench ${i}`, plan: 'enterprise' })));
+    if (process.env.BENCH_POLICY) {
+      for (const project of projects) await updatePolicy(db, { projectId: project.id, patch: JSON.parse(process.env.BENCH_POLICY), mode: 'merge', updatedBy: 'bench', now: new Date() });
+    }
+    const governedCall = governedCalls(db);
     const govern: number[] = [];
     const record: number[] = [];
     let n = 0;
@@ -55,9 +60,10 @@ async function main(): Promise<void> {
     const pg0 = postgresCpuMs();
     const end = Date.now() + SECONDS * 1000;
     await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
+      Array.from({ length: CONCURRENCY }, async (_, caller) => {
+        const projectId = projects[caller % projects.length].id;
         while (Date.now() < end) {
-          const t = await governedCall();
+          const t = await governedCall(projectId);
           govern.push(t.govern);
           record.push(t.record);
           n += 1;
@@ -72,7 +78,7 @@ async function main(): Promise<void> {
     govern.sort((a, b) => a - b);
     record.sort((a, b) => a - b);
     const f = (v: number) => v.toFixed(2);
-    console.log(`c=${CONCURRENCY}, ${SECONDS} s, one project: ${(n / SECONDS).toFixed(0)} calls/s`);
+    console.log(`c=${CONCURRENCY}, ${SECONDS} s, ${PROJECTS === 1 ? 'one project' : `${PROJECTS} projects`}: ${(n / SECONDS).toFixed(0)} calls/s`);
     console.log(`govern p50 ${f(pct(govern, 50))} p99 ${f(pct(govern, 99))} ms; record p50 ${f(pct(record, 50))} p99 ${f(pct(record, 99))} ms`);
     console.log(`PostgreSQL CPU: ${f(ownMs / n)} ms per call in this run's backends, ${f(pgMs / n)} in every postgres process on the machine; WAL ${(Number(walRows[0].bytes) / n).toFixed(0)} bytes per call (${wal0}..)`);
     if (process.env.BENCH_WALDUMP) {

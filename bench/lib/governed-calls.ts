@@ -30,10 +30,15 @@ export interface CallTimes {
   record: number;
 }
 
-/** Returns a function that runs one governed call (govern, dispatch, record) on the project. */
-export function governedCalls(db: Db, projectId: string): () => Promise<CallTimes> {
-  const calls = createGovernedCallActivities({ db, clock: systemClock, logger: createLogger('warn'), governance: createGovernance({ db, clock: systemClock }), pricing, providers: instantProvider });
-  return async () => {
+/**
+ * Returns a function that runs one governed call (govern, dispatch, record) on a project. One
+ * pipeline for every project, as in the API process (its batches carry calls of several projects).
+ */
+export function governedCalls(db: Db): (projectId: string) => Promise<CallTimes> {
+  // The record commits as the API process's does (RECORD_COMMIT, default async).
+  const recordCommit = process.env.RECORD_COMMIT === 'sync' ? 'sync' : 'async';
+  const calls = createGovernedCallActivities({ db, clock: systemClock, logger: createLogger('warn'), governance: createGovernance({ db, clock: systemClock }), pricing, providers: instantProvider, recordCommit });
+  return async (projectId) => {
     const input: ExecutionInput = {
       executionId: newId('exec_req'), permitId: newId('permit'), projectId, route: 'executions', mode: 'sync', createdAt: new Date().toISOString(),
       request: { operation: 'generate.text', messages: [{ role: 'user', content: PROMPT }] },

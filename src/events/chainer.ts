@@ -1,11 +1,11 @@
 /**
  * The event-chain sequencer: every `intervalMs`, chains the pending events of every project that
- * has some (src/db/repositories/events.ts, chainProjectEvents). Runs in every API process; the
- * per-project try-lock makes concurrent sequencers skip a project another one is chaining, so the
- * chain stays linear. Off the request path: a governed call never waits for it.
+ * has some, all of them in one transaction (src/db/repositories/events.ts, chainEvents). Runs in
+ * every API process; the per-project try-lock makes concurrent sequencers skip a project another
+ * one is chaining, so each chain stays linear. Off the request path: a governed call never waits for it.
  */
 import type { Db } from '../db/pool';
-import { chainProjectEvents, projectsWithUnchainedEvents } from '../db/repositories/events';
+import { chainEvents, projectsWithUnchainedEvents } from '../db/repositories/events';
 import type { Logger } from '../logger';
 import { startPeriodicRound } from './periodic';
 
@@ -20,15 +20,14 @@ export function startEventChainer(deps: { db: Db; logger: Logger; intervalMs?: n
 
   async function round(): Promise<number> {
     let total = 0;
-    for (const projectId of await projectsWithUnchainedEvents(deps.db)) {
-      // Only a full batch means a backlog. Looping until a batch comes back empty chained the calls
-      // that committed meanwhile a few at a time, back to back: at one call in flight that kept the
-      // sequencer running continuously, each tiny batch paying the transaction's fixed statements.
-      for (;;) {
-        const batch = await chainProjectEvents(deps.db, projectId);
-        total += batch.events;
-        if (!batch.full) break;
-      }
+    // Only a full share means a backlog. Looping until a batch comes back empty chained the calls
+    // that committed meanwhile a few at a time, back to back: at one call in flight that kept the
+    // sequencer running continuously, each tiny batch paying the transaction's fixed statements.
+    let projects = await projectsWithUnchainedEvents(deps.db);
+    while (projects.length > 0) {
+      const batch = await chainEvents(deps.db, projects);
+      total += batch.events;
+      projects = batch.fullProjects;
     }
     return total;
   }

@@ -1,15 +1,15 @@
 /**
- * The sequencer's round (src/events/chainer.ts): it keeps chaining a project only while batches come
- * back full. Calls that commit while a round runs wait for the next round instead of being chained
+ * The sequencer's round (src/events/chainer.ts): every pending project in one transaction, then
+ * again only the projects whose share came back full. Calls that commit while a round runs wait for the next round instead of being chained
  * a few at a time back to back (which kept the sequencer busy at one call in flight).
  */
 import type { Db } from '../../../src/db/pool';
 import { createLogger } from '../../../src/logger';
 
-const chainProjectEvents = jest.fn();
+const chainEvents = jest.fn();
 const projectsWithUnchainedEvents = jest.fn();
 jest.mock('../../../src/db/repositories/events', () => ({
-  chainProjectEvents: (...args: unknown[]) => chainProjectEvents(...args),
+  chainEvents: (...args: unknown[]) => chainEvents(...args),
   projectsWithUnchainedEvents: (...args: unknown[]) => projectsWithUnchainedEvents(...args),
 }));
 
@@ -17,28 +17,23 @@ import { startEventChainer } from '../../../src/events/chainer';
 
 describe('event-chain sequencer round', () => {
   beforeEach(() => {
-    chainProjectEvents.mockReset();
+    chainEvents.mockReset();
     projectsWithUnchainedEvents.mockReset();
   });
 
-  it('chains a backlog batch after batch, and stops at the first batch that is not full', async () => {
-    projectsWithUnchainedEvents.mockResolvedValue(['proj_a', 'proj_b']);
-    const batches: Record<string, { events: number; full: boolean }[]> = {
-      proj_a: [
-        { events: 1200, full: true },
-        { events: 7, full: false },
-        { events: 9, full: false }, // committed during the round: left for the next one
-      ],
-      proj_b: [
-        { events: 0, full: false }, // another process holds the lock
-        { events: 4, full: false },
-      ],
-    };
-    chainProjectEvents.mockImplementation(async (_db: Db, projectId: string) => batches[projectId].shift());
+  it('chains all projects together, then only the full ones, and stops when no share is full', async () => {
+    projectsWithUnchainedEvents.mockResolvedValue(['proj_a', 'proj_b', 'proj_c']);
+    const rounds = [
+      { events: 1204, fullProjects: ['proj_a'] }, // proj_b: another process holds its lock (nothing chained)
+      { events: 7, fullProjects: [] },
+      { events: 9, fullProjects: [] }, // committed during the round: left for the next one
+    ];
+    chainEvents.mockImplementation(async () => rounds.shift());
     const chainer = startEventChainer({ db: {} as Db, logger: createLogger('silent'), intervalMs: 60_000 });
     try {
-      expect(await chainer.runOnce()).toBe(1207);
-      expect(chainProjectEvents.mock.calls.map((c) => c[1])).toEqual(['proj_a', 'proj_a', 'proj_b']);
+      expect(await chainer.runOnce()).toBe(1211);
+      expect(chainEvents.mock.calls.map((c) => c[1])).toEqual([['proj_a', 'proj_b', 'proj_c'], ['proj_a']]);
+      expect(rounds).toHaveLength(1);
     } finally {
       await chainer.close();
     }

@@ -1,0 +1,73 @@
+/**
+ * The sequencer chains every pending project in one transaction (chainEvents): each project's
+ * events after its own head, in seq order, a bounded share of pending statements per project, and
+ * projects another sequencer holds are skipped. Each chain must verify on its own.
+ */
+import { Pool } from 'pg';
+import { appendEvents, CHAIN_LOCK_CLASS, chainEvents, chainProjectEvents, verifyEventChain, type NewEvent } from '../../../src/db/repositories/events';
+
+describe('chainEvents (several projects in one transaction)', () => {
+  const db = new Pool({ connectionString: process.env.DATABASE_URL, max: 4 });
+  const tag = `${process.pid}_${Date.now()}`;
+  const [a, b, c] = ['a', 'b', 'c'].map((p) => `proj_chain_events_${p}_${tag}`);
+  const statement = (projectId: string, n: number, label: string): NewEvent[] =>
+    Array.from({ length: n }, (_, i) => ({ projectId, eventType: `test.${label}_${i}`, source: 'test', phase: 'test', metadata: { label, i } }));
+  const chainedCount = async (projectId: string) =>
+    Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM event_chain WHERE project_id = $1', [projectId])).rows[0].n);
+  const positions = async (projectId: string) =>
+    (await db.query<{ chain_pos: string }>('SELECT chain_pos FROM event_chain WHERE project_id = $1 ORDER BY chain_pos', [projectId])).rows.map((r) => Number(r.chain_pos));
+
+  afterAll(async () => {
+    for (const p of [a, b, c]) {
+      await db.query('DELETE FROM event_chain WHERE project_id = $1', [p]);
+      await db.query('DELETE FROM event_chain_pending WHERE project_id = $1', [p]);
+      await db.query('DELETE FROM events WHERE project_id = $1', [p]);
+    }
+    await db.end();
+  });
+
+  it('chains each project after its own head, a bounded share each, and skips a project whose lock is held', async () => {
+    // Project a already has a chain (3 events); then statements of the three projects interleave.
+    await appendEvents(db, statement(a, 3, 'head'));
+    expect(await chainProjectEvents(db, a)).toEqual({ events: 3, full: false });
+    for (let s = 0; s < 6; s++) {
+      await appendEvents(db, statement(a, 2, `a${s}`));
+      if (s < 2) await appendEvents(db, statement(b, 3, `b${s}`));
+      if (s < 1) await appendEvents(db, statement(c, 1, `c${s}`));
+    }
+
+    // Another sequencer is chaining project c.
+    const other = await db.connect();
+    try {
+      await other.query('SELECT pg_advisory_lock($1, hashtext($2))', [CHAIN_LOCK_CLASS, c]);
+      // batch 8 over 3 projects: at most max(4, ceil(8 / 3)) = 4 pending statements per project.
+      const round = await chainEvents(db, [a, b, c], 8);
+      expect(round).toEqual({ events: 4 * 2 + 2 * 3, fullProjects: [a] });
+      expect(await chainedCount(c)).toBe(0);
+      await other.query('SELECT pg_advisory_unlock($1, hashtext($2))', [CHAIN_LOCK_CLASS, c]);
+    } finally {
+      other.release();
+    }
+
+    expect(await chainEvents(db, [a, c], 8)).toEqual({ events: 2 * 2 + 1, fullProjects: [] });
+    expect(await chainEvents(db, [a, b, c], 8)).toEqual({ events: 0, fullProjects: [] });
+
+    expect(await positions(a)).toEqual(Array.from({ length: 3 + 12 }, (_, i) => i + 1));
+    expect(await positions(b)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(await positions(c)).toEqual([1]);
+    // Chain order is seq order within each project.
+    const { rows } = await db.query<{ ordered: boolean }>(
+      `SELECT bool_and(prev_seq IS NULL OR prev_seq < seq) AS ordered
+         FROM (SELECT seq, lag(seq) OVER (PARTITION BY project_id ORDER BY chain_pos) AS prev_seq FROM event_chain WHERE project_id = ANY($1)) x`,
+      [[a, b, c]],
+    );
+    expect(rows[0].ordered).toBe(true);
+    await expect(verifyEventChain(db, a)).resolves.toMatchObject({ ok: true, count: 15 });
+    await expect(verifyEventChain(db, b)).resolves.toMatchObject({ ok: true, count: 6 });
+    await expect(verifyEventChain(db, c)).resolves.toMatchObject({ ok: true, count: 1 });
+  });
+
+  it('does nothing for no projects', async () => {
+    await expect(chainEvents(db, [])).resolves.toEqual({ events: 0, fullProjects: [] });
+  });
+});
