@@ -240,9 +240,7 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
   const perProject = Math.max(4, Math.ceil(batch / projectIds.length));
   const client = await db.connect();
   try {
-    // The planner puts a Memoize node (a cache keyed by seq) in front of the events lookup of the
-    // render query below; every seq is distinct, so it only misses, and it doubled the join's time.
-    await client.query('BEGIN; SET LOCAL enable_memoize = off');
+    await client.query('BEGIN');
     // Try-locks in one statement; a project whose lock another sequencer holds is left to it.
     const { rows: locked } = await client.query<{ project_id: string }>(
       'SELECT p AS project_id FROM unnest($2::text[]) WITH ORDINALITY AS t(p, ord) WHERE pg_try_advisory_xact_lock($1, hashtext(p)) ORDER BY ord',
@@ -254,10 +252,10 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
     }
     const projects = locked.map((l) => l.project_id);
     // Whole pending rows (one per insert statement), so a row is deleted only once all its events are chained.
-    const { rows: pending } = await client.query<{ project_id: string; first_seq: string; n: string }>(
-      `SELECT t.p AS project_id, q.first_seq, count(*) OVER (PARTITION BY t.p) AS n
+    const { rows: pending } = await client.query<{ project_id: string; first_seq: string; seqs: string[]; n: string }>(
+      `SELECT t.p AS project_id, q.first_seq, q.seqs, count(*) OVER (PARTITION BY t.p) AS n
          FROM unnest($1::text[]) AS t(p)
-        CROSS JOIN LATERAL (SELECT first_seq FROM event_chain_pending WHERE project_id = t.p ORDER BY first_seq LIMIT $2) q`,
+        CROSS JOIN LATERAL (SELECT first_seq, seqs FROM event_chain_pending WHERE project_id = t.p ORDER BY first_seq LIMIT $2) q`,
       [projects, perProject],
     );
     if (pending.length === 0) {
@@ -267,9 +265,7 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
     const pendingProjects = pending.map((p) => p.project_id);
     const firstSeqs = pending.map((p) => p.first_seq);
     const fullProjects = [...new Set(pending.filter((p) => Number(p.n) === perProject).map((p) => p.project_id))];
-    // Projects are numbered by their place in `projects` (1-based, as SQL arrays are): rows carry
-    // and sort by the number, not the id.
-    const projectNo = new Map(projects.map((p, i) => [p, i + 1]));
+    // Rows carry their project's place in `projects` (1-based, as SQL arrays are), and sort by it.
     const { rows: heads } = await client.query<{ project_id: string; chain_pos: number; hash: string }>(
       `SELECT t.p AS project_id, h.chain_pos, h.hash
          FROM unnest($1::text[]) AS t(p)
@@ -277,13 +273,14 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
       [[...new Set(pendingProjects)]],
     );
     const headOf = new Map(heads.map((h) => [h.project_id, h]));
+    // One index scan for every pending seq (`= ANY`): a join from the pending rows' arrays was
+    // estimated so loosely that the planner chose a hash join over all of `events` once the batch
+    // spanned projects (docs/performance.md, fifth session of 2026-11-26).
     const { rows } = await client.query<CanonicalParts & { seq: number; pn: number }>(
-      `SELECT e.seq, k.pn, ${CANONICAL_PARTS_SQL}
-         FROM unnest($1::int[], $2::text[], $3::bigint[]) AS k(pn, project_id, first_seq)
-         JOIN event_chain_pending p ON p.project_id = k.project_id AND p.first_seq = k.first_seq
-        CROSS JOIN LATERAL unnest(p.seqs) AS s(seq) JOIN events e ON e.seq = s.seq
-        ORDER BY k.pn, e.seq`,
-      [pendingProjects.map((p) => projectNo.get(p)), pendingProjects, firstSeqs],
+      `SELECT e.seq, array_position($2::text[], e.project_id) AS pn, ${CANONICAL_PARTS_SQL}
+         FROM events e WHERE e.seq = ANY($1::bigint[])
+        ORDER BY 2, e.seq`,
+      [pending.flatMap((p) => p.seqs), projects],
     );
     // Per event: its hash, project number and chain position, and for the first event of each
     // project the head it links to (the others link to the event before them).
