@@ -177,12 +177,12 @@ async function main(): Promise<void> {
     const everyRun: { group: string; path: PathName; run: Measured }[] = [];
     // The run of a path that a row reports: with BENCH_ROUNDS > 1, the round with the median req/s.
     const medianRun = (list: Measured[]): Measured => [...list].sort((a, b) => a.rps - b.rps)[Math.ceil(list.length / 2) - 1];
+    const loadOrder = seededRandom(1126);
     for (const c of [1, 32]) {
       const rounds = Object.fromEntries(paths.map((p) => [p, [] as Measured[]])) as Record<PathName, Measured[]>;
       for (let r = 0; r < ROUNDS; r++) {
-        // Every path once per round, the order rotated each round (as the streams below).
-        for (let j = 0; j < paths.length; j++) {
-          const p = paths[(r + j) % paths.length];
+        // Every path once per round, in a new order each round (see the streams below).
+        for (const p of shuffled(paths, loadOrder)) {
           log(`  c=${c} ${LABEL[p]}${ROUNDS > 1 ? ` (round ${r + 1} of ${ROUNDS})` : ''}…`);
           rounds[p].push(await measured(p, { ...targets[p], connections: c, seconds: SECONDS }));
           everyRun.push({ group: `c=${c}`, path: p, run: rounds[p][r] });
@@ -203,16 +203,18 @@ async function main(): Promise<void> {
       add('c=32, 32 projects', p, medianRun(list), 32);
     }
 
-    // Sequential streams, round-robin over the paths so drift in machine load hits all alike, the
-    // order rotated every round: a stream's time depends on what ran just before it (Portkey keeps
-    // the CPU busy for a while after its stream ends), so no path always follows the same one.
+    // Sequential streams, round-robin over the paths so drift in machine load hits all alike, in a
+    // new order every round: a stream's time depends on what ran just before it (Portkey keeps the
+    // CPU busy for a while after its stream ends). Rotating one order kept every path's neighbours
+    // (executions always came right after Portkey, 1.2 ms slower than the proxy), so the order is
+    // shuffled (seeded, so runs are comparable).
     log(`  ${STREAMS} streams per path…`);
     const ttft = Object.fromEntries(paths.map((p) => [p, [] as number[]])) as Record<PathName, number[]>;
     const streamDeadline = Date.now() + Math.max(120_000, STREAMS * 4 * 2_000);
+    const random = seededRandom(20261126);
     for (let i = 0; i < STREAMS; i++) {
       if (Date.now() > streamDeadline) throw new Error(`streams: gave up after ${i} rounds (time limit)`);
-      for (let j = 0; j < paths.length; j++) {
-        const p = paths[(i + j) % paths.length];
+      for (const p of shuffled(paths, random)) {
         ttft[p].push(await timeToMarker(targets[p].url, targets[p].streamBody, targets[p].headers, targets[p].marker));
       }
     }
@@ -285,3 +287,25 @@ async function main(): Promise<void> {
 }
 
 void main();
+
+/** mulberry32: a small seeded generator, so every run shuffles the same way. */
+function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A Fisher–Yates shuffle of a copy. */
+function shuffled<T>(xs: readonly T[], random: () => number): T[] {
+  const out = [...xs];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
