@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { Queryable } from '../pool';
 import { newId } from '../../ids';
 
@@ -11,8 +11,8 @@ import { newId } from '../../ids';
  * Events are inserted unchained (`tollgate_insert_batch_events`, no lock) and queued in
  * `event_chain_pending`, so the request path never waits on the chain; the sequencer
  * (`chainEvents`, run by src/events/chainer.ts about every 250 ms) chains each project's
- * pending events in `seq` order under a per-project lock, all projects in one transaction, writing `event_chain` rows (chain_pos,
- * prev_hash, hash; migration 0103). An event row is never updated. Readers use the
+ * pending events in `seq` order under a per-project lock, all projects in one transaction,
+ * writing `event_chain` rows (chain_pos, prev_hash, hash; migration 0103). An event row is never updated. Readers use the
  * `events_chained` view: timelines read events by `seq` whether or not they are chained yet;
  * verification walks `chain_pos`.
  *
@@ -265,7 +265,6 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
     const pendingProjects = pending.map((p) => p.project_id);
     const firstSeqs = pending.map((p) => p.first_seq);
     const fullProjects = [...new Set(pending.filter((p) => Number(p.n) === perProject).map((p) => p.project_id))];
-    // Rows carry their project's place in `projects` (1-based, as SQL arrays are), and sort by it.
     const { rows: heads } = await client.query<{ project_id: string; chain_pos: number; hash: string }>(
       `SELECT t.p AS project_id, h.chain_pos, h.hash
          FROM unnest($1::text[]) AS t(p)
@@ -275,47 +274,20 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
     const headOf = new Map(heads.map((h) => [h.project_id, h]));
     // One index scan for every pending seq (`= ANY`): a join from the pending rows' arrays was
     // estimated so loosely that the planner chose a hash join over all of `events` once the batch
-    // spanned projects (docs/performance.md, fifth session of 2026-11-26).
-    const { rows } = await client.query<CanonicalParts & { seq: number; pn: number }>(
+    // spanned projects (docs/performance.md, fifth session of 2026-11-26). Rows carry their
+    // project's place in `projects` (1-based, as SQL arrays are) and sort by it.
+    const { rows } = await client.query<PendingEvent>(
       `SELECT e.seq, array_position($2::text[], e.project_id) AS pn, ${CANONICAL_PARTS_SQL}
          FROM events e WHERE e.seq = ANY($1::bigint[])
         ORDER BY 2, e.seq`,
       [pending.flatMap((p) => p.seqs), projects],
     );
-    // Per event: its hash, project number and chain position, and for the first event of each
-    // project the head it links to (the others link to the event before them).
-    const seqs: number[] = [];
-    const hashes: string[] = [];
-    const numbers: number[] = [];
-    const chainPos: number[] = [];
-    const linkTo: (string | null)[] = [];
-    let pn = 0;
-    let prev = GENESIS_HASH;
-    let pos = 0;
-    for (const [i, r] of rows.entries()) {
-      // Hashing a full batch (~2,500 events) takes ~20 ms of this thread: let the request path in between.
-      if (i > 0 && i % HASH_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      const first = r.pn !== pn;
-      if (first) {
-        pn = r.pn;
-        const head = headOf.get(projects[pn - 1]);
-        prev = head?.hash ?? GENESIS_HASH;
-        pos = Number(head?.chain_pos ?? 0);
-      }
-      const canonical = canonicalFromParts(r, prev) ?? canonicalEvent((await client.query<EventRecord>('SELECT * FROM events WHERE seq = $1', [r.seq])).rows[0], prev);
-      const hash = eventHash(prev, canonical);
-      seqs.push(r.seq);
-      hashes.push(hash);
-      numbers.push(pn);
-      chainPos.push((pos += 1));
-      linkTo.push(first ? prev : null);
-      prev = hash;
-    }
+    const links = await linkInOrder(client, rows, (pn) => headOf.get(projects[pn - 1]));
     await client.query(
       `INSERT INTO event_chain (seq, project_id, chain_pos, prev_hash, hash)
        SELECT v.seq, ($6::text[])[v.pn], v.pos, coalesce(v.head, lag(v.hash) OVER (ORDER BY v.ord)), v.hash
          FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], $5::text[]) WITH ORDINALITY AS v(seq, hash, pn, pos, head, ord)`,
-      [seqs, hashes, numbers, chainPos, linkTo, projects],
+      [links.seqs, links.hashes, links.projectNumbers, links.chainPos, links.linkTo, projects],
     );
     await client.query(
       'DELETE FROM event_chain_pending p USING unnest($1::text[], $2::bigint[]) AS k(project_id, first_seq) WHERE p.project_id = k.project_id AND p.first_seq = k.first_seq',
@@ -329,6 +301,41 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
   } finally {
     client.release();
   }
+}
+
+/** A pending event as the sequencer reads it: its canonical pieces and its project's number in the round. */
+type PendingEvent = CanonicalParts & { seq: number; pn: number };
+
+/**
+ * Hashes the round's events in order (grouped by project number, each group after its project's
+ * head): per event its hash, project number and chain position, and for the first event of each
+ * project the head hash it links to (the others link to the event before them).
+ */
+async function linkInOrder(client: PoolClient, rows: PendingEvent[], headOf: (projectNumber: number) => { chain_pos: number; hash: string } | undefined) {
+  const out = { seqs: [] as number[], hashes: [] as string[], projectNumbers: [] as number[], chainPos: [] as number[], linkTo: [] as (string | null)[] };
+  let pn = 0;
+  let prev = GENESIS_HASH;
+  let pos = 0;
+  for (const [i, r] of rows.entries()) {
+    // Hashing a full batch (~2,500 events) takes ~20 ms of this thread: let the request path in between.
+    if (i > 0 && i % HASH_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    const first = r.pn !== pn;
+    if (first) {
+      pn = r.pn;
+      const head = headOf(pn);
+      prev = head?.hash ?? GENESIS_HASH;
+      pos = Number(head?.chain_pos ?? 0);
+    }
+    const canonical = canonicalFromParts(r, prev) ?? canonicalEvent((await client.query<EventRecord>('SELECT * FROM events WHERE seq = $1', [r.seq])).rows[0], prev);
+    const hash = eventHash(prev, canonical);
+    out.seqs.push(r.seq);
+    out.hashes.push(hash);
+    out.projectNumbers.push(pn);
+    out.chainPos.push((pos += 1));
+    out.linkTo.push(first ? prev : null);
+    prev = hash;
+  }
+  return out;
 }
 
 /** Projects that have events waiting to be chained. */
