@@ -37,7 +37,8 @@ async function main(): Promise<void> {
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
         while (Date.now() < end) {
-          await governedCall(project.id);
+          const t = await governedCall(project.id);
+          if (t.decision !== 'allow') throw new Error(`not allowed: ${t.decision}`);
           n += 1;
         }
       }),

@@ -34,8 +34,8 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
-
 import path from 'node:path';
+import fc from 'fast-check';
 import { Teardown } from './lib/children';
 import { type CpuPerRequest, load, loadWithCpu, median, pct, type Run, timeToMarker } from './lib/load';
 import { ROOT, rssMiB, startStack } from './lib/stack';
@@ -177,12 +177,12 @@ async function main(): Promise<void> {
     const everyRun: { group: string; path: PathName; run: Measured }[] = [];
     // The run of a path that a row reports: with BENCH_ROUNDS > 1, the round with the median req/s.
     const medianRun = (list: Measured[]): Measured => [...list].sort((a, b) => a.rps - b.rps)[Math.ceil(list.length / 2) - 1];
-    const loadOrder = seededRandom(1126);
     for (const c of [1, 32]) {
       const rounds = Object.fromEntries(paths.map((p) => [p, [] as Measured[]])) as Record<PathName, Measured[]>;
+      const orders = shuffledOrders(paths, ROUNDS, c);
       for (let r = 0; r < ROUNDS; r++) {
         // Every path once per round, in a new order each round (see the streams below).
-        for (const p of shuffled(paths, loadOrder)) {
+        for (const p of orders[r]) {
           log(`  c=${c} ${LABEL[p]}${ROUNDS > 1 ? ` (round ${r + 1} of ${ROUNDS})` : ''}…`);
           rounds[p].push(await measured(p, { ...targets[p], connections: c, seconds: SECONDS }));
           everyRun.push({ group: `c=${c}`, path: p, run: rounds[p][r] });
@@ -211,10 +211,10 @@ async function main(): Promise<void> {
     log(`  ${STREAMS} streams per path…`);
     const ttft = Object.fromEntries(paths.map((p) => [p, [] as number[]])) as Record<PathName, number[]>;
     const streamDeadline = Date.now() + Math.max(120_000, STREAMS * 4 * 2_000);
-    const random = seededRandom(20261126);
+    const orders = shuffledOrders(paths, STREAMS, 20261126);
     for (let i = 0; i < STREAMS; i++) {
       if (Date.now() > streamDeadline) throw new Error(`streams: gave up after ${i} rounds (time limit)`);
-      for (const p of shuffled(paths, random)) {
+      for (const p of orders[i]) {
         ttft[p].push(await timeToMarker(targets[p].url, targets[p].streamBody, targets[p].headers, targets[p].marker));
       }
     }
@@ -288,24 +288,7 @@ async function main(): Promise<void> {
 
 void main();
 
-/** mulberry32: a small seeded generator, so every run shuffles the same way. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** A Fisher–Yates shuffle of a copy. */
-function shuffled<T>(xs: readonly T[], random: () => number): T[] {
-  const out = [...xs];
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [out[i], out[j]] = [out[j], out[i]];
-  }
-  return out;
+/** `count` orders of `xs`, each shuffled (fast-check's generator, seeded, so every run shuffles the same way). */
+function shuffledOrders<T>(xs: readonly T[], count: number, seed: number): T[][] {
+  return fc.sample(fc.shuffledSubarray([...xs], { minLength: xs.length, maxLength: xs.length }), { seed, numRuns: count });
 }

@@ -64,6 +64,7 @@ async function main(): Promise<void> {
         const projectId = projects[caller % projects.length].id;
         while (Date.now() < end) {
           const t = await governedCall(projectId);
+          if (t.decision !== 'allow') throw new Error(`not allowed: ${t.decision}`);
           govern.push(t.govern);
           record.push(t.record);
           n += 1;

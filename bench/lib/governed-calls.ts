@@ -15,17 +15,21 @@ import type { NormalizedRequest, ProviderGateway } from '../../src/providers/typ
 
 const PROMPT = 'Summarise the benefits of unit tests in two sentences.';
 
-const instantProvider: ProviderGateway = {
-  dispatch: async () => ({
-    output: { content: [{ type: 'text', role: 'assistant', text: 'Unit tests catch regressions early.' }] },
-    output_assets: [],
-    usage: { input_tokens: 12, output_tokens: 6, total_tokens: 18, metrics: [], estimated: false },
-    finish_reason: 'stop',
-  }),
-};
+/** A provider that answers at once with the given usage. */
+export function instantProvider(usage: { input_tokens: number; output_tokens: number } = { input_tokens: 12, output_tokens: 6 }): ProviderGateway {
+  return {
+    dispatch: async () => ({
+      output: { content: [{ type: 'text', role: 'assistant', text: 'Unit tests catch regressions early.' }] },
+      output_assets: [],
+      usage: { ...usage, total_tokens: usage.input_tokens + usage.output_tokens, metrics: [], estimated: false },
+      finish_reason: 'stop',
+    }),
+  };
+}
 
-/** Milliseconds each step of one call took. */
+/** The call's governance decision, and the milliseconds each step took (record: 0 unless allowed). */
 export interface CallTimes {
+  decision: 'allow' | 'deny' | 'throttle' | 'review';
   govern: number;
   record: number;
 }
@@ -34,10 +38,10 @@ export interface CallTimes {
  * Returns a function that runs one governed call (govern, dispatch, record) on a project. One
  * pipeline for every project, as in the API process (its batches carry calls of several projects).
  */
-export function governedCalls(db: Db): (projectId: string) => Promise<CallTimes> {
+export function governedCalls(db: Db, provider: ProviderGateway = instantProvider()): (projectId: string) => Promise<CallTimes> {
   // The record commits as the API process's does (RECORD_COMMIT, default async).
   const recordCommit = process.env.RECORD_COMMIT === 'sync' ? 'sync' : 'async';
-  const calls = createGovernedCallActivities({ db, clock: systemClock, logger: createLogger('warn'), governance: createGovernance({ db, clock: systemClock }), pricing, providers: instantProvider, recordCommit });
+  const calls = createGovernedCallActivities({ db, clock: systemClock, logger: createLogger('warn'), governance: createGovernance({ db, clock: systemClock }), pricing, providers: provider, recordCommit });
   return async (projectId) => {
     const input: ExecutionInput = {
       executionId: newId('exec_req'), permitId: newId('permit'), projectId, route: 'executions', mode: 'sync', createdAt: new Date().toISOString(),
@@ -48,11 +52,11 @@ export function governedCalls(db: Db): (projectId: string) => Promise<CallTimes>
     const req: NormalizedRequest = { operation: 'generate.text', provider: 'openai', model: 'gpt-4o-mini', stream: false, messages: input.request.messages };
     const t0 = performance.now();
     const gov = await calls.govern({ input, request: req, route: 'executions', inspectableText: [PROMPT], permitMetadata: {}, inProcess: {} });
-    if (gov.decision !== 'allow') throw new Error(`not allowed: ${gov.reason_code}`);
     const t1 = performance.now();
+    if (gov.decision !== 'allow') return { decision: gov.decision, govern: t1 - t0, record: 0 };
     const { outcome } = await calls.dispatch(input);
     const t2 = performance.now();
     await calls.record(input, { kind: 'dispatched', gov, outcome });
-    return { govern: t1 - t0, record: performance.now() - t2 };
+    return { decision: gov.decision, govern: t1 - t0, record: performance.now() - t2 };
   };
 }

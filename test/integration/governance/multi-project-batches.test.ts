@@ -5,30 +5,10 @@
  * of four projects, each with its own limit, go through the same batches: every project's limit
  * holds on its own and every counter adds up to its project's permits.
  */
-import { createGovernedCallActivities } from '../../../activities/governed-call';
-import { systemClock } from '../../../src/clock';
+import { governedCalls, instantProvider } from '../../../bench/lib/governed-calls';
 import type { Db } from '../../../src/db/pool';
 import { updatePolicy } from '../../../src/db/repositories/policies';
-import type { ExecutionInput } from '../../../src/executions/types';
-import { createGovernance } from '../../../src/governance';
-import { newId } from '../../../src/ids';
-import { createLogger } from '../../../src/logger';
-import { pricing } from '../../../src/pricing';
-import type { NormalizedRequest, ProviderGateway } from '../../../src/providers/types';
 import { projectWithPolicy, testPool } from '../../unit/governance/helpers';
-
-const PROMPT = 'Count the governed calls of four projects.';
-
-// Reports the usage the estimate assumed (the prompt's tokens, the whole output allowance), so a call
-// settles at what it reserved and the budget project's count does not depend on timing.
-const provider: ProviderGateway = {
-  dispatch: async () => ({
-    output: { content: [{ type: 'text', role: 'assistant', text: 'Four.' }] },
-    output_assets: [],
-    usage: { input_tokens: 15, output_tokens: 1024, total_tokens: 1039, metrics: [], estimated: false },
-    finish_reason: 'stop',
-  }),
-};
 
 describe('batches that span projects (real PostgreSQL)', () => {
   let db: Db;
@@ -40,22 +20,11 @@ describe('batches that span projects (real PostgreSQL)', () => {
   });
 
   it("holds each project's quota, rate limit and budget on its own, and every counter adds up to its permits", async () => {
-    const calls = createGovernedCallActivities({ db, clock: systemClock, logger: createLogger('silent'), governance: createGovernance({ db, clock: systemClock }), pricing, providers: provider });
-    const governedCall = async (projectId: string): Promise<'allow' | 'deny' | 'throttle' | 'review'> => {
-      const input: ExecutionInput = {
-        executionId: newId('exec_req'), permitId: newId('permit'), projectId, route: 'executions', mode: 'sync', createdAt: new Date().toISOString(),
-        request: { operation: 'generate.text', messages: [{ role: 'user', content: PROMPT }] },
-        routing: { requested_provider: 'openai', requested_model: 'gpt-4o-mini', reason_code: 'explicit_request', primary: { provider: 'openai', model: 'gpt-4o-mini' }, fallback: [] },
-        workflowIntentId: null, idempotencyKey: null, dispatchTimeoutMs: 60_000, heartbeatTimeoutMs: 0,
-      };
-      const req: NormalizedRequest = { operation: 'generate.text', provider: 'openai', model: 'gpt-4o-mini', stream: false, messages: input.request.messages };
-      const gov = await calls.govern({ input, request: req, route: 'executions', inspectableText: [PROMPT], permitMetadata: {}, inProcess: {} });
-      if (gov.decision === 'allow') {
-        const { outcome } = await calls.dispatch(input);
-        await calls.record(input, { kind: 'dispatched', gov, outcome });
-      }
-      return gov.decision;
-    };
+    // The provider reports the usage the estimate assumed (the prompt's tokens, the whole output
+    // allowance), so a call settles at what it reserved and the budget project's count does not
+    // depend on timing. The pipeline is bench:pipeline-db's (bench/lib/governed-calls.ts).
+    const call = governedCalls(db, instantProvider({ input_tokens: 15, output_tokens: 1024 }));
+    const governedCall = async (projectId: string) => (await call(projectId)).decision;
 
     const quota = await projectWithPolicy(db, { plan_quota: { requests_per_period_override: 10 } });
     const rated = await projectWithPolicy(db, { rate_limits: [{ id: 'per-hour', metric: 'requests', limit: 15, window_seconds: 3600, action: 'throttle' }] });
