@@ -157,7 +157,7 @@ export function batchEvents(events: NewEvent[]): { events: Record<string, unknow
   for (const f of shared) if (rows[0][f] !== null) defaults[f] = rows[0][f];
   const own = rows.map((r) => {
     const o: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(r)) if (v !== null && k !== 'project_id' && !shared.has(k)) o[k] = v;
+    for (const k in r) if (r[k] !== null && k !== 'project_id' && !shared.has(k)) o[k] = r[k];
     return o;
   });
   return { events: own, event_defaults: defaults };
