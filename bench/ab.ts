@@ -16,7 +16,7 @@
  */
 import os from 'node:os';
 import { Teardown } from './lib/children';
-import { type CpuPerRequest, load, loadWithCpu, median, type Run } from './lib/load';
+import { load, loadWithCpu, median, type MeasuredRun as Measured } from './lib/load';
 import { startStack } from './lib/stack';
 import { BENCH_BODIES, benchProjects } from './lib/workload';
 
@@ -25,7 +25,6 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5));
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
 type Build = 'portkey' | 'base' | 'new';
-type Measured = Run & { cpu: CpuPerRequest };
 
 async function main(): Promise<void> {
   const baselineDir = process.env.BENCH_BASELINE;

@@ -37,7 +37,7 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { Teardown } from './lib/children';
-import { type CpuPerRequest, load, loadWithCpu, median, pct, type Run, timeToMarker } from './lib/load';
+import { load, loadWithCpu, type MeasuredRun as Measured, median, pct, type Run, timeToMarker } from './lib/load';
 import { ROOT, rssMiB, startStack } from './lib/stack';
 import { BENCH_BODIES, benchProjects } from './lib/workload';
 
@@ -68,7 +68,7 @@ interface Target {
 interface Row {
   group: string;
   path: PathName;
-  run: Run & { cpu: CpuPerRequest };
+  run: Measured;
   addedP50: number;
   addedP99: number;
   ratioToPortkey: number | null;
@@ -163,7 +163,7 @@ async function main(): Promise<void> {
 
     const rows: Row[] = [];
     const base: Record<number, { emulator: Run; portkey: Run }> = {};
-    const add = (group: string, p: PathName, run: Run & { cpu: CpuPerRequest }, c: number, ratio?: number) => {
+    const add = (group: string, p: PathName, run: Measured, c: number, ratio?: number) => {
       const b = base[c];
       rows.push({ group, path: p, run, addedP50: run.p50 - b.emulator.p50, addedP99: run.p99 - b.emulator.p99, ratioToPortkey: ratio ?? (b.portkey.rps ? run.rps / b.portkey.rps : null) });
     };
@@ -172,7 +172,6 @@ async function main(): Promise<void> {
     const gatewayPids = (p: PathName): number[] =>
       p === 'portkey' ? (stack.portkey ? [stack.portkey.pid] : []) : p === 'emulator' ? [stack.emulator.pid] : [stack.tollgate.pid, ...(stack.worker ? [stack.worker.pid] : [])];
     const measured = (p: PathName, o: Parameters<typeof load>[0]) => loadWithCpu(gatewayPids(p), o);
-    type Measured = Run & { cpu: CpuPerRequest };
     // Every load run, for the error check (a row shows one run per path).
     const everyRun: { group: string; path: PathName; run: Measured }[] = [];
     // The run of a path that a row reports: with BENCH_ROUNDS > 1, the round with the median req/s.

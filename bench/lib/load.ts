@@ -109,8 +109,11 @@ export interface CpuPerRequest {
   postgresMs: number;
 }
 
+/** A load run and the CPU per request it cost. */
+export type MeasuredRun = Run & { cpu: CpuPerRequest };
+
 /** One load run with the CPU per request it cost the given processes and PostgreSQL. */
-export async function loadWithCpu(pids: number[], o: LoadOptions): Promise<Run & { cpu: CpuPerRequest }> {
+export async function loadWithCpu(pids: number[], o: LoadOptions): Promise<MeasuredRun> {
   const cpuOf = () => pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
   const g0 = cpuOf();
   const pg0 = postgresCpuMs();
