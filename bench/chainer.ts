@@ -3,7 +3,7 @@
  *
  * Fills a throwaway database with the events of governed calls (the pipeline's `govern` and
  * `record` with a stub provider, C concurrent callers for BENCH_SECONDS, the sequencer off), then
- * chains all of them with `chainProjectEvents` as the sequencer does and prints this process's CPU
+ * chains all of them with `chainEvents` as the sequencer does and prints this process's CPU
  * and PostgreSQL's CPU per event, and the time of each of the sequencer's statements. The chaining
  * is measured alone: the load generator has stopped by then.
  *
@@ -14,7 +14,7 @@
 import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { createProject } from '../src/db/repositories/projects';
-import { chainProjectEvents } from '../src/db/repositories/events';
+import { chainEvents } from '../src/db/repositories/events';
 import { createDatabaseIfMissing, dropDatabase } from '../scripts/lib/postgres';
 import { postgresCpuMs } from './lib/cpu';
 import { governedCalls } from './lib/governed-calls';
@@ -67,10 +67,10 @@ async function main(): Promise<void> {
     let events = 0;
     let rounds = 0;
     for (;;) {
-      const r = await chainProjectEvents(db, project.id);
+      const r = await chainEvents(db, [project.id]);
       events += r.events;
       rounds += 1;
-      if (!r.full) break;
+      if (r.fullProjects.length === 0) break;
     }
     const wall = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);

@@ -252,8 +252,8 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
     }
     const projects = locked.map((l) => l.project_id);
     // Whole pending rows (one per insert statement), so a row is deleted only once all its events are chained.
-    const { rows: pending } = await client.query<{ project_id: string; first_seq: string; seqs: string[]; n: string }>(
-      `SELECT t.p AS project_id, q.first_seq, q.seqs, count(*) OVER (PARTITION BY t.p) AS n
+    const { rows: pending } = await client.query<{ project_id: string; first_seq: string; seqs: string[] }>(
+      `SELECT t.p AS project_id, q.first_seq, q.seqs
          FROM unnest($1::text[]) AS t(p)
         CROSS JOIN LATERAL (SELECT first_seq, seqs FROM event_chain_pending WHERE project_id = t.p ORDER BY first_seq LIMIT $2) q`,
       [projects, perProject],
@@ -264,12 +264,14 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
     }
     const pendingProjects = pending.map((p) => p.project_id);
     const firstSeqs = pending.map((p) => p.first_seq);
-    const fullProjects = [...new Set(pending.filter((p) => Number(p.n) === perProject).map((p) => p.project_id))];
+    const pendingOf = new Map<string, number>();
+    for (const p of pendingProjects) pendingOf.set(p, (pendingOf.get(p) ?? 0) + 1);
+    const fullProjects = [...pendingOf].filter(([, n]) => n === perProject).map(([p]) => p);
     const { rows: heads } = await client.query<{ project_id: string; chain_pos: number; hash: string }>(
       `SELECT t.p AS project_id, h.chain_pos, h.hash
          FROM unnest($1::text[]) AS t(p)
         CROSS JOIN LATERAL (SELECT chain_pos, hash FROM event_chain WHERE project_id = t.p ORDER BY chain_pos DESC LIMIT 1) h`,
-      [[...new Set(pendingProjects)]],
+      [[...pendingOf.keys()]],
     );
     const headOf = new Map(heads.map((h) => [h.project_id, h]));
     // One index scan for every pending seq (`= ANY`): a join from the pending rows' arrays was
