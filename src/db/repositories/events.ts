@@ -240,7 +240,10 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
   const perProject = Math.max(4, Math.ceil(batch / projectIds.length));
   const client = await db.connect();
   try {
-    await client.query('BEGIN');
+    // No sequential scans in this transaction: the rendering query's `seq = ANY` of a full batch
+    // (~2,500 seqs) against a young table (tens of thousands of events, or no statistics yet) was
+    // planned as a scan of the whole events table every round (docs/performance.md, sixth session).
+    await client.query('BEGIN; SET LOCAL enable_seqscan = off');
     // Try-locks in one statement; a project whose lock another sequencer holds is left to it.
     const { rows: locked } = await client.query<{ project_id: string }>(
       'SELECT p AS project_id FROM unnest($2::text[]) WITH ORDINALITY AS t(p, ord) WHERE pg_try_advisory_xact_lock($1, hashtext(p)) ORDER BY ord',
@@ -274,7 +277,7 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
       [[...pendingOf.keys()]],
     );
     const headOf = new Map(heads.map((h) => [h.project_id, h]));
-    // One index scan for every pending seq (`= ANY`): a join from the pending rows' arrays was
+    // One index scan for every pending seq (`= ANY`, seqscan off above): a join from the pending rows' arrays was
     // estimated so loosely that the planner chose a hash join over all of `events` once the batch
     // spanned projects (docs/performance.md, fifth session of 2026-11-26). Rows carry their
     // project's place in `projects` (1-based, as SQL arrays are) and sort by it.
