@@ -20,7 +20,7 @@
  * at concurrency 1 and 32 on one project, then the two Tollgate paths at concurrency 32 with each
  * connection on its own project (32 projects), for BENCH_SECONDS each (default 6). Then
  * BENCH_STREAMS (default 50) sequential streams per path, round-robin over the paths (the order
- * rotated every round, so no path always follows the same one), timing the
+ * shuffled every round, seeded, so no path always follows the same one), timing the
  * first token: the first OpenAI SSE chunk whose delta carries text (the first chunk only names the
  * role, with empty content) / the first `delta` event (executions). Then Tollgate's RSS.
  *
@@ -28,7 +28,7 @@
  * every path. Exits non-zero when any path had errors or non-2xx answers.
  *
  * Env: BENCH_SECONDS, BENCH_STREAMS, BENCH_ROUNDS (default 1: each load run that many times, the
- * paths' order rotated every round; a row reports the round with the median req/s and the median
+ * paths' order shuffled every round, seeded; a row reports the round with the median req/s and the median
  * of the rounds' ratios to Portkey, which resists a shared machine's drift in speed), BENCH_OUT=<file>
  * (results as JSON), BENCH_CPU_PROF=<dir> (V8 CPU profile of the Tollgate process, written when it exits).
  */
