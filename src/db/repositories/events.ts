@@ -87,42 +87,51 @@ export function canonicalEvent(e: Omit<EventRecord, 'hash'>, prevHash: string | 
 }
 
 /**
- * `canonicalEvent` of a stored event, rendered by PostgreSQL in three pieces around the two values
- * it cannot write: the metadata (RFC 8785 orders keys and writes numbers as JavaScript does; jsonb's
- * text does neither) and prev_hash (the sequencer's to choose). The sequencer hashes every event;
- * reading whole rows into objects (a Date per timestamp, fifteen columns decoded) and writing them
- * out again field by field cost ~30 µs of this process's CPU per event, about a fifth of what a
- * governed call cost it at c=32 (docs/performance.md). PostgreSQL's JSON string escaping
- * (`to_json(text)`) is JSON.stringify's: `"` and `\` escaped, \b \f \n \r \t, other control
- * characters as lowercase \u00xx, nothing else (text holds no lone surrogates). `MS` truncates to
- * milliseconds as the Date parsed from the same value does, for years 1–9999 (outside them
- * toISOString writes six-digit years: the last piece is NULL and the sequencer hashes that event from
- * its whole row). test/integration/db/canonical-parts.test.ts checks the two forms are equal on stored rows.
+ * The columns the sequencer reads to hash a stored event without a whole row: each text column as
+ * it is, the metadata as jsonb's text, and the timestamp as whole milliseconds since the epoch,
+ * floored as a Date parsed from the same value truncates them (NULL outside years 1–9999, where
+ * toISOString writes six-digit years: the sequencer then hashes the event from its whole row).
+ * PostgreSQL rendered the canonical form itself until 2026-11-26 (to_json per field, to_char): ~8 µs
+ * of its CPU per event against ~2 µs for the plain columns (docs/performance.md, sixth session).
+ * test/integration/db/canonical-columns.test.ts checks `canonicalFromColumns` against
+ * `canonicalEvent` on stored rows.
  */
-export const CANONICAL_PARTS_SQL = `
-  '{"event_type":' || to_json(e.event_type)::text || ',"id":' || to_json(e.id)::text
-    || ',"job_id":' || coalesce(to_json(e.job_id)::text, 'null') || ',"metadata":' AS before_metadata,
-  e.metadata::text AS metadata,
-  ',"model":' || coalesce(to_json(e.model)::text, 'null') || ',"permit_id":' || coalesce(to_json(e.permit_id)::text, 'null')
-    || ',"phase":' || to_json(e.phase)::text || ',"prev_hash":' AS before_prev_hash,
-  ',"project_id":' || to_json(e.project_id)::text || ',"provider":' || coalesce(to_json(e.provider)::text, 'null')
-    || ',"request_id":' || coalesce(to_json(e.request_id)::text, 'null') || ',"seq":' || e.seq
-    || ',"session_id":' || coalesce(to_json(e.session_id)::text, 'null') || ',"source":' || to_json(e.source)::text
-    || ',"timestamp":"' || CASE WHEN e.timestamp >= '0001-01-01 00:00:00+00' AND e.timestamp < '10000-01-01 00:00:00+00'
-                                THEN to_char(e.timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') END || '"}' AS after_prev_hash`;
+export const CANONICAL_COLUMNS_SQL = `
+  e.event_type, e.id, e.job_id, e.metadata::text AS metadata, e.model, e.permit_id, e.phase, e.project_id, e.provider,
+  e.request_id, e.session_id, e.source,
+  CASE WHEN e.timestamp >= '0001-01-01 00:00:00+00' AND e.timestamp < '10000-01-01 00:00:00+00'
+       THEN floor(extract(epoch FROM e.timestamp) * 1000)::bigint END AS timestamp_ms`;
 
-export interface CanonicalParts {
-  before_metadata: string;
+export interface CanonicalColumns {
+  seq: string | number;
+  event_type: string;
+  id: string;
+  job_id: string | null;
+  /** jsonb's text of the metadata. */
   metadata: string;
-  before_prev_hash: string;
+  model: string | null;
+  permit_id: string | null;
+  phase: string;
+  project_id: string;
+  provider: string | null;
+  request_id: string | null;
+  session_id: string | null;
+  source: string;
   /** NULL for a timestamp outside years 1–9999: use `canonicalEvent` on the whole row. */
-  after_prev_hash: string | null;
+  timestamp_ms: string | null;
 }
 
-/** The canonical form from `CANONICAL_PARTS_SQL`'s pieces: equal to `canonicalEvent(row, prevHash)`; null when it cannot be rendered (see there). */
-export function canonicalFromParts(p: CanonicalParts, prevHash: string | null): string | null {
-  if (p.after_prev_hash === null) return null;
-  return p.before_metadata + (canonicalize(JSON.parse(p.metadata)) as string) + p.before_prev_hash + JSON.stringify(prevHash) + p.after_prev_hash;
+/** `canonicalEvent(row, prevHash)` from `CANONICAL_COLUMNS_SQL`'s columns; null when it cannot be written from them (see there). */
+export function canonicalFromColumns(c: CanonicalColumns, prevHash: string | null): string | null {
+  if (c.timestamp_ms === null) return null;
+  // RFC 8785 writes strings as JSON.stringify does; keys in the order canonicalEvent lists them.
+  const j = JSON.stringify;
+  return (
+    `{"event_type":${j(c.event_type)},"id":${j(c.id)},"job_id":${j(c.job_id)},"metadata":${canonicalize(JSON.parse(c.metadata)) as string}` +
+    `,"model":${j(c.model)},"permit_id":${j(c.permit_id)},"phase":${j(c.phase)},"prev_hash":${j(prevHash)},"project_id":${j(c.project_id)}` +
+    `,"provider":${j(c.provider)},"request_id":${j(c.request_id)},"seq":${Number(c.seq)},"session_id":${j(c.session_id)},"source":${j(c.source)}` +
+    `,"timestamp":"${new Date(Number(c.timestamp_ms)).toISOString()}"}`
+  );
 }
 
 /** One `"key":value` member as canonicalize writes it (an undefined value is left out, as there). */
@@ -255,8 +264,9 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
     }
     const projects = locked.map((l) => l.project_id);
     // Whole pending rows (one per insert statement), so a row is deleted only once all its events are chained.
-    const { rows: pending } = await client.query<{ project_id: string; first_seq: string; seqs: string[] }>(
-      `SELECT t.p AS project_id, q.first_seq, q.seqs
+    // `seqs` as PostgreSQL's array text ("{1,2,3}"): only passed back in the rendering query.
+    const { rows: pending } = await client.query<{ project_id: string; first_seq: string; seqs: string }>(
+      `SELECT t.p AS project_id, q.first_seq, q.seqs::text AS seqs
          FROM unnest($1::text[]) AS t(p)
         CROSS JOIN LATERAL (SELECT first_seq, seqs FROM event_chain_pending WHERE project_id = t.p ORDER BY first_seq LIMIT $2) q`,
       [projects, perProject],
@@ -282,17 +292,19 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
     // spanned projects (docs/performance.md, fifth session of 2026-11-26). Rows carry their
     // project's place in `projects` (1-based, as SQL arrays are) and sort by it.
     const { rows } = await client.query<PendingEvent>(
-      `SELECT e.seq, array_position($2::text[], e.project_id) AS pn, ${CANONICAL_PARTS_SQL}
+      `SELECT e.seq, array_position($2::text[], e.project_id) AS pn, ${CANONICAL_COLUMNS_SQL}
          FROM events e WHERE e.seq = ANY($1::bigint[])
         ORDER BY 2, e.seq`,
-      [pending.flatMap((p) => p.seqs), projects],
+      [arrayText(pending.map((p) => p.seqs.slice(1, -1)).filter((s) => s !== '')), projects],
     );
     const links = await linkInOrder(client, rows, (pn) => headOf.get(projects[pn - 1]));
     await client.query(
       `INSERT INTO event_chain (seq, project_id, chain_pos, prev_hash, hash)
        SELECT v.seq, ($6::text[])[v.pn], v.pos, coalesce(v.head, lag(v.hash) OVER (ORDER BY v.ord)), v.hash
          FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], $5::text[]) WITH ORDINALITY AS v(seq, hash, pn, pos, head, ord)`,
-      [links.seqs, links.hashes, links.projectNumbers, links.chainPos, links.linkTo, projects],
+      // Numbers and hex digests need no quoting: the arrays' text is joined here (pg's serializer
+      // escapes every element, ~2 µs per event of this process's CPU).
+      [arrayText(links.seqs), arrayText(links.hashes), arrayText(links.projectNumbers), arrayText(links.chainPos), arrayText(links.linkTo.map((h) => h ?? 'NULL')), projects],
     );
     await client.query(
       'DELETE FROM event_chain_pending p USING unnest($1::text[], $2::bigint[]) AS k(project_id, first_seq) WHERE p.project_id = k.project_id AND p.first_seq = k.first_seq',
@@ -308,8 +320,13 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
   }
 }
 
-/** A pending event as the sequencer reads it: its canonical pieces and its project's number in the round. */
-type PendingEvent = CanonicalParts & { seq: number; pn: number };
+/** A pending event as the sequencer reads it: its canonical columns and its project's number in the round. */
+type PendingEvent = CanonicalColumns & { seq: string; pn: number };
+
+/** PostgreSQL's array text of elements that need no quoting (numbers, hex digests, NULL). */
+function arrayText(elements: ReadonlyArray<string | number>): string {
+  return `{${elements.join(',')}}`;
+}
 
 /**
  * Hashes the round's events in order (grouped by project number, each group after its project's
@@ -317,7 +334,7 @@ type PendingEvent = CanonicalParts & { seq: number; pn: number };
  * project the head hash it links to (the others link to the event before them).
  */
 async function linkInOrder(client: PoolClient, rows: PendingEvent[], headOf: (projectNumber: number) => { chain_pos: number; hash: string } | undefined) {
-  const out = { seqs: [] as number[], hashes: [] as string[], projectNumbers: [] as number[], chainPos: [] as number[], linkTo: [] as (string | null)[] };
+  const out = { seqs: [] as string[], hashes: [] as string[], projectNumbers: [] as number[], chainPos: [] as number[], linkTo: [] as (string | null)[] };
   let pn = 0;
   let prev = GENESIS_HASH;
   let pos = 0;
@@ -331,7 +348,7 @@ async function linkInOrder(client: PoolClient, rows: PendingEvent[], headOf: (pr
       prev = head?.hash ?? GENESIS_HASH;
       pos = Number(head?.chain_pos ?? 0);
     }
-    const canonical = canonicalFromParts(r, prev) ?? canonicalEvent((await client.query<EventRecord>('SELECT * FROM events WHERE seq = $1', [r.seq])).rows[0], prev);
+    const canonical = canonicalFromColumns(r, prev) ?? canonicalEvent((await client.query<EventRecord>('SELECT * FROM events WHERE seq = $1', [r.seq])).rows[0], prev);
     const hash = eventHash(prev, canonical);
     out.seqs.push(r.seq);
     out.hashes.push(hash);

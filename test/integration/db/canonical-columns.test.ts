@@ -1,5 +1,5 @@
 /**
- * The sequencer hashes events from pieces PostgreSQL renders (CANONICAL_PARTS_SQL); verification,
+ * The sequencer hashes events from their plain columns (CANONICAL_COLUMNS_SQL, canonicalFromColumns); verification,
  * exports and the integrity log hash the same events from whole rows (canonicalEvent). The two must
  * be byte for byte equal on every stored event, or chains the sequencer writes would fail to verify.
  * Random events are stored and read back both ways: unicode, control characters, quotes, nulls,
@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { Pool } from 'pg';
 import { eventFieldArbitraries } from '../../support/event-arbitraries';
-import { appendEvents, CANONICAL_PARTS_SQL, canonicalEvent, canonicalFromParts, GENESIS_HASH, verifyEventChain, type CanonicalParts, type EventRecord } from '../../../src/db/repositories/events';
+import { appendEvents, CANONICAL_COLUMNS_SQL, canonicalEvent, canonicalFromColumns, GENESIS_HASH, verifyEventChain, type CanonicalColumns, type EventRecord } from '../../../src/db/repositories/events';
 
 // Text PostgreSQL stores as given: no NUL, no lone surrogates.
 const tricky = fc.constantFrom('\b', '\f', '\n', '\r', '\t', '\x01', '\x1f', '\x7f', '"', '\\', '/', '\u2028', 'é', '😀', 'a', ' ');
@@ -26,7 +26,7 @@ const event = fc.record({
   ),
 });
 
-describe('CANONICAL_PARTS_SQL', () => {
+describe('CANONICAL_COLUMNS_SQL', () => {
   const db = new Pool({ connectionString: process.env.DATABASE_URL, max: 2 });
   const projectId = `proj_canonical_parts_${process.pid}_${Date.now()}`;
   afterAll(async () => {
@@ -34,7 +34,7 @@ describe('CANONICAL_PARTS_SQL', () => {
     await db.end();
   });
 
-  it('renders exactly what canonicalEvent writes for the stored row', async () => {
+  it('gives exactly what canonicalEvent writes for the stored row', async () => {
     const samples = fc.sample(event, { numRuns: 400, seed: 20261126 });
     const { rows: inserted } = await db.query<{ seq: string }>(
       `INSERT INTO events (id, project_id, timestamp, event_type, source, phase, provider, model, permit_id, request_id, job_id, session_id, metadata)
@@ -48,19 +48,19 @@ describe('CANONICAL_PARTS_SQL', () => {
 
     const seqs = inserted.map((r) => r.seq);
     const { rows: whole } = await db.query<EventRecord>('SELECT * FROM events WHERE seq = ANY($1::bigint[]) ORDER BY seq', [seqs]);
-    const { rows: parts } = await db.query<CanonicalParts & { seq: string }>(`SELECT e.seq, ${CANONICAL_PARTS_SQL} FROM events e WHERE e.seq = ANY($1::bigint[]) ORDER BY e.seq`, [seqs]);
+    const { rows: parts } = await db.query<CanonicalColumns>(`SELECT e.seq, ${CANONICAL_COLUMNS_SQL} FROM events e WHERE e.seq = ANY($1::bigint[]) ORDER BY e.seq`, [seqs]);
     expect(parts).toHaveLength(whole.length);
     const prevHashes = [GENESIS_HASH, 'f'.repeat(64), null];
     let rendered = 0;
     parts.forEach((p, i) => {
       const prev = prevHashes[i % prevHashes.length];
       const year = new Date(whole[i].timestamp).getUTCFullYear();
-      const fromParts = canonicalFromParts(p, prev);
+      const fromColumns = canonicalFromColumns(p, prev);
       if (year >= 1 && year <= 9999) {
-        expect(fromParts).toBe(canonicalEvent(whole[i], prev));
+        expect(fromColumns).toBe(canonicalEvent(whole[i], prev));
         rendered += 1;
       } else {
-        expect(fromParts).toBeNull(); // the sequencer hashes such an event from its whole row
+        expect(fromColumns).toBeNull(); // the sequencer hashes such an event from its whole row
       }
     });
     expect(rendered).toBeGreaterThan(samples.length * 0.8);
