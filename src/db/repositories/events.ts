@@ -60,30 +60,33 @@ export interface EventRecord {
 /**
  * The hashed content of an event: every column except `hash` itself, as RFC 8785 JSON — exactly
  * `canonicalize({ seq, id, project_id, timestamp, ... prev_hash })`, written out field by field in
- * the sorted key order RFC 8785 gives them, with `canonicalize` kept for the metadata's own JSON.
+ * the sorted key order RFC 8785 gives them (`canonicalForm`), with `canonicalize` kept for the
+ * metadata's own JSON.
  * The sequencer hashes every event, and the generic form (sorting 15 keys, building the object and
  * its intermediate strings) was a third of what a governed call allocated. `prevHash` overrides
  * `e.prev_hash` (the sequencer hashes rows it is about to link). Equality with the generic form is
  * checked by test/unit/events/canonical-event.test.ts.
  */
 export function canonicalEvent(e: Omit<EventRecord, 'hash'>, prevHash: string | null = e.prev_hash): string {
-  const out: string[] = [];
-  member(out, 'event_type', e.event_type);
-  member(out, 'id', e.id);
-  member(out, 'job_id', e.job_id ?? null);
-  member(out, 'metadata', e.metadata ?? {});
-  member(out, 'model', e.model ?? null);
-  member(out, 'permit_id', e.permit_id ?? null);
-  member(out, 'phase', e.phase);
-  member(out, 'prev_hash', prevHash);
-  member(out, 'project_id', e.project_id);
-  member(out, 'provider', e.provider ?? null);
-  member(out, 'request_id', e.request_id ?? null);
-  member(out, 'seq', Number(e.seq));
-  member(out, 'session_id', e.session_id ?? null);
-  member(out, 'source', e.source);
-  member(out, 'timestamp', new Date(e.timestamp).toISOString());
-  return `{${out.join(',')}}`;
+  return canonicalForm(e, Number(e.seq), canonicalize(e.metadata ?? {}) as string, new Date(e.timestamp).toISOString(), prevHash);
+}
+
+/** The columns of an event that the canonical form holds as JSON strings (or null). */
+type CanonicalStrings = Pick<EventRecord, 'event_type' | 'id' | 'job_id' | 'model' | 'permit_id' | 'phase' | 'project_id' | 'provider' | 'request_id' | 'session_id' | 'source'>;
+
+/**
+ * The one writer of the canonical form: the members in RFC 8785's key order, strings as
+ * JSON.stringify writes them (RFC 8785's string form), `metadata` already canonical. An undefined
+ * `prevHash` leaves its member out, as canonicalize leaves out an undefined value.
+ */
+function canonicalForm(e: CanonicalStrings, seq: number, metadata: string, timestamp: string, prevHash: string | null | undefined): string {
+  const j = JSON.stringify;
+  const link = prevHash === undefined ? '' : `,"prev_hash":${j(prevHash)}`;
+  return (
+    `{"event_type":${j(e.event_type)},"id":${j(e.id)},"job_id":${j(e.job_id ?? null)},"metadata":${metadata},"model":${j(e.model ?? null)}` +
+    `,"permit_id":${j(e.permit_id ?? null)},"phase":${j(e.phase)}${link},"project_id":${j(e.project_id)},"provider":${j(e.provider ?? null)}` +
+    `,"request_id":${j(e.request_id ?? null)},"seq":${seq},"session_id":${j(e.session_id ?? null)},"source":${j(e.source)},"timestamp":${j(timestamp)}}`
+  );
 }
 
 /**
@@ -124,20 +127,7 @@ export interface CanonicalColumns {
 /** `canonicalEvent(row, prevHash)` from `CANONICAL_COLUMNS_SQL`'s columns; null when it cannot be written from them (see there). */
 export function canonicalFromColumns(c: CanonicalColumns, prevHash: string | null): string | null {
   if (c.timestamp_ms === null) return null;
-  // RFC 8785 writes strings as JSON.stringify does; keys in the order canonicalEvent lists them.
-  const j = JSON.stringify;
-  return (
-    `{"event_type":${j(c.event_type)},"id":${j(c.id)},"job_id":${j(c.job_id)},"metadata":${canonicalize(JSON.parse(c.metadata)) as string}` +
-    `,"model":${j(c.model)},"permit_id":${j(c.permit_id)},"phase":${j(c.phase)},"prev_hash":${j(prevHash)},"project_id":${j(c.project_id)}` +
-    `,"provider":${j(c.provider)},"request_id":${j(c.request_id)},"seq":${Number(c.seq)},"session_id":${j(c.session_id)},"source":${j(c.source)}` +
-    `,"timestamp":"${new Date(Number(c.timestamp_ms)).toISOString()}"}`
-  );
-}
-
-/** One `"key":value` member as canonicalize writes it (an undefined value is left out, as there). */
-function member(out: string[], key: string, value: unknown): void {
-  if (value === undefined) return;
-  out.push(`"${key}":${canonicalize(value) as string}`);
+  return canonicalForm(c, Number(c.seq), canonicalize(JSON.parse(c.metadata)) as string, new Date(Number(c.timestamp_ms)).toISOString(), prevHash);
 }
 
 export function eventHash(prevHash: string, canonical: string): string {
