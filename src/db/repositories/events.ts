@@ -127,7 +127,28 @@ export interface CanonicalColumns {
 /** `canonicalEvent(row, prevHash)` from `CANONICAL_COLUMNS_SQL`'s columns; null when it cannot be written from them (see there). */
 export function canonicalFromColumns(c: CanonicalColumns, prevHash: string | null): string | null {
   if (c.timestamp_ms === null) return null;
-  return canonicalForm(c, Number(c.seq), canonicalize(JSON.parse(c.metadata)) as string, new Date(Number(c.timestamp_ms)).toISOString(), prevHash);
+  return canonicalForm(c, Number(c.seq), canonicalMetadata(c.metadata), new Date(Number(c.timestamp_ms)).toISOString(), prevHash);
+}
+
+/**
+ * Canonical metadata by its jsonb text. A governed call's events repeat a few metadata values
+ * (a pipeline-db run: 606 distinct among 10,256 events), and parsing and canonicalising each one
+ * again was ~1.5 µs per event. Short texts only, and at most METADATA_CACHE_SIZE of them (cleared
+ * when full), so the cache stays under a few MB whatever callers put in request metadata.
+ */
+const metadataCache = new Map<string, string>();
+const METADATA_CACHE_SIZE = 4096;
+const METADATA_CACHE_MAX_CHARS = 512;
+
+function canonicalMetadata(text: string): string {
+  const cached = metadataCache.get(text);
+  if (cached !== undefined) return cached;
+  const canonical = canonicalize(JSON.parse(text)) as string;
+  if (text.length <= METADATA_CACHE_MAX_CHARS) {
+    if (metadataCache.size >= METADATA_CACHE_SIZE) metadataCache.clear();
+    metadataCache.set(text, canonical);
+  }
+  return canonical;
 }
 
 export function eventHash(prevHash: string, canonical: string): string {
