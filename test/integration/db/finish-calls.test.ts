@@ -1,0 +1,86 @@
+/**
+ * tollgate_finish_calls inserts a batch's execution rows in one statement (migration 0114) and
+ * answers, per call, whether its row was recorded now. A call whose row exists already (a retried
+ * record, reconciliation racing a slow process), or whose execution came earlier in the same batch,
+ * records nothing else: no second settlement, no second completion events.
+ */
+import { createGovernedCallActivities } from '../../../activities/governed-call';
+import { instantProvider } from '../../../bench/lib/governed-calls';
+import { systemClock } from '../../../src/clock';
+import type { Db } from '../../../src/db/pool';
+import type { ExecutionInput } from '../../../src/executions/types';
+import { createGovernance } from '../../../src/governance';
+import { newId } from '../../../src/ids';
+import { createLogger } from '../../../src/logger';
+import { pricing } from '../../../src/pricing';
+import type { NormalizedRequest } from '../../../src/providers/types';
+import { projectWithPolicy, testPool } from '../../unit/governance/helpers';
+
+const PROMPT = 'Name one benefit of recording every call.';
+
+describe('tollgate_finish_calls (real PostgreSQL)', () => {
+  let db: Db;
+  beforeAll(() => {
+    db = testPool(8);
+  });
+  afterAll(async () => {
+    await db.end();
+  });
+
+  function inputFor(projectId: string): { input: ExecutionInput; request: NormalizedRequest } {
+    const input: ExecutionInput = {
+      executionId: newId('exec_req'), permitId: newId('permit'), projectId, route: 'executions', mode: 'sync', createdAt: new Date().toISOString(),
+      request: { operation: 'generate.text', messages: [{ role: 'user', content: PROMPT }] },
+      routing: { requested_provider: 'openai', requested_model: 'gpt-4o-mini', reason_code: 'explicit_request', primary: { provider: 'openai', model: 'gpt-4o-mini' }, fallback: [] },
+      workflowIntentId: null, idempotencyKey: null, dispatchTimeoutMs: 60_000, heartbeatTimeoutMs: 0,
+    };
+    return { input, request: { operation: 'generate.text', provider: 'openai', model: 'gpt-4o-mini', stream: false, messages: input.request.messages } };
+  }
+
+  it('records an execution once when the same call is recorded twice in one batch and again later', async () => {
+    const projectId = await projectWithPolicy(db, {});
+    const calls = createGovernedCallActivities({ db, clock: systemClock, logger: createLogger('warn'), governance: createGovernance({ db, clock: systemClock }), pricing, providers: instantProvider(), recordCommit: 'sync' });
+    const a = inputFor(projectId);
+    const b = inputFor(projectId);
+    const govern = (x: typeof a) => calls.govern({ input: x.input, request: x.request, route: 'executions', inspectableText: [PROMPT], permitMetadata: {}, inProcess: {} });
+    const [govA, govB] = [await govern(a), await govern(b)];
+    expect([govA.decision, govB.decision]).toEqual(['allow', 'allow']);
+    const outA = (await calls.dispatch(a.input)).outcome;
+    const outB = (await calls.dispatch(b.input)).outcome;
+
+    // The first record goes out alone; the two records of b, submitted in the same turn, share the next batch.
+    const recorded = await Promise.all([
+      calls.record(a.input, { kind: 'dispatched', gov: govA, outcome: outA }),
+      calls.record(b.input, { kind: 'dispatched', gov: govB, outcome: outB }),
+      calls.record(b.input, { kind: 'dispatched', gov: govB, outcome: outB }),
+    ]);
+    // Later, with b's row stored: nothing is written, the stored envelope comes back.
+    const again = await calls.record(b.input, { kind: 'dispatched', gov: govB, outcome: outB });
+    expect(recorded[2]).toEqual(recorded[1]);
+    expect(again).toEqual(recorded[1]);
+
+    const { rows: executions } = await db.query<{ id: string }>('SELECT id FROM executions WHERE project_id = $1 ORDER BY id', [projectId]);
+    expect(executions.map((e) => e.id).sort()).toEqual([a.input.executionId, b.input.executionId].sort());
+    const { rows: completions } = await db.query<{ permit_id: string; n: string }>(
+      "SELECT permit_id, count(*) AS n FROM events WHERE project_id = $1 AND event_type IN ('request.completed', 'usage.recorded') GROUP BY permit_id",
+      [projectId],
+    );
+    expect(completions.map((c) => [c.permit_id, Number(c.n)]).sort()).toEqual([[a.input.permitId, 2], [b.input.permitId, 2]].sort());
+    const { rows: permits } = await db.query<{ state: string; actual: string }>(
+      "SELECT reservation_state AS state, actual_cost_micros AS actual FROM permits WHERE project_id = $1 AND decision = 'allow'",
+      [projectId],
+    );
+    expect(permits.map((p) => p.state)).toEqual(['settled', 'settled']);
+    const settledTotal = permits.reduce((sum, p) => sum + Number(p.actual), 0);
+    expect(settledTotal).toBeGreaterThan(0);
+    // Each period's counter holds both calls' settlements once, and nothing reserved.
+    const { rows: counters } = await db.query<{ kind: string; reserved: string; settled: string; requests: string }>(
+      'SELECT period_kind AS kind, reserved_micros AS reserved, settled_micros AS settled, requests FROM spend_counters WHERE project_id = $1',
+      [projectId],
+    );
+    expect(counters.length).toBeGreaterThan(0);
+    for (const c of counters) expect([c.kind, Number(c.reserved), Number(c.settled), Number(c.requests)]).toEqual([c.kind, 0, settledTotal, 2]);
+    const { rows: inflight } = await db.query('SELECT 1 FROM inflight_calls WHERE project_id = $1', [projectId]);
+    expect(inflight).toHaveLength(0);
+  });
+});
