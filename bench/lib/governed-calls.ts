@@ -27,6 +27,17 @@ export function instantProvider(usage: { input_tokens: number; output_tokens: nu
   };
 }
 
+/** A new sync execution of the bench's prompt on a project, and its primary target's normalized request. */
+export function callInput(projectId: string): { input: ExecutionInput; request: NormalizedRequest; prompt: string } {
+  const input: ExecutionInput = {
+    executionId: newId('exec_req'), permitId: newId('permit'), projectId, route: 'executions', mode: 'sync', createdAt: new Date().toISOString(),
+    request: { operation: 'generate.text', messages: [{ role: 'user', content: PROMPT }] },
+    routing: { requested_provider: 'openai', requested_model: 'gpt-4o-mini', reason_code: 'explicit_request', primary: { provider: 'openai', model: 'gpt-4o-mini' }, fallback: [] },
+    workflowIntentId: null, idempotencyKey: null, dispatchTimeoutMs: 60_000, heartbeatTimeoutMs: 0,
+  };
+  return { input, request: { operation: 'generate.text', provider: 'openai', model: 'gpt-4o-mini', stream: false, messages: input.request.messages }, prompt: PROMPT };
+}
+
 /** The call's governance decision, and the milliseconds each step took (record: 0 unless allowed). */
 export interface CallTimes {
   decision: 'allow' | 'deny' | 'throttle' | 'review';
@@ -43,13 +54,7 @@ export function governedCalls(db: Db, provider: ProviderGateway = instantProvide
   const recordCommit = process.env.RECORD_COMMIT === 'sync' ? 'sync' : 'async';
   const calls = createGovernedCallActivities({ db, clock: systemClock, logger: createLogger('warn'), governance: createGovernance({ db, clock: systemClock }), pricing, providers: provider, recordCommit });
   return async (projectId) => {
-    const input: ExecutionInput = {
-      executionId: newId('exec_req'), permitId: newId('permit'), projectId, route: 'executions', mode: 'sync', createdAt: new Date().toISOString(),
-      request: { operation: 'generate.text', messages: [{ role: 'user', content: PROMPT }] },
-      routing: { requested_provider: 'openai', requested_model: 'gpt-4o-mini', reason_code: 'explicit_request', primary: { provider: 'openai', model: 'gpt-4o-mini' }, fallback: [] },
-      workflowIntentId: null, idempotencyKey: null, dispatchTimeoutMs: 60_000, heartbeatTimeoutMs: 0,
-    };
-    const req: NormalizedRequest = { operation: 'generate.text', provider: 'openai', model: 'gpt-4o-mini', stream: false, messages: input.request.messages };
+    const { input, request: req } = callInput(projectId);
     const t0 = performance.now();
     const gov = await calls.govern({ input, request: req, route: 'executions', inspectableText: [PROMPT], permitMetadata: {}, inProcess: {} });
     const t1 = performance.now();

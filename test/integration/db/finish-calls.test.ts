@@ -5,18 +5,13 @@
  * records nothing else: no second settlement, no second completion events.
  */
 import { createGovernedCallActivities } from '../../../activities/governed-call';
-import { instantProvider } from '../../../bench/lib/governed-calls';
+import { callInput, instantProvider } from '../../../bench/lib/governed-calls';
 import { systemClock } from '../../../src/clock';
 import type { Db } from '../../../src/db/pool';
-import type { ExecutionInput } from '../../../src/executions/types';
 import { createGovernance } from '../../../src/governance';
-import { newId } from '../../../src/ids';
 import { createLogger } from '../../../src/logger';
 import { pricing } from '../../../src/pricing';
-import type { NormalizedRequest } from '../../../src/providers/types';
 import { projectWithPolicy, testPool } from '../../unit/governance/helpers';
-
-const PROMPT = 'Name one benefit of recording every call.';
 
 describe('tollgate_finish_calls (real PostgreSQL)', () => {
   let db: Db;
@@ -27,22 +22,12 @@ describe('tollgate_finish_calls (real PostgreSQL)', () => {
     await db.end();
   });
 
-  function inputFor(projectId: string): { input: ExecutionInput; request: NormalizedRequest } {
-    const input: ExecutionInput = {
-      executionId: newId('exec_req'), permitId: newId('permit'), projectId, route: 'executions', mode: 'sync', createdAt: new Date().toISOString(),
-      request: { operation: 'generate.text', messages: [{ role: 'user', content: PROMPT }] },
-      routing: { requested_provider: 'openai', requested_model: 'gpt-4o-mini', reason_code: 'explicit_request', primary: { provider: 'openai', model: 'gpt-4o-mini' }, fallback: [] },
-      workflowIntentId: null, idempotencyKey: null, dispatchTimeoutMs: 60_000, heartbeatTimeoutMs: 0,
-    };
-    return { input, request: { operation: 'generate.text', provider: 'openai', model: 'gpt-4o-mini', stream: false, messages: input.request.messages } };
-  }
-
   it('records an execution once when the same call is recorded twice in one batch and again later', async () => {
     const projectId = await projectWithPolicy(db, {});
     const calls = createGovernedCallActivities({ db, clock: systemClock, logger: createLogger('warn'), governance: createGovernance({ db, clock: systemClock }), pricing, providers: instantProvider(), recordCommit: 'sync' });
-    const a = inputFor(projectId);
-    const b = inputFor(projectId);
-    const govern = (x: typeof a) => calls.govern({ input: x.input, request: x.request, route: 'executions', inspectableText: [PROMPT], permitMetadata: {}, inProcess: {} });
+    const a = callInput(projectId);
+    const b = callInput(projectId);
+    const govern = (x: typeof a) => calls.govern({ input: x.input, request: x.request, route: 'executions', inspectableText: [x.prompt], permitMetadata: {}, inProcess: {} });
     const [govA, govB] = [await govern(a), await govern(b)];
     expect([govA.decision, govB.decision]).toEqual(['allow', 'allow']);
     const outA = (await calls.dispatch(a.input)).outcome;
