@@ -12,9 +12,9 @@ import { newId } from '../../ids';
  * `event_chain_pending`, so the request path never waits on the chain; the sequencer
  * (`chainEvents`, run by src/events/chainer.ts about every 250 ms) chains each project's
  * pending events in `seq` order under a per-project lock, all projects in one transaction,
- * writing `event_chain` rows (chain_pos, prev_hash, hash; migration 0103). An event row is never updated. Readers use the
- * `events_chained` view: timelines read events by `seq` whether or not they are chained yet;
- * verification walks `chain_pos`.
+ * writing `event_chain` rows (chain_pos, prev_hash, hash; migration 0103). An event row is never
+ * updated. Readers use the `events_chained` view: timelines read events by `seq` whether or not
+ * they are chained yet; verification walks `chain_pos`.
  *
  * Size: the events table and its chain are one aggregate (insert, chain, verify, read).
  */

@@ -163,6 +163,12 @@ function* matches(pattern: RegExp, text: string): Generator<RegExpExecArray> {
   }
 }
 
+/** Whether any match of a global pattern satisfies `valid` (stops at the first that does). */
+function someMatch(pattern: RegExp, text: string, valid: (m: RegExpExecArray) => boolean): boolean {
+  for (const m of matches(pattern, text)) if (valid(m)) return true;
+  return false;
+}
+
 const secretDetector: Detector = { id: 'sec.formats', category: 'secret', test: (t) => findSecret(t) !== null };
 const secrets: Detector[] = [secretDetector];
 
@@ -187,7 +193,7 @@ const IBAN_CANDIDATE = /\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1
 const ibanDetector: Detector = {
   id: 'pii.iban',
   category: 'pii',
-  test: (text) => [...matches(IBAN_CANDIDATE, text)].some((m) => ibanValid(m[0])),
+  test: (text) => someMatch(IBAN_CANDIDATE, text, (m) => ibanValid(m[0])),
 };
 
 // Verhoeff check digit (Aadhaar).
@@ -203,7 +209,7 @@ const AADHAAR = /\b(?:aadhaa?r|uidai|uid)\b[^0-9\n]{0,30}([2-9]\d{3}[ -]?\d{4}[ 
 const aadhaarDetector: Detector = {
   id: 'pii.in_aadhaar',
   category: 'pii',
-  test: (text) => [...text.matchAll(AADHAAR)].some((m) => verhoeffValid(m[1].replace(/[ -]/g, ''))),
+  test: (text) => someMatch(AADHAAR, text, (m) => verhoeffValid(m[1].replace(/[ -]/g, ''))),
 };
 
 // E-mail addresses (toggle detect_pii_email): a personal address is flagged; not the sender/recipient
