@@ -17,6 +17,7 @@
  * server), dropped afterwards.
  */
 import { spawnSync } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createDatabaseIfMissing, dropDatabase } from '../scripts/lib/postgres';
 import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
@@ -58,6 +59,9 @@ async function main(): Promise<void> {
     const backendsCpu = () => backendPids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
     const own0 = backendsCpu();
     const pg0 = postgresCpuMs();
+    const eld = monitorEventLoopDelay({ resolution: 1 });
+    eld.enable();
+    const cpu0 = process.cpuUsage();
     const end = Date.now() + SECONDS * 1000;
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async (_, caller) => {
@@ -71,6 +75,8 @@ async function main(): Promise<void> {
         }
       }),
     );
+    const cpu1 = process.cpuUsage(cpu0);
+    eld.disable();
     await chainer?.runOnce();
     const pgMs = postgresCpuMs() - pg0;
     const ownMs = backendsCpu() - own0;
@@ -81,6 +87,7 @@ async function main(): Promise<void> {
     const f = (v: number) => v.toFixed(2);
     console.log(`c=${CONCURRENCY}, ${SECONDS} s, ${PROJECTS === 1 ? 'one project' : `${PROJECTS} projects`}: ${(n / SECONDS).toFixed(0)} calls/s`);
     console.log(`govern p50 ${f(pct(govern, 50))} p99 ${f(pct(govern, 99))} ms; record p50 ${f(pct(record, 50))} p99 ${f(pct(record, 99))} ms`);
+    console.log(`this process: ${f((cpu1.user + cpu1.system) / 1000 / n)} ms of CPU per call (${((cpu1.user + cpu1.system) / 1000 / SECONDS / 10).toFixed(0)} % of a core); event loop delay p50 ${f(eld.percentile(50) / 1e6)} p99 ${f(eld.percentile(99) / 1e6)} mean ${f(eld.mean / 1e6)} ms`);
     console.log(`PostgreSQL CPU: ${f(ownMs / n)} ms per call in this run's backends, ${f(pgMs / n)} in every postgres process on the machine; WAL ${(Number(walRows[0].bytes) / n).toFixed(0)} bytes per call (${wal0}..)`);
     if (process.env.BENCH_WALDUMP) {
       // BENCH_WALDUMP=<pg_wal directory>: the WAL written during the run, by record type (pg_waldump --stats).

@@ -38,7 +38,7 @@ const finishBatchers = new WeakMap<Db, ProjectBatcher<Record<string, unknown>, b
 function finishBatcher(db: Db): ProjectBatcher<Record<string, unknown>, boolean> {
   let b = finishBatchers.get(db);
   if (!b) {
-    b = createProjectBatcher((items) => finishCalls(db, items));
+    b = createProjectBatcher(db, finishCalls);
     finishBatchers.set(db, b);
   }
   return b;

@@ -63,7 +63,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
   // statement re-checks both under the lock; the locked path reads them again and refreshes this.
   const planPolicies = new Map<string, PlanPolicy>();
   // Optimistic allows share one tollgate_begin_calls statement (locks and commit) per batch.
-  const begins = createProjectBatcher<Record<string, unknown>, BeginResult>((items) => beginCalls(db, items));
+  const begins = createProjectBatcher<Record<string, unknown>, BeginResult>(db, beginCalls);
   // Projects whose optimistic allow recently went stale: predict from a real snapshot for a while.
   const staleUntil = new Map<string, number>();
   const remember = (projectId: string, ctx: EvalContext) => {

@@ -7,13 +7,18 @@
  * the holder competes with them for CPU (a lock convoy: 79 calls/s measured on 2 cores), and 32
  * projects pay 32 commits; with it, locks and one commit are shared by a batch. If a batch fails,
  * its items are retried one by one, so one bad call never fails the others.
+ *
+ * While the lane has work it keeps one connection checked out of the pool and sends the next batch
+ * on it as soon as a batch returns, before that batch's callers go on. Through the pool the next
+ * statement left only after every resumed caller's synchronous work (the pool hands out a client on
+ * the next tick): ~2 ms per statement at c=32 (docs/performance.md, seventh session of 2026-11-26).
  */
+import type { PoolClient } from 'pg';
+import type { Db, Queryable } from '../db/pool';
+
 export interface ProjectBatcher<I, O> {
   submit(projectId: string, item: I): Promise<O>;
 }
-
-/** One lane for all projects (see above); items carry their project id. */
-const LANE = 'all';
 
 interface Pending<I, O> {
   projectId: string;
@@ -22,47 +27,56 @@ interface Pending<I, O> {
   reject(e: unknown): void;
 }
 
-export function createProjectBatcher<I, O>(run: (items: I[]) => Promise<O[]>, maxBatch = 128): ProjectBatcher<I, O> {
-  const queues = new Map<string, Pending<I, O>[]>();
-  const busy = new Set<string>();
+export function createProjectBatcher<I, O>(db: Db, run: (db: Queryable, items: I[]) => Promise<O[]>, maxBatch = 128): ProjectBatcher<I, O> {
+  const queue: Pending<I, O>[] = [];
+  let busy = false;
 
-  async function drain(lane: string): Promise<void> {
-    busy.add(lane);
+  const take = () => queue.splice(0, maxBatch).sort((a, b) => (a.projectId < b.projectId ? -1 : a.projectId > b.projectId ? 1 : 0));
+
+  async function drain(): Promise<void> {
+    busy = true;
+    // Without a connection of its own (the pool exhausted or the database away) the lane goes
+    // through the pool, whose errors reach the callers.
+    let lane: PoolClient | null = await db.connect().catch(() => null);
     try {
-      for (;;) {
-        const queue = queues.get(lane);
-        if (!queue || queue.length === 0) break;
-        const batch = queue.splice(0, maxBatch).sort((a, b) => (a.projectId < b.projectId ? -1 : a.projectId > b.projectId ? 1 : 0));
+      while (queue.length > 0) {
+        const batch = take();
         try {
-          const out = await run(batch.map((p) => p.item));
+          const out = await run(lane ?? db, batch.map((p) => p.item));
           batch.forEach((p, i) => p.resolve(out[i]));
         } catch (err) {
-          if (batch.length === 1) {
-            batch[0].reject(err);
-            continue;
-          }
-          for (const p of batch) {
-            try {
-              p.resolve((await run([p.item]))[0]);
-            } catch (e) {
-              p.reject(e);
-            }
-          }
+          // The connection may be the cause: it is discarded, and the lane takes another.
+          lane?.release(err instanceof Error ? err : true);
+          lane = null;
+          await retryOneByOne(batch, err);
+          lane = await db.connect().catch(() => null);
         }
       }
     } finally {
-      busy.delete(lane);
-      if (queues.get(lane)?.length === 0) queues.delete(lane);
+      lane?.release();
+      busy = false;
+    }
+  }
+
+  async function retryOneByOne(batch: Pending<I, O>[], err: unknown): Promise<void> {
+    if (batch.length === 1) {
+      batch[0].reject(err);
+      return;
+    }
+    for (const p of batch) {
+      try {
+        p.resolve((await run(db, [p.item]))[0]);
+      } catch (e) {
+        p.reject(e);
+      }
     }
   }
 
   return {
     submit(projectId, item) {
       return new Promise<O>((resolve, reject) => {
-        let queue = queues.get(LANE);
-        if (!queue) queues.set(LANE, (queue = []));
         queue.push({ projectId, item, resolve, reject });
-        if (!busy.has(LANE)) void drain(LANE);
+        if (!busy) void drain();
       });
     },
   };

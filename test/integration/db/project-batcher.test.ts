@@ -1,0 +1,102 @@
+/**
+ * The batcher of the governed-call statements (src/pipeline/batcher.ts) against real PostgreSQL:
+ * calls submitted together share one statement, a busy lane sends its next batch on the connection
+ * it holds, a failing batch is retried call by call, and a lane whose connection dies takes another.
+ */
+import type { Db, Queryable } from '../../../src/db/pool';
+import { createProjectBatcher } from '../../../src/pipeline/batcher';
+import { testPool } from '../../unit/governance/helpers';
+
+interface Answer {
+  value: number;
+  pid: number;
+  batchSize: number;
+  /** When PostgreSQL started the statement (epoch ms). */
+  startedAt: number;
+}
+
+/** 100 / x per item, with the backend that computed it; x = 0 fails the whole statement. */
+async function divide(db: Queryable, items: { x: number; sleepMs?: number }[]): Promise<Answer[]> {
+  const sleep = Math.max(0, ...items.map((i) => i.sleepMs ?? 0)) / 1000;
+  const { rows } = await db.query<{ pid: number; values: number[]; started_at: number }>(
+    `SELECT pg_backend_pid() AS pid, array_agg(100 / u.x ORDER BY u.o) AS values, pg_sleep($2) IS NULL AS slept,
+            extract(epoch FROM statement_timestamp()) * 1000 AS started_at
+       FROM unnest($1::int[]) WITH ORDINALITY AS u(x, o)`,
+    [items.map((i) => i.x), sleep],
+  );
+  return rows[0].values.map((value) => ({ value, pid: rows[0].pid, batchSize: items.length, startedAt: Number(rows[0].started_at) }));
+}
+
+describe('project batcher (real PostgreSQL)', () => {
+  let db: Db;
+  beforeAll(() => {
+    db = testPool(4);
+  });
+  afterAll(async () => {
+    await db.end();
+  });
+
+  it('puts calls submitted together in one statement, in project order, each answered its own result', async () => {
+    const batcher = createProjectBatcher(db, divide);
+    const answers = await Promise.all([
+      batcher.submit('proj_b', { x: 1 }),
+      batcher.submit('proj_a', { x: 2 }),
+      batcher.submit('proj_b', { x: 4 }),
+      batcher.submit('proj_a', { x: 5 }),
+    ]);
+    expect(answers.map((a) => a.value)).toEqual([100, 50, 25, 20]);
+    expect(new Set(answers.map((a) => a.batchSize))).toEqual(new Set([4]));
+  });
+
+  it('sends the batch that queued behind a running one on the same connection, before the callers of the first go on', async () => {
+    const batcher = createProjectBatcher(db, divide);
+    let callerDoneAt = 0;
+    const first = batcher.submit('proj_a', { x: 1, sleepMs: 200 }).then((answer) => {
+      // The caller's own work after its answer (synchronous, 150 ms).
+      const until = Date.now() + 150;
+      while (Date.now() < until);
+      callerDoneAt = Date.now();
+      return answer;
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    const queued = [batcher.submit('proj_a', { x: 2 }), batcher.submit('proj_b', { x: 10 })];
+    const [a, b, c] = await Promise.all([first, ...queued]);
+    expect([a.batchSize, b.batchSize, c.batchSize]).toEqual([1, 2, 2]);
+    expect([b.value, c.value]).toEqual([50, 10]);
+    expect(b.pid).toBe(a.pid);
+    // Through the pool the queued statement started only after the caller's 150 ms.
+    expect(b.startedAt).toBeLessThan(callerDoneAt - 100);
+  });
+
+  it('retries a failing batch call by call: only the bad call fails', async () => {
+    const batcher = createProjectBatcher(db, divide);
+    const results = await Promise.allSettled([
+      batcher.submit('proj_a', { x: 1 }),
+      batcher.submit('proj_a', { x: 0 }),
+      batcher.submit('proj_b', { x: 4 }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[0] as PromiseFulfilledResult<Answer>).value).toMatchObject({ value: 100, batchSize: 1 });
+    expect((results[1] as PromiseRejectedResult).reason.message).toMatch(/division by zero/);
+    expect((results[2] as PromiseFulfilledResult<Answer>).value).toMatchObject({ value: 25, batchSize: 1 });
+  });
+
+  it('takes another connection when the one it holds dies mid-statement, and loses no call', async () => {
+    const batcher = createProjectBatcher(db, divide);
+    const first = batcher.submit('proj_a', { x: 1, sleepMs: 2000 });
+    await new Promise((r) => setTimeout(r, 100));
+    const next = batcher.submit('proj_a', { x: 2, sleepMs: 300 });
+    const { rows } = await db.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_backend_pid() AS pid, array_agg%' AND state = 'active'");
+    expect(rows).toHaveLength(1);
+    await db.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+
+    // The killed statement had one call: it fails with the connection's error, as through the pool.
+    await expect(first).rejects.toThrow(/terminat/);
+    const after = await next;
+    expect(after.value).toBe(50);
+    expect(after.pid).not.toBe(rows[0].pid);
+    const again = await batcher.submit('proj_a', { x: 4 });
+    expect(again.value).toBe(25);
+    expect(again.pid).not.toBe(rows[0].pid);
+  });
+});
