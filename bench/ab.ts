@@ -5,12 +5,15 @@
  * `bench:gateway` runs. Starts the bench stack (bench/lib/stack.ts) with this checkout's compiled
  * build ("new") and the compiled build of the checkout at BENCH_BASELINE ("base"; e.g. a `git
  * worktree` of the previous commit, built with `npm run build`), both on one database, Temporal and
- * emulator, and Portkey's gateway. Each round runs, in an order rotated every round: Portkey, base
- * and new on `/v1/proxy/openai` and `/v1/executions`, at c=32 on one project and at c=1, for
- * BENCH_SECONDS each. Prints per path and build the median req/s, the median of the rounds'
+ * emulator, and Portkey's gateway. Each round runs Portkey, base and new on `/v1/proxy/openai` and
+ * `/v1/executions`, at c=32 on one project and at c=1, for BENCH_SECONDS each. A path's two builds
+ * run back to back, and which of them goes first alternates by round (base-new, new-base, …; the
+ * paths' order and Portkey's place alternate too): the second run of a pair meets the database
+ * right after the first one's writes (its sequencer backlog, autovacuum), and with the order only
+ * rotated the new build came second in four rounds of five. Use an even BENCH_ROUNDS (default 6). Prints per path and build the median req/s, the median of the rounds'
  * new/base ratios, CPU per request (Tollgate's process, PostgreSQL) and c=1 added latency.
  *
- *   BENCH_BASELINE=/tmp/base BENCH_ROUNDS=5 BENCH_SECONDS=4 npm run bench:ab
+ *   BENCH_BASELINE=/tmp/base BENCH_ROUNDS=6 BENCH_SECONDS=4 npm run bench:ab
  *
  * Both builds must run against the schema of this checkout's migrations (applied once, at start).
  */
@@ -21,7 +24,7 @@ import { startStack } from './lib/stack';
 import { BENCH_BODIES, benchProjects } from './lib/workload';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
-const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5));
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 6));
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
 type Build = 'portkey' | 'base' | 'new';
@@ -58,10 +61,8 @@ async function main(): Promise<void> {
     }
     const results = new Map<string, Measured[]>();
     const record = (k: string, m: Measured) => results.set(k, [...(results.get(k) ?? []), m]);
-    const runs: [Build, 'proxy' | 'exec'][] = [['portkey', 'proxy'], ['base', 'proxy'], ['new', 'proxy'], ['base', 'exec'], ['new', 'exec']];
     for (let r = 0; r < ROUNDS; r++) {
-      for (let j = 0; j < runs.length; j++) {
-        const [b, path] = runs[(r + j) % runs.length];
+      for (const [b, path] of roundOrder(r)) {
         for (const c of [32, 1]) {
           const m = await measured(b, { ...targets[path](b)!, connections: c, seconds: SECONDS });
           log(`  round ${r + 1}/${ROUNDS} c=${c} ${b.padEnd(7)} ${path.padEnd(5)} ${m.rps.toFixed(0).padStart(5)} req/s, ${m.cpu.gatewayMs.toFixed(2)} + ${m.cpu.postgresMs.toFixed(2)} ms CPU per request`);
@@ -92,6 +93,14 @@ async function main(): Promise<void> {
     await teardown.run();
   }
   process.exit(exitCode);
+}
+
+/** Round r's runs: each path's builds back to back, the first of them alternating by round. */
+function roundOrder(r: number): [Build, 'proxy' | 'exec'][] {
+  const builds: Build[] = r % 2 === 0 ? ['base', 'new'] : ['new', 'base'];
+  const paths = Math.floor(r / 2) % 2 === 0 ? (['proxy', 'exec'] as const) : (['exec', 'proxy'] as const);
+  const tollgate = paths.flatMap((path) => builds.map((b): [Build, 'proxy' | 'exec'] => [b, path]));
+  return r % 2 === 0 ? [['portkey', 'proxy'], ...tollgate] : [...tollgate, ['portkey', 'proxy']];
 }
 
 void main();
