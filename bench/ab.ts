@@ -10,8 +10,9 @@
  * run back to back, and which of them goes first alternates by round (base-new, new-base, …; the
  * paths' order and Portkey's place alternate too): the second run of a pair meets the database
  * right after the first one's writes (its sequencer backlog, autovacuum), and with the order only
- * rotated the new build came second in four rounds of five. Use an even BENCH_ROUNDS (default 6). Prints per path and build the median req/s, the median of the rounds'
- * new/base ratios, CPU per request (Tollgate's process, PostgreSQL) and c=1 added latency.
+ * rotated the new build came second in four rounds of five. Use an even BENCH_ROUNDS (default 6).
+ * Prints per path and build the median req/s, the median of the rounds' new/base ratios, CPU per
+ * request (Tollgate's process, PostgreSQL) and c=1 added latency.
  *
  *   BENCH_BASELINE=/tmp/base BENCH_ROUNDS=6 BENCH_SECONDS=4 npm run bench:ab
  *

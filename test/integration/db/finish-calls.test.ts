@@ -33,7 +33,7 @@ describe('tollgate_finish_calls (real PostgreSQL)', () => {
     const outA = (await calls.dispatch(a.input)).outcome;
     const outB = (await calls.dispatch(b.input)).outcome;
 
-    // The first record goes out alone; the two records of b, submitted in the same turn, share the next batch.
+    // Submitted in the same turn, the three records share one batch: b's second copy meets its first in one statement.
     const recorded = await Promise.all([
       calls.record(a.input, { kind: 'dispatched', gov: govA, outcome: outA }),
       calls.record(b.input, { kind: 'dispatched', gov: govB, outcome: outB }),
