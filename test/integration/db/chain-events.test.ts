@@ -2,12 +2,20 @@
  * The sequencer chains every pending project in one transaction (chainEvents): each project's
  * events after its own head, in seq order, a bounded share of pending statements per project, and
  * projects another sequencer holds are skipped. Each chain must verify on its own.
+ *
+ * On a database of its own: the API processes other test files start run the sequencer over every
+ * project with pending events, and one of them chaining this file's projects between its inserts
+ * and its rounds changed what a round finds (a CI run saw a round chain 0 events).
  */
 import { Pool } from 'pg';
+import { createDatabaseIfMissing, dropDatabase, withDatabase } from '../../../scripts/lib/postgres';
+import { migrate } from '../../../src/db/migrate';
 import { appendEvents, CHAIN_LOCK_CLASS, chainEvents, chainProjectEvents, verifyEventChain, type NewEvent } from '../../../src/db/repositories/events';
 
 describe('chainEvents (several projects in one transaction)', () => {
-  const db = new Pool({ connectionString: process.env.DATABASE_URL, max: 4 });
+  const server = process.env.TEST_SERVER_DATABASE_URL!;
+  const name = `${process.env.TEST_DATABASE_NAME}_chain_events`;
+  let db: Pool;
   const tag = `${process.pid}_${Date.now()}`;
   const [a, b, c] = ['a', 'b', 'c'].map((p) => `proj_chain_events_${p}_${tag}`);
   const statement = (projectId: string, n: number, label: string): NewEvent[] =>
@@ -17,13 +25,14 @@ describe('chainEvents (several projects in one transaction)', () => {
   const positions = async (projectId: string) =>
     (await db.query<{ chain_pos: string }>('SELECT chain_pos FROM event_chain WHERE project_id = $1 ORDER BY chain_pos', [projectId])).rows.map((r) => Number(r.chain_pos));
 
+  beforeAll(async () => {
+    await createDatabaseIfMissing(server, name);
+    await migrate(withDatabase(server, name));
+    db = new Pool({ connectionString: withDatabase(server, name), max: 4 });
+  });
   afterAll(async () => {
-    for (const p of [a, b, c]) {
-      await db.query('DELETE FROM event_chain WHERE project_id = $1', [p]);
-      await db.query('DELETE FROM event_chain_pending WHERE project_id = $1', [p]);
-      await db.query('DELETE FROM events WHERE project_id = $1', [p]);
-    }
-    await db.end();
+    await db?.end();
+    await dropDatabase(server, name);
   });
 
   it('chains each project after its own head, a bounded share each, and skips a project whose lock is held', async () => {
