@@ -12,6 +12,7 @@ import { createApiKey, findApiKeyByKey } from '../src/db/repositories/api-keys';
 import { createProject, findProject } from '../src/db/repositories/projects';
 import { PROVIDER_IDS, providerEnvNames } from '../src/config';
 import { ensureTemporalCli } from './lib/temporal-cli';
+import { SOURCE_NODE_ARGS } from './lib/source-node-args';
 import { createDatabaseIfMissing, ensurePostgres, withDatabase } from './lib/postgres';
 import { portOpen, startTemporalDevServer, DevServer } from './lib/temporal-dev-server';
 import { ensureDashboard } from './lib/dashboard';
@@ -50,8 +51,7 @@ function readEnvFile(): Record<string, string> {
 }
 
 function startChild(name: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  // `node --import tsx`, not the tsx CLI: the CLI would keep a second Node process (~50 MiB) alive as a wrapper.
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const logStream = fs.createWriteStream(path.join(dataDir, `${name}.log`), { flags: 'a' });
   child.stdout!.pipe(logStream);
   child.stderr!.pipe(logStream);

@@ -19,6 +19,7 @@ import { createProject } from '../../src/db/repositories/projects';
 import { createApiKey } from '../../src/db/repositories/api-keys';
 import { MALLOC_ARENA_MAX } from '../../src/runtime/heap';
 import { type Child, spawnChild, type Teardown, track, waitReady } from './children';
+import { SOURCE_NODE_ARGS } from '../../scripts/lib/source-node-args';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 /** The bench stack's /metrics bearer token (production mode refuses /metrics without one). */
@@ -71,7 +72,8 @@ export async function startStack(opts: {
   const db = createPool(databaseUrl, 2);
   teardown.add('pool', () => db.end());
 
-  const tsx = (script: string, nodeArgs: string[] = []) => [...nodeArgs, '--import', 'tsx', script];
+  // As `npm run dev` runs TypeScript (scripts/lib/source-node-args.ts).
+  const tsx = (script: string, nodeArgs: string[] = []) => [...nodeArgs, ...SOURCE_NODE_ARGS, script];
 
   const emuPort = await freePort();
   const emulatorUrl = `http://127.0.0.1:${emuPort}`;
