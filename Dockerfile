@@ -14,7 +14,9 @@ COPY src ./src
 COPY workflows ./workflows
 COPY activities ./activities
 COPY scripts ./scripts
-# dist/src/main.js, dist/src/emulator/main.js, dist/src/cli/index.js and dist/workflow-bundle.js
+COPY dashboard ./dashboard
+# dist/src/main.js, dist/src/emulator/main.js, dist/src/cli/index.js, dist/workflow-bundle.js and
+# the operator dashboard in dashboard/dist
 RUN npm run build \
  && cp -r src/db/migrations dist/src/db/migrations
 
@@ -34,6 +36,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=deps --chown=root:root /app/node_modules ./node_modules
 COPY --from=build --chown=root:root /app/dist ./dist
+COPY --from=build --chown=root:root /app/dashboard/dist ./dashboard/dist
 COPY package.json ./
 # The image's files stay root-owned and read-only to the process, which runs as `node` (uid 1000).
 USER node

@@ -10,7 +10,10 @@ import type Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { send } from '@koa/send';
 
-export const DASHBOARD_DIST = path.resolve(__dirname, '..', '..', 'dashboard', 'dist');
+// This file runs as src/api/dashboard.ts from source and as dist/src/api/dashboard.js compiled; the
+// dashboard build is under the project root either way.
+const PROJECT_ROOT = path.resolve(__dirname, __filename.endsWith('.ts') ? '../..' : '../../..');
+export const DASHBOARD_DIST = path.join(PROJECT_ROOT, 'dashboard', 'dist');
 
 const SECURITY_HEADERS: Record<string, string> = {
   'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'",
