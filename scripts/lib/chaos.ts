@@ -26,6 +26,7 @@ import { createApiKey } from '../../src/db/repositories/api-keys';
 import { verifyEventChain } from '../../src/db/repositories/events';
 import { freePort, startTemporalDevServer, type DevServer } from './temporal-dev-server';
 import { findPgBin } from './postgres';
+import { SOURCE_NODE_ARGS } from './source-node-args';
 
 export const SCENARIOS = ['kill-api', 'kill-worker', 'restart-temporal', 'restart-postgres'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
@@ -131,10 +132,9 @@ class TollgateProcess {
 
   /** Starts and resolves once the process logged that it started. */
   async start(): Promise<void> {
-    const tsx = path.resolve(__dirname, '..', '..', 'node_modules', '.bin', 'tsx');
     const out = fs.createWriteStream(this.logFile, { flags: 'a' });
-    // Its own process group: tsx runs Node in a child process, and a SIGKILL must reach both.
-    const child = spawn(tsx, ['src/main.ts', '--role', this.role], { cwd: path.resolve(__dirname, '..', '..'), env: this.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    // As `npm run dev` runs it; in a process group of its own, which kill() signals as a whole.
+    const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, 'src/main.ts', '--role', this.role], { cwd: path.resolve(__dirname, '..', '..'), env: this.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     this.child = child;
     await new Promise<void>((resolve, reject) => {
       let seen = '';

@@ -1,10 +1,10 @@
 /**
- * Preloaded into the processes `npm run dev` starts, after tsx (scripts/lib/source-node-args.ts).
+ * Preloaded, after tsx, wherever Tollgate runs from TypeScript (scripts/lib/source-node-args.ts).
  * tsx turns on Node's source-map support so that stack traces name our .ts lines; Node then also
  * reads, parses and keeps the source map of every dependency file that names one (Temporal's,
  * protobufjs', OpenTelemetry's: ~20 MiB of the Tollgate process, docs/performance.md). A
  * dependency's frames are fine as compiled JavaScript, as production shows them, so this drops the
- * `sourceMappingURL` comment from files under node_modules as they load.
+ * `sourceMappingURL` comment from CommonJS files under node_modules as they load.
  */
 const path = require('node:path');
 const { addHook } = require('pirates');

@@ -11,6 +11,7 @@ import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
 import { RECONCILIATION_WORKFLOW_ID } from '../../../workflows/reconciliation';
 import { createTestProject, http, startTestTollgate, TestProject } from '../../support/tollgate';
 import { waitUntil as waitFor } from '../../support/wait';
+import { SOURCE_NODE_ARGS } from '../../../scripts/lib/source-node-args';
 
 jest.setTimeout(120_000);
 
@@ -42,7 +43,7 @@ describe('a Tollgate process killed mid-call', () => {
   });
 
   async function startDoomed(): Promise<{ child: ChildProcess; url: string }> {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'api-process.ts')], {
+    const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, path.join(__dirname, 'api-process.ts')], {
       env: { ...process.env, TOLLGATE_TEST_ENV: JSON.stringify(env) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

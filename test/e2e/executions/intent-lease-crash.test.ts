@@ -11,6 +11,7 @@ import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
 import { createTestProject, http, startTestTollgate } from '../../support/tollgate';
 import { waitUntil as waitFor } from '../../support/wait';
 import { LEASE_SETTLE_GRACE_MS, LEASE_TTL_MS, stateQuery } from '../../../workflows/intent-messages';
+import { SOURCE_NODE_ARGS } from '../../../scripts/lib/source-node-args';
 
 jest.setTimeout(120_000);
 
@@ -31,7 +32,7 @@ describe('an API process killed while it holds an intent lease', () => {
   });
 
   async function startDoomed(): Promise<{ child: ChildProcess; url: string }> {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'api-process.ts')], {
+    const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, path.join(__dirname, 'api-process.ts')], {
       env: { ...process.env, TOLLGATE_TEST_ENV: JSON.stringify(env) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { emulatorEnv, say } from './helpers';
 import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
 import { createTestProject, http, startTestTollgate } from '../../support/tollgate';
+import { SOURCE_NODE_ARGS } from '../../../scripts/lib/source-node-args';
 
 jest.setTimeout(120_000);
 
@@ -21,7 +22,7 @@ describe('two API processes share caps, rate limits and idempotency', () => {
     emu = await startEmulator({ port: 0 });
     const env = { ...emulatorEnv(emu.url), TEMPORAL_TASK_QUEUE: `replicas-${randomUUID()}` };
     local = await startTestTollgate({ env });
-    child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'api-process.ts')], {
+    child = spawn(process.execPath, [...SOURCE_NODE_ARGS, path.join(__dirname, 'api-process.ts')], {
       env: { ...process.env, TOLLGATE_TEST_ENV: JSON.stringify(env) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -12,13 +12,14 @@ import { issueCheckpoint } from '../../../src/integrity/log';
 import { checkpointCovering } from '../../../src/db/repositories/integrity-log';
 import { createTestProject, http, startTestTollgate } from '../../support/tollgate';
 import { waitUntil } from '../../support/wait';
+import { SOURCE_NODE_ARGS } from '../../../scripts/lib/source-node-args';
 
 jest.setTimeout(240_000);
 
 type TG = Awaited<ReturnType<typeof startTestTollgate>>;
 
 async function spawnWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../jobs/tollgate-process.ts')], {
+  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, path.join(__dirname, '../jobs/tollgate-process.ts')], {
     env: { ...process.env, TOLLGATE_TEST_ENV: JSON.stringify(env), TOLLGATE_TEST_ROLE: 'worker' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

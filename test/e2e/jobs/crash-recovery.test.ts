@@ -14,13 +14,14 @@ import { freePort, startTemporalDevServer, type DevServer } from '../../../scrip
 import { createTestProject, http, startTestTollgate, type TestProject } from '../../support/tollgate';
 import { waitUntil } from '../../support/wait';
 import { emulatorEnv, say } from '../executions/helpers';
+import { SOURCE_NODE_ARGS } from '../../../scripts/lib/source-node-args';
 
 jest.setTimeout(180_000);
 
 type TG = Awaited<ReturnType<typeof startTestTollgate>>;
 
 async function spawnTollgate(env: NodeJS.ProcessEnv, role: 'worker' | 'all'): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'tollgate-process.ts')], {
+  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, path.join(__dirname, 'tollgate-process.ts')], {
     env: { ...process.env, TOLLGATE_TEST_ENV: JSON.stringify(env), TOLLGATE_TEST_ROLE: role },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

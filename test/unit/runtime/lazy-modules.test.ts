@@ -6,6 +6,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
+import { SOURCE_NODE_ARGS } from '../../../scripts/lib/source-node-args';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -21,7 +22,7 @@ function loadedAtStart(): { server: string[]; all: string[] } {
     require('./src/db/migrate.ts');
     process.stdout.write(JSON.stringify({ server, all: Object.keys(require.cache) }));
   `;
-  const out = execFileSync(process.execPath, ['--import', 'tsx', '-e', script], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, NODE_ENV: 'test' } });
+  const out = execFileSync(process.execPath, [...SOURCE_NODE_ARGS, '-e', script], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, NODE_ENV: 'test' } });
   return JSON.parse(out) as { server: string[]; all: string[] };
 }
 
