@@ -29,7 +29,7 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 # --- runtime --------------------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \
-    MALLOC_ARENA_MAX=2 \
+    MALLOC_ARENA_MAX=1 \
     HOST=0.0.0.0 \
     PORT=8080 \
     TEMPORAL_WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js

@@ -109,18 +109,21 @@ export async function startStack(opts: {
   const prof = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(opts.cpuProfDir)}`] : [];
   // The compiled build (`npm run build`, as production runs it) when present; else through tsx.
   const compiled = path.join(ROOT, 'dist', 'src', 'main.js');
-  const useBuild = fs.existsSync(compiled) && process.env.BENCH_TSX !== '1';
-  log(`tollgate runs ${useBuild ? 'the compiled build (dist/)' : 'from source through tsx'}`);
+  // BENCH_DEV=1: as `npm run dev` runs it — from source with its Node flags, NODE_ENV=development,
+  // the access log at info (one line per request, drained by the bench as dev writes it to a file).
+  const devLike = process.env.BENCH_DEV === '1';
+  const useBuild = fs.existsSync(compiled) && process.env.BENCH_TSX !== '1' && !devLike;
+  log(`tollgate runs ${useBuild ? 'the compiled build (dist/)' : 'from source through tsx'}${devLike ? ', NODE_ENV=development, LOG_LEVEL=info' : ''}`);
   // API and worker in one process, as `npm run dev` runs them; BENCH_ROLE=api runs docker-compose's
   // topology instead: an API process (the hot path) and a worker process.
   const topology = process.env.BENCH_ROLE === 'api' ? 'split' : 'all';
   const taskQueue = `bench-${opts.name}-${Date.now()}`;
   const tollgateEnv = (role: 'api' | 'worker' | 'all', port: number): NodeJS.ProcessEnv => ({
-    NODE_ENV: 'production',
+    NODE_ENV: devLike ? 'development' : 'production',
     TOLLGATE_ROLE: role,
     PORT: String(port),
     HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: devLike ? 'info' : 'warn',
     METRICS_TOKEN: BENCH_METRICS_TOKEN,
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: temporal.address,

@@ -16,8 +16,9 @@ export function tuneHeap(growingPercent: number): void {
  * glibc gives each thread that allocates its own malloc arena (up to 8 per core), and the Temporal
  * core's Rust threads and libuv's pool each fragment one: ~17–25 MiB of RSS in the process that
  * runs API and worker together, for no throughput (docs/performance.md, "Memory under 250 MB").
- * glibc reads the variable once at process start, so the launchers set it in the child's
- * environment: `npm run dev`, `npm start`, the Docker image, the benches. A value already in the
- * environment wins.
+ * One arena instead of two: ~10 MiB less again and a narrower spread after load, with no CPU
+ * difference measurable (docs/performance.md, eighth session). glibc reads the variable once at
+ * process start, so the launchers set it in the child's environment: `npm run dev`, `npm start`,
+ * the Docker image, the benches. A value already in the environment wins.
  */
-export const MALLOC_ARENA_MAX = '2';
+export const MALLOC_ARENA_MAX = '1';
