@@ -60,10 +60,17 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
   const logger = opts.logger ?? createLogger(config.logLevel, { role: config.role });
   installTemporalRuntime(logger);
   const db = createPool(config.databaseUrl, config.databasePoolMax);
+  const temporalRetryMs = opts.temporalRetryMs ?? 0;
   const temporal = await connectTemporal({
     address: config.temporal.address,
     namespace: config.temporal.namespace,
-    retryForMs: opts.temporalRetryMs ?? 0,
+    retryForMs: temporalRetryMs,
+    // Said at the first failure and every ~10 s after, so a process waiting for Temporal is not silent.
+    onRetry: (err, attempt) => {
+      if (attempt === 1 || attempt % 20 === 0) {
+        logger.warn({ address: config.temporal.address, attempt, err: err instanceof Error ? err.message : String(err) }, `Temporal is not reachable yet; retrying for up to ${Math.round(temporalRetryMs / 1000)} s from start`);
+      }
+    },
   });
 
   // One governance engine and one provider gateway per process, shared by the API's in-process

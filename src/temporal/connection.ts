@@ -6,6 +6,8 @@ export interface TemporalHandles {
   client: Client;
 }
 
+const RETRY_INTERVAL_MS = 500;
+
 /**
  * One NativeConnection shared by the worker and the client: eager workflow start needs the client
  * and the worker on the same connection, and it saves a second gRPC channel.
@@ -13,17 +15,21 @@ export interface TemporalHandles {
 export async function connectTemporal(opts: {
   address: string;
   namespace: string;
+  /** Keeps trying this long (every 500 ms) before giving up with the last error. */
   retryForMs?: number;
+  /** Told of each failed attempt that will be retried (1 for the first). */
+  onRetry?: (err: unknown, attempt: number) => void;
 }): Promise<TemporalHandles> {
   const deadline = Date.now() + (opts.retryForMs ?? 0);
-  for (;;) {
+  for (let attempt = 1; ; attempt++) {
     try {
       const connection = await NativeConnection.connect({ address: opts.address });
       const client = new Client({ connection, namespace: opts.namespace });
       return { connection, client };
     } catch (err) {
       if (Date.now() >= deadline) throw err;
-      await new Promise((r) => setTimeout(r, 500));
+      opts.onRetry?.(err, attempt);
+      await new Promise((r) => setTimeout(r, RETRY_INTERVAL_MS));
     }
   }
 }

@@ -1,0 +1,35 @@
+/**
+ * Connecting to Temporal at start: retried for a while, each retried failure reported (so a process
+ * waiting for Temporal can say so), then the last error. Nothing listens on the address used here.
+ */
+import net from 'node:net';
+import { connectTemporal } from '../../../src/temporal/connection';
+
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('connectTemporal', () => {
+  it('reports each retried failure, then gives up with the last error', async () => {
+    const address = `127.0.0.1:${await closedPort()}`;
+    const attempts: number[] = [];
+    const started = Date.now();
+    await expect(connectTemporal({ address, namespace: 'default', retryForMs: 1_200, onRetry: (_err, attempt) => attempts.push(attempt) })).rejects.toThrow(/connect/i);
+    // One attempt every ~0.5 s: those before the deadline are retried and reported in order (three
+    // when connecting fails at once), the one after it throws.
+    expect(attempts.length).toBeGreaterThanOrEqual(2);
+    expect(attempts).toEqual(attempts.map((_, i) => i + 1));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_200);
+  });
+
+  it('does not retry without a retry window', async () => {
+    const address = `127.0.0.1:${await closedPort()}`;
+    const onRetry = jest.fn();
+    await expect(connectTemporal({ address, namespace: 'default', onRetry })).rejects.toThrow();
+    expect(onRetry).not.toHaveBeenCalled();
+  });
+});
