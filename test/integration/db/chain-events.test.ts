@@ -8,13 +8,11 @@
  * and its rounds changed what a round finds (a CI run saw a round chain 0 events).
  */
 import { Pool } from 'pg';
-import { createDatabaseIfMissing, dropDatabase, withDatabase } from '../../../scripts/lib/postgres';
-import { migrate } from '../../../src/db/migrate';
 import { appendEvents, CHAIN_LOCK_CLASS, chainEvents, chainProjectEvents, verifyEventChain, type NewEvent } from '../../../src/db/repositories/events';
+import { createOwnDatabase, type OwnDatabase } from '../../support/own-database';
 
 describe('chainEvents (several projects in one transaction)', () => {
-  const server = process.env.TEST_SERVER_DATABASE_URL!;
-  const name = `${process.env.TEST_DATABASE_NAME}_chain_events`;
+  let own: OwnDatabase;
   let db: Pool;
   const tag = `${process.pid}_${Date.now()}`;
   const [a, b, c] = ['a', 'b', 'c'].map((p) => `proj_chain_events_${p}_${tag}`);
@@ -26,13 +24,12 @@ describe('chainEvents (several projects in one transaction)', () => {
     (await db.query<{ chain_pos: string }>('SELECT chain_pos FROM event_chain WHERE project_id = $1 ORDER BY chain_pos', [projectId])).rows.map((r) => Number(r.chain_pos));
 
   beforeAll(async () => {
-    await createDatabaseIfMissing(server, name);
-    await migrate(withDatabase(server, name));
-    db = new Pool({ connectionString: withDatabase(server, name), max: 4 });
+    own = await createOwnDatabase('chain_events');
+    db = new Pool({ connectionString: own.url, max: 4 });
   });
   afterAll(async () => {
     await db?.end();
-    await dropDatabase(server, name);
+    await own?.drop();
   });
 
   it('chains each project after its own head, a bounded share each, and skips a project whose lock is held', async () => {

@@ -2,8 +2,6 @@
  * Key rotation on a database of its own (a rotation changes the signing key of every project in
  * the database, so it does not run on the database the other test files share).
  */
-import { createDatabaseIfMissing, dropDatabase, withDatabase } from '../../../scripts/lib/postgres';
-import { migrate } from '../../../src/db/migrate';
 import { createPool, type Db } from '../../../src/db/pool';
 import { appendEvents, chainAllProjectEvents } from '../../../src/db/repositories/events';
 import { listComplianceKeys } from '../../../src/db/repositories/integrity-log';
@@ -12,22 +10,23 @@ import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';
 import { openNote, parseVerifierKey } from '../../../src/integrity/note';
 import { runCli } from '../../../src/cli';
+import { createOwnDatabase, type OwnDatabase } from '../../support/own-database';
 
 describe('compliance signing key rotation', () => {
-  const server = process.env.TEST_SERVER_DATABASE_URL!;
-  const name = `${process.env.TEST_DATABASE_NAME}_rotation`;
-  const url = withDatabase(server, name);
-  const config = { env: 'test' as const, masterKey: undefined, databaseUrl: url };
+  let own: OwnDatabase;
+  let url: string;
+  let config: { env: 'test'; masterKey: undefined; databaseUrl: string };
   let db: Db;
 
   beforeAll(async () => {
-    await createDatabaseIfMissing(server, name);
-    await migrate(url);
+    own = await createOwnDatabase('rotation');
+    url = own.url;
+    config = { env: 'test', masterKey: undefined, databaseUrl: url };
     db = createPool(url, 4);
   });
   afterAll(async () => {
     await db?.end();
-    await dropDatabase(server, name);
+    await own?.drop();
   });
 
   async function grow(projectId: string, n: number) {

@@ -2,20 +2,12 @@
  * Connecting to Temporal at start: retried for a while, each retried failure reported (so a process
  * waiting for Temporal can say so), then the last error. Nothing listens on the address used here.
  */
-import net from 'node:net';
+import { freePort } from '../../../scripts/lib/temporal-dev-server';
 import { connectTemporal } from '../../../src/temporal/connection';
-
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe('connectTemporal', () => {
   it('reports each retried failure, then gives up with the last error', async () => {
-    const address = `127.0.0.1:${await closedPort()}`;
+    const address = `127.0.0.1:${await freePort()}`;
     const attempts: number[] = [];
     const started = Date.now();
     await expect(connectTemporal({ address, namespace: 'default', retryForMs: 1_200, onRetry: (_err, attempt) => attempts.push(attempt) })).rejects.toThrow(/connect/i);
@@ -27,7 +19,7 @@ describe('connectTemporal', () => {
   });
 
   it('does not retry without a retry window', async () => {
-    const address = `127.0.0.1:${await closedPort()}`;
+    const address = `127.0.0.1:${await freePort()}`;
     const onRetry = jest.fn();
     await expect(connectTemporal({ address, namespace: 'default', onRetry })).rejects.toThrow();
     expect(onRetry).not.toHaveBeenCalled();
