@@ -1,7 +1,8 @@
 /**
  * Recording a finished governed call: builds the envelope, then in one statement
- * (`tollgate_finish_call`, migration 0100) inserts the execution row, settles or releases spend,
- * appends the completion events, removes the in-flight row and completes the idempotency key.
+ * (`tollgate_finish_calls`, shared by a batch of calls; current body in migration 0114) inserts the
+ * execution row, settles or releases spend, appends the completion events, removes the in-flight
+ * row and completes the idempotency key.
  * The row insert is the exactly-once guard: a second recording of the same execution (a retried
  * activity, reconciliation racing a slow process) writes nothing and returns the stored envelope.
  */

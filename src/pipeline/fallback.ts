@@ -36,7 +36,7 @@ export interface FallbackRun<A extends AttemptOutcome> {
 type EventInput = Pick<ExecutionInput, 'projectId' | 'permitId' | 'executionId'>;
 
 /**
- * The events of the first try, written with the permit before dispatch (tollgate_begin_call):
+ * The events of the first try, written with the permit before dispatch (tollgate_begin_calls):
  * routing.selected_model, execution.started, provider.request_sent.
  */
 export function dispatchStartEvents(

@@ -1,6 +1,7 @@
 /**
- * The governed-call pipeline's two statements (migration 0100), in their batch form:
- * `tollgate_begin_calls` before dispatch, `tollgate_finish_calls` after. Callers batch through
+ * The governed-call pipeline's two statements, in their batch form: `tollgate_begin_calls` before
+ * dispatch, `tollgate_finish_calls` after (introduced in migration 0100; their current bodies are in
+ * migrations 0113 and 0114: each later migration replaces a function whole). Callers batch through
  * src/pipeline/batcher.ts; the items are plain JSON (see the migration for their fields).
  *
  * Both are named (prepared once per connection): at one call in flight, parsing and planning them

@@ -25,7 +25,7 @@ export interface InflightRow {
   closing: Record<string, unknown>;
 }
 
-/** What `tollgate_begin_call` takes for its in-flight row. */
+/** What `tollgate_begin_calls` takes for a call's in-flight row. */
 export function inflightRow(c: InflightCall): Record<string, unknown> {
   return { execution_id: c.executionId, started_at: c.startedAt.toISOString(), deadline: c.deadline.toISOString(), closing: c.closing };
 }
