@@ -31,6 +31,10 @@
  * paths' order shuffled every round, seeded; a row reports the round with the median req/s and the median
  * of the rounds' ratios to Portkey, which resists a shared machine's drift in speed), BENCH_OUT=<file>
  * (results as JSON), BENCH_CPU_PROF=<dir> (V8 CPU profile of the Tollgate process, written when it exits).
+ *
+ * CPU per request of each run: the answering process (`cpu ms/req`), every PostgreSQL process
+ * (`pg ms/req`) and the Temporal dev server (`temporal`: the intent path's lease Updates; a
+ * governed sync call makes no Temporal request, so the other paths show its idle timers only).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -171,7 +175,7 @@ async function main(): Promise<void> {
     // Tollgate's CPU is its API process's plus its worker's (the intent path's Updates run there).
     const gatewayPids = (p: PathName): number[] =>
       p === 'portkey' ? (stack.portkey ? [stack.portkey.pid] : []) : p === 'emulator' ? [stack.emulator.pid] : [stack.tollgate.pid, ...(stack.worker ? [stack.worker.pid] : [])];
-    const measured = (p: PathName, o: Parameters<typeof load>[0]) => loadWithCpu(gatewayPids(p), o);
+    const measured = (p: PathName, o: Parameters<typeof load>[0]) => loadWithCpu(gatewayPids(p), o, stack.temporalPid);
     // Every load run, for the error check (a row shows one run per path).
     const everyRun: { group: string; path: PathName; run: Measured }[] = [];
     // The run of a path that a row reports: with BENCH_ROUNDS > 1, the round with the median req/s.
@@ -226,11 +230,11 @@ async function main(): Promise<void> {
 
     log('');
     log(`sync chat completion, ${SECONDS} s per run${ROUNDS > 1 ? `, ${ROUNDS} rounds (median)` : ''}, emulator latency 0 ms (default); latency in ms; added = path − emulator direct at the same concurrency`);
-    log(`${'concurrency'.padEnd(18)} ${'path'.padEnd(26)} ${'req/s'.padStart(8)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'+p50'.padStart(8)} ${'+p99'.padStart(8)} ${'err/non2xx'.padStart(11)} ${'×portkey'.padStart(9)} ${'cpu ms/req'.padStart(11)} ${'pg ms/req'.padStart(10)}`);
+    log(`${'concurrency'.padEnd(18)} ${'path'.padEnd(26)} ${'req/s'.padStart(8)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'+p50'.padStart(8)} ${'+p99'.padStart(8)} ${'err/non2xx'.padStart(11)} ${'×portkey'.padStart(9)} ${'cpu ms/req'.padStart(11)} ${'pg ms/req'.padStart(10)} ${'temporal'.padStart(9)}`);
     for (const r of rows) {
       const isBase = r.path === 'emulator';
       log(
-        `${r.group.padEnd(18)} ${LABEL[r.path].padEnd(26)} ${num(r.run.rps)} ${num(r.run.p50)} ${num(r.run.p99)} ${isBase ? '       —' : num(r.addedP50)} ${isBase ? '       —' : num(r.addedP99)} ${`${r.run.errors + r.run.timeouts}/${r.run.non2xx}`.padStart(11)} ${r.ratioToPortkey === null ? '—'.padStart(9) : num(r.ratioToPortkey, 9, 2)} ${num(r.run.cpu.gatewayMs, 11, 2)} ${num(r.run.cpu.postgresMs, 10, 2)}`,
+        `${r.group.padEnd(18)} ${LABEL[r.path].padEnd(26)} ${num(r.run.rps)} ${num(r.run.p50)} ${num(r.run.p99)} ${isBase ? '       —' : num(r.addedP50)} ${isBase ? '       —' : num(r.addedP99)} ${`${r.run.errors + r.run.timeouts}/${r.run.non2xx}`.padStart(11)} ${r.ratioToPortkey === null ? '—'.padStart(9) : num(r.ratioToPortkey, 9, 2)} ${num(r.run.cpu.gatewayMs, 11, 2)} ${num(r.run.cpu.postgresMs, 10, 2)} ${num(r.run.cpu.temporalMs, 9, 2)}`,
       );
     }
     log('');

@@ -107,17 +107,24 @@ export interface CpuPerRequest {
   /** CPU ms per request of the process answering (Tollgate, Portkey, or the emulator for the direct path). */
   gatewayMs: number;
   postgresMs: number;
+  /** The Temporal server's CPU ms per request (0 when no pid was given). */
+  temporalMs: number;
 }
 
 /** A load run and the CPU per request it cost. */
 export type MeasuredRun = Run & { cpu: CpuPerRequest };
 
-/** One load run with the CPU per request it cost the given processes and PostgreSQL. */
-export async function loadWithCpu(pids: number[], o: LoadOptions): Promise<MeasuredRun> {
+/**
+ * One load run with the CPU per request it cost the given processes, PostgreSQL and (when its pid
+ * is given) the Temporal server: a governed sync call should cost Temporal nothing.
+ */
+export async function loadWithCpu(pids: number[], o: LoadOptions, temporalPid?: number): Promise<MeasuredRun> {
   const cpuOf = () => pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
+  const temporalCpu = () => (temporalPid === undefined ? 0 : processCpuMs(temporalPid));
   const g0 = cpuOf();
   const pg0 = postgresCpuMs();
+  const t0 = temporalCpu();
   const run = await load(o);
   const n = Math.max(1, run.total);
-  return { ...run, cpu: { gatewayMs: pids.length ? (cpuOf() - g0) / n : 0, postgresMs: (postgresCpuMs() - pg0) / n } };
+  return { ...run, cpu: { gatewayMs: pids.length ? (cpuOf() - g0) / n : 0, postgresMs: (postgresCpuMs() - pg0) / n, temporalMs: (temporalCpu() - t0) / n } };
 }

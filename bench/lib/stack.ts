@@ -37,6 +37,8 @@ export interface Stack {
   worker: Child | null;
   portkeyUrl: string | null;
   portkey: Child | null;
+  /** The Temporal dev server's process (its CPU is reported per request). */
+  temporalPid: number;
   /** A second Tollgate built from another checkout (`baselineDir`), on the same database and Temporal; else null. */
   baselineUrl: string | null;
   baseline: Child | null;
@@ -183,6 +185,7 @@ export async function startStack(opts: {
     worker,
     portkeyUrl,
     portkey,
+    temporalPid: temporal.process.pid!,
     newProjectKey: async (name) => {
       const project = await createProject(db, { name, plan: 'enterprise' });
       const { key } = await createApiKey(db, { projectId: project.id, scope: 'client' });
