@@ -1,5 +1,4 @@
 import Koa from 'koa';
-import Router from '@koa/router';
 import { ApiDeps } from './deps';
 import { ApiError } from './errors';
 import { errorHandler } from './middleware/error-handler';
@@ -9,6 +8,7 @@ import { httpLimitsFromEnv } from './middleware/http-limits';
 import { createHttpMetrics, observe } from './middleware/observe';
 import { requestId } from './middleware/request-id';
 import { traceRequests } from './middleware/trace';
+import { RouteIndex } from './route-index';
 import { registerMetricsRoute } from './routes/status';
 import { ROUTE_TABLE } from './routes';
 import type { RouteFamily } from './route-table';
@@ -19,7 +19,7 @@ import { registerDashboard } from './dashboard';
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();
   app.proxy = true;
-  const router = new Router();
+  const router = new RouteIndex();
   const table: RouteFamily[] = [...ROUTE_TABLE, openApiRoutes];
   for (const family of table) family.mount(router, deps);
   registerMetricsRoute(router, deps); // GET /metrics (Prometheus text, outside /v1)

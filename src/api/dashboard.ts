@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type Router from '@koa/router';
+import type { RouteIndex } from './route-index';
 import type { ParameterizedContext } from 'koa';
 import { send } from '@koa/send';
 
@@ -21,7 +21,7 @@ const SECURITY_HEADERS: Record<string, string> = {
   'referrer-policy': 'no-referrer',
 };
 
-export function registerDashboard(router: Router, dist = DASHBOARD_DIST): void {
+export function registerDashboard(router: RouteIndex, dist = DASHBOARD_DIST): void {
   const serveIndex = async (ctx: ParameterizedContext) => {
     ctx.set(SECURITY_HEADERS);
     if (!fs.existsSync(path.join(dist, 'index.html'))) {

@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type Router from '@koa/router';
+import type { RouteIndex } from './route-index';
 
 const SWAGGER_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
 const ASSETS: Record<string, string> = {
@@ -24,7 +24,7 @@ const DOCS_HTML = `<!doctype html>
 const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/v1/openapi.json', dom_id: '#reference', deepLinking: true, tryItOutEnabled: false });`;
 
 /** GET /docs and its assets: public, no key. */
-export function registerDocsPage(router: Router): void {
+export function registerDocsPage(router: RouteIndex): void {
   router.get('/docs', (ctx) => {
     ctx.type = 'text/html; charset=utf-8';
     ctx.set('Content-Security-Policy', "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'");

@@ -1,16 +1,17 @@
 /**
  * Routes as data. Each src/api/routes/<family>.ts exports a `routeFamily(...)`: its routes with
- * method, path, tier, since, auth, request and response schemas and handler. `mountRoutes` puts
- * them on the Koa router (auth and deprecation headers from the entry) and `routeDocs` hands the
- * same entries to the OpenAPI document (src/api/openapi.ts): there is no second list.
+ * method, path, tier, since, auth, request and response schemas and handler. `mount` puts them on
+ * the API's routers (src/api/route-index.ts; auth and deprecation headers from the entry) and
+ * `routeDocs` hands the same entries to the OpenAPI document (src/api/openapi.ts): there is no
+ * second list.
  */
-import type Router from '@koa/router';
 import type { Middleware, ParameterizedContext } from 'koa';
 import type { z } from 'zod';
 import type { ApiDeps } from './deps';
 import { deprecationHeaders, type DeprecationNotice } from './deprecation';
 import { authenticate } from './middleware/auth';
 import { memberOrKey } from './middleware/member-auth';
+import type { RouteIndex } from './route-index';
 
 /** GA, Beta, Deprecated: the spec's commitments; Management: excluded from tiers (spec, "Versioning" 2). */
 export type Stability = 'GA' | 'Beta' | 'Deprecated' | 'Management';
@@ -67,7 +68,7 @@ export interface RouteDef<C> extends Omit<RouteDoc, 'tag'> {
 export interface RouteFamily {
   tag: string;
   docs: RouteDoc[];
-  mount(router: Router, deps: ApiDeps): void;
+  mount(router: RouteIndex, deps: ApiDeps): void;
 }
 
 /** Registers entries in table order: fixed paths before `:param` ones that could capture them. */
@@ -100,7 +101,7 @@ export function routeFamily<C extends object>(tag: string, context: (deps: ApiDe
         chain.push(async (ctx) => {
           await route.handler(ctx as RouteContext, c);
         });
-        router.register(route.pattern ?? route.path, [route.method.toUpperCase()], chain, route.pattern ? { pathAsRegExp: true } : {});
+        router.register(route.path, [route.method.toUpperCase()], chain, { pattern: route.pattern });
       }
     },
   };

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import Router from '@koa/router';
+import type { RouteIndex } from '../route-index';
 import { ApiDeps } from '../deps';
 import { routeFamily } from '../route-table';
 import { statusSummarySchema } from '../schemas/status';
@@ -47,7 +47,7 @@ export const statusRoutes = routeFamily('Status', () => ({}), [
 ]);
 
 /** GET /metrics: Prometheus text outside /v1, not an API route (not in the document). */
-export function registerMetricsRoute(router: Router, deps: ApiDeps): void {
+export function registerMetricsRoute(router: RouteIndex, deps: ApiDeps): void {
   // Metrics describe traffic per route and status: behind a bearer token (METRICS_TOKEN) wherever
   // one is configured, and never open in production (docs/decisions.md, "Hostile inputs").
   router.get('/metrics', async (ctx) => {
