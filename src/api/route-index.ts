@@ -12,7 +12,7 @@
  * test/unit/api/route-index.test.ts checks that every route resolves as one router resolved it).
  * Matching stays case-insensitive, as @koa/router's paths are: the prefix is compared lowercased.
  */
-import Router, { type AllowedMethodsOptions, type LayerOptions, type RouterMiddleware } from '@koa/router';
+import Router, { type AllowedMethodsOptions, type Layer, type LayerOptions, type RouterMiddleware } from '@koa/router';
 
 type RouterDispatch = ReturnType<Router['routes']>;
 
@@ -43,7 +43,7 @@ export class RouteIndex {
     this.sealed = true;
     const groups = new Map([...this.groups].map(([prefix, router]) => [prefix, router.routes()]));
     const rest = this.rest.routes();
-    return async (ctx, next) => {
+    const dispatch: RouterDispatch = async (ctx, next) => {
       const prefix = requestPrefix(ctx.path);
       const group = prefix === null ? undefined : groups.get(prefix);
       const toRest = async () => {
@@ -51,6 +51,13 @@ export class RouteIndex {
       };
       await (group ? group(ctx, toRest) : toRest());
     };
+    // As @koa/router's middleware carries its router: tests find the app's routes through it.
+    return Object.assign(dispatch, { routeIndex: this });
+  }
+
+  /** Every registered route (each router's, grouped ones first; not in registration order). */
+  layers(): Layer[] {
+    return [...this.groups.values(), this.rest].flatMap((router) => router.stack);
   }
 
   /** 405 / 501 / OPTIONS from the routes every router matched (`ctx.matched` collects them all). */

@@ -1,14 +1,14 @@
 /**
- * The OpenAPI document (src/api/openapi.ts) against the routes the app really registers: the Koa
- * router is walked, so a route added outside the route table (and not in OPENAPI_EXCLUDED)
- * fails here, and so does an entry whose route is gone.
+ * The OpenAPI document (src/api/openapi.ts) against the routes the app really registers: the app's
+ * routers (src/api/route-index.ts) are walked, so a route added outside the route table (and not in
+ * OPENAPI_EXCLUDED) fails here, and so does an entry whose route is gone.
  */
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type Router from '@koa/router';
 import { createApp } from '../../../src/api/app';
 import type { ApiDeps } from '../../../src/api/deps';
+import type { RouteIndex } from '../../../src/api/route-index';
 import { buildOpenApiDocument, documentedRoutes, OPENAPI_EXCLUDED, openApiPath } from '../../../src/api/openapi';
 
 // Route registration only stores deps in closures; a recursive stand-in is enough to build the app.
@@ -17,7 +17,7 @@ const standIn: unknown = new Proxy(function () {}, {
   apply: () => standIn,
 });
 const app = createApp(standIn as ApiDeps);
-const router = (app.middleware.find((m) => (m as { router?: Router }).router) as unknown as { router: Router }).router;
+const routes = (app.middleware.find((m) => (m as { routeIndex?: RouteIndex }).routeIndex) as unknown as { routeIndex: RouteIndex }).routeIndex;
 type Doc = { openapi: string; paths: Record<string, Record<string, Record<string, unknown>>>; components: Record<string, Record<string, unknown>> };
 const doc = buildOpenApiDocument() as unknown as Doc;
 const METHODS = ['get', 'post', 'patch', 'put', 'delete'];
@@ -34,7 +34,7 @@ describe('OpenAPI document', () => {
   it('covers every registered /v1 route (string and pattern routes)', () => {
     const missing: string[] = [];
     let checked = 0;
-    for (const layer of router.stack) {
+    for (const layer of routes.layers()) {
       const methods = layer.methods.map((m) => m.toLowerCase()).filter((m) => METHODS.includes(m));
       const p = layer.path as string | RegExp;
       for (const method of methods) {
@@ -62,7 +62,7 @@ describe('OpenAPI document', () => {
     for (const [template, ops] of Object.entries(doc.paths)) {
       const sample = template.replace('{native_path}', 'chat/completions').replace(/\{[^}]+\}/g, 'x1');
       for (const method of Object.keys(ops)) {
-        if (!router.match(sample, method.toUpperCase()).pathAndMethod.length) stale.push(`${method.toUpperCase()} ${template}`);
+        if (routes.resolve(method.toUpperCase(), sample).route === null) stale.push(`${method.toUpperCase()} ${template}`);
       }
     }
     expect(stale).toEqual([]);
