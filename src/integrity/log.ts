@@ -10,6 +10,7 @@
  * nodes, verified), and only then signs and stores the checkpoint. Stored nodes are never
  * rewritten, so two checkpoints of one project cannot disagree.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Db, Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
 import { canonicalEvent, eventHash, GENESIS_HASH } from '../db/repositories/events';
@@ -37,6 +38,15 @@ export function logOrigin(projectId: string): string {
 
 /** Most leaves one issuance adds (a larger backlog is covered over several rounds). */
 export const MAX_LEAVES_PER_CHECKPOINT = 100_000;
+
+/**
+ * Leaves checked between two turns of the event loop. The checkpoint activity runs in the API
+ * process unless the worker runs apart: a read of 1,000 events re-checked at once (~20–30 ms of
+ * this thread) made every request that arrived meanwhile wait for it, and a checkpoint after a
+ * busy minute (tens of thousands of events) added ~10 ms to streams' first token for seconds
+ * (docs/performance.md, ninth session). The event-chain sequencer yields the same way.
+ */
+const LEAVES_PER_TURN = 200;
 
 export class LogIntegrityError extends Error {
   constructor(
@@ -87,6 +97,7 @@ async function extendTree(db: Queryable, projectId: string, max: number): Promis
     if (rows.length === 0) break;
     const leaves: Buffer[] = [];
     for (const r of rows) {
+      if (leaves.length > 0 && leaves.length % LEAVES_PER_TURN === 0) await nextTurn();
       if (Number(r.chain_pos) !== n + leaves.length + 1) throw new LogIntegrityError(projectId, n + leaves.length + 1, `chain position ${n + leaves.length + 1} is missing`);
       leaves.push(leafHash(checkedLeaf(projectId, r, prev)));
       prev = r.hash;

@@ -1,0 +1,50 @@
+/**
+ * A checkpoint over a backlog of events lets the event loop run between slices of 200 leaves
+ * (src/integrity/log.ts): the checkpoint activity shares the API process with requests, and a
+ * slice of 1,000 re-checked events held them for 20–30 ms. On a database of its own, so no other
+ * test file's Tollgate checkpoints these events first.
+ */
+import { createPool, type Db } from '../../../src/db/pool';
+import { appendEvents, chainAllProjectEvents } from '../../../src/db/repositories/events';
+import { createProject } from '../../../src/db/repositories/projects';
+import { complianceSigner } from '../../../src/integrity/keys';
+import { issueCheckpoint } from '../../../src/integrity/log';
+import { createOwnDatabase, type OwnDatabase } from '../../support/own-database';
+
+// Counts the turns the log gives the event loop; the turns themselves still happen.
+jest.mock('node:timers/promises', () => {
+  const actual = jest.requireActual<typeof import('node:timers/promises')>('node:timers/promises');
+  return { ...actual, setImmediate: jest.fn(actual.setImmediate) };
+});
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const timers = require('node:timers/promises') as { setImmediate: jest.Mock };
+
+describe('checkpoint over a backlog', () => {
+  let own: OwnDatabase;
+  let db: Db;
+
+  beforeAll(async () => {
+    own = await createOwnDatabase('checkpoint_turns');
+    db = createPool(own.url, 4);
+  });
+  afterAll(async () => {
+    await db?.end();
+    await own?.drop();
+  });
+
+  it('hashes at most 200 leaves between two turns of the event loop, and still covers every event', async () => {
+    const project = await createProject(db, { name: 'backlog', plan: 'production' });
+    for (let i = 0; i < 5; i++) {
+      await appendEvents(db, Array.from({ length: 500 }, (_, j) => ({ projectId: project.id, eventType: 'permit.allowed', source: 'test', phase: 'permit', metadata: { i, j } })));
+    }
+    await chainAllProjectEvents(db, project.id);
+    const signer = await complianceSigner(db, { env: 'test', masterKey: undefined, databaseUrl: own.url });
+
+    timers.setImmediate.mockClear();
+    const r = await issueCheckpoint(db, signer, project.id);
+    expect(Number(r.issued?.tree_size)).toBe(2500);
+    // Reads of 1,000, 1,000 and 500 rows: turns after leaves 200, 400, 600 and 800 of the full
+    // reads and 200 and 400 of the last one (each read's own query is a turn as well).
+    expect(timers.setImmediate).toHaveBeenCalledTimes(10);
+  });
+});
