@@ -24,6 +24,8 @@ import { SOURCE_NODE_ARGS } from '../../scripts/lib/source-node-args';
 export const ROOT = path.resolve(__dirname, '..', '..');
 /** The bench stack's /metrics bearer token (production mode refuses /metrics without one). */
 export const BENCH_METRICS_TOKEN = 'bench-metrics';
+/** A fixed master key (32 bytes, base64) for the bench's throwaway databases. */
+const BENCH_MASTER_KEY = Buffer.alloc(32, 7).toString('base64');
 
 export interface Stack {
   databaseUrl: string;
@@ -131,6 +133,10 @@ export async function startStack(opts: {
     TEMPORAL_ADDRESS: temporal.address,
     TEMPORAL_TASK_QUEUE: taskQueue,
     TEMPORAL_WORKFLOW_BUNDLE: bundlePath,
+    // As a production deployment must set it (README, "Docker"): without it the compliance signing
+    // key cannot be sealed, so NODE_ENV=production skipped every checkpoint (the activity failed
+    // and was retried) and the compiled build's figures left out the checkpoints' CPU.
+    TOLLGATE_MASTER_KEY: BENCH_MASTER_KEY,
     OPENAI_BASE_URL: `${emulatorUrl}/openai`,
     OPENAI_API_KEY: 'bench',
     // As `npm run dev`, `npm start` and the Docker image run it (src/runtime/heap.ts).
