@@ -13,7 +13,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Db, Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
-import { canonicalEvent, eventHash, GENESIS_HASH } from '../db/repositories/events';
+import { canonicalEvent, canonicalFromColumns, eventHash, GENESIS_HASH, type CanonicalColumns, type EventRecord } from '../db/repositories/events';
 import {
   chainHead,
   chainRowAt,
@@ -21,10 +21,10 @@ import {
   insertCheckpoint,
   insertNodes,
   latestCheckpoint,
-  readChainRange,
+  readChainRangeColumns,
   storedTreeSize,
   tryCheckpointLock,
-  type ChainedEventRow,
+  type ChainedColumnsRow,
   type CheckpointRow,
 } from '../db/repositories/integrity-log';
 import { appendLeaves, compactRangeIds, consistencyProof, inclusionProof, leafHash, nodeHash, nodesNeeded, rootOf, sourceOf, verifyConsistency, EMPTY_ROOT } from './merkle';
@@ -59,18 +59,19 @@ export class LogIntegrityError extends Error {
   }
 }
 
-/** The leaf bytes of a chained event (its canonical form, prev_hash included). */
-export function leafBytes(r: ChainedEventRow & { seq: number; id: string }): string {
-  return canonicalEvent({ ...r, seq: r.seq, id: r.id, prev_hash: r.prev_hash });
-}
-
-/** Checks a chain row against its event and the previous hash; returns the leaf bytes. */
-function checkedLeaf(projectId: string, r: ChainedEventRow, prev: string): string {
+/**
+ * Checks a chain row against its event and the previous hash; returns the leaf bytes (the event's
+ * canonical form, prev_hash included), written from the row's columns or, for a timestamp they
+ * cannot carry, from the whole event row.
+ */
+async function checkedLeaf(db: Queryable, projectId: string, r: ChainedColumnsRow, prev: string): Promise<string> {
   const pos = Number(r.chain_pos);
   if (r.seq === null || r.id === null) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event row (seq ${r.chain_seq}) is missing`);
   if (r.project_id !== projectId) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event belongs to another project`);
   if (r.prev_hash !== prev) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: prev_hash does not continue the chain`);
-  const bytes = leafBytes(r as ChainedEventRow & { seq: number; id: string });
+  const bytes =
+    canonicalFromColumns(r as CanonicalColumns, r.prev_hash) ??
+    canonicalEvent((await db.query<EventRecord>('SELECT * FROM events WHERE seq = $1', [r.seq])).rows[0], r.prev_hash);
   if (eventHash(prev, bytes) !== r.hash) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event (${r.id}) no longer matches its chain hash`);
   return bytes;
 }
@@ -93,13 +94,13 @@ async function extendTree(db: Queryable, projectId: string, max: number): Promis
   let prev = size === 0 ? GENESIS_HASH : (await chainRowAt(db, projectId, size))?.hash;
   if (prev === undefined) throw new LogIntegrityError(projectId, size, `chain position ${size} is missing`);
   while (n < head) {
-    const rows = await readChainRange(db, projectId, n, head, 1000);
+    const rows = await readChainRangeColumns(db, projectId, n, head, 1000);
     if (rows.length === 0) break;
     const leaves: Buffer[] = [];
     for (const r of rows) {
       if (leaves.length > 0 && leaves.length % LEAVES_PER_TURN === 0) await nextTurn();
       if (Number(r.chain_pos) !== n + leaves.length + 1) throw new LogIntegrityError(projectId, n + leaves.length + 1, `chain position ${n + leaves.length + 1} is missing`);
-      leaves.push(leafHash(checkedLeaf(projectId, r, prev)));
+      leaves.push(leafHash(await checkedLeaf(db, projectId, r, prev)));
       prev = r.hash;
     }
     const out = appendLeaves(n, range, leaves);
