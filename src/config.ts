@@ -212,6 +212,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.TOLLGATE_MASTER_KEY !== undefined && Buffer.from(e.TOLLGATE_MASTER_KEY, 'base64').length !== 32) {
     throw new ConfigError([{ variable: 'TOLLGATE_MASTER_KEY', message: 'must be 32 bytes encoded as base64' }]);
   }
+  // Without it production cannot seal the compliance signing key, webhook secrets or provider
+  // keys: checkpoints failed every round in the background, unnoticed (docs/decisions.md).
+  if (e.NODE_ENV === 'production' && e.TOLLGATE_MASTER_KEY === undefined) {
+    throw new ConfigError([
+      { variable: 'TOLLGATE_MASTER_KEY', message: 'is required with NODE_ENV=production (32 bytes, base64): it seals the compliance signing key, webhook secrets and provider keys' },
+    ]);
+  }
   const providers = Object.fromEntries(
     PROVIDER_IDS.map((p) => [
       p,

@@ -39,7 +39,7 @@ describe('foundation: auth, error contract, status', () => {
 
     it('GET /metrics behind METRICS_TOKEN when configured, and closed in production without one', async () => {
       const guarded = await startTestTollgate({ env: { METRICS_TOKEN: 'metrics-secret-1' }, role: 'api' });
-      const prod = await startTestTollgate({ env: { NODE_ENV: 'production' }, role: 'api' });
+      const prod = await startTestTollgate({ env: { NODE_ENV: 'production', TOLLGATE_MASTER_KEY: Buffer.alloc(32, 3).toString('base64') }, role: 'api' });
       try {
         const g = http(guarded.url!);
         expectError(await g('GET', '/metrics'), 401, 'authentication_required');

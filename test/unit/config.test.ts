@@ -37,6 +37,13 @@ describe('loadConfig', () => {
     expect((caught as Error).message).toContain(variable);
   });
 
+  it('requires TOLLGATE_MASTER_KEY in production, where nothing could be sealed without it', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(ConfigError);
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/TOLLGATE_MASTER_KEY: is required with NODE_ENV=production/);
+    expect(loadConfig({ NODE_ENV: 'production', TOLLGATE_MASTER_KEY: Buffer.alloc(32, 1).toString('base64') }).env).toBe('production');
+    expect(loadConfig({ NODE_ENV: 'development' }).masterKey).toBeUndefined();
+  });
+
   it('reports every bad variable at once', () => {
     expect(() => loadConfig({ PORT: 'x', TOLLGATE_ROLE: 'y' })).toThrow(/PORT.*TOLLGATE_ROLE|TOLLGATE_ROLE.*PORT/);
   });
