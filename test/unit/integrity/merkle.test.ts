@@ -1,4 +1,4 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import {
   appendLeaves,
   consistencyProof,
@@ -36,6 +36,20 @@ function buildStore(leaves: Buffer[], chunks: number[]) {
   }
   return sourceOf(all);
 }
+
+describe('RFC 6962 hashes', () => {
+  it('match known answers and a hash computed byte by byte', () => {
+    // RFC 6962's test vectors: the empty tree, and the leaf hash of the empty leaf.
+    expect(EMPTY_ROOT.toString('hex')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+    expect(leafHash(Buffer.alloc(0)).toString('hex')).toBe('6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d');
+    const text = '{"event":"é😀"}';
+    const byHand = (prefix: number, ...parts: Buffer[]) => parts.reduce((h, p) => h.update(p), createHash('sha256').update(Buffer.from([prefix]))).digest();
+    expect(leafHash(text)).toEqual(byHand(0, Buffer.from(text, 'utf8')));
+    expect(leafHash(Buffer.from(text, 'utf8'))).toEqual(leafHash(text));
+    const [a, b] = [leafHash('a'), leafHash('b')];
+    expect(nodeHash(a, b)).toEqual(byHand(1, a, b));
+  });
+});
 
 describe('RFC 6962 tree over stored perfect subtrees', () => {
   const leaves = Array.from({ length: 41 }, (_, i) => Buffer.from(`{"event":${i}}`));
