@@ -40,13 +40,13 @@ export function logOrigin(projectId: string): string {
 export const MAX_LEAVES_PER_CHECKPOINT = 100_000;
 
 /**
- * Leaves checked between two turns of the event loop. The checkpoint activity runs in the API
- * process unless the worker runs apart: a read of 1,000 events re-checked at once (~20–30 ms of
- * this thread) made every request that arrived meanwhile wait for it, and a checkpoint after a
- * busy minute (tens of thousands of events) added ~10 ms to streams' first token for seconds
- * (docs/performance.md, ninth session). The event-chain sequencer yields the same way.
+ * Leaves checked between two turns of the event loop (~1–1.5 ms of work). The checkpoint activity
+ * runs in the API process unless the worker runs apart, and a checkpoint catching up on a busy
+ * minute's events competes with every request meanwhile: each of a stream's hops through the event
+ * loop waits behind the slice running. 1,000 at once (~20–30 ms) and 200 added ~10–15 ms to a
+ * stream's first token while it caught up; 50, ~8–10 (docs/performance.md, ninth session).
  */
-const LEAVES_PER_TURN = 200;
+const LEAVES_PER_TURN = 50;
 
 export class LogIntegrityError extends Error {
   constructor(

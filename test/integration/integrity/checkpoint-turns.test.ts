@@ -1,5 +1,5 @@
 /**
- * A checkpoint over a backlog of events lets the event loop run between slices of 200 leaves
+ * A checkpoint over a backlog of events lets the event loop run between slices of 50 leaves
  * (src/integrity/log.ts): the checkpoint activity shares the API process with requests, and a
  * slice of 1,000 re-checked events held them for 20–30 ms. Its leaves are written from the events'
  * columns, and from the whole row where the columns cannot carry the timestamp. On a database of
@@ -33,7 +33,7 @@ describe('checkpoint over a backlog', () => {
     await own?.drop();
   });
 
-  it('hashes at most 200 leaves between two turns of the event loop, and still covers every event', async () => {
+  it('hashes at most 50 leaves between two turns of the event loop, and still covers every event', async () => {
     const project = await createProject(db, { name: 'backlog', plan: 'production' });
     for (let i = 0; i < 5; i++) {
       await appendEvents(db, Array.from({ length: 500 }, (_, j) => ({ projectId: project.id, eventType: 'permit.allowed', source: 'test', phase: 'permit', metadata: { i, j } })));
@@ -44,9 +44,9 @@ describe('checkpoint over a backlog', () => {
     timers.setImmediate.mockClear();
     const r = await issueCheckpoint(db, signer, project.id);
     expect(Number(r.issued?.tree_size)).toBe(2500);
-    // Reads of 1,000, 1,000 and 500 rows: turns after leaves 200, 400, 600 and 800 of the full
-    // reads and 200 and 400 of the last one (each read's own query is a turn as well).
-    expect(timers.setImmediate).toHaveBeenCalledTimes(10);
+    // Reads of 1,000, 1,000 and 500 rows: a turn after every 50th leaf of a read but its last
+    // (19, 19 and 9; each read's own query is a turn as well).
+    expect(timers.setImmediate).toHaveBeenCalledTimes(47);
   });
 
   it('covers events whose timestamps the columns cannot carry (before year 1, after 9999)', async () => {
