@@ -99,8 +99,8 @@ export type ChainedColumnsRow = { [K in keyof CanonicalColumns]: CanonicalColumn
 
 /**
  * Chain positions (from, to] with the columns the canonical form is written from
- * (`canonicalFromColumns`): the checkpoint's read. The whole rows and RFC 8785 over them cost
- * about twice as much per event (the sequencer reads the same columns for the same reason).
+ * (`canonicalFromColumns`): the checkpoint's read, as the sequencer's. Whole rows written out
+ * through `canonicalize` cost more per event (docs/performance.md, ninth session).
  */
 export async function readChainRangeColumns(db: Queryable, projectId: string, afterPos: number, toPos: number, limit = 1000): Promise<ChainedColumnsRow[]> {
   const { rows } = await db.query<ChainedColumnsRow>(
