@@ -14,12 +14,8 @@
  */
 import { hash } from 'node:crypto';
 
-// One-shot hashing of one buffer: a checkpoint hashes two or three times per event, and
+// One-shot hashing of the prefixed bytes: a checkpoint hashes two or three times per event, and
 // createHash/update/digest cost ~1 µs more per hash than crypto.hash (docs/performance.md).
-export function sha256(...parts: Buffer[]): Buffer {
-  return hash('sha256', parts.length === 1 ? parts[0] : Buffer.concat(parts), 'buffer');
-}
-
 export function leafHash(leaf: Buffer | string): Buffer {
   const length = typeof leaf === 'string' ? Buffer.byteLength(leaf, 'utf8') : leaf.length;
   const bytes = Buffer.allocUnsafe(1 + length);
@@ -37,7 +33,7 @@ export function nodeHash(left: Buffer, right: Buffer): Buffer {
   return hash('sha256', bytes, 'buffer');
 }
 
-export const EMPTY_ROOT = sha256();
+export const EMPTY_ROOT = hash('sha256', Buffer.alloc(0), 'buffer');
 
 /** The largest power of two strictly smaller than n (n ≥ 2). */
 export function splitPoint(n: number): number {
