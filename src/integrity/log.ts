@@ -3,12 +3,19 @@
  *
  * Leaf i is the event at chain position i + 1; the leaf bytes are the event's canonical form
  * (`canonicalEvent` in src/db/repositories/events.ts, RFC 8785 JSON including prev_hash), the same
- * bytes the hash chain hashes. The tree is extended by `issueCheckpoint` only, under the project's
- * checkpoint lock: it reads the newly chained events in chain order, re-checks each against its
- * chain row (prev_hash continuity and hash), stores the completed perfect subtrees, checks that the
- * new root is consistent with the previous checkpoint (a consistency proof built from the stored
- * nodes, verified), and only then signs and stores the checkpoint. Stored nodes are never
- * rewritten, so two checkpoints of one project cannot disagree.
+ * bytes the hash chain hashes. The sequencer stores each event's leaf hash as it chains it
+ * (event_chain.leaf_hash), so a checkpoint signs what was chained: it reads the chain rows in
+ * order, checks their links (positions without gaps, each prev_hash the hash before), and builds
+ * the tree from the stored leaf hashes; an event row altered or removed after chaining no longer
+ * matches its leaf and chain hash, which verification (`verifyEventChain`, an export's proofs)
+ * reports (docs/decisions.md, "Checkpoints sign what was chained"). Rows chained before leaf hashes
+ * were stored are written out from their event and re-checked against their chain hash, as before.
+ *
+ * The tree is extended by `issueCheckpoint` only, under the project's checkpoint lock: it stores
+ * the completed perfect subtrees, checks that the new root is consistent with the previous
+ * checkpoint (a consistency proof built from the stored nodes, verified), and only then signs and
+ * stores the checkpoint. Stored nodes are never rewritten, so two checkpoints of one project
+ * cannot disagree.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Db, Queryable } from '../db/pool';
@@ -21,6 +28,7 @@ import {
   insertCheckpoint,
   insertNodes,
   latestCheckpoint,
+  readChainLeaves,
   readChainRangeColumns,
   storedTreeSize,
   tryCheckpointLock,
@@ -40,7 +48,8 @@ export function logOrigin(projectId: string): string {
 export const MAX_LEAVES_PER_CHECKPOINT = 100_000;
 
 /**
- * Leaves checked between two turns of the event loop (~1–1.5 ms of work). The checkpoint activity
+ * Leaves written out from their event (rows chained before migration 0115) between two turns of
+ * the event loop (~1–1.5 ms of work). The checkpoint activity
  * runs in the API process unless the worker runs apart, and a checkpoint catching up on a busy
  * minute's events competes with every request meanwhile: each of a stream's hops through the event
  * loop waits behind the slice running. 1,000 at once (~20–30 ms) and 200 added ~10–15 ms to a
@@ -60,7 +69,7 @@ export class LogIntegrityError extends Error {
 }
 
 /**
- * Checks a chain row against its event and the previous hash; returns the leaf bytes (the event's
+ * Checks a chain row against its event (whose link the caller checked); returns the leaf bytes (the event's
  * canonical form, prev_hash included), written from the row's columns or, for a timestamp they
  * cannot carry, from the whole event row.
  */
@@ -68,7 +77,6 @@ async function checkedLeaf(db: Queryable, projectId: string, r: ChainedColumnsRo
   const pos = Number(r.chain_pos);
   if (r.seq === null || r.id === null) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event row (seq ${r.chain_seq}) is missing`);
   if (r.project_id !== projectId) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event belongs to another project`);
-  if (r.prev_hash !== prev) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: prev_hash does not continue the chain`);
   const bytes =
     canonicalFromColumns(r as CanonicalColumns, r.prev_hash) ??
     canonicalEvent((await db.query<EventRecord>('SELECT * FROM events WHERE seq = $1', [r.seq])).rows[0], r.prev_hash);
@@ -94,13 +102,21 @@ async function extendTree(db: Queryable, projectId: string, max: number): Promis
   let prev = size === 0 ? GENESIS_HASH : (await chainRowAt(db, projectId, size))?.hash;
   if (prev === undefined) throw new LogIntegrityError(projectId, size, `chain position ${size} is missing`);
   while (n < head) {
-    const rows = await readChainRangeColumns(db, projectId, n, head, 1000);
+    const rows = await readChainLeaves(db, projectId, n, head, 1000);
     if (rows.length === 0) break;
+    const unstored = rows.some((r) => r.leaf_hash === null) ? await legacyRows(db, projectId, n, Number(rows[rows.length - 1].chain_pos)) : null;
     const leaves: Buffer[] = [];
+    let written = 0;
     for (const r of rows) {
-      if (leaves.length > 0 && leaves.length % LEAVES_PER_TURN === 0) await nextTurn();
-      if (Number(r.chain_pos) !== n + leaves.length + 1) throw new LogIntegrityError(projectId, n + leaves.length + 1, `chain position ${n + leaves.length + 1} is missing`);
-      leaves.push(leafHash(await checkedLeaf(db, projectId, r, prev)));
+      const pos = n + leaves.length + 1;
+      if (Number(r.chain_pos) !== pos) throw new LogIntegrityError(projectId, pos, `chain position ${pos} is missing`);
+      if (r.prev_hash !== prev) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: prev_hash does not continue the chain`);
+      if (r.leaf_hash !== null) leaves.push(r.leaf_hash);
+      else {
+        if (written > 0 && written % LEAVES_PER_TURN === 0) await nextTurn();
+        written += 1;
+        leaves.push(leafHash(await checkedLeaf(db, projectId, unstored!.get(pos)!, prev)));
+      }
       prev = r.hash;
     }
     const out = appendLeaves(n, range, leaves);
@@ -111,6 +127,12 @@ async function extendTree(db: Queryable, projectId: string, max: number): Promis
   let root = range[range.length - 1];
   for (let i = range.length - 2; i >= 0; i--) root = nodeHash(range[i], root);
   return { size: n, root };
+}
+
+/** Chain positions (from, to] with their events' columns, by position: for rows without a stored leaf hash. */
+async function legacyRows(db: Queryable, projectId: string, afterPos: number, toPos: number): Promise<Map<number, ChainedColumnsRow>> {
+  const rows = await readChainRangeColumns(db, projectId, afterPos, toPos, toPos - afterPos);
+  return new Map(rows.map((r) => [Number(r.chain_pos), r]));
 }
 
 export type IssueResult = { issued: CheckpointRow } | { issued: null; reason: 'up_to_date' | 'locked' };

@@ -3,6 +3,7 @@ import canonicalize from 'canonicalize';
 import type { Pool, PoolClient } from 'pg';
 import { Queryable } from '../pool';
 import { newId } from '../../ids';
+import { leafHash } from '../../integrity/merkle';
 
 /**
  * The append-only event log timelines are rebuilt from. Each project has its own hash chain:
@@ -12,7 +13,8 @@ import { newId } from '../../ids';
  * `event_chain_pending`, so the request path never waits on the chain; the sequencer
  * (`chainEvents`, run by src/events/chainer.ts about every 250 ms) chains each project's
  * pending events in `seq` order under a per-project lock, all projects in one transaction,
- * writing `event_chain` rows (chain_pos, prev_hash, hash; migration 0103). An event row is never
+ * writing `event_chain` rows (chain_pos, prev_hash, hash, migration 0103; and the event's Merkle
+ * leaf hash, migration 0115, which the checkpoint builds its tree from). An event row is never
  * updated. Readers use the `events_chained` view: timelines read events by `seq` whether or not
  * they are chained yet; verification walks `chain_pos`.
  *
@@ -310,12 +312,12 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
     );
     const links = await linkInOrder(client, rows, (pn) => headOf.get(projects[pn - 1]));
     await client.query(
-      `INSERT INTO event_chain (seq, project_id, chain_pos, prev_hash, hash)
-       SELECT v.seq, ($6::text[])[v.pn], v.pos, coalesce(v.head, lag(v.hash) OVER (ORDER BY v.ord)), v.hash
-         FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], $5::text[]) WITH ORDINALITY AS v(seq, hash, pn, pos, head, ord)`,
+      `INSERT INTO event_chain (seq, project_id, chain_pos, prev_hash, hash, leaf_hash)
+       SELECT v.seq, ($6::text[])[v.pn], v.pos, coalesce(v.head, lag(v.hash) OVER (ORDER BY v.ord)), v.hash, decode(v.leaf, 'hex')
+         FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], $5::text[], $7::text[]) WITH ORDINALITY AS v(seq, hash, pn, pos, head, leaf, ord)`,
       // Numbers and hex digests need no quoting: the arrays' text is joined here (pg's serializer
       // escapes every element, ~2 µs per event of this process's CPU).
-      [arrayText(links.seqs), arrayText(links.hashes), arrayText(links.projectNumbers), arrayText(links.chainPos), arrayText(links.linkTo.map((h) => h ?? 'NULL')), projects],
+      [arrayText(links.seqs), arrayText(links.hashes), arrayText(links.projectNumbers), arrayText(links.chainPos), arrayText(links.linkTo.map((h) => h ?? 'NULL')), projects, arrayText(links.leafHashes)],
     );
     await client.query(
       'DELETE FROM event_chain_pending p USING unnest($1::text[], $2::bigint[]) AS k(project_id, first_seq) WHERE p.project_id = k.project_id AND p.first_seq = k.first_seq',
@@ -341,11 +343,11 @@ function arrayText(elements: ReadonlyArray<string | number>): string {
 
 /**
  * Hashes the round's events in order (grouped by project number, each group after its project's
- * head): per event its hash, project number and chain position, and for the first event of each
+ * head): per event its hash, leaf hash, project number and chain position, and for the first event of each
  * project the head hash it links to (the others link to the event before them).
  */
 async function linkInOrder(client: PoolClient, rows: PendingEvent[], headOf: (projectNumber: number) => { chain_pos: number; hash: string } | undefined) {
-  const out = { seqs: [] as string[], hashes: [] as string[], projectNumbers: [] as number[], chainPos: [] as number[], linkTo: [] as (string | null)[] };
+  const out = { seqs: [] as string[], hashes: [] as string[], leafHashes: [] as string[], projectNumbers: [] as number[], chainPos: [] as number[], linkTo: [] as (string | null)[] };
   let pn = 0;
   let prev = GENESIS_HASH;
   let pos = 0;
@@ -363,6 +365,8 @@ async function linkInOrder(client: PoolClient, rows: PendingEvent[], headOf: (pr
     const hash = eventHash(prev, canonical);
     out.seqs.push(r.seq);
     out.hashes.push(hash);
+    // The checkpoint's leaf for this event, while its canonical form is at hand (src/integrity/log.ts).
+    out.leafHashes.push(leafHash(canonical).toString('hex'));
     out.projectNumbers.push(pn);
     out.chainPos.push((pos += 1));
     out.linkTo.push(first ? prev : null);

@@ -99,8 +99,9 @@ export type ChainedColumnsRow = { [K in keyof CanonicalColumns]: CanonicalColumn
 
 /**
  * Chain positions (from, to] with the columns the canonical form is written from
- * (`canonicalFromColumns`): the checkpoint's read, as the sequencer's. Whole rows written out
- * through `canonicalize` cost more per event (docs/performance.md, ninth session).
+ * (`canonicalFromColumns`): the checkpoint's read of rows chained before their leaf hash was
+ * stored (migration 0115). Whole rows written out through `canonicalize` cost more per event
+ * (docs/performance.md, ninth session).
  */
 export async function readChainRangeColumns(db: Queryable, projectId: string, afterPos: number, toPos: number, limit = 1000): Promise<ChainedColumnsRow[]> {
   const { rows } = await db.query<ChainedColumnsRow>(
@@ -108,6 +109,20 @@ export async function readChainRangeColumns(db: Queryable, projectId: string, af
        FROM event_chain c LEFT JOIN events e ON e.seq = c.seq
       WHERE c.project_id = $1 AND c.chain_pos > $2 AND c.chain_pos <= $3
       ORDER BY c.chain_pos LIMIT $4`,
+    [projectId, afterPos, toPos, limit],
+  );
+  return rows;
+}
+
+/** A chain position as the sequencer wrote it: links and the event's leaf hash (null on rows chained before migration 0115). */
+export type ChainLeafRow = { chain_seq: string; chain_pos: string; prev_hash: string; hash: string; leaf_hash: Buffer | null };
+
+/** Chain positions (from, to] from the chain's side only: what the checkpoint builds its tree from. */
+export async function readChainLeaves(db: Queryable, projectId: string, afterPos: number, toPos: number, limit = 1000): Promise<ChainLeafRow[]> {
+  const { rows } = await db.query<ChainLeafRow>(
+    `SELECT seq AS chain_seq, chain_pos, prev_hash, hash, leaf_hash FROM event_chain
+      WHERE project_id = $1 AND chain_pos > $2 AND chain_pos <= $3
+      ORDER BY chain_pos LIMIT $4`,
     [projectId, afterPos, toPos, limit],
   );
   return rows;
@@ -136,13 +151,20 @@ export async function getNodes(db: Queryable, projectId: string, ids: { level: n
   return rows.map((r) => ({ level: Number(r.level), idx: Number(r.idx), hash: r.hash }));
 }
 
+/**
+ * Stores nodes (32-byte hashes). The hashes travel as one bytea parameter, which node-postgres
+ * sends in binary, sliced per row in SQL: as a bytea[] each hash was written out as escaped hex
+ * text, two thirds of a checkpoint's CPU per event (docs/performance.md, tenth session).
+ */
 export async function insertNodes(db: Queryable, projectId: string, nodes: { level: number; idx: number; hash: Buffer }[]): Promise<void> {
   for (let i = 0; i < nodes.length; i += 5000) {
     const part = nodes.slice(i, i + 5000);
+    if (part.some((n) => n.hash.length !== 32)) throw new Error('a Merkle node hash is not 32 bytes');
     await db.query(
       `INSERT INTO merkle_nodes (project_id, level, idx, hash)
-       SELECT $1, w.level, w.idx, w.hash FROM unnest($2::smallint[], $3::bigint[], $4::bytea[]) AS w(level, idx, hash)`,
-      [projectId, part.map((n) => n.level), part.map((n) => n.idx), part.map((n) => n.hash)],
+       SELECT $1, w.level, w.idx, substring($4::bytea FROM (w.ord::int - 1) * 32 + 1 FOR 32)
+         FROM unnest($2::smallint[], $3::bigint[]) WITH ORDINALITY AS w(level, idx, ord)`,
+      [projectId, `{${part.map((n) => n.level).join(',')}}`, `{${part.map((n) => n.idx).join(',')}}`, Buffer.concat(part.map((n) => n.hash))],
     );
   }
 }

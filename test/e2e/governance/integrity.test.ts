@@ -6,6 +6,7 @@ import { issueCheckpoint, LogIntegrityError } from '../../../src/integrity/log';
 import { CHECKPOINT_LOCK_CLASS } from '../../../src/db/repositories/integrity-log';
 import { leafHash, verifyConsistency, verifyInclusion } from '../../../src/integrity/merkle';
 import { openNote, parseCheckpointText, parseVerifierKey } from '../../../src/integrity/note';
+import { verifyEventChain } from '../../../src/db/repositories/events';
 import { goVerifier, writeEvents } from './helpers';
 
 describe('signed checkpoints, proofs, and a Go verifier', () => {
@@ -151,23 +152,53 @@ describe('signed checkpoints, proofs, and a Go verifier', () => {
     }
   });
 
-  it('refuses to sign over an event altered after it was chained, naming its position', async () => {
-    const p = await createTestProject(tg.db);
-    await writeEvents(tg.db, p.project.id, 4);
-    await latest(p.clientKey, 4);
-    // Hold the project's checkpoint lock while events 5-7 are written and the 6th is altered, so the
-    // running workflow cannot checkpoint them in between; after that, whoever issues sees the change.
+  /**
+   * Writes events 5-7 and alters the 6th while holding the project's checkpoint lock, so the running
+   * workflow cannot checkpoint them in between; `beforeAlter` runs under the lock too.
+   */
+  async function alterSixth(projectId: string, beforeAlter?: () => Promise<void>): Promise<string> {
     const holder = await tg.db.connect();
     try {
       await holder.query('BEGIN');
-      await holder.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [CHECKPOINT_LOCK_CLASS, p.project.id]);
-      await writeEvents(tg.db, p.project.id, 3);
-      const { rows } = await tg.db.query(`SELECT c.seq FROM event_chain c WHERE c.project_id = $1 AND c.chain_pos = 6`, [p.project.id]);
+      await holder.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [CHECKPOINT_LOCK_CLASS, projectId]);
+      await writeEvents(tg.db, projectId, 3);
+      await beforeAlter?.();
+      const { rows } = await tg.db.query(`SELECT c.seq FROM event_chain c WHERE c.project_id = $1 AND c.chain_pos = 6`, [projectId]);
       await tg.db.query(`UPDATE events SET metadata = '{"i":999}'::jsonb WHERE seq = $1`, [rows[0].seq]);
       await holder.query('COMMIT');
+      return String(rows[0].seq);
     } finally {
       holder.release();
     }
+  }
+
+  it('signs an event as it was chained: one altered afterwards no longer matches its leaf, and the chain check names it', async () => {
+    const p = await createTestProject(tg.db);
+    await writeEvents(tg.db, p.project.id, 4);
+    await latest(p.clientKey, 4);
+    const seq = await alterSixth(p.project.id);
+    const c7 = await latest(p.clientKey, 7);
+
+    const altered = (await tg.db.query('SELECT e.id FROM events e WHERE e.seq = $1', [seq])).rows[0].id;
+    const r = await call('GET', `/v1/integrity/proofs/inclusion?event_id=${altered}`, { key: p.clientKey });
+    expect(r.status).toBe(200);
+    const proof = r.json.proof.map((h: string) => Buffer.from(h, 'base64'));
+    const root = Buffer.from(c7.root_hash, 'base64');
+    // The signed tree holds the event as chained; the event as it is now is not in it.
+    expect(JSON.parse(r.json.leaf).metadata).toEqual({ i: 999 });
+    expect(verifyInclusion(5, 7, Buffer.from(r.json.leaf_hash, 'base64'), proof, root)).toBe(true);
+    expect(verifyInclusion(5, 7, leafHash(r.json.leaf), proof, root)).toBe(false);
+    expect(leafHash(r.json.leaf.replace('"i":999', '"i":1')).toString('base64')).toBe(r.json.leaf_hash);
+    expect(await verifyEventChain(tg.db, p.project.id)).toMatchObject({ ok: false, broken_at_seq: Number(seq) });
+  });
+
+  it('refuses to sign over an event chained before leaf hashes were stored and altered since, naming its position', async () => {
+    const p = await createTestProject(tg.db);
+    await writeEvents(tg.db, p.project.id, 4);
+    await latest(p.clientKey, 4);
+    await alterSixth(p.project.id, async () => {
+      await tg.db.query('UPDATE event_chain SET leaf_hash = NULL WHERE project_id = $1 AND chain_pos > 4', [p.project.id]);
+    });
     const signer = await complianceSigner(tg.db, tg.config);
     let err: unknown = null;
     for (let i = 0; i < 100 && err === null; i++) {
@@ -184,5 +215,27 @@ describe('signed checkpoints, proofs, and a Go verifier', () => {
     expect((err as LogIntegrityError).message).toMatch(/no longer matches its chain hash/);
     const { rows: sizes } = await tg.db.query('SELECT max(tree_size)::int AS n FROM log_checkpoints WHERE project_id = $1', [p.project.id]);
     expect(sizes[0].n).toBe(4);
+  });
+
+  it('refuses to sign over a chain whose links were rewritten, naming the position', async () => {
+    const p = await createTestProject(tg.db);
+    await writeEvents(tg.db, p.project.id, 4);
+    await latest(p.clientKey, 4);
+    await alterSixth(p.project.id, async () => {
+      await tg.db.query(`UPDATE event_chain SET prev_hash = repeat('a', 64) WHERE project_id = $1 AND chain_pos = 7`, [p.project.id]);
+    });
+    const signer = await complianceSigner(tg.db, tg.config);
+    let err: unknown = null;
+    for (let i = 0; i < 100 && err === null; i++) {
+      try {
+        await issueCheckpoint(tg.db, signer, p.project.id);
+        await new Promise((res) => setTimeout(res, 20));
+      } catch (e) {
+        err = e;
+      }
+    }
+    expect(err).toBeInstanceOf(LogIntegrityError);
+    expect((err as LogIntegrityError).position).toBe(7);
+    expect((err as LogIntegrityError).message).toMatch(/prev_hash does not continue the chain/);
   });
 });

@@ -1,12 +1,15 @@
 /**
- * A checkpoint over a backlog of events lets the event loop run between slices of 50 leaves
- * (src/integrity/log.ts): the checkpoint activity shares the API process with requests, and a
- * slice of 1,000 re-checked events held them for 20–30 ms. Its leaves are written from the events'
+ * A checkpoint over a backlog (src/integrity/log.ts) builds its tree from the leaf hashes the
+ * sequencer stored, which are the events' canonical forms hashed as RFC 6962 leaves. Rows chained
+ * before leaf hashes were stored are written out from their events, with a turn of the event loop
+ * every 50 leaves: the checkpoint activity shares the API process with requests, and a slice of
+ * 1,000 re-checked events held them for 20–30 ms. Those leaves are written from the events'
  * columns, and from the whole row where the columns cannot carry the timestamp. On a database of
  * its own, so no other test file's Tollgate checkpoints these events first.
  */
 import { createPool, type Db } from '../../../src/db/pool';
-import { appendEvents, chainAllProjectEvents } from '../../../src/db/repositories/events';
+import { appendEvents, canonicalEvent, chainAllProjectEvents, type EventRecord } from '../../../src/db/repositories/events';
+import { leafHash } from '../../../src/integrity/merkle';
 import { createProject } from '../../../src/db/repositories/projects';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';
@@ -33,24 +36,55 @@ describe('checkpoint over a backlog', () => {
     await own?.drop();
   });
 
-  it('hashes at most 50 leaves between two turns of the event loop, and still covers every event', async () => {
-    const project = await createProject(db, { name: 'backlog', plan: 'production' });
-    for (let i = 0; i < 5; i++) {
+  async function backlog(name: string, events: number) {
+    const project = await createProject(db, { name, plan: 'production' });
+    for (let i = 0; i < events / 500; i++) {
       await appendEvents(db, Array.from({ length: 500 }, (_, j) => ({ projectId: project.id, eventType: 'permit.allowed', source: 'test', phase: 'permit', metadata: { i, j } })));
     }
     await chainAllProjectEvents(db, project.id);
+    return project;
+  }
+
+  /** The stored leaves (level 0) against the events' canonical forms, in chain order. */
+  async function leavesAgainstEvents(projectId: string) {
+    const { rows } = await db.query<EventRecord & { node: Buffer }>(
+      `SELECT e.*, c.prev_hash, n.hash AS node FROM event_chain c JOIN events e ON e.seq = c.seq
+         JOIN merkle_nodes n ON n.project_id = c.project_id AND n.level = 0 AND n.idx = c.chain_pos - 1
+        WHERE c.project_id = $1 ORDER BY c.chain_pos`,
+      [projectId],
+    );
+    return { count: rows.length, mismatched: rows.filter((r) => !r.node.equals(leafHash(canonicalEvent(r)))).length };
+  }
+
+  it('builds the tree from the leaf hashes the sequencer stored: every leaf is its event hashed, and no slice needs a turn', async () => {
+    const project = await backlog('stored leaves', 2500);
+    const { rows } = await db.query('SELECT count(*)::int AS n FROM event_chain WHERE project_id = $1 AND leaf_hash IS NOT NULL', [project.id]);
+    expect(rows[0].n).toBe(2500);
     const signer = await complianceSigner(db, { env: 'test', masterKey: undefined, databaseUrl: own.url });
 
     timers.setImmediate.mockClear();
     const r = await issueCheckpoint(db, signer, project.id);
     expect(Number(r.issued?.tree_size)).toBe(2500);
-    // Reads of 1,000, 1,000 and 500 rows: a turn after every 50th leaf of a read but its last
-    // (19, 19 and 9; each read's own query is a turn as well).
-    expect(timers.setImmediate).toHaveBeenCalledTimes(47);
+    expect(timers.setImmediate).toHaveBeenCalledTimes(0);
+    expect(await leavesAgainstEvents(project.id)).toEqual({ count: 2500, mismatched: 0 });
   });
 
-  it('covers events whose timestamps the columns cannot carry (before year 1, after 9999)', async () => {
-    const project = await createProject(db, { name: 'far dates', plan: 'production' });
+  it('writes out rows chained before leaf hashes were stored, at most 50 leaves between two turns of the event loop', async () => {
+    const legacy = await backlog('legacy', 2500);
+    await db.query('UPDATE event_chain SET leaf_hash = NULL WHERE project_id = $1 AND chain_pos > 700', [legacy.id]);
+    const signer = await complianceSigner(db, { env: 'test', masterKey: undefined, databaseUrl: own.url });
+
+    timers.setImmediate.mockClear();
+    const r = await issueCheckpoint(db, signer, legacy.id);
+    expect(Number(r.issued?.tree_size)).toBe(2500);
+    // Reads of 1,000, 1,000 and 500 rows, the first with 300 rows to write out: a turn after every
+    // 50th written leaf of a read but its last (5, 19 and 9; each read's own query is a turn as well).
+    expect(timers.setImmediate).toHaveBeenCalledTimes(33);
+    expect(await leavesAgainstEvents(legacy.id)).toEqual({ count: 2500, mismatched: 0 });
+  });
+
+  it.each([['stored by the sequencer'], ['written out by the checkpoint']])('covers events whose timestamps the columns cannot carry (before year 1, after 9999), leaves %s', async (leaves) => {
+    const project = await createProject(db, { name: `far dates, ${leaves}`, plan: 'production' });
     const base = { projectId: project.id, eventType: 'permit.allowed', source: 'test', phase: 'permit' };
     await appendEvents(db, [{ ...base, metadata: { i: 0 }, timestamp: new Date('2026-11-27T00:00:00.123Z') }]);
     // Years the application cannot write (PostgreSQL does not parse toISOString's six-digit years),
@@ -64,8 +98,10 @@ describe('checkpoint over a backlog', () => {
     }
     await appendEvents(db, [{ ...base, metadata: { i: 3 }, timestamp: new Date('2026-11-27T00:00:01.000Z') }]);
     await chainAllProjectEvents(db, project.id);
+    if (leaves !== 'stored by the sequencer') await db.query('UPDATE event_chain SET leaf_hash = NULL WHERE project_id = $1', [project.id]);
     const signer = await complianceSigner(db, { env: 'test', masterKey: undefined, databaseUrl: own.url });
     const r = await issueCheckpoint(db, signer, project.id);
     expect(Number(r.issued?.tree_size)).toBe(4);
+    expect(await leavesAgainstEvents(project.id)).toEqual({ count: 4, mismatched: 0 });
   });
 });
