@@ -20,7 +20,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Db, Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
-import { canonicalEvent, canonicalFromColumns, eventHash, GENESIS_HASH, type CanonicalColumns, type EventRecord } from '../db/repositories/events';
+import { canonicalOfStored, eventHash, GENESIS_HASH, type CanonicalColumns } from '../db/repositories/events';
 import {
   chainHead,
   chainRowAt,
@@ -77,9 +77,7 @@ async function checkedLeaf(db: Queryable, projectId: string, r: ChainedColumnsRo
   const pos = Number(r.chain_pos);
   if (r.seq === null || r.id === null) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event row (seq ${r.chain_seq}) is missing`);
   if (r.project_id !== projectId) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event belongs to another project`);
-  const bytes =
-    canonicalFromColumns(r as CanonicalColumns, r.prev_hash) ??
-    canonicalEvent((await db.query<EventRecord>('SELECT * FROM events WHERE seq = $1', [r.seq])).rows[0], r.prev_hash);
+  const bytes = await canonicalOfStored(db, r as CanonicalColumns, r.prev_hash);
   if (eventHash(prev, bytes) !== r.hash) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event (${r.id}) no longer matches its chain hash`);
   return bytes;
 }

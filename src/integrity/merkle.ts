@@ -53,29 +53,52 @@ export interface NodeId {
 /** Gives the hash of a stored perfect subtree. */
 export type NodeSource = (level: number, idx: number) => Buffer;
 
+/**
+ * Hashes of subtrees that are not perfect (a tree's right edge), by range, computed from one
+ * `NodeSource`: every proof against one tree size needs the same few, and recomputing them per
+ * proof was most of an export's CPU per event (docs/performance.md, tenth session).
+ */
+export type SubtreeMemo = Map<string, Buffer>;
+
 /** MTH(D[lo:hi]) following RFC 6962's split; every perfect aligned subtree comes from `get`. */
-export function subtreeHash(lo: number, hi: number, get: NodeSource): Buffer {
+export function subtreeHash(lo: number, hi: number, get: NodeSource, memo?: SubtreeMemo): Buffer {
   const n = hi - lo;
   if (n <= 0) throw new Error(`empty range ${lo}..${hi}`);
   if (isPow2(n) && lo % n === 0) return get(Math.round(Math.log2(n)), lo / n);
+  const key = memo && `${lo}:${hi}`;
+  const known = key && memo.get(key);
+  if (known) return known;
   const k = splitPoint(n);
-  return nodeHash(subtreeHash(lo, lo + k, get), subtreeHash(lo + k, hi, get));
+  const h = nodeHash(subtreeHash(lo, lo + k, get, memo), subtreeHash(lo + k, hi, get, memo));
+  if (key) memo.set(key, h);
+  return h;
 }
 
 export function rootOf(size: number, get: NodeSource): Buffer {
   return size === 0 ? EMPTY_ROOT : subtreeHash(0, size, get);
 }
 
-/** RFC 6962 §2.1.1 PATH(m, D[n]): the audit path of leaf `index` in the tree of `size` leaves, bottom-up. */
-export function inclusionProof(index: number, size: number, get: NodeSource): Buffer[] {
+/**
+ * RFC 6962 §2.1.1 PATH(m, D[n]): the audit path of leaf `index` in the tree of `size` leaves,
+ * bottom-up. Pass one `memo` for many proofs from the same `get`.
+ */
+export function inclusionProof(index: number, size: number, get: NodeSource, memo?: SubtreeMemo): Buffer[] {
   if (!(index >= 0 && index < size)) throw new RangeError(`leaf index ${index} is not below tree size ${size}`);
-  const path = (m: number, lo: number, hi: number): Buffer[] => {
-    const n = hi - lo;
-    if (n === 1) return [];
-    const k = splitPoint(n);
-    return m < k ? [...path(m, lo, lo + k), subtreeHash(lo + k, hi, get)] : [...path(m - k, lo + k, hi), subtreeHash(lo, lo + k, get)];
-  };
-  return path(index, 0, size);
+  // Down from the root, taking the sibling at each split; the path is their reverse.
+  const siblings: Buffer[] = [];
+  let [lo, hi, m] = [0, size, index];
+  while (hi - lo > 1) {
+    const k = splitPoint(hi - lo);
+    if (m < k) {
+      siblings.push(subtreeHash(lo + k, hi, get, memo));
+      hi = lo + k;
+    } else {
+      siblings.push(subtreeHash(lo, lo + k, get, memo));
+      m -= k;
+      lo += k;
+    }
+  }
+  return siblings.reverse();
 }
 
 /** RFC 6962 §2.1.2 PROOF(m, D[n]): consistency of the first `first` leaves with the tree of `second`. */

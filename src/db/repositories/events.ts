@@ -132,6 +132,11 @@ export function canonicalFromColumns(c: CanonicalColumns, prevHash: string | nul
   return canonicalForm(c, Number(c.seq), canonicalMetadata(c.metadata), new Date(Number(c.timestamp_ms)).toISOString(), prevHash);
 }
 
+/** The canonical form from the columns, or from the whole stored row where they cannot carry it. */
+export async function canonicalOfStored(db: Queryable, c: CanonicalColumns, prevHash: string): Promise<string> {
+  return canonicalFromColumns(c, prevHash) ?? canonicalEvent((await db.query<EventRecord>('SELECT * FROM events WHERE seq = $1', [c.seq])).rows[0], prevHash);
+}
+
 /**
  * Canonical metadata by its jsonb text. A governed call's events repeat a few metadata values
  * (a pipeline-db run: 606 distinct among 10,256 events), and parsing and canonicalising each one
@@ -361,7 +366,7 @@ async function linkInOrder(client: PoolClient, rows: PendingEvent[], headOf: (pr
       prev = head?.hash ?? GENESIS_HASH;
       pos = Number(head?.chain_pos ?? 0);
     }
-    const canonical = canonicalFromColumns(r, prev) ?? canonicalEvent((await client.query<EventRecord>('SELECT * FROM events WHERE seq = $1', [r.seq])).rows[0], prev);
+    const canonical = await canonicalOfStored(client, r, prev);
     const hash = eventHash(prev, canonical);
     out.seqs.push(r.seq);
     out.hashes.push(hash);

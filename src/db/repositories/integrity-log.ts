@@ -5,7 +5,7 @@
  * (project_id, chain_pos) index; nothing here writes to `events` or `event_chain`.
  */
 import type { Queryable } from '../pool';
-import { CANONICAL_COLUMNS_SQL, type CanonicalColumns, type EventRecord } from './events';
+import { CANONICAL_COLUMNS_SQL, type CanonicalColumns } from './events';
 
 export const CHECKPOINT_LOCK_CLASS = 7_302;
 
@@ -79,29 +79,14 @@ export async function chainHeads(db: Queryable, projectIds: string[]): Promise<M
   return new Map(rows.map((r) => [r.project_id, Number(r.head ?? 0)]));
 }
 
-/** A chain row with its event; `event` fields are null when the event row is gone. */
-export type ChainedEventRow = Omit<EventRecord, 'seq' | 'id'> & { seq: number | null; id: string | null; chain_seq: number; chain_pos: number; prev_hash: string; hash: string };
-
-/** Chain positions (from, to], from the chain's side: a deleted event row shows as seq null. */
-export async function readChainRange(db: Queryable, projectId: string, afterPos: number, toPos: number, limit = 1000): Promise<ChainedEventRow[]> {
-  const { rows } = await db.query<ChainedEventRow>(
-    `SELECT e.*, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash
-       FROM event_chain c LEFT JOIN events e ON e.seq = c.seq
-      WHERE c.project_id = $1 AND c.chain_pos > $2 AND c.chain_pos <= $3
-      ORDER BY c.chain_pos LIMIT $4`,
-    [projectId, afterPos, toPos, limit],
-  );
-  return rows;
-}
-
 /** A chain position with its event's canonical columns, all null (seq too) when the event row is gone. */
 export type ChainedColumnsRow = { [K in keyof CanonicalColumns]: CanonicalColumns[K] | null } & { chain_seq: string; chain_pos: string; prev_hash: string; hash: string };
 
 /**
  * Chain positions (from, to] with the columns the canonical form is written from
- * (`canonicalFromColumns`): the checkpoint's read of rows chained before their leaf hash was
- * stored (migration 0115). Whole rows written out through `canonicalize` cost more per event
- * (docs/performance.md, ninth session).
+ * (`canonicalFromColumns`): an export's read of the events it writes out, and the checkpoint's of
+ * rows chained before their leaf hash was stored (migration 0115). Whole rows written out through
+ * `canonicalize` cost more per event (docs/performance.md, ninth session).
  */
 export async function readChainRangeColumns(db: Queryable, projectId: string, afterPos: number, toPos: number, limit = 1000): Promise<ChainedColumnsRow[]> {
   const { rows } = await db.query<ChainedColumnsRow>(

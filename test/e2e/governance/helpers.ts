@@ -1,7 +1,7 @@
 import { appendEvents, chainAllProjectEvents, type NewEvent } from '../../../src/db/repositories/events';
 import type { Db } from '../../../src/db/pool';
 
-/** Writes `n` events for the project the way the pipeline does (tollgate_insert_events), then chains them. */
+/** Writes `n` events for the project the way the pipeline does (tollgate_insert_batch_events), then chains them. */
 export async function writeEvents(db: Db, projectId: string, n: number, base: Partial<NewEvent> = {}): Promise<void> {
   const events: NewEvent[] = Array.from({ length: n }, (_, i) => ({
     projectId,

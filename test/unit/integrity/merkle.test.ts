@@ -72,6 +72,16 @@ describe('RFC 6962 tree over stored perfect subtrees', () => {
     }
   });
 
+  it('proofs sharing one memo of subtree hashes are the proofs computed alone', () => {
+    for (let n = 1; n <= leaves.length; n++) {
+      const memo = new Map<string, Buffer>();
+      for (let i = 0; i < n; i++) expect(inclusionProof(i, n, get, memo)).toEqual(inclusionProof(i, n, get));
+      // Only subtrees that are not perfect are kept: none for a power-of-two size; for 7 leaves, [4, 7).
+      if ((n & (n - 1)) === 0) expect(memo.size).toBe(0);
+      if (n === 7) expect([...memo.keys()]).toEqual(['4:7']);
+    }
+  });
+
   it('every consistency proof verifies, and fails against a different old root', () => {
     for (let n = 1; n <= leaves.length; n++) {
       for (let m = 1; m <= n; m++) {
