@@ -16,13 +16,19 @@ import { hash } from 'node:crypto';
 
 // One-shot hashing of the prefixed bytes: a checkpoint hashes two or three times per event, and
 // createHash/update/digest cost ~1 µs more per hash than crypto.hash (docs/performance.md).
+// A string leaf is hashed as '\u0000' + leaf, whose UTF-8 is the 0x00 prefix and the leaf's bytes:
+// no Buffer to allocate and fill per leaf (~1.3 against ~3.9 µs for an event's canonical form).
 export function leafHash(leaf: Buffer | string): Buffer {
-  const length = typeof leaf === 'string' ? Buffer.byteLength(leaf, 'utf8') : leaf.length;
-  const bytes = Buffer.allocUnsafe(1 + length);
+  if (typeof leaf === 'string') return hash('sha256', `\u0000${leaf}`, 'buffer');
+  const bytes = Buffer.allocUnsafe(1 + leaf.length);
   bytes[0] = 0x00;
-  if (typeof leaf === 'string') bytes.write(leaf, 1, 'utf8');
-  else leaf.copy(bytes, 1);
+  leaf.copy(bytes, 1);
   return hash('sha256', bytes, 'buffer');
+}
+
+/** `leafHash(leaf)` as hex, for the sequencer's array text. */
+export function leafHashHex(leaf: string): string {
+  return hash('sha256', `\u0000${leaf}`, 'hex');
 }
 
 export function nodeHash(left: Buffer, right: Buffer): Buffer {

@@ -3,7 +3,7 @@ import canonicalize from 'canonicalize';
 import type { Pool, PoolClient } from 'pg';
 import { Queryable } from '../pool';
 import { newId } from '../../ids';
-import { leafHash } from '../../integrity/merkle';
+import { leafHashHex } from '../../integrity/merkle';
 
 /**
  * The append-only event log timelines are rebuilt from. Each project has its own hash chain:
@@ -371,7 +371,7 @@ async function linkInOrder(client: PoolClient, rows: PendingEvent[], headOf: (pr
     out.seqs.push(r.seq);
     out.hashes.push(hash);
     // The checkpoint's leaf for this event, while its canonical form is at hand (src/integrity/log.ts).
-    out.leafHashes.push(leafHash(canonical).toString('hex'));
+    out.leafHashes.push(leafHashHex(canonical));
     out.projectNumbers.push(pn);
     out.chainPos.push((pos += 1));
     out.linkTo.push(first ? prev : null);

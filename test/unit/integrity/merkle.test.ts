@@ -4,6 +4,7 @@ import {
   consistencyProof,
   EMPTY_ROOT,
   inclusionProof,
+  leafHashHex,
   leafHash,
   nodeHash,
   rootOf,
@@ -46,6 +47,8 @@ describe('RFC 6962 hashes', () => {
     const byHand = (prefix: number, ...parts: Buffer[]) => parts.reduce((h, p) => h.update(p), createHash('sha256').update(Buffer.from([prefix]))).digest();
     expect(leafHash(text)).toEqual(byHand(0, Buffer.from(text, 'utf8')));
     expect(leafHash(Buffer.from(text, 'utf8'))).toEqual(leafHash(text));
+    expect(leafHashHex(text)).toBe(byHand(0, Buffer.from(text, 'utf8')).toString('hex'));
+    expect(leafHash('')).toEqual(leafHash(Buffer.alloc(0)));
     const [a, b] = [leafHash('a'), leafHash('b')];
     expect(nodeHash(a, b)).toEqual(byHand(1, a, b));
   });
