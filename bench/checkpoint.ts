@@ -1,13 +1,15 @@
 /**
  * What a signed checkpoint costs Tollgate's process per event (not a test): `npm run bench:checkpoint`.
  *
- * A checkpoint (src/integrity/log.ts) reads every event chained since the last one, re-checks it
- * against its chain row, hashes it into the project's Merkle tree and stores the tree's new nodes.
+ * A checkpoint (src/integrity/log.ts) reads every chain row since the last one, checks its links,
+ * builds the project's Merkle tree from the leaf hashes the sequencer stored and stores the tree's
+ * new nodes.
  * It runs in the API process unless the worker runs apart, every 30 s, so its CPU per event is part
  * of what a governed call costs (eight events a call). On a throwaway database: a warm-up
  * checkpoint of 5,000 events, then BENCH_ROUNDS (default 3) rounds of BENCH_EVENTS (default
- * 20,000) events appended, chained and checkpointed; each round prints the checkpoint's wall time
- * and this process's CPU per event.
+ * 20,000) events appended, chained and checkpointed; each round prints the checkpoint's wall time,
+ * this process's CPU per event and the longest the event loop waited meanwhile (a 0 ms interval
+ * timer's largest gap).
  */
 import { createDatabaseIfMissing, dropDatabase, withDatabase } from '../scripts/lib/postgres';
 import { migrate } from '../src/db/migrate';
@@ -56,12 +58,22 @@ async function main(): Promise<void> {
     await issueCheckpoint(db, signer, project.id);
     for (let r = 1; r <= ROUNDS; r++) {
       await grow(db, project.id, EVENTS);
+      let longest = 0;
+      let last = performance.now();
+      const probe = setInterval(() => {
+        const now = performance.now();
+        longest = Math.max(longest, now - last);
+        last = now;
+      }, 0);
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       const out = await issueCheckpoint(db, signer, project.id);
       const cpu = process.cpuUsage(cpu0);
+      clearInterval(probe);
       const us = (cpu.user + cpu.system) / EVENTS;
-      console.log(`round ${r}: checkpoint to ${out.issued?.tree_size} events, ${EVENTS} new: ${(performance.now() - t0).toFixed(0)} ms, ${us.toFixed(1)} µs of this process's CPU per event`);
+      console.log(
+        `round ${r}: checkpoint to ${out.issued?.tree_size} events, ${EVENTS} new: ${(performance.now() - t0).toFixed(0)} ms, ${us.toFixed(1)} µs of this process's CPU per event, the event loop's longest wait ${longest.toFixed(1)} ms`,
+      );
     }
   } finally {
     await db.end();

@@ -49,13 +49,22 @@ export const MAX_LEAVES_PER_CHECKPOINT = 100_000;
 
 /**
  * Leaves written out from their event (rows chained before migration 0115) between two turns of
- * the event loop (~1–1.5 ms of work). The checkpoint activity
- * runs in the API process unless the worker runs apart, and a checkpoint catching up on a busy
- * minute's events competes with every request meanwhile: each of a stream's hops through the event
- * loop waits behind the slice running. 1,000 at once (~20–30 ms) and 200 added ~10–15 ms to a
- * stream's first token while it caught up; 50, ~8–10 (docs/performance.md, ninth session).
+ * the event loop (~1–1.5 ms of work). The checkpoint activity runs in the API process unless the
+ * worker runs apart, and a checkpoint catching up on a busy minute's events competes with every
+ * request meanwhile: each of a stream's hops through the event loop waits behind the slice
+ * running. 1,000 at once (~20–30 ms) and 200 added ~10–15 ms to a stream's first token while it
+ * caught up; 50, ~8–10 (docs/performance.md, ninth session).
  */
 const LEAVES_PER_TURN = 50;
+
+/**
+ * Chain rows per read. Stored leaf hashes need no slicing within a read: a read's tree work is a
+ * node hash per leaf (~2–3 µs each on the development machine). Reads of 250 shortened the event
+ * loop's longest wait during a checkpoint a little (7.7–15.9 against 11.6–21.2 ms, `npm run
+ * bench:checkpoint`) for 30–50 % more CPU per event; those waits are led by scavenges of 8–13 ms
+ * (the reads' rows and the new nodes survive across the awaits), not by the tree work.
+ */
+const LEAVES_PER_READ = 1000;
 
 export class LogIntegrityError extends Error {
   constructor(
@@ -100,7 +109,7 @@ async function extendTree(db: Queryable, projectId: string, max: number): Promis
   let prev = size === 0 ? GENESIS_HASH : (await chainRowAt(db, projectId, size))?.hash;
   if (prev === undefined) throw new LogIntegrityError(projectId, size, `chain position ${size} is missing`);
   while (n < head) {
-    const rows = await readChainLeaves(db, projectId, n, head, 1000);
+    const rows = await readChainLeaves(db, projectId, n, head, LEAVES_PER_READ);
     if (rows.length === 0) break;
     const unstored = rows.some((r) => r.leaf_hash === null) ? await legacyRows(db, projectId, n, Number(rows[rows.length - 1].chain_pos)) : null;
     const leaves: Buffer[] = [];
