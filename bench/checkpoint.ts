@@ -11,77 +11,31 @@
  * this process's CPU per event and the longest the event loop waited meanwhile (a 0 ms interval
  * timer's largest gap).
  */
-import { createDatabaseIfMissing, dropDatabase, withDatabase } from '../scripts/lib/postgres';
-import { migrate } from '../src/db/migrate';
-import { createPool, type Db } from '../src/db/pool';
-import { appendEvents, chainAllProjectEvents } from '../src/db/repositories/events';
-import { createProject } from '../src/db/repositories/projects';
 import { complianceSigner } from '../src/integrity/keys';
 import { issueCheckpoint } from '../src/integrity/log';
+import { growEventLog, longestWaitProbe, onThrowawayDatabase } from './lib/event-log';
 
-const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
-/** Events shaped as a governed call's (its ids, provider, model and metadata), 500 per statement. */
-async function grow(db: Db, projectId: string, n: number): Promise<void> {
-  for (let done = 0; done < n; done += 500) {
-    const k = Math.min(500, n - done);
-    await appendEvents(
-      db,
-      Array.from({ length: k }, (_, j) => ({
-        projectId,
-        eventType: 'execution.started',
-        source: 'execution_events',
-        phase: 'execution',
-        provider: 'openai',
-        model: 'gpt-4o-mini',
-        permitId: `pmt_${done + j}`,
-        requestId: `exec_req_${done + j}`,
-        metadata: { mode: 'sync', operation: 'generate.text' },
-      })),
+onThrowawayDatabase('checkpoint', async ({ db, url, projectId }) => {
+  const signer = await complianceSigner(db, { env: 'test', masterKey: undefined, databaseUrl: url });
+  await growEventLog(db, projectId, 5_000);
+  await issueCheckpoint(db, signer, projectId);
+  for (let r = 1; r <= ROUNDS; r++) {
+    await growEventLog(db, projectId, EVENTS);
+    const probe = longestWaitProbe();
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    const out = await issueCheckpoint(db, signer, projectId);
+    const cpu = process.cpuUsage(cpu0);
+    const longest = probe.stop();
+    const us = (cpu.user + cpu.system) / EVENTS;
+    console.log(
+      `round ${r}: checkpoint to ${out.issued?.tree_size} events, ${EVENTS} new: ${(performance.now() - t0).toFixed(0)} ms, ${us.toFixed(1)} µs of this process's CPU per event, the event loop's longest wait ${longest.toFixed(1)} ms`,
     );
   }
-  await chainAllProjectEvents(db, projectId);
-}
-
-async function main(): Promise<void> {
-  const name = `tollgate_bench_checkpoint_${process.pid}`;
-  await createDatabaseIfMissing(ADMIN_URL, name);
-  const url = withDatabase(ADMIN_URL, name);
-  const db = createPool(url, 4);
-  try {
-    await migrate(url);
-    const project = await createProject(db, { name: 'bench checkpoint', plan: 'production' });
-    const signer = await complianceSigner(db, { env: 'test', masterKey: undefined, databaseUrl: url });
-    await grow(db, project.id, 5_000);
-    await issueCheckpoint(db, signer, project.id);
-    for (let r = 1; r <= ROUNDS; r++) {
-      await grow(db, project.id, EVENTS);
-      let longest = 0;
-      let last = performance.now();
-      const probe = setInterval(() => {
-        const now = performance.now();
-        longest = Math.max(longest, now - last);
-        last = now;
-      }, 0);
-      const cpu0 = process.cpuUsage();
-      const t0 = performance.now();
-      const out = await issueCheckpoint(db, signer, project.id);
-      const cpu = process.cpuUsage(cpu0);
-      clearInterval(probe);
-      const us = (cpu.user + cpu.system) / EVENTS;
-      console.log(
-        `round ${r}: checkpoint to ${out.issued?.tree_size} events, ${EVENTS} new: ${(performance.now() - t0).toFixed(0)} ms, ${us.toFixed(1)} µs of this process's CPU per event, the event loop's longest wait ${longest.toFixed(1)} ms`,
-      );
-    }
-  } finally {
-    await db.end();
-    await dropDatabase(ADMIN_URL, name);
-  }
-}
-
-main().catch((err) => {
+}).catch((err) => {
   console.error(err);
   process.exit(1);
 });

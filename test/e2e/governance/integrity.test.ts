@@ -172,6 +172,24 @@ describe('signed checkpoints, proofs, and a Go verifier', () => {
     }
   }
 
+  /**
+   * Issues checkpoints until one fails (the running workflow may hold the lock meanwhile; no
+   * issuance may succeed); returns the failure, or null after 100 tries.
+   */
+  async function checkpointFailure(projectId: string): Promise<unknown> {
+    const signer = await complianceSigner(tg.db, tg.config);
+    for (let i = 0; i < 100; i++) {
+      try {
+        const r = await issueCheckpoint(tg.db, signer, projectId);
+        expect(r).toEqual({ issued: null, reason: 'locked' });
+        await new Promise((res) => setTimeout(res, 20));
+      } catch (e) {
+        return e;
+      }
+    }
+    return null;
+  }
+
   it('signs an event as it was chained: one altered afterwards no longer matches its leaf, and the chain check names it', async () => {
     const p = await createTestProject(tg.db);
     await writeEvents(tg.db, p.project.id, 4);
@@ -199,17 +217,7 @@ describe('signed checkpoints, proofs, and a Go verifier', () => {
     await alterSixth(p.project.id, async () => {
       await tg.db.query('UPDATE event_chain SET leaf_hash = NULL WHERE project_id = $1 AND chain_pos > 4', [p.project.id]);
     });
-    const signer = await complianceSigner(tg.db, tg.config);
-    let err: unknown = null;
-    for (let i = 0; i < 100 && err === null; i++) {
-      try {
-        const r = await issueCheckpoint(tg.db, signer, p.project.id);
-        expect(r).toEqual({ issued: null, reason: 'locked' });
-        await new Promise((res) => setTimeout(res, 20));
-      } catch (e) {
-        err = e;
-      }
-    }
+    const err = await checkpointFailure(p.project.id);
     expect(err).toBeInstanceOf(LogIntegrityError);
     expect((err as LogIntegrityError).position).toBe(6);
     expect((err as LogIntegrityError).message).toMatch(/no longer matches its chain hash/);
@@ -224,16 +232,7 @@ describe('signed checkpoints, proofs, and a Go verifier', () => {
     await alterSixth(p.project.id, async () => {
       await tg.db.query(`UPDATE event_chain SET prev_hash = repeat('a', 64) WHERE project_id = $1 AND chain_pos = 7`, [p.project.id]);
     });
-    const signer = await complianceSigner(tg.db, tg.config);
-    let err: unknown = null;
-    for (let i = 0; i < 100 && err === null; i++) {
-      try {
-        await issueCheckpoint(tg.db, signer, p.project.id);
-        await new Promise((res) => setTimeout(res, 20));
-      } catch (e) {
-        err = e;
-      }
-    }
+    const err = await checkpointFailure(p.project.id);
     expect(err).toBeInstanceOf(LogIntegrityError);
     expect((err as LogIntegrityError).position).toBe(7);
     expect((err as LogIntegrityError).message).toMatch(/prev_hash does not continue the chain/);
