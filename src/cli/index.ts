@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { getPolicy, PolicyValidationError, updatePolicy } from '../db/repositories/policies';
 import { verifyExportCommand } from '../compliance/verify-command';
 import { rotateComplianceSigner } from '../integrity/keys';
+import { verifyLog } from '../integrity/verify-log';
 import { addMember, createUser, UserInputError } from '../auth/users';
 import { rotateProviderKeyKek } from '../management/provider-keys';
 
@@ -28,6 +29,9 @@ const USAGE = `Usage: npm run cli -- <command> [options]
                                                   signatures, file hashes, Merkle proofs, the hash chain;
                                                   exits 1 and names the first mismatch
   integrity rotate-key                            retires the checkpoint/manifest signing key, activates a new one
+  integrity verify --project <id>                 checks the project's events against the hash chain and their
+                                                  leaf hashes, and its latest checkpoint against the chain;
+                                                  exits 1 and names what failed
   user create --email <email>                     password from $TOLLGATE_USER_PASSWORD or the first line of stdin
   user add --email <email> --project <id> --role owner|admin|viewer
                                                   adds the user to a project (or changes the role)
@@ -130,6 +134,11 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
       }
       case 'integrity rotate-key':
         return await rotateComplianceSigner(db, config);
+      case 'integrity verify': {
+        const projectId = need(values.project, 'project');
+        if (!(await findProject(db, projectId))) throw new UsageError(`project ${projectId} not found`);
+        return await verifyLog(db, projectId);
+      }
       case 'user create':
         return await createUser(db, { email: need(values.email, 'email'), password: env.TOLLGATE_USER_PASSWORD ?? (await readStdinLine()) });
       case 'provider-keys rotate-kek':
@@ -148,9 +157,10 @@ if (require.main === module) {
   runCli(process.argv.slice(2)).then(
     (result) => {
       process.stdout.write(JSON.stringify(result, null, 2) + '\n');
-      if ((result as { object?: string; ok?: boolean } | null)?.object === 'export_verification' && !(result as { ok: boolean }).ok) {
-        const first = (result as { failures: { message: string }[] }).failures[0];
-        process.stderr.write(`verification FAILED: ${first?.message ?? 'unknown'}\n`);
+      const verification = result as { object?: string; ok?: boolean; failures?: ({ message: string } | string)[] } | null;
+      if ((verification?.object === 'export_verification' || verification?.object === 'log_verification') && !verification.ok) {
+        const first = verification.failures?.[0];
+        process.stderr.write(`verification FAILED: ${(typeof first === 'string' ? first : first?.message) ?? 'unknown'}\n`);
         process.exitCode = 1;
       }
     },

@@ -97,20 +97,19 @@ async function rootAt(db: Queryable, projectId: string, size: number): Promise<B
   return rootOf(size, sourceOf(nodes));
 }
 
-/** Extends the stored tree of a project to its chain head (at most `max` leaves); returns the new size. */
-async function extendTree(db: Queryable, projectId: string, max: number): Promise<{ size: number; root: Buffer }> {
-  const size = await storedTreeSize(db, projectId);
-  const head = Math.min(await chainHead(db, projectId), size + max);
-  if (head <= size) return { size, root: await rootAt(db, projectId, size) };
-  const rangeIds = compactRangeIds(size);
-  const fetched = sourceOf(await getNodes(db, projectId, rangeIds));
-  let range = rangeIds.map((id) => fetched(id.level, id.idx));
-  let n = size;
-  let prev = size === 0 ? GENESIS_HASH : (await chainRowAt(db, projectId, size))?.hash;
-  if (prev === undefined) throw new LogIntegrityError(projectId, size, `chain position ${size} is missing`);
-  while (n < head) {
-    const rows = await readChainLeaves(db, projectId, n, head, LEAVES_PER_READ);
-    if (rows.length === 0) break;
+/**
+ * The leaf hashes of chain positions (from, to], a read at a time, each row's link checked (no
+ * gap, prev_hash the hash before it): the stored leaf hash, or for a row chained before migration
+ * 0115 its event written out and re-checked against its chain hash. Throws LogIntegrityError at
+ * the first position that fails.
+ */
+export async function* chainedLeaves(db: Queryable, projectId: string, from: number, to: number): AsyncGenerator<Buffer[]> {
+  let prev = from === 0 ? GENESIS_HASH : (await chainRowAt(db, projectId, from))?.hash;
+  if (prev === undefined) throw new LogIntegrityError(projectId, from, `chain position ${from} is missing`);
+  let n = from;
+  while (n < to) {
+    const rows = await readChainLeaves(db, projectId, n, to, LEAVES_PER_READ);
+    if (rows.length === 0) throw new LogIntegrityError(projectId, n + 1, `chain position ${n + 1} is missing`);
     const unstored = rows.some((r) => r.leaf_hash === null) ? await legacyRows(db, projectId, n, Number(rows[rows.length - 1].chain_pos)) : null;
     const leaves: Buffer[] = [];
     let written = 0;
@@ -126,14 +125,50 @@ async function extendTree(db: Queryable, projectId: string, max: number): Promis
       }
       prev = r.hash;
     }
+    yield leaves;
+    n += leaves.length;
+  }
+}
+
+/** The root of a tree from its compact range (left to right, largest first). */
+function rootOfRange(range: Buffer[]): Buffer {
+  if (range.length === 0) return EMPTY_ROOT;
+  let root = range[range.length - 1];
+  for (let i = range.length - 2; i >= 0; i--) root = nodeHash(range[i], root);
+  return root;
+}
+
+/** Extends the stored tree of a project to its chain head (at most `max` leaves); returns the new size. */
+async function extendTree(db: Queryable, projectId: string, max: number): Promise<{ size: number; root: Buffer }> {
+  const size = await storedTreeSize(db, projectId);
+  const head = Math.min(await chainHead(db, projectId), size + max);
+  if (head <= size) return { size, root: await rootAt(db, projectId, size) };
+  const rangeIds = compactRangeIds(size);
+  const fetched = sourceOf(await getNodes(db, projectId, rangeIds));
+  let range = rangeIds.map((id) => fetched(id.level, id.idx));
+  let n = size;
+  for await (const leaves of chainedLeaves(db, projectId, size, head)) {
     const out = appendLeaves(n, range, leaves);
     await insertNodes(db, projectId, out.nodes);
     range = out.range;
     n = out.size;
   }
-  let root = range[range.length - 1];
-  for (let i = range.length - 2; i >= 0; i--) root = nodeHash(range[i], root);
-  return { size: n, root };
+  return { size: n, root: rootOfRange(range) };
+}
+
+/**
+ * The root of the tree of the chain's first `size` leaves, recomputed from the chain alone (no
+ * stored node): what a checkpoint of that size must have signed.
+ */
+export async function rootFromChain(db: Queryable, projectId: string, size: number): Promise<Buffer> {
+  let range: Buffer[] = [];
+  let n = 0;
+  for await (const leaves of chainedLeaves(db, projectId, 0, size)) {
+    const out = appendLeaves(n, range, leaves);
+    range = out.range;
+    n = out.size;
+  }
+  return rootOfRange(range);
 }
 
 /** Chain positions (from, to] with their events' columns, by position: for rows without a stored leaf hash. */

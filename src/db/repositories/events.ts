@@ -3,7 +3,7 @@ import canonicalize from 'canonicalize';
 import type { Pool, PoolClient } from 'pg';
 import { Queryable } from '../pool';
 import { newId } from '../../ids';
-import { leafHashHex } from '../../integrity/merkle';
+import { leafHash, leafHashHex } from '../../integrity/merkle';
 
 /**
  * The append-only event log timelines are rebuilt from. Each project has its own hash chain:
@@ -438,14 +438,15 @@ export async function listEvents(
 export interface ChainVerification {
   ok: boolean;
   count: number;
-  /** seq of the first event whose prev_hash or hash does not verify. */
+  /** seq of the first event whose prev_hash, hash or leaf hash does not verify. */
   broken_at_seq: number | null;
   head_hash: string;
 }
 
 /**
  * Brings the project's chain up to date (chains pending events), then recomputes it from the
- * genesis hash in `chain_pos` order; any edited, removed or reordered row breaks it.
+ * genesis hash in `chain_pos` order, each event's stored leaf hash with it; any edited, removed or
+ * reordered row breaks it.
  */
 export async function verifyEventChain(db: Pool, projectId: string): Promise<ChainVerification> {
   await chainAllProjectEvents(db, projectId);
@@ -454,8 +455,8 @@ export async function verifyEventChain(db: Pool, projectId: string): Promise<Cha
   let afterPos = 0;
   for (;;) {
     // From the chain's side, so an event row deleted after chaining is a gap (e.seq IS NULL).
-    const { rows } = await db.query<Omit<EventRecord, 'seq'> & { seq: number | null; chain_seq: number; chain_pos: number }>(
-      `SELECT e.*, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash
+    const { rows } = await db.query<Omit<EventRecord, 'seq'> & { seq: number | null; chain_seq: number; chain_pos: number; leaf_hash: Buffer | null }>(
+      `SELECT e.*, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash, c.leaf_hash
          FROM event_chain c LEFT JOIN events e ON e.seq = c.seq
         WHERE c.project_id = $1 AND c.chain_pos > $2 ORDER BY c.chain_pos LIMIT 1000`,
       [projectId, afterPos],
@@ -463,8 +464,9 @@ export async function verifyEventChain(db: Pool, projectId: string): Promise<Cha
     if (rows.length === 0) break;
     for (const r of rows) {
       if (r.seq === null || r.project_id !== projectId) return { ok: false, count, broken_at_seq: Number(r.chain_seq), head_hash: prev };
-      const expected = eventHash(prev, canonicalEvent({ ...r, seq: r.seq, prev_hash: prev }));
-      if (r.prev_hash !== prev || r.hash !== expected) {
+      const canonical = canonicalEvent({ ...r, seq: r.seq, prev_hash: prev });
+      // The leaf hash the sequencer stored (migration 0115) is what checkpoints sign: it must be this event's too.
+      if (r.prev_hash !== prev || r.hash !== eventHash(prev, canonical) || (r.leaf_hash !== null && !r.leaf_hash.equals(leafHash(canonical)))) {
         return { ok: false, count, broken_at_seq: Number(r.seq), head_hash: prev };
       }
       prev = r.hash;
