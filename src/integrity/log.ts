@@ -29,6 +29,7 @@ import {
   insertNodes,
   latestCheckpoint,
   readChainLeaves,
+  readChainLeavesPacked,
   readChainRangeColumns,
   storedTreeSize,
   tryCheckpointLock,
@@ -59,10 +60,11 @@ const LEAVES_PER_TURN = 50;
 
 /**
  * Chain rows per read. Stored leaf hashes need no slicing within a read: a read's tree work is a
- * node hash per leaf (~2–3 µs each on the development machine). Reads of 250 shortened the event
- * loop's longest wait during a checkpoint a little (7.7–15.9 against 11.6–21.2 ms, `npm run
- * bench:checkpoint`) for 30–50 % more CPU per event; those waits are led by scavenges of 8–13 ms
- * (the reads' rows and the new nodes survive across the awaits), not by the tree work.
+ * node hash per leaf (~2–3 µs each on the development machine). The event loop's longest waits
+ * during a checkpoint were scavenges of 7–13 ms (the reads' rows and new nodes living across its
+ * awaits), not hashing: reads of 250 rows shortened them a little for 30–50 % more CPU per event;
+ * reading the common case packed in one row (`readChainLeavesPacked`) shortened them and cut the
+ * CPU by a third (docs/performance.md, tenth session).
  */
 const LEAVES_PER_READ = 1000;
 
@@ -108,6 +110,24 @@ export async function* chainedLeaves(db: Queryable, projectId: string, from: num
   if (prev === undefined) throw new LogIntegrityError(projectId, from, `chain position ${from} is missing`);
   let n = from;
   while (n < to) {
+    // The common case in one row; any gap, broken link or unstored leaf is read again row by row,
+    // which names the position or writes the leaf out.
+    const packed = await readChainLeavesPacked(db, projectId, n, to, LEAVES_PER_READ);
+    if (
+      packed.n > 0 &&
+      Number(packed.first_pos) === n + 1 &&
+      Number(packed.last_pos) === n + packed.n &&
+      packed.first_prev === prev &&
+      packed.broken_link === null &&
+      !packed.unstored &&
+      packed.leaves?.length === packed.n * 32
+    ) {
+      const all = packed.leaves;
+      yield Array.from({ length: packed.n }, (_, i) => all.subarray(i * 32, (i + 1) * 32));
+      prev = packed.last_hash!;
+      n += packed.n;
+      continue;
+    }
     const rows = await readChainLeaves(db, projectId, n, to, LEAVES_PER_READ);
     if (rows.length === 0) throw new LogIntegrityError(projectId, n + 1, `chain position ${n + 1} is missing`);
     const unstored = rows.some((r) => r.leaf_hash === null) ? await legacyRows(db, projectId, n, Number(rows[rows.length - 1].chain_pos)) : null;

@@ -99,6 +99,44 @@ export async function readChainRangeColumns(db: Queryable, projectId: string, af
   return rows;
 }
 
+/** Chain positions (from, to] in one row: what the checkpoint needs when every row has its leaf hash and every link holds. */
+export interface PackedChainLeaves {
+  n: number;
+  first_pos: string | null;
+  last_pos: string | null;
+  /** prev_hash of the first row (the caller checks it against the hash before). */
+  first_prev: string | null;
+  last_hash: string | null;
+  /** First position (after the first row) whose prev_hash is not the hash before it. */
+  broken_link: string | null;
+  /** Some row has no stored leaf hash (chained before migration 0115). */
+  unstored: boolean | null;
+  /** The rows' leaf hashes, 32 bytes each, in chain order. */
+  leaves: Buffer | null;
+}
+
+/**
+ * Chain positions (from, to] as one row, links checked in SQL. A read of rows costs the process a
+ * row object, two hex strings and a Buffer per event, which live across the checkpoint's awaits
+ * and lengthen its scavenges (docs/performance.md, tenth session).
+ */
+export async function readChainLeavesPacked(db: Queryable, projectId: string, afterPos: number, toPos: number, limit: number): Promise<PackedChainLeaves> {
+  const { rows } = await db.query<PackedChainLeaves>(
+    `SELECT count(*)::int AS n, min(chain_pos) AS first_pos, max(chain_pos) AS last_pos,
+            (array_agg(prev_hash ORDER BY chain_pos))[1] AS first_prev,
+            (array_agg(hash ORDER BY chain_pos DESC))[1] AS last_hash,
+            min(chain_pos) FILTER (WHERE before IS NOT NULL AND prev_hash <> before) AS broken_link,
+            bool_or(leaf_hash IS NULL) AS unstored,
+            string_agg(leaf_hash, ''::bytea ORDER BY chain_pos) AS leaves
+       FROM (SELECT chain_pos, prev_hash, hash, leaf_hash, lag(hash) OVER (ORDER BY chain_pos) AS before
+               FROM (SELECT chain_pos, prev_hash, hash, leaf_hash FROM event_chain
+                      WHERE project_id = $1 AND chain_pos > $2 AND chain_pos <= $3
+                      ORDER BY chain_pos LIMIT $4) r) w`,
+    [projectId, afterPos, toPos, limit],
+  );
+  return rows[0];
+}
+
 /** A chain position as the sequencer wrote it: links and the event's leaf hash (null on rows chained before migration 0115). */
 export type ChainLeafRow = { chain_seq: string; chain_pos: string; prev_hash: string; hash: string; leaf_hash: Buffer | null };
 

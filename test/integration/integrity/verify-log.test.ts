@@ -86,6 +86,15 @@ describe('verifying a project log in place', () => {
     expect(s.failures).toEqual([expect.stringMatching(/signed note does not verify/)]);
   });
 
+  it('reports a chain row removed before the checkpoint size', async () => {
+    const { projectId, seqAt } = await checkpointedLog(5);
+    await db.query('DELETE FROM event_chain WHERE seq = $1', [seqAt(3)]);
+    const r = await verifyLog(db, projectId);
+    expect(r.ok).toBe(false);
+    expect(r.checkpoint).toMatchObject({ root: 'chain_broken' });
+    expect(r.failures).toContainEqual(expect.stringMatching(/chain position 3 is missing/));
+  });
+
   it('reports a chain whose links were rewritten before the checkpoint size', async () => {
     const { projectId, seqAt } = await checkpointedLog(5);
     await db.query(`UPDATE event_chain SET prev_hash = repeat('b', 64) WHERE seq = $1`, [seqAt(2)]);
