@@ -8,11 +8,12 @@
  * of what a governed call costs (eight events a call). On a throwaway database: a warm-up
  * checkpoint of 5,000 events, then BENCH_ROUNDS (default 3) rounds of BENCH_EVENTS (default
  * 20,000) events appended, chained and checkpointed; each round prints the checkpoint's wall time,
- * this process's CPU per event and the longest the event loop waited meanwhile (a 0 ms interval
+ * this process's and PostgreSQL's CPU per event and the longest the event loop waited meanwhile (a 0 ms interval
  * timer's largest gap).
  */
 import { complianceSigner } from '../src/integrity/keys';
 import { issueCheckpoint } from '../src/integrity/log';
+import { postgresCpuMs } from './lib/cpu';
 import { growEventLog, longestWaitProbe, onThrowawayDatabase } from './lib/event-log';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
@@ -26,13 +27,15 @@ onThrowawayDatabase('checkpoint', async ({ db, url, projectId }) => {
     await growEventLog(db, projectId, EVENTS);
     const probe = longestWaitProbe();
     const cpu0 = process.cpuUsage();
+    const pg0 = postgresCpuMs();
     const t0 = performance.now();
     const out = await issueCheckpoint(db, signer, projectId);
     const cpu = process.cpuUsage(cpu0);
+    const pgUs = ((postgresCpuMs() - pg0) * 1000) / EVENTS;
     const longest = probe.stop();
     const us = (cpu.user + cpu.system) / EVENTS;
     console.log(
-      `round ${r}: checkpoint to ${out.issued?.tree_size} events, ${EVENTS} new: ${(performance.now() - t0).toFixed(0)} ms, ${us.toFixed(1)} µs of this process's CPU per event, the event loop's longest wait ${longest.toFixed(1)} ms`,
+      `round ${r}: checkpoint to ${out.issued?.tree_size} events, ${EVENTS} new: ${(performance.now() - t0).toFixed(0)} ms, ${us.toFixed(1)} µs of this process's CPU per event, PostgreSQL ${pgUs.toFixed(1)} µs, the event loop's longest wait ${longest.toFixed(1)} ms`,
     );
   }
 }).catch((err) => {
