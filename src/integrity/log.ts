@@ -12,7 +12,9 @@
  * were stored are written out from their event and re-checked against their chain hash, as before.
  *
  * The tree is extended by `issueCheckpoint` only, under the project's checkpoint lock: it stores
- * the completed perfect subtrees, checks that the new root is consistent with the previous
+ * the completed perfect subtrees above the leaves (the leaves themselves are the chain's stored
+ * leaf hashes, or for rows chained before 0115 stored with the nodes), checks that the new root
+ * is consistent with the previous
  * checkpoint (a consistency proof built from the stored nodes, verified), and only then signs and
  * stores the checkpoint. Stored nodes are never rewritten, so two checkpoints of one project
  * cannot disagree.
@@ -99,13 +101,19 @@ async function rootAt(db: Queryable, projectId: string, size: number): Promise<B
   return rootOf(size, sourceOf(nodes));
 }
 
+/** A read's leaf hashes, in chain order, and the tree indexes of those written out from their event (not stored in the chain). */
+export interface LeafBatch {
+  leaves: Buffer[];
+  writtenOut: Set<number>;
+}
+
 /**
  * The leaf hashes of chain positions (from, to], a read at a time, each row's link checked (no
  * gap, prev_hash the hash before it): the stored leaf hash, or for a row chained before migration
  * 0115 its event written out and re-checked against its chain hash. Throws LogIntegrityError at
  * the first position that fails.
  */
-export async function* chainedLeaves(db: Queryable, projectId: string, from: number, to: number): AsyncGenerator<Buffer[]> {
+export async function* chainedLeaves(db: Queryable, projectId: string, from: number, to: number): AsyncGenerator<LeafBatch> {
   let prev = from === 0 ? GENESIS_HASH : (await chainRowAt(db, projectId, from))?.hash;
   if (prev === undefined) throw new LogIntegrityError(projectId, from, `chain position ${from} is missing`);
   let n = from;
@@ -123,7 +131,7 @@ export async function* chainedLeaves(db: Queryable, projectId: string, from: num
       packed.leaves?.length === packed.n * 32
     ) {
       const all = packed.leaves;
-      yield Array.from({ length: packed.n }, (_, i) => all.subarray(i * 32, (i + 1) * 32));
+      yield { leaves: Array.from({ length: packed.n }, (_, i) => all.subarray(i * 32, (i + 1) * 32)), writtenOut: new Set() };
       prev = packed.last_hash!;
       n += packed.n;
       continue;
@@ -132,6 +140,7 @@ export async function* chainedLeaves(db: Queryable, projectId: string, from: num
     if (rows.length === 0) throw new LogIntegrityError(projectId, n + 1, `chain position ${n + 1} is missing`);
     const unstored = rows.some((r) => r.leaf_hash === null) ? await legacyRows(db, projectId, n, Number(rows[rows.length - 1].chain_pos)) : null;
     const leaves: Buffer[] = [];
+    const writtenOut = new Set<number>();
     let written = 0;
     for (const r of rows) {
       const pos = n + leaves.length + 1;
@@ -141,11 +150,12 @@ export async function* chainedLeaves(db: Queryable, projectId: string, from: num
       else {
         if (written > 0 && written % LEAVES_PER_TURN === 0) await nextTurn();
         written += 1;
+        writtenOut.add(pos - 1);
         leaves.push(leafHash(await checkedLeaf(db, projectId, unstored!.get(pos)!, prev)));
       }
       prev = r.hash;
     }
-    yield leaves;
+    yield { leaves, writtenOut };
     n += leaves.length;
   }
 }
@@ -167,9 +177,10 @@ async function extendTree(db: Queryable, projectId: string, max: number): Promis
   const fetched = sourceOf(await getNodes(db, projectId, rangeIds));
   let range = rangeIds.map((id) => fetched(id.level, id.idx));
   let n = size;
-  for await (const leaves of chainedLeaves(db, projectId, size, head)) {
+  for await (const { leaves, writtenOut } of chainedLeaves(db, projectId, size, head)) {
     const out = appendLeaves(n, range, leaves);
-    await insertNodes(db, projectId, out.nodes);
+    // Leaves stored in the chain are served from there (getNodes); only written-out ones are kept here.
+    await insertNodes(db, projectId, out.nodes.filter((node) => node.level > 0 || writtenOut.has(node.idx)));
     range = out.range;
     n = out.size;
   }
@@ -183,7 +194,7 @@ async function extendTree(db: Queryable, projectId: string, max: number): Promis
 export async function rootFromChain(db: Queryable, projectId: string, size: number): Promise<Buffer> {
   let range: Buffer[] = [];
   let n = 0;
-  for await (const leaves of chainedLeaves(db, projectId, 0, size)) {
+  for await (const { leaves } of chainedLeaves(db, projectId, 0, size)) {
     const out = appendLeaves(n, range, leaves);
     range = out.range;
     n = out.size;

@@ -158,18 +158,32 @@ export async function chainRowAt(db: Queryable, projectId: string, pos: number):
 
 // ---- Merkle nodes ----
 
+/**
+ * Leaves in the stored tree: the latest checkpoint's size. The tree is extended only in the
+ * transaction that signs a checkpoint of its new size (src/integrity/log.ts, `issueCheckpoint`),
+ * so no stored node lies beyond it.
+ */
 export async function storedTreeSize(db: Queryable, projectId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number | null }>('SELECT max(idx) + 1 AS n FROM merkle_nodes WHERE project_id = $1 AND level = 0', [projectId]);
+  const { rows } = await db.query<{ n: string | null }>('SELECT max(tree_size) AS n FROM log_checkpoints WHERE project_id = $1', [projectId]);
   return Number(rows[0]?.n ?? 0);
 }
 
+/**
+ * Stored perfect subtrees by (level, idx). The leaves (level 0) come from the chain's stored leaf
+ * hashes (`event_chain.leaf_hash`, position idx + 1), and from `merkle_nodes` for rows chained
+ * before migration 0115, whose leaf the checkpoint wrote out and stored there.
+ */
 export async function getNodes(db: Queryable, projectId: string, ids: { level: number; idx: number }[]): Promise<{ level: number; idx: number; hash: Buffer }[]> {
   if (ids.length === 0) return [];
-  const { rows } = await db.query<{ level: number; idx: number; hash: Buffer }>(
+  const leaves = ids.filter((i) => i.level === 0).map((i) => i.idx + 1);
+  const { rows } = await db.query<{ level: number; idx: string; hash: Buffer }>(
     `SELECT n.level, n.idx, n.hash FROM merkle_nodes n
        JOIN unnest($2::smallint[], $3::bigint[]) AS w(level, idx) ON n.level = w.level AND n.idx = w.idx
-      WHERE n.project_id = $1`,
-    [projectId, ids.map((i) => i.level), ids.map((i) => i.idx)],
+      WHERE n.project_id = $1
+     UNION ALL
+     SELECT 0::smallint, c.chain_pos - 1, c.leaf_hash FROM event_chain c
+      WHERE c.project_id = $1 AND c.chain_pos = ANY($4::bigint[]) AND c.leaf_hash IS NOT NULL`,
+    [projectId, ids.map((i) => i.level), ids.map((i) => i.idx), leaves],
   );
   return rows.map((r) => ({ level: Number(r.level), idx: Number(r.idx), hash: r.hash }));
 }

@@ -9,7 +9,8 @@
  */
 import { createPool, type Db } from '../../../src/db/pool';
 import { appendEvents, canonicalEvent, chainAllProjectEvents, type EventRecord } from '../../../src/db/repositories/events';
-import { leafHash } from '../../../src/integrity/merkle';
+import { leafHash, sourceOf } from '../../../src/integrity/merkle';
+import { getNodes } from '../../../src/db/repositories/integrity-log';
 import { createProject } from '../../../src/db/repositories/projects';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';
@@ -45,16 +46,18 @@ describe('checkpoint over a backlog', () => {
     return project;
   }
 
-  /** The stored leaves (level 0) against the events' canonical forms, in chain order. */
+  /** The tree's leaves (level 0, as proofs read them) against the events' canonical forms, in chain order. */
   async function leavesAgainstEvents(projectId: string) {
-    const { rows } = await db.query<EventRecord & { node: Buffer }>(
-      `SELECT e.*, c.prev_hash, n.hash AS node FROM event_chain c JOIN events e ON e.seq = c.seq
-         JOIN merkle_nodes n ON n.project_id = c.project_id AND n.level = 0 AND n.idx = c.chain_pos - 1
-        WHERE c.project_id = $1 ORDER BY c.chain_pos`,
+    const { rows } = await db.query<EventRecord>(
+      'SELECT e.*, c.prev_hash FROM event_chain c JOIN events e ON e.seq = c.seq WHERE c.project_id = $1 ORDER BY c.chain_pos',
       [projectId],
     );
-    return { count: rows.length, mismatched: rows.filter((r) => !r.node.equals(leafHash(canonicalEvent(r)))).length };
+    const leaf = sourceOf(await getNodes(db, projectId, rows.map((_, idx) => ({ level: 0, idx }))));
+    return { count: rows.length, mismatched: rows.filter((r, idx) => !leaf(0, idx).equals(leafHash(canonicalEvent(r)))).length };
   }
+
+  const storedLeafNodes = async (projectId: string) =>
+    (await db.query('SELECT count(*)::int AS n FROM merkle_nodes WHERE project_id = $1 AND level = 0', [projectId])).rows[0].n;
 
   it('builds the tree from the leaf hashes the sequencer stored: every leaf is its event hashed, and no slice needs a turn', async () => {
     const project = await backlog('stored leaves', 2500);
@@ -67,6 +70,8 @@ describe('checkpoint over a backlog', () => {
     expect(Number(r.issued?.tree_size)).toBe(2500);
     expect(timers.setImmediate).toHaveBeenCalledTimes(0);
     expect(await leavesAgainstEvents(project.id)).toEqual({ count: 2500, mismatched: 0 });
+    // The leaves are the chain's; the tree stores only the nodes above them.
+    expect(await storedLeafNodes(project.id)).toBe(0);
   });
 
   it('writes out rows chained before leaf hashes were stored, at most 50 leaves between two turns of the event loop', async () => {
@@ -81,6 +86,8 @@ describe('checkpoint over a backlog', () => {
     // 50th written leaf of a read but its last (5, 19 and 9; each read's own query is a turn as well).
     expect(timers.setImmediate).toHaveBeenCalledTimes(33);
     expect(await leavesAgainstEvents(legacy.id)).toEqual({ count: 2500, mismatched: 0 });
+    // Only the leaves written out are stored in the tree (positions 701–2500).
+    expect(await storedLeafNodes(legacy.id)).toBe(1800);
   });
 
   it.each([['stored by the sequencer'], ['written out by the checkpoint']])('covers events whose timestamps the columns cannot carry (before year 1, after 9999), leaves %s', async (leaves) => {
