@@ -93,11 +93,11 @@ export async function prepareExport(deps: BuildDeps, exportId: string, waitMs = 
 export async function buildExportPart(deps: BuildDeps, exportId: string, part: ExportPart): Promise<number> {
   const row = await load(deps.db, exportId);
   if (part !== 'events') {
-    const docs = await exportRows(deps.db, part, row.project_id, row.window_start, row.window_end);
-    const content = ndjson(docs.map((d) => canonicalize(d) as string));
-    await putExportFile(deps.db, { exportId, name: `${part}.ndjson`, content, sha256: sha256hex(content), records: docs.length });
+    const docs = new NdjsonFile();
+    docs.add((await exportRows(deps.db, part, row.project_id, row.window_start, row.window_end)).map((d) => canonicalize(d) as string));
+    await putExportFile(deps.db, { exportId, name: `${part}.ndjson`, ...docs.file() });
     await markExportPartDone(deps.db, row.id, part);
-    return docs.length;
+    return docs.records;
   }
   const events = new NdjsonFile();
   const proofs = new NdjsonFile();

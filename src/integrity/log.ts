@@ -14,9 +14,8 @@
  * The tree is extended by `issueCheckpoint` only, under the project's checkpoint lock: it stores
  * the completed perfect subtrees above the leaves (the leaves themselves are the chain's stored
  * leaf hashes, or for rows chained before 0115 stored with the nodes), checks that the new root
- * is consistent with the previous
- * checkpoint (a consistency proof built from the stored nodes, verified), and only then signs and
- * stores the checkpoint. Stored nodes are never rewritten, so two checkpoints of one project
+ * is consistent with the previous checkpoint (a consistency proof built from the stored nodes,
+ * verified), and only then signs and stores the checkpoint. Stored nodes are never rewritten, so two checkpoints of one project
  * cannot disagree.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -30,7 +29,6 @@ import {
   insertCheckpoint,
   insertNodes,
   latestCheckpoint,
-  readChainLeaves,
   readChainLeavesPacked,
   readChainRangeColumns,
   storedTreeSize,
@@ -136,9 +134,8 @@ export async function* chainedLeaves(db: Queryable, projectId: string, from: num
       n += packed.n;
       continue;
     }
-    const rows = await readChainLeaves(db, projectId, n, to, LEAVES_PER_READ);
+    const rows = await readChainRangeColumns(db, projectId, n, to, LEAVES_PER_READ);
     if (rows.length === 0) throw new LogIntegrityError(projectId, n + 1, `chain position ${n + 1} is missing`);
-    const unstored = rows.some((r) => r.leaf_hash === null) ? await legacyRows(db, projectId, n, Number(rows[rows.length - 1].chain_pos)) : null;
     const leaves: Buffer[] = [];
     const writtenOut = new Set<number>();
     let written = 0;
@@ -151,7 +148,7 @@ export async function* chainedLeaves(db: Queryable, projectId: string, from: num
         if (written > 0 && written % LEAVES_PER_TURN === 0) await nextTurn();
         written += 1;
         writtenOut.add(pos - 1);
-        leaves.push(leafHash(await checkedLeaf(db, projectId, unstored!.get(pos)!, prev)));
+        leaves.push(leafHash(await checkedLeaf(db, projectId, r, prev)));
       }
       prev = r.hash;
     }
@@ -168,11 +165,13 @@ function rootOfRange(range: Buffer[]): Buffer {
   return root;
 }
 
-/** Extends the stored tree of a project to its chain head (at most `max` leaves); returns the new size. */
-async function extendTree(db: Queryable, projectId: string, max: number): Promise<{ size: number; root: Buffer }> {
-  const size = await storedTreeSize(db, projectId);
+/**
+ * Extends the stored tree of `size` leaves (the latest checkpoint's) to the chain head, at most
+ * `max` leaves; returns the new size and root, or null when the chain did not grow.
+ */
+async function extendTree(db: Queryable, projectId: string, size: number, max: number): Promise<{ size: number; root: Buffer } | null> {
   const head = Math.min(await chainHead(db, projectId), size + max);
-  if (head <= size) return { size, root: await rootAt(db, projectId, size) };
+  if (head <= size) return null;
   const rangeIds = compactRangeIds(size);
   const fetched = sourceOf(await getNodes(db, projectId, rangeIds));
   let range = rangeIds.map((id) => fetched(id.level, id.idx));
@@ -202,12 +201,6 @@ export async function rootFromChain(db: Queryable, projectId: string, size: numb
   return rootOfRange(range);
 }
 
-/** Chain positions (from, to] with their events' columns, by position: for rows without a stored leaf hash. */
-async function legacyRows(db: Queryable, projectId: string, afterPos: number, toPos: number): Promise<Map<number, ChainedColumnsRow>> {
-  const rows = await readChainRangeColumns(db, projectId, afterPos, toPos, toPos - afterPos);
-  return new Map(rows.map((r) => [Number(r.chain_pos), r]));
-}
-
 export type IssueResult = { issued: CheckpointRow } | { issued: null; reason: 'up_to_date' | 'locked' };
 
 /**
@@ -219,8 +212,9 @@ export async function issueCheckpoint(db: Db, signer: ComplianceSigner, projectI
   return withTransaction(db, async (c) => {
     if (!(await tryCheckpointLock(c, projectId))) return { issued: null, reason: 'locked' as const };
     const last = await latestCheckpoint(c, projectId);
-    const { size, root } = await extendTree(c, projectId, MAX_LEAVES_PER_CHECKPOINT);
-    if (size === 0 || (last && size <= Number(last.tree_size))) return { issued: null, reason: 'up_to_date' as const };
+    const grown = await extendTree(c, projectId, last ? Number(last.tree_size) : 0, MAX_LEAVES_PER_CHECKPOINT);
+    if (!grown) return { issued: null, reason: 'up_to_date' as const };
+    const { size, root } = grown;
     if (last) {
       const lastSize = Number(last.tree_size);
       const nodes = await getNodes(c, projectId, nodesNeeded((get) => consistencyProof(lastSize, size, get)));

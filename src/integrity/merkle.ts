@@ -8,9 +8,10 @@
  *
  * Tollgate stores the hash of every *perfect* subtree (a node covering leaves
  * [idx·2^level, (idx+1)·2^level)) once it is complete (table merkle_nodes; the leaves, level 0,
- * are the event chain's stored leaf hashes); such a node never changes. Roots and proofs for any tree size are then built from O(log n) stored nodes: the
- * algorithms below run twice, once collecting which perfect nodes they need (`NodeSource` that
- * records), once computing with the fetched hashes.
+ * are the event chain's stored leaf hashes); such a node never changes. Roots and proofs for any
+ * tree size are then built from O(log n) stored nodes: the algorithms below run twice, once
+ * collecting which perfect nodes they need (`NodeSource` that records), once computing with the
+ * fetched hashes.
  */
 import { hash } from 'node:crypto';
 

@@ -80,17 +80,25 @@ export async function chainHeads(db: Queryable, projectIds: string[]): Promise<M
 }
 
 /** A chain position with its event's canonical columns, all null (seq too) when the event row is gone. */
-export type ChainedColumnsRow = { [K in keyof CanonicalColumns]: CanonicalColumns[K] | null } & { chain_seq: string; chain_pos: string; prev_hash: string; hash: string };
+export type ChainedColumnsRow = { [K in keyof CanonicalColumns]: CanonicalColumns[K] | null } & {
+  chain_seq: string;
+  chain_pos: string;
+  prev_hash: string;
+  hash: string;
+  /** Null on rows chained before migration 0115. */
+  leaf_hash: Buffer | null;
+};
 
 /**
  * Chain positions (from, to] with the columns the canonical form is written from
- * (`canonicalFromColumns`): an export's read of the events it writes out, and the checkpoint's of
- * rows chained before their leaf hash was stored (migration 0115). Whole rows written out through
+ * (`canonicalFromColumns`) and the stored leaf hash: an export's read of the events it writes out,
+ * and the checkpoint's when its packed read finds something off (a gap, a broken link, rows
+ * chained before migration 0115). Whole rows written out through
  * `canonicalize` cost more per event (docs/performance.md, ninth session).
  */
 export async function readChainRangeColumns(db: Queryable, projectId: string, afterPos: number, toPos: number, limit = 1000): Promise<ChainedColumnsRow[]> {
   const { rows } = await db.query<ChainedColumnsRow>(
-    `SELECT e.seq, ${CANONICAL_COLUMNS_SQL}, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash
+    `SELECT e.seq, ${CANONICAL_COLUMNS_SQL}, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash, c.leaf_hash
        FROM event_chain c LEFT JOIN events e ON e.seq = c.seq
       WHERE c.project_id = $1 AND c.chain_pos > $2 AND c.chain_pos <= $3
       ORDER BY c.chain_pos LIMIT $4`,
@@ -135,20 +143,6 @@ export async function readChainLeavesPacked(db: Queryable, projectId: string, af
     [projectId, afterPos, toPos, limit],
   );
   return rows[0];
-}
-
-/** A chain position as the sequencer wrote it: links and the event's leaf hash (null on rows chained before migration 0115). */
-export type ChainLeafRow = { chain_seq: string; chain_pos: string; prev_hash: string; hash: string; leaf_hash: Buffer | null };
-
-/** Chain positions (from, to] from the chain's side only: what the checkpoint builds its tree from. */
-export async function readChainLeaves(db: Queryable, projectId: string, afterPos: number, toPos: number, limit = 1000): Promise<ChainLeafRow[]> {
-  const { rows } = await db.query<ChainLeafRow>(
-    `SELECT seq AS chain_seq, chain_pos, prev_hash, hash, leaf_hash FROM event_chain
-      WHERE project_id = $1 AND chain_pos > $2 AND chain_pos <= $3
-      ORDER BY chain_pos LIMIT $4`,
-    [projectId, afterPos, toPos, limit],
-  );
-  return rows;
 }
 
 export async function chainRowAt(db: Queryable, projectId: string, pos: number): Promise<{ hash: string } | null> {
