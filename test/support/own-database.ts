@@ -5,6 +5,7 @@
  */
 import { createDatabaseIfMissing, dropDatabase, withDatabase } from '../../scripts/lib/postgres';
 import { migrate } from '../../src/db/migrate';
+import { createPool, type Db } from '../../src/db/pool';
 
 export interface OwnDatabase {
   url: string;
@@ -18,4 +19,31 @@ export async function createOwnDatabase(suffix: string): Promise<OwnDatabase> {
   const url = withDatabase(server, name);
   await migrate(url);
   return { url, drop: () => dropDatabase(server, name) };
+}
+
+/**
+ * A database of the test file's own and a pool on it, created before the file's tests and dropped
+ * after them (the hooks are registered here); read `.db` and `.url` inside tests.
+ */
+export function ownDatabasePool(suffix: string, poolSize = 4): { readonly db: Db; readonly url: string } {
+  let own: OwnDatabase | undefined;
+  let db: Db | undefined;
+  beforeAll(async () => {
+    own = await createOwnDatabase(suffix);
+    db = createPool(own.url, poolSize);
+  });
+  afterAll(async () => {
+    await db?.end();
+    await own?.drop();
+  });
+  return {
+    get db() {
+      if (!db) throw new Error('the own database is created in beforeAll');
+      return db;
+    },
+    get url() {
+      if (!own) throw new Error('the own database is created in beforeAll');
+      return own.url;
+    },
+  };
 }

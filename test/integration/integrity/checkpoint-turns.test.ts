@@ -7,14 +7,13 @@
  * columns, and from the whole row where the columns cannot carry the timestamp. On a database of
  * its own, so no other test file's Tollgate checkpoints these events first.
  */
-import { createPool, type Db } from '../../../src/db/pool';
 import { appendEvents, canonicalEvent, chainAllProjectEvents, type EventRecord } from '../../../src/db/repositories/events';
 import { leafHash, sourceOf } from '../../../src/integrity/merkle';
 import { getNodes } from '../../../src/db/repositories/integrity-log';
 import { createProject } from '../../../src/db/repositories/projects';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';
-import { createOwnDatabase, type OwnDatabase } from '../../support/own-database';
+import { ownDatabasePool } from '../../support/own-database';
 
 // Counts the turns the log gives the event loop; the turns themselves still happen.
 jest.mock('node:timers/promises', () => {
@@ -25,48 +24,38 @@ jest.mock('node:timers/promises', () => {
 const timers = require('node:timers/promises') as { setImmediate: jest.Mock };
 
 describe('checkpoint over a backlog', () => {
-  let own: OwnDatabase;
-  let db: Db;
-
-  beforeAll(async () => {
-    own = await createOwnDatabase('checkpoint_turns');
-    db = createPool(own.url, 4);
-  });
-  afterAll(async () => {
-    await db?.end();
-    await own?.drop();
-  });
+  const own = ownDatabasePool('checkpoint_turns');
 
   async function backlog(name: string, events: number) {
-    const project = await createProject(db, { name, plan: 'production' });
+    const project = await createProject(own.db, { name, plan: 'production' });
     for (let i = 0; i < events / 500; i++) {
-      await appendEvents(db, Array.from({ length: 500 }, (_, j) => ({ projectId: project.id, eventType: 'permit.allowed', source: 'test', phase: 'permit', metadata: { i, j } })));
+      await appendEvents(own.db, Array.from({ length: 500 }, (_, j) => ({ projectId: project.id, eventType: 'permit.allowed', source: 'test', phase: 'permit', metadata: { i, j } })));
     }
-    await chainAllProjectEvents(db, project.id);
+    await chainAllProjectEvents(own.db, project.id);
     return project;
   }
 
   /** The tree's leaves (level 0, as proofs read them) against the events' canonical forms, in chain order. */
   async function leavesAgainstEvents(projectId: string) {
-    const { rows } = await db.query<EventRecord>(
+    const { rows } = await own.db.query<EventRecord>(
       'SELECT e.*, c.prev_hash FROM event_chain c JOIN events e ON e.seq = c.seq WHERE c.project_id = $1 ORDER BY c.chain_pos',
       [projectId],
     );
-    const leaf = sourceOf(await getNodes(db, projectId, rows.map((_, idx) => ({ level: 0, idx }))));
+    const leaf = sourceOf(await getNodes(own.db, projectId, rows.map((_, idx) => ({ level: 0, idx }))));
     return { count: rows.length, mismatched: rows.filter((r, idx) => !leaf(0, idx).equals(leafHash(canonicalEvent(r)))).length };
   }
 
   const storedLeafNodes = async (projectId: string) =>
-    (await db.query('SELECT count(*)::int AS n FROM merkle_nodes WHERE project_id = $1 AND level = 0', [projectId])).rows[0].n;
+    (await own.db.query('SELECT count(*)::int AS n FROM merkle_nodes WHERE project_id = $1 AND level = 0', [projectId])).rows[0].n;
 
   it('builds the tree from the leaf hashes the sequencer stored: every leaf is its event hashed, and no slice needs a turn', async () => {
     const project = await backlog('stored leaves', 2500);
-    const { rows } = await db.query('SELECT count(*)::int AS n FROM event_chain WHERE project_id = $1 AND leaf_hash IS NOT NULL', [project.id]);
+    const { rows } = await own.db.query('SELECT count(*)::int AS n FROM event_chain WHERE project_id = $1 AND leaf_hash IS NOT NULL', [project.id]);
     expect(rows[0].n).toBe(2500);
-    const signer = await complianceSigner(db, { env: 'test', masterKey: undefined, databaseUrl: own.url });
+    const signer = await complianceSigner(own.db, { env: 'test', masterKey: undefined, databaseUrl: own.url });
 
     timers.setImmediate.mockClear();
-    const r = await issueCheckpoint(db, signer, project.id);
+    const r = await issueCheckpoint(own.db, signer, project.id);
     expect(Number(r.issued?.tree_size)).toBe(2500);
     expect(timers.setImmediate).toHaveBeenCalledTimes(0);
     expect(await leavesAgainstEvents(project.id)).toEqual({ count: 2500, mismatched: 0 });
@@ -76,11 +65,11 @@ describe('checkpoint over a backlog', () => {
 
   it('writes out rows chained before leaf hashes were stored, at most 50 leaves between two turns of the event loop', async () => {
     const legacy = await backlog('legacy', 2500);
-    await db.query('UPDATE event_chain SET leaf_hash = NULL WHERE project_id = $1 AND chain_pos > 700', [legacy.id]);
-    const signer = await complianceSigner(db, { env: 'test', masterKey: undefined, databaseUrl: own.url });
+    await own.db.query('UPDATE event_chain SET leaf_hash = NULL WHERE project_id = $1 AND chain_pos > 700', [legacy.id]);
+    const signer = await complianceSigner(own.db, { env: 'test', masterKey: undefined, databaseUrl: own.url });
 
     timers.setImmediate.mockClear();
-    const r = await issueCheckpoint(db, signer, legacy.id);
+    const r = await issueCheckpoint(own.db, signer, legacy.id);
     expect(Number(r.issued?.tree_size)).toBe(2500);
     // Reads of 1,000, 1,000 and 500 rows, the first with 300 rows to write out: a turn after every
     // 50th written leaf of a read but its last (5, 19 and 9; each read's own query is a turn as well).
@@ -91,23 +80,23 @@ describe('checkpoint over a backlog', () => {
   });
 
   it.each([['stored by the sequencer'], ['written out by the checkpoint']])('covers events whose timestamps the columns cannot carry (before year 1, after 9999), leaves %s', async (leaves) => {
-    const project = await createProject(db, { name: `far dates, ${leaves}`, plan: 'production' });
+    const project = await createProject(own.db, { name: `far dates, ${leaves}`, plan: 'production' });
     const base = { projectId: project.id, eventType: 'permit.allowed', source: 'test', phase: 'permit' };
-    await appendEvents(db, [{ ...base, metadata: { i: 0 }, timestamp: new Date('2026-11-27T00:00:00.123Z') }]);
+    await appendEvents(own.db, [{ ...base, metadata: { i: 0 }, timestamp: new Date('2026-11-27T00:00:00.123Z') }]);
     // Years the application cannot write (PostgreSQL does not parse toISOString's six-digit years),
     // stored directly with their pending-chain rows, as the request path would queue them.
     for (const [i, at] of ['12026-01-01 00:00:00.5+00', '0044-03-15 12:00:00+00 BC'].entries()) {
-      await db.query(
+      await own.db.query(
         `WITH e AS (INSERT INTO events (id, project_id, timestamp, event_type, source, phase) VALUES ($1, $2, $3, 'permit.allowed', 'test', 'permit') RETURNING seq)
          INSERT INTO event_chain_pending (project_id, first_seq, seqs) SELECT $2, seq, ARRAY[seq] FROM e`,
         [`evt_far_${i}_${project.id}`, project.id, at],
       );
     }
-    await appendEvents(db, [{ ...base, metadata: { i: 3 }, timestamp: new Date('2026-11-27T00:00:01.000Z') }]);
-    await chainAllProjectEvents(db, project.id);
-    if (leaves !== 'stored by the sequencer') await db.query('UPDATE event_chain SET leaf_hash = NULL WHERE project_id = $1', [project.id]);
-    const signer = await complianceSigner(db, { env: 'test', masterKey: undefined, databaseUrl: own.url });
-    const r = await issueCheckpoint(db, signer, project.id);
+    await appendEvents(own.db, [{ ...base, metadata: { i: 3 }, timestamp: new Date('2026-11-27T00:00:01.000Z') }]);
+    await chainAllProjectEvents(own.db, project.id);
+    if (leaves !== 'stored by the sequencer') await own.db.query('UPDATE event_chain SET leaf_hash = NULL WHERE project_id = $1', [project.id]);
+    const signer = await complianceSigner(own.db, { env: 'test', masterKey: undefined, databaseUrl: own.url });
+    const r = await issueCheckpoint(own.db, signer, project.id);
     expect(Number(r.issued?.tree_size)).toBe(4);
     expect(await leavesAgainstEvents(project.id)).toEqual({ count: 4, mismatched: 0 });
   });

@@ -4,12 +4,11 @@
  * the loop lets the event loop run between slices of 50 events. On a database of its own, so no
  * other test file's Tollgate checkpoints or exports these events.
  */
-import { createPool, type Db } from '../../../src/db/pool';
 import { appendEvents, chainAllProjectEvents } from '../../../src/db/repositories/events';
 import { insertExport, readExportFiles } from '../../../src/db/repositories/compliance-exports';
 import { createProject } from '../../../src/db/repositories/projects';
 import { buildExportPart, prepareExport } from '../../../src/compliance/build';
-import { createOwnDatabase, type OwnDatabase } from '../../support/own-database';
+import { ownDatabasePool } from '../../support/own-database';
 
 // Counts the turns the build gives the event loop; the turns themselves still happen.
 jest.mock('node:timers/promises', () => {
@@ -20,34 +19,24 @@ jest.mock('node:timers/promises', () => {
 const timers = require('node:timers/promises') as { setImmediate: jest.Mock };
 
 describe('export events part over many events', () => {
-  let own: OwnDatabase;
-  let db: Db;
-
-  beforeAll(async () => {
-    own = await createOwnDatabase('export_turns');
-    db = createPool(own.url, 4);
-  });
-  afterAll(async () => {
-    await db?.end();
-    await own?.drop();
-  });
+  const own = ownDatabasePool('export_turns');
 
   it('writes at most 50 events between two turns of the event loop, and every event with its proof', async () => {
-    const project = await createProject(db, { name: 'export backlog', plan: 'production' });
+    const project = await createProject(own.db, { name: 'export backlog', plan: 'production' });
     const since = new Date(Date.now() - 60_000);
     for (let i = 0; i < 3; i++) {
-      await appendEvents(db, Array.from({ length: 400 }, (_, j) => ({ projectId: project.id, eventType: 'permit.allowed', source: 'test', phase: 'permit', metadata: { i, j } })));
+      await appendEvents(own.db, Array.from({ length: 400 }, (_, j) => ({ projectId: project.id, eventType: 'permit.allowed', source: 'test', phase: 'permit', metadata: { i, j } })));
     }
-    await chainAllProjectEvents(db, project.id);
-    const row = await insertExport(db, { id: `exp_turns_${project.id}`, projectId: project.id, since, until: new Date(Date.now() + 60_000), include: ['events'], requestedBy: 'test' });
-    const deps = { db, config: { env: 'test' as const, masterKey: undefined, databaseUrl: own.url } };
+    await chainAllProjectEvents(own.db, project.id);
+    const row = await insertExport(own.db, { id: `exp_turns_${project.id}`, projectId: project.id, since, until: new Date(Date.now() + 60_000), include: ['events'], requestedBy: 'test' });
+    const deps = { db: own.db, config: { env: 'test' as const, masterKey: undefined, databaseUrl: own.url } };
     await prepareExport(deps, row.id);
 
     timers.setImmediate.mockClear();
     expect(await buildExportPart(deps, row.id, 'events')).toBe(1200);
     // Batches of 500, 500 and 200 events: a turn before the 51st, 101st, … event of each (9, 9 and 3).
     expect(timers.setImmediate).toHaveBeenCalledTimes(21);
-    const files = new Map((await readExportFiles(db, row.id)).map((f) => [f.name, f]));
+    const files = new Map((await readExportFiles(own.db, row.id)).map((f) => [f.name, f]));
     expect(files.get('events.ndjson')?.content.toString('utf8').trim().split('\n')).toHaveLength(1200);
     expect(files.get('proofs.ndjson')?.content.toString('utf8').trim().split('\n')).toHaveLength(1200);
   });
