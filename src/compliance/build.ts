@@ -29,9 +29,9 @@ import {
   type ExportPart,
   type ExportRow,
 } from '../db/repositories/compliance-exports';
-import { checkpointAtSize, checkpointCovering, getNodes, latestCheckpoint, readChainRangeColumns } from '../db/repositories/integrity-log';
+import { checkpointAtSize, checkpointCovering, latestCheckpoint, readChainRangeColumns } from '../db/repositories/integrity-log';
 import { complianceSigner } from '../integrity/keys';
-import { issueCheckpoint, logOrigin } from '../integrity/log';
+import { issueCheckpoint, logOrigin, treeNodes } from '../integrity/log';
 import { inclusionProof, nodesNeeded, sourceOf, type SubtreeMemo } from '../integrity/merkle';
 import { signNote } from '../integrity/note';
 import { writeTar } from './tar';
@@ -117,7 +117,7 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
           inclusionProof(i, size, get, recorded);
         }
       });
-      const get = sourceOf(await getNodes(deps.db, row.project_id, needed));
+      const get = sourceOf(await treeNodes(deps.db, row.project_id, needed));
       const memo: SubtreeMemo = new Map();
       const eventLines: string[] = [];
       const proofLines: string[] = [];

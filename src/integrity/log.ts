@@ -12,8 +12,9 @@
  * were stored are written out from their event and re-checked against their chain hash, as before.
  *
  * The tree is extended by `issueCheckpoint` only, under the project's checkpoint lock: it stores
- * the completed perfect subtrees above the leaves (the leaves themselves are the chain's stored
- * leaf hashes, or for rows chained before 0115 stored with the nodes), checks that the new root
+ * the completed perfect subtrees from `LOWEST_STORED_LEVEL` up (the leaves themselves are the
+ * chain's stored leaf hashes, or for rows chained before 0115 stored with the nodes; the levels
+ * between are hashed from their leaves when read, `treeNodes`), checks that the new root
  * is consistent with the previous checkpoint (a consistency proof built from the stored nodes,
  * verified), and only then signs and stores the checkpoint. Stored nodes are never rewritten, so two checkpoints of one project
  * cannot disagree.
@@ -36,7 +37,21 @@ import {
   type ChainedColumnsRow,
   type CheckpointRow,
 } from '../db/repositories/integrity-log';
-import { appendLeaves, compactRangeIds, consistencyProof, inclusionProof, leafHash, nodeHash, nodesNeeded, rootOf, sourceOf, verifyConsistency, EMPTY_ROOT } from './merkle';
+import {
+  appendLeaves,
+  compactRangeIds,
+  consistencyProof,
+  inclusionProof,
+  leafHash,
+  nodeHash,
+  nodesNeeded,
+  rootOf,
+  sourceOf,
+  verifyConsistency,
+  EMPTY_ROOT,
+  LOWEST_STORED_LEVEL,
+  type NodeId,
+} from './merkle';
 import { checkpointText, signNote } from './note';
 import type { ComplianceSigner } from './keys';
 
@@ -93,9 +108,34 @@ async function checkedLeaf(db: Queryable, projectId: string, r: ChainedColumnsRo
   return bytes;
 }
 
+/**
+ * The hashes of perfect nodes: leaves from the chain (or written-out legacy leaves), nodes from
+ * `LOWEST_STORED_LEVEL` up as stored, and those between hashed from their leaves, read in the
+ * same query.
+ */
+export async function treeNodes(db: Queryable, projectId: string, ids: NodeId[]): Promise<{ level: number; idx: number; hash: Buffer }[]> {
+  const unstored = (id: NodeId) => id.level > 0 && id.level < LOWEST_STORED_LEVEL;
+  const reads = new Map<string, NodeId>();
+  for (const id of ids) {
+    if (!unstored(id)) reads.set(`${id.level}:${id.idx}`, id);
+    else for (let i = id.idx * 2 ** id.level; i < (id.idx + 1) * 2 ** id.level; i++) reads.set(`0:${i}`, { level: 0, idx: i });
+  }
+  const read = await getNodes(db, projectId, [...reads.values()]);
+  const leaf = sourceOf(read.filter((n) => n.level === 0));
+  const hashed = new Map<string, Buffer>();
+  const hashOf = (level: number, idx: number): Buffer => {
+    if (level === 0) return leaf(0, idx);
+    const key = `${level}:${idx}`;
+    let h = hashed.get(key);
+    if (!h) hashed.set(key, (h = nodeHash(hashOf(level - 1, 2 * idx), hashOf(level - 1, 2 * idx + 1))));
+    return h;
+  };
+  return [...read, ...ids.filter(unstored).map((id) => ({ ...id, hash: hashOf(id.level, id.idx) }))];
+}
+
 async function rootAt(db: Queryable, projectId: string, size: number): Promise<Buffer> {
   if (size === 0) return EMPTY_ROOT;
-  const nodes = await getNodes(db, projectId, nodesNeeded((get) => rootOf(size, get)));
+  const nodes = await treeNodes(db, projectId, nodesNeeded((get) => rootOf(size, get)));
   return rootOf(size, sourceOf(nodes));
 }
 
@@ -173,13 +213,14 @@ async function extendTree(db: Queryable, projectId: string, size: number, max: n
   const head = Math.min(await chainHead(db, projectId), size + max);
   if (head <= size) return null;
   const rangeIds = compactRangeIds(size);
-  const fetched = sourceOf(await getNodes(db, projectId, rangeIds));
+  const fetched = sourceOf(await treeNodes(db, projectId, rangeIds));
   let range = rangeIds.map((id) => fetched(id.level, id.idx));
   let n = size;
   for await (const { leaves, writtenOut } of chainedLeaves(db, projectId, size, head)) {
     const out = appendLeaves(n, range, leaves);
-    // Leaves stored in the chain are served from there (getNodes); only written-out ones are kept here.
-    await insertNodes(db, projectId, out.nodes.filter((node) => node.level > 0 || writtenOut.has(node.idx)));
+    // Leaves stored in the chain are served from there (getNodes); only written-out ones are kept
+    // here, with the nodes from LOWEST_STORED_LEVEL up.
+    await insertNodes(db, projectId, out.nodes.filter((node) => node.level >= LOWEST_STORED_LEVEL || (node.level === 0 && writtenOut.has(node.idx))));
     range = out.range;
     n = out.size;
   }
@@ -217,7 +258,7 @@ export async function issueCheckpoint(db: Db, signer: ComplianceSigner, projectI
     const { size, root } = grown;
     if (last) {
       const lastSize = Number(last.tree_size);
-      const nodes = await getNodes(c, projectId, nodesNeeded((get) => consistencyProof(lastSize, size, get)));
+      const nodes = await treeNodes(c, projectId, nodesNeeded((get) => consistencyProof(lastSize, size, get)));
       const proof = consistencyProof(lastSize, size, sourceOf(nodes));
       if (!verifyConsistency(lastSize, size, proof, last.root_hash, root)) {
         throw new LogIntegrityError(projectId, lastSize, `tree of size ${size} is not consistent with the checkpoint of size ${lastSize}`);
@@ -237,12 +278,12 @@ export async function proveInclusion(db: Queryable, projectId: string, index: nu
     rootOf(size, get);
     get(0, index);
   });
-  const get = sourceOf(await getNodes(db, projectId, needed));
+  const get = sourceOf(await treeNodes(db, projectId, needed));
   return { proof: inclusionProof(index, size, get), leafHash: get(0, index), root: rootOf(size, get) };
 }
 
 export async function proveConsistency(db: Queryable, projectId: string, first: number, second: number): Promise<Buffer[]> {
-  const get = sourceOf(await getNodes(db, projectId, nodesNeeded((g) => consistencyProof(first, second, g))));
+  const get = sourceOf(await treeNodes(db, projectId, nodesNeeded((g) => consistencyProof(first, second, g))));
   return consistencyProof(first, second, get);
 }
 

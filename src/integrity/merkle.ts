@@ -6,12 +6,13 @@
  *   node hash  = SHA-256(0x01 || left || right)
  *   MTH({})    = SHA-256("")
  *
- * Tollgate stores the hash of every *perfect* subtree (a node covering leaves
- * [idx·2^level, (idx+1)·2^level)) once it is complete (table merkle_nodes; the leaves, level 0,
- * are the event chain's stored leaf hashes); such a node never changes. Roots and proofs for any
- * tree size are then built from O(log n) stored nodes: the algorithms below run twice, once
- * collecting which perfect nodes they need (`NodeSource` that records), once computing with the
- * fetched hashes.
+ * Tollgate keeps the hash of every *perfect* subtree (a node covering leaves
+ * [idx·2^level, (idx+1)·2^level)) once it is complete: the leaves (level 0) are the event chain's
+ * stored leaf hashes, the nodes from level `LOWEST_STORED_LEVEL` up are stored (table
+ * merkle_nodes), and the ones between are hashed from their leaves when read (src/integrity/log.ts,
+ * `treeNodes`); such a node never changes. Roots and proofs for any tree size are then built from
+ * O(log n) nodes: the algorithms below run twice, once collecting which perfect nodes they need
+ * (`NodeSource` that records), once computing with the fetched hashes.
  */
 import { hash } from 'node:crypto';
 
@@ -41,6 +42,14 @@ export function nodeHash(left: Buffer, right: Buffer): Buffer {
 }
 
 export const EMPTY_ROOT = hash('sha256', Buffer.alloc(0), 'buffer');
+
+/**
+ * Nodes of levels 1 to 3 (subtrees of 2–8 leaves) are 7/8 of a tree's nodes above its leaves.
+ * Storing them was most of a checkpoint's database work per event (a row, its index entry and
+ * WAL each); a proof needs at most one of each level, which its ≤ 8 leaves give in ≤ 7 hashes
+ * (docs/performance.md, eleventh session).
+ */
+export const LOWEST_STORED_LEVEL = 4;
 
 /** The largest power of two strictly smaller than n (n ≥ 2). */
 export function splitPoint(n: number): number {

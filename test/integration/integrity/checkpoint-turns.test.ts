@@ -8,11 +8,11 @@
  * its own, so no other test file's Tollgate checkpoints these events first.
  */
 import { appendEvents, canonicalEvent, chainAllProjectEvents, type EventRecord } from '../../../src/db/repositories/events';
-import { leafHash, sourceOf } from '../../../src/integrity/merkle';
+import { leafHash, rootFromInclusionProof, sourceOf, verifyConsistency } from '../../../src/integrity/merkle';
 import { getNodes } from '../../../src/db/repositories/integrity-log';
 import { createProject } from '../../../src/db/repositories/projects';
 import { complianceSigner } from '../../../src/integrity/keys';
-import { issueCheckpoint } from '../../../src/integrity/log';
+import { issueCheckpoint, proveConsistency, proveInclusion, rootFromChain } from '../../../src/integrity/log';
 import { ownDatabasePool } from '../../support/own-database';
 
 // Counts the turns the log gives the event loop; the turns themselves still happen.
@@ -59,8 +59,31 @@ describe('checkpoint over a backlog', () => {
     expect(Number(r.issued?.tree_size)).toBe(2500);
     expect(timers.setImmediate).toHaveBeenCalledTimes(0);
     expect(await leavesAgainstEvents(project.id)).toEqual({ count: 2500, mismatched: 0 });
-    // The leaves are the chain's; the tree stores only the nodes above them.
+    // The leaves are the chain's; the tree stores only the nodes from level 4 up (2500 leaves
+    // make 156 complete subtrees of 16, 78 of 32, and so on).
     expect(await storedLeafNodes(project.id)).toBe(0);
+    const { rows: levels } = await own.db.query('SELECT level, count(*)::int AS n FROM merkle_nodes WHERE project_id = $1 GROUP BY level ORDER BY level', [project.id]);
+    expect(levels).toEqual([156, 78, 39, 19, 9, 4, 2, 1].map((n, i) => ({ level: 4 + i, n })));
+  });
+
+  it('proves inclusion and consistency through the levels it does not store (hashed from their leaves)', async () => {
+    const project = await backlog('proofs', 1500);
+    const signer = await complianceSigner(own.db, { env: 'test', masterKey: undefined, databaseUrl: own.url });
+    const r = await issueCheckpoint(own.db, signer, project.id);
+    const root = r.issued!.root_hash;
+    expect(root.equals(await rootFromChain(own.db, project.id, 1500))).toBe(true);
+    for (const index of [0, 1, 7, 8, 15, 16, 1234, 1490, 1499]) {
+      const p = await proveInclusion(own.db, project.id, index, 1500);
+      expect(p.root.equals(root)).toBe(true);
+      expect(rootFromInclusionProof(index, 1500, p.leafHash, p.proof)?.equals(root)).toBe(true);
+      // A proof for another leaf's hash does not lead to the root.
+      const other = await proveInclusion(own.db, project.id, (index + 1) % 1500, 1500);
+      expect(rootFromInclusionProof(index, 1500, other.leafHash, p.proof)?.equals(root)).toBe(false);
+    }
+    for (const first of [1, 5, 13, 1000, 1499]) {
+      const proof = await proveConsistency(own.db, project.id, first, 1500);
+      expect(verifyConsistency(first, 1500, proof, await rootFromChain(own.db, project.id, first), root)).toBe(true);
+    }
   });
 
   it('writes out rows chained before leaf hashes were stored, at most 50 leaves between two turns of the event loop', async () => {
