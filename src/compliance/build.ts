@@ -22,10 +22,12 @@ import {
   listExportFiles,
   mergeExportProgress,
   markExportPartDone,
+  putExportChunk,
   putExportFile,
-  readExportFiles,
+  readExportChunk,
   updateExport,
   windowPositions,
+  type ExportFileRow,
   type ExportPart,
   type ExportRow,
 } from '../db/repositories/compliance-exports';
@@ -34,7 +36,7 @@ import { complianceSigner } from '../integrity/keys';
 import { issueCheckpoint, logOrigin, treeNodes } from '../integrity/log';
 import { inclusionProof, nodesNeeded, sourceOf, type SubtreeMemo } from '../integrity/merkle';
 import { signNote } from '../integrity/note';
-import { writeTar } from './tar';
+import { tarBytes, tarHeader, tarPadding, TAR_END } from './tar';
 import { MANIFEST_FORMAT, type ExportManifest } from './verify-export';
 
 export interface BuildDeps {
@@ -45,7 +47,6 @@ export interface BuildDeps {
 const BATCH = 500;
 /** Events written out (whole-row canonical form, inclusion proof) between two turns of the event loop: ~1 ms. */
 const EVENTS_PER_TURN = 50;
-const sha256hex = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const ndjson = (lines: string[]) => Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8');
 
 async function load(db: Db, exportId: string): Promise<ExportRow> {
@@ -93,14 +94,14 @@ export async function prepareExport(deps: BuildDeps, exportId: string, waitMs = 
 export async function buildExportPart(deps: BuildDeps, exportId: string, part: ExportPart): Promise<number> {
   const row = await load(deps.db, exportId);
   if (part !== 'events') {
-    const docs = new NdjsonFile();
-    docs.add((await exportRows(deps.db, part, row.project_id, row.window_start, row.window_end)).map((d) => canonicalize(d) as string));
-    await putExportFile(deps.db, { exportId, name: `${part}.ndjson`, ...docs.file() });
+    const docs = new ExportFileWriter(deps.db, exportId, `${part}.ndjson`);
+    await docs.add((await exportRows(deps.db, part, row.project_id, row.window_start, row.window_end)).map((d) => canonicalize(d) as string));
+    await docs.close();
     await markExportPartDone(deps.db, row.id, part);
     return docs.records;
   }
-  const events = new NdjsonFile();
-  const proofs = new NdjsonFile();
+  const events = new ExportFileWriter(deps.db, exportId, 'events.ndjson');
+  const proofs = new ExportFileWriter(deps.db, exportId, 'proofs.ndjson');
   const size = row.checkpoint_size;
   if (row.first_index !== null && row.last_index !== null && size !== null) {
     const first = Number(row.first_index);
@@ -135,53 +136,86 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
           }),
         );
       }
-      events.add(eventLines);
-      proofs.add(proofLines);
+      await events.add(eventLines);
+      await proofs.add(proofLines);
       await mergeExportProgress(deps.db, exportId, { events_done: hi - first + 1 });
     }
-    const cp = await checkpointAtSize(deps.db, row.project_id, size);
-    if (!cp) throw new Error(`checkpoint of size ${size} disappeared`);
-    const cpContent = Buffer.from(cp.note, 'utf8');
-    await putExportFile(deps.db, { exportId, name: 'checkpoint.note', content: cpContent, sha256: sha256hex(cpContent), records: 1 });
-  } else if (size !== null) {
-    const cp = await checkpointAtSize(deps.db, row.project_id, size);
-    if (cp) {
-      const cpContent = Buffer.from(cp.note, 'utf8');
-      await putExportFile(deps.db, { exportId, name: 'checkpoint.note', content: cpContent, sha256: sha256hex(cpContent), records: 1 });
-    }
   }
-  await putExportFile(deps.db, { exportId, name: 'events.ndjson', ...events.file() });
-  await putExportFile(deps.db, { exportId, name: 'proofs.ndjson', ...proofs.file() });
+  if (size !== null) {
+    const cp = await checkpointAtSize(deps.db, row.project_id, size);
+    if (!cp && row.last_index !== null) throw new Error(`checkpoint of size ${size} disappeared`);
+    if (cp) await putWholeFile(deps.db, exportId, 'checkpoint.note', Buffer.from(cp.note, 'utf8'));
+  }
+  await events.close();
+  await proofs.close();
   await markExportPartDone(deps.db, row.id, part);
   return events.records;
 }
 
 /**
- * An NDJSON file built a batch at a time, hashed as it grows: joining, encoding and hashing a
- * whole events part at the end held the event loop for ~60 ms per 10,000 events.
+ * An export file written a chunk at a time (one per batch, compliance_export_chunks), hashed as it
+ * grows; `close` records its hash, size and record count. Neither the file nor the bundle is ever
+ * whole in memory: a whole events part held the event loop for ~60 ms per 10,000 events when it
+ * was joined at the end, and 10–30 ms when it was stored in one row (docs/performance.md, tenth
+ * and eleventh sessions).
  */
-class NdjsonFile {
-  private readonly parts: Buffer[] = [];
+class ExportFileWriter {
   private readonly hash = createHash('sha256');
+  private chunks = 0;
+  private bytes = 0;
   records = 0;
 
-  add(lines: string[]): void {
+  constructor(
+    private readonly db: Db,
+    private readonly exportId: string,
+    private readonly name: string,
+  ) {}
+
+  async add(lines: string[]): Promise<void> {
     if (lines.length === 0) return;
-    const part = ndjson(lines);
-    this.parts.push(part);
-    this.hash.update(part);
-    this.records += lines.length;
+    await this.addBytes(ndjson(lines), lines.length);
   }
 
-  file(): { content: Buffer; sha256: string; records: number } {
-    return { content: Buffer.concat(this.parts), sha256: this.hash.digest('hex'), records: this.records };
+  async addBytes(content: Buffer, records: number): Promise<void> {
+    this.hash.update(content);
+    this.bytes += content.length;
+    this.records += records;
+    await putExportChunk(this.db, { exportId: this.exportId, name: this.name, chunk: this.chunks, content });
+    this.chunks += 1;
+  }
+
+  async close(): Promise<void> {
+    await putExportFile(this.db, { exportId: this.exportId, name: this.name, sha256: this.hash.digest('hex'), records: this.records, bytes: this.bytes, chunks: this.chunks });
   }
 }
 
-/** The bundle (tar) of an export's files: manifest.note first, the rest by name. */
-export function bundleOf(files: { name: string; content: Buffer }[]): Buffer {
-  const sorted = [...files].sort((a, b) => (a.name === 'manifest.note' ? -1 : b.name === 'manifest.note' ? 1 : a.name.localeCompare(b.name)));
-  return writeTar(sorted);
+async function putWholeFile(db: Db, exportId: string, name: string, content: Buffer): Promise<void> {
+  const file = new ExportFileWriter(db, exportId, name);
+  await file.addBytes(content, 1);
+  await file.close();
+}
+
+/** The files in bundle order: manifest.note first, the rest by name. */
+function bundleOrder(files: ExportFileRow[]): ExportFileRow[] {
+  return [...files].sort((a, b) => (a.name === 'manifest.note' ? -1 : b.name === 'manifest.note' ? 1 : a.name.localeCompare(b.name)));
+}
+
+/**
+ * The bundle (a tar of the export's files), streamed a chunk at a time from the database, with its
+ * length known before the first byte.
+ */
+export async function exportBundle(db: Db, exportId: string): Promise<{ bytes: number; pieces: AsyncGenerator<Buffer> }> {
+  const files = bundleOrder(await listExportFiles(db, exportId));
+  async function* pieces(): AsyncGenerator<Buffer> {
+    for (const f of files) {
+      yield tarHeader(f.name, f.bytes);
+      for (let i = 0; i < f.chunks; i++) yield await readExportChunk(db, exportId, f.name, i);
+      const pad = tarPadding(f.bytes);
+      if (pad.length > 0) yield pad;
+    }
+    yield TAR_END;
+  }
+  return { bytes: tarBytes(files.map((f) => f.bytes)), pieces: pieces() };
 }
 
 /** Writes the signed manifest and completes the export. */
@@ -207,9 +241,16 @@ export async function finalizeExport(deps: BuildDeps, exportId: string): Promise
     key_id: signer.kid,
   };
   const note = Buffer.from(signNote(`${canonicalize(manifest)}\n`, signer.keyName, signer.privateKey, signer.publicKey32), 'utf8');
-  await putExportFile(deps.db, { exportId, name: 'manifest.note', content: note, sha256: sha256hex(note), records: 1 });
-  const bundle = bundleOf(await readExportFiles(deps.db, exportId));
-  const out = { bundle_sha256: sha256hex(bundle), bundle_bytes: bundle.length };
+  await putWholeFile(deps.db, exportId, 'manifest.note', note);
+  const bundle = await exportBundle(deps.db, exportId);
+  const hash = createHash('sha256');
+  let bytes = 0;
+  for await (const piece of bundle.pieces) {
+    hash.update(piece);
+    bytes += piece.length;
+  }
+  if (bytes !== bundle.bytes) throw new Error(`export ${exportId}: the bundle is ${bytes} bytes, its files say ${bundle.bytes}`);
+  const out = { bundle_sha256: hash.digest('hex'), bundle_bytes: bytes };
   await updateExport(deps.db, exportId, { status: 'completed', completed: true, ...out, mergeProgress: { phase: 'completed' } });
   return out;
 }

@@ -8,30 +8,41 @@ function octal(n: number, width: number): string {
   return n.toString(8).padStart(width - 1, '0') + '\0';
 }
 
+/** The 512-byte ustar header of a regular file of `size` bytes. */
+export function tarHeader(name: string, size: number, mtime = 0): Buffer {
+  if (Buffer.byteLength(name) >= 100) throw new Error(`tar: name too long: ${name}`);
+  const h = Buffer.alloc(BLOCK, 0);
+  h.write(name, 0, 'utf8');
+  h.write(octal(0o644, 8), 100, 'ascii');
+  h.write(octal(0, 8), 108, 'ascii');
+  h.write(octal(0, 8), 116, 'ascii');
+  h.write(octal(size, 12), 124, 'ascii');
+  h.write(octal(mtime, 12), 136, 'ascii');
+  h.write('        ', 148, 'ascii'); // checksum placeholder
+  h.write('0', 156, 'ascii');
+  h.write('ustar\0', 257, 'ascii');
+  h.write('00', 263, 'ascii');
+  let sum = 0;
+  for (const b of h) sum += b;
+  h.write(sum.toString(8).padStart(6, '0') + '\0 ', 148, 'ascii');
+  return h;
+}
+
+/** The zero bytes after a file's content of `size` bytes, up to the next block. */
+export function tarPadding(size: number): Buffer {
+  return Buffer.alloc((BLOCK - (size % BLOCK)) % BLOCK, 0);
+}
+
+/** The end of an archive: two zero blocks. */
+export const TAR_END: Buffer = Buffer.alloc(BLOCK * 2, 0);
+
+/** The length of the archive `writeTar` (or the same pieces, streamed) makes of files of these sizes. */
+export function tarBytes(sizes: number[]): number {
+  return sizes.reduce((n, size) => n + BLOCK + Math.ceil(size / BLOCK) * BLOCK, 0) + TAR_END.length;
+}
+
 export function writeTar(files: { name: string; content: Buffer }[], mtime = 0): Buffer {
-  const parts: Buffer[] = [];
-  for (const f of files) {
-    if (Buffer.byteLength(f.name) >= 100) throw new Error(`tar: name too long: ${f.name}`);
-    const h = Buffer.alloc(BLOCK, 0);
-    h.write(f.name, 0, 'utf8');
-    h.write(octal(0o644, 8), 100, 'ascii');
-    h.write(octal(0, 8), 108, 'ascii');
-    h.write(octal(0, 8), 116, 'ascii');
-    h.write(octal(f.content.length, 12), 124, 'ascii');
-    h.write(octal(mtime, 12), 136, 'ascii');
-    h.write('        ', 148, 'ascii'); // checksum placeholder
-    h.write('0', 156, 'ascii');
-    h.write('ustar\0', 257, 'ascii');
-    h.write('00', 263, 'ascii');
-    let sum = 0;
-    for (const b of h) sum += b;
-    h.write(sum.toString(8).padStart(6, '0') + '\0 ', 148, 'ascii');
-    parts.push(h, f.content);
-    const pad = (BLOCK - (f.content.length % BLOCK)) % BLOCK;
-    if (pad) parts.push(Buffer.alloc(pad, 0));
-  }
-  parts.push(Buffer.alloc(BLOCK * 2, 0));
-  return Buffer.concat(parts);
+  return Buffer.concat([...files.flatMap((f) => [tarHeader(f.name, f.content.length, mtime), f.content, tarPadding(f.content.length)]), TAR_END]);
 }
 
 export function readTar(buf: Buffer): Map<string, Buffer> {

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { z } from 'zod';
 import { ApiError, errors, parseOrThrow } from '../errors';
 import { cursorPage, decodeCursor, encodeCursor } from '../cursor';
@@ -5,8 +6,8 @@ import { authOf, keyAuthOf } from '../middleware/auth';
 import { complianceExportListSchema, complianceExportSchema } from '../schemas/integrity';
 import { routeFamily } from '../route-table';
 import type { AuthContext } from '../../auth-context';
-import { EXPORT_PARTS, findExport, listExports, readExportFiles } from '../../db/repositories/compliance-exports';
-import { bundleOf } from '../../compliance/build';
+import { EXPORT_PARTS, findExport, listExports } from '../../db/repositories/compliance-exports';
+import { exportBundle } from '../../compliance/build';
 import { createComplianceExport, exportView } from '../../compliance/service';
 
 const LIST_LIMIT_DEFAULT = 20;
@@ -125,11 +126,13 @@ export const complianceRoutes = routeFamily(
         const row = await findExport(deps.db, authOf(ctx).projectId, ctx.params.export_id);
         if (!row) throw errors.notFound('Compliance export', ctx.params.export_id);
         if (row.status !== 'completed') throw errors.conflict('export_not_ready', `The export is ${row.status}; download it once it is completed`, { status: row.status });
-        const bundle = bundleOf(await readExportFiles(deps.db, row.id));
+        // Streamed a chunk at a time: a bundle is never whole in the process's memory.
+        const bundle = await exportBundle(deps.db, row.id);
         ctx.set('content-type', 'application/x-tar');
         ctx.set('content-disposition', `attachment; filename="${row.id}.tar"`);
         ctx.set('x-content-sha256', row.bundle_sha256 ?? '');
-        ctx.body = bundle;
+        ctx.body = Readable.from(bundle.pieces);
+        ctx.length = bundle.bytes;
       },
     },
   ],

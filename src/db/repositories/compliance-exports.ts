@@ -94,25 +94,48 @@ export async function mergeExportProgress(db: Queryable, id: string, progress: R
   await db.query('UPDATE compliance_exports SET progress = progress || $2::jsonb WHERE id = $1', [id, JSON.stringify(progress)]);
 }
 
-export async function putExportFile(db: Queryable, f: { exportId: string; name: string; content: Buffer; sha256: string; records: number }): Promise<void> {
+/**
+ * One chunk of an export file (files are written a batch at a time, chunk 0, 1, …). Idempotent: a
+ * retried part writes the same bytes under the same numbers.
+ */
+export async function putExportChunk(db: Queryable, c: { exportId: string; name: string; chunk: number; content: Buffer }): Promise<void> {
   await db.query(
-    `INSERT INTO compliance_export_files (export_id, name, content, sha256, records) VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (export_id, name) DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, records = EXCLUDED.records`,
-    [f.exportId, f.name, f.content, f.sha256, f.records],
+    `INSERT INTO compliance_export_chunks (export_id, name, chunk, content) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (export_id, name, chunk) DO UPDATE SET content = EXCLUDED.content`,
+    [c.exportId, c.name, c.chunk, c.content],
   );
 }
 
-export async function listExportFiles(db: Queryable, exportId: string): Promise<{ name: string; sha256: string; records: number; bytes: number }[]> {
-  const { rows } = await db.query<{ name: string; sha256: string; records: number; bytes: number }>(
-    'SELECT name, sha256, records, octet_length(content) AS bytes FROM compliance_export_files WHERE export_id = $1 ORDER BY name',
+/** Completes a file whose `chunks` chunks are written; chunks past them (an earlier attempt's longer tail) go. */
+export async function putExportFile(db: Queryable, f: { exportId: string; name: string; sha256: string; records: number; bytes: number; chunks: number }): Promise<void> {
+  await db.query(
+    `WITH stale AS (DELETE FROM compliance_export_chunks WHERE export_id = $1 AND name = $2 AND chunk >= $6)
+     INSERT INTO compliance_export_files (export_id, name, sha256, records, bytes, chunks) VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (export_id, name) DO UPDATE SET sha256 = EXCLUDED.sha256, records = EXCLUDED.records, bytes = EXCLUDED.bytes, chunks = EXCLUDED.chunks`,
+    [f.exportId, f.name, f.sha256, f.records, f.bytes, f.chunks],
+  );
+}
+
+export interface ExportFileRow {
+  name: string;
+  sha256: string;
+  records: number;
+  bytes: number;
+  chunks: number;
+}
+
+export async function listExportFiles(db: Queryable, exportId: string): Promise<ExportFileRow[]> {
+  const { rows } = await db.query<ExportFileRow>(
+    'SELECT name, sha256, records, bytes::float8 AS bytes, chunks FROM compliance_export_files WHERE export_id = $1 ORDER BY name',
     [exportId],
   );
   return rows;
 }
 
-export async function readExportFiles(db: Queryable, exportId: string): Promise<{ name: string; content: Buffer }[]> {
-  const { rows } = await db.query<{ name: string; content: Buffer }>('SELECT name, content FROM compliance_export_files WHERE export_id = $1 ORDER BY name', [exportId]);
-  return rows;
+export async function readExportChunk(db: Queryable, exportId: string, name: string, chunk: number): Promise<Buffer> {
+  const { rows } = await db.query<{ content: Buffer }>('SELECT content FROM compliance_export_chunks WHERE export_id = $1 AND name = $2 AND chunk = $3', [exportId, name, chunk]);
+  if (!rows[0]) throw new Error(`export ${exportId}: chunk ${chunk} of ${name} is missing`);
+  return rows[0].content;
 }
 
 /** Chain positions of the project's chained events whose timestamp falls in [since, until). */

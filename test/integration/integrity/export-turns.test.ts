@@ -5,9 +5,10 @@
  * other test file's Tollgate checkpoints or exports these events.
  */
 import { appendEvents, chainAllProjectEvents } from '../../../src/db/repositories/events';
-import { insertExport, readExportFiles } from '../../../src/db/repositories/compliance-exports';
+import { insertExport, listExportFiles } from '../../../src/db/repositories/compliance-exports';
+import { readTar } from '../../../src/compliance/tar';
 import { createProject } from '../../../src/db/repositories/projects';
-import { buildExportPart, prepareExport } from '../../../src/compliance/build';
+import { buildExportPart, exportBundle, prepareExport } from '../../../src/compliance/build';
 import { ownDatabasePool } from '../../support/own-database';
 
 // Counts the turns the build gives the event loop; the turns themselves still happen.
@@ -36,8 +37,19 @@ describe('export events part over many events', () => {
     expect(await buildExportPart(deps, row.id, 'events')).toBe(1200);
     // Batches of 500, 500 and 200 events: a turn before the 51st, 101st, … event of each (9, 9 and 3).
     expect(timers.setImmediate).toHaveBeenCalledTimes(21);
-    const files = new Map((await readExportFiles(own.db, row.id)).map((f) => [f.name, f]));
-    expect(files.get('events.ndjson')?.content.toString('utf8').trim().split('\n')).toHaveLength(1200);
-    expect(files.get('proofs.ndjson')?.content.toString('utf8').trim().split('\n')).toHaveLength(1200);
+    // Each file written a batch at a time: three chunks each, never whole in memory.
+    expect((await listExportFiles(own.db, row.id)).map((f) => [f.name, f.chunks, f.records])).toEqual([
+      ['checkpoint.note', 1, 1],
+      ['events.ndjson', 3, 1200],
+      ['proofs.ndjson', 3, 1200],
+    ]);
+    const bundle = await exportBundle(own.db, row.id);
+    const pieces: Buffer[] = [];
+    for await (const piece of bundle.pieces) pieces.push(piece);
+    const tar = Buffer.concat(pieces);
+    expect(tar.length).toBe(bundle.bytes);
+    const files = readTar(tar);
+    expect(files.get('events.ndjson')?.toString('utf8').trim().split('\n')).toHaveLength(1200);
+    expect(files.get('proofs.ndjson')?.toString('utf8').trim().split('\n')).toHaveLength(1200);
   });
 });
