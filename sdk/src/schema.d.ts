@@ -10554,7 +10554,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/gzip": unknown;
+                        "application/x-tar": unknown;
                     };
                 };
                 /** @description Invalid body, headers or field combination */

@@ -120,7 +120,7 @@ export const complianceRoutes = routeFamily(
       stability: 'Beta',
       auth: 'admin',
       summary: 'Download an export bundle',
-      contentType: 'application/gzip',
+      contentType: 'application/x-tar',
       handler: async (ctx, { deps }) => {
         requireExportPlan(authOf(ctx));
         const row = await findExport(deps.db, authOf(ctx).projectId, ctx.params.export_id);
