@@ -51,9 +51,14 @@ function readEnvFile(): Record<string, string> {
 }
 
 function startChild(name: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const logStream = fs.createWriteStream(path.join(dataDir, `${name}.log`), { flags: 'a' });
-  child.stdout!.pipe(logStream);
+  const logFile = path.join(dataDir, `${name}.log`);
+  // stdout (the JSON log, a line per request at info) goes to the file directly: piped through
+  // this process, every line woke it to copy the line, on the same cores as the stack it serves.
+  // stderr (a crash's stack, warnings) still passes here, to echo errors to the terminal.
+  const stdoutFd = fs.openSync(logFile, 'a');
+  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, ...args], { cwd: root, env, stdio: ['ignore', stdoutFd, 'pipe'] });
+  fs.closeSync(stdoutFd);
+  const logStream = fs.createWriteStream(logFile, { flags: 'a' });
   child.stderr!.pipe(logStream);
   child.stderr!.on('data', (d: Buffer) => {
     const text = d.toString();

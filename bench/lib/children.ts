@@ -4,12 +4,13 @@
  * process exits is SIGKILLed, so a bench never leaves a server behind.
  */
 import { ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
 
 export interface Child {
   name: string;
   proc: ChildProcess;
   pid: number;
-  /** Last ~8 kB of the child's stdout + stderr. */
+  /** Last ~8 kB of the child's stdout (unless written to a file) + stderr. */
   tail(): string;
   exited(): boolean;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves when the child has exited. */
@@ -45,9 +46,17 @@ export function spawnChild(
   name: string,
   command: string,
   args: string[],
-  opts: { cwd: string; env?: NodeJS.ProcessEnv; echoStderr?: boolean },
+  opts: {
+    cwd: string;
+    env?: NodeJS.ProcessEnv;
+    echoStderr?: boolean;
+    /** Appends the child's stdout to this file directly (as `npm run dev` writes its logs) instead of draining it here. */
+    stdoutFile?: string;
+  },
 ): Child {
-  const proc = spawn(command, args, { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stdoutFd = opts.stdoutFile ? fs.openSync(opts.stdoutFile, 'a') : null;
+  const proc = spawn(command, args, { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ['ignore', stdoutFd ?? 'pipe', 'pipe'] });
+  if (stdoutFd !== null) fs.closeSync(stdoutFd);
   if (proc.pid === undefined) throw new Error(`${name}: spawn ${command} failed`);
   track(proc);
   let out = '';
@@ -59,7 +68,7 @@ export function spawnChild(
   const capture = (d: Buffer) => {
     out = (out + d.toString()).slice(-8000);
   };
-  proc.stdout!.on('data', capture);
+  proc.stdout?.on('data', capture);
   proc.stderr!.on('data', (d: Buffer) => {
     capture(d);
     if (opts.echoStderr) process.stderr.write(d);

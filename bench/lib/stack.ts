@@ -114,7 +114,7 @@ export async function startStack(opts: {
   // The compiled build (`npm run build`, as production runs it) when present; else through tsx.
   const compiled = path.join(ROOT, 'dist', 'src', 'main.js');
   // BENCH_DEV=1: as `npm run dev` runs it — from source with its Node flags, NODE_ENV=development,
-  // the access log at info (one line per request, drained by the bench as dev writes it to a file).
+  // the access log at info (one line per request), written to a file directly as dev writes it.
   const devLike = process.env.BENCH_DEV === '1';
   const useBuild = fs.existsSync(compiled) && process.env.BENCH_TSX !== '1' && !devLike;
   log(`tollgate runs ${useBuild ? 'the compiled build (dist/)' : 'from source through tsx'}${devLike ? ', NODE_ENV=development, LOG_LEVEL=info' : ''}`);
@@ -151,11 +151,14 @@ export async function startStack(opts: {
     teardown.add('tollgate worker', () => w.stop(15_000));
   }
   log(`tollgate topology: ${topology === 'split' ? 'an API process and a worker process' : 'API and worker in one process'}`);
+  const devLog = path.join(os.tmpdir(), `tollgate-bench-${process.pid}.log`);
   const tollgate = spawnChild('tollgate', process.execPath, tollgateArgs(prof), {
     cwd: ROOT,
     echoStderr: true,
     env: tollgateEnv(topology === 'split' ? 'api' : 'all', tgPort),
+    ...(devLike ? { stdoutFile: devLog } : {}),
   });
+  if (devLike) teardown.add('tollgate log', async () => fs.rmSync(devLog, { force: true }));
   // Graceful stop first (the CPU profile is written on a normal exit), before Temporal goes away.
   teardown.add('tollgate', () => tollgate.stop(15_000));
   await waitReady(tollgate, `${tollgateUrl}/v1/public/status/summary`);
