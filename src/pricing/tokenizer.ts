@@ -30,6 +30,7 @@
  * Size: one algorithm (the pre-tokenizer scanner and the byte-pair merge with its piece cache),
  * kept in one file so the invariants that make its counts exact can be read together.
  */
+import { readFileSync } from 'node:fs';
 import type { TiktokenBPE } from 'js-tiktoken/lite';
 
 export const TOKENIZER_NAME = 'o200k_base';
@@ -74,13 +75,24 @@ const BASE64_VALUES = (() => {
   return t;
 })();
 
+/**
+ * js-tiktoken's o200k_base ranks. Its CommonJS build is one `module.exports = {…};` of JSON, read
+ * and parsed here rather than required: a required module stays in require.cache, and with it the
+ * 2.2 MB ranks string the vocabulary below is built from (the process's largest string after
+ * start-up, kept for nothing).
+ */
+function readRanks(): TiktokenBPE {
+  const file = require.resolve('js-tiktoken/ranks/o200k_base');
+  const text = readFileSync(file, 'utf8');
+  const json = text.slice(text.indexOf('{'), text.lastIndexOf('}') + 1);
+  const bpe = JSON.parse(json) as TiktokenBPE;
+  if (typeof bpe.pat_str !== 'string' || typeof bpe.bpe_ranks !== 'string') throw new Error(`o200k ranks: ${file} is not in the expected form`);
+  return bpe;
+}
+
 function loadVocab(): Vocab {
   if (vocab) return vocab;
-  // The ranks subpath has types only under node16/bundler resolution; load it with require. It ships
-  // a CommonJS build, so this works under tsx, node and jest's CommonJS transform alike.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const mod = require('js-tiktoken/ranks/o200k_base') as TiktokenBPE & { default?: TiktokenBPE };
-  const bpe: TiktokenBPE = mod.default ?? mod;
+  const bpe = readRanks();
   const src = bpe.bpe_ranks;
 
   // js-tiktoken's compressed format: lines of `<name> <offset> <base64 token> <base64 token> …`, the
