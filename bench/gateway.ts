@@ -2,7 +2,7 @@
  * Gateway overhead benchmark (not a test): `npm run bench:gateway`.
  *
  * Starts its own stack (bench/lib/stack.ts): a throwaway PostgreSQL database, a Temporal dev
- * server, the provider emulator, Tollgate (API + worker, one process, LOG_LEVEL=warn) and Portkey's
+ * server, the provider emulator, Tollgate (API + worker, one process, LOG_LEVEL=info, its log to a file) and Portkey's
  * open-source gateway (`@portkey-ai/gateway`, `--headless`) as child processes, so the load
  * generator (autocannon, in this process) shares the machine with them but not their event loops.
  * The same OpenAI chat completion (small prompt, non-stream) is driven, side by side in one run,

@@ -77,7 +77,7 @@ export function spawnChild(
     name,
     proc,
     pid: proc.pid,
-    tail: () => out,
+    tail: () => (opts.stdoutFile ? fileTail(opts.stdoutFile) : '') + out,
     exited: () => done,
     stop: (graceMs = 10_000) =>
       new Promise<void>((resolve) => {
@@ -90,6 +90,16 @@ export function spawnChild(
         proc.kill('SIGTERM');
       }),
   };
+}
+
+/** The last ~8 kB of a file (a child's log written there), or nothing if it is gone. */
+function fileTail(file: string): string {
+  try {
+    const text = fs.readFileSync(file, 'utf8');
+    return text.slice(-8000);
+  } catch {
+    return '';
+  }
 }
 
 /** Polls `url` until it answers below 500; fails early, with the child's output, if it exits. */

@@ -1,7 +1,8 @@
 /**
  * The bench stack: a throwaway PostgreSQL database (migrated), a Temporal dev server, the provider
  * emulator and Tollgate (`src/main.ts`, API + worker in one process or, with BENCH_ROLE=api, an API
- * process and a worker process; LOG_LEVEL=warn) as child
+ * process and a worker process; LOG_LEVEL=info, the product's default, unless BENCH_LOG_LEVEL says
+ * otherwise; its log written to a file) as child
  * processes, and optionally Portkey's open-source gateway pointed at nothing in particular (the
  * caller chooses its upstream per request with `x-portkey-custom-host`). Every step registers its
  * own teardown.
@@ -117,7 +118,10 @@ export async function startStack(opts: {
   // the access log at info (one line per request), written to a file directly as dev writes it.
   const devLike = process.env.BENCH_DEV === '1';
   const useBuild = fs.existsSync(compiled) && process.env.BENCH_TSX !== '1' && !devLike;
-  log(`tollgate runs ${useBuild ? 'the compiled build (dist/)' : 'from source through tsx'}${devLike ? ', NODE_ENV=development, LOG_LEVEL=info' : ''}`);
+  // The product's default level, info (one access log line per request), unless BENCH_LOG_LEVEL
+  // says otherwise; until 2026-11-27's eleventh session the compiled build ran at warn.
+  const logLevel = process.env.BENCH_LOG_LEVEL ?? 'info';
+  log(`tollgate runs ${useBuild ? 'the compiled build (dist/)' : 'from source through tsx'}${devLike ? ', NODE_ENV=development' : ''}, LOG_LEVEL=${logLevel}`);
   // API and worker in one process, as `npm run dev` runs them; BENCH_ROLE=api runs docker-compose's
   // topology instead: an API process (the hot path) and a worker process.
   const topology = process.env.BENCH_ROLE === 'api' ? 'split' : 'all';
@@ -127,7 +131,7 @@ export async function startStack(opts: {
     TOLLGATE_ROLE: role,
     PORT: String(port),
     HOST: '127.0.0.1',
-    LOG_LEVEL: devLike ? 'info' : 'warn',
+    LOG_LEVEL: logLevel,
     METRICS_TOKEN: BENCH_METRICS_TOKEN,
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: temporal.address,
@@ -151,14 +155,15 @@ export async function startStack(opts: {
     teardown.add('tollgate worker', () => w.stop(15_000));
   }
   log(`tollgate topology: ${topology === 'split' ? 'an API process and a worker process' : 'API and worker in one process'}`);
-  const devLog = path.join(os.tmpdir(), `tollgate-bench-${process.pid}.log`);
+  // Its log goes to a file, as `npm run dev` and a container runtime take it, not through this process (the load generator's).
+  const tollgateLog = path.join(os.tmpdir(), `tollgate-bench-${process.pid}.log`);
   const tollgate = spawnChild('tollgate', process.execPath, tollgateArgs(prof), {
     cwd: ROOT,
     echoStderr: true,
     env: tollgateEnv(topology === 'split' ? 'api' : 'all', tgPort),
-    ...(devLike ? { stdoutFile: devLog } : {}),
+    stdoutFile: tollgateLog,
   });
-  if (devLike) teardown.add('tollgate log', async () => fs.rmSync(devLog, { force: true }));
+  teardown.add('tollgate log', async () => fs.rmSync(tollgateLog, { force: true }));
   // Graceful stop first (the CPU profile is written on a normal exit), before Temporal goes away.
   teardown.add('tollgate', () => tollgate.stop(15_000));
   await waitReady(tollgate, `${tollgateUrl}/v1/public/status/summary`);
