@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,7 +37,15 @@ describe('compliance exports: workflow, signed bundle, offline verification', ()
       return ['completed', 'failed'].includes(r.json.status) ? r.json : null;
     }, 30_000, 200);
     const dl = await fetch(`${tg.url}/v1/compliance/exports/${created.json.id}/download`, { headers: { authorization: `Bearer ${p.adminKey}` } });
-    return { done, status: dl.status, bundle: Buffer.from(await dl.arrayBuffer()) };
+    const bundle = Buffer.from(await dl.arrayBuffer());
+    if (dl.status === 200) {
+      // Streamed from its chunks: the length announced up front, and the bytes finalize hashed.
+      expect(dl.headers.get('content-type')).toBe('application/x-tar');
+      expect(Number(dl.headers.get('content-length'))).toBe(bundle.length);
+      expect(createHash('sha256').update(bundle).digest('hex')).toBe(dl.headers.get('x-content-sha256'));
+      expect(done.bundle).toMatchObject({ sha256: dl.headers.get('x-content-sha256'), bytes: bundle.length });
+    }
+    return { done, status: dl.status, bundle };
   }
 
   async function projectWithEvents() {
