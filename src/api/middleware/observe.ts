@@ -13,13 +13,17 @@ export function createHttpMetrics(registry: Registry): Histogram<'method' | 'rou
   });
 }
 
-/** One structured log line and one histogram observation per request, labelled by route template. */
+/**
+ * One structured log line and one histogram observation per request, labelled by route template,
+ * once the response is over: its last byte handed to the socket, or the connection gone first
+ * (`aborted`). Recorded when the middleware chain returned, a streamed body's time was left out
+ * (its chain returns before the first chunk), and the line's synchronous write came before every
+ * response went out.
+ */
 export function observe(logger: Logger, histogram: Histogram<'method' | 'route' | 'status'>): Middleware {
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
-    try {
-      await next();
-    } finally {
+    ctx.res.once('close', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = (ctx.state.routePath as string | undefined) ?? (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
       histogram.observe({ method: ctx.method, route: String(route), status: String(ctx.status) }, seconds);
@@ -32,9 +36,11 @@ export function observe(logger: Logger, histogram: Histogram<'method' | 'route' 
           duration_ms: Math.round(seconds * 1000),
           project_id: (ctx.state.auth as AuthContext | undefined)?.projectId,
           ...(ctx.state.traceId ? { trace_id: ctx.state.traceId as string } : {}),
+          ...(ctx.res.writableFinished ? {} : { aborted: true }),
         },
         'request',
       );
-    }
+    });
+    await next();
   };
 }
