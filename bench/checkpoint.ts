@@ -13,8 +13,7 @@
  */
 import { complianceSigner } from '../src/integrity/keys';
 import { issueCheckpoint } from '../src/integrity/log';
-import { postgresCpuMs } from './lib/cpu';
-import { growEventLog, longestWaitProbe, onThrowawayDatabase } from './lib/event-log';
+import { growEventLog, measured, onThrowawayDatabase } from './lib/event-log';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -25,17 +24,9 @@ onThrowawayDatabase('checkpoint', async ({ db, url, projectId }) => {
   await issueCheckpoint(db, signer, projectId);
   for (let r = 1; r <= ROUNDS; r++) {
     await growEventLog(db, projectId, EVENTS);
-    const probe = longestWaitProbe();
-    const cpu0 = process.cpuUsage();
-    const pg0 = postgresCpuMs();
-    const t0 = performance.now();
-    const out = await issueCheckpoint(db, signer, projectId);
-    const cpu = process.cpuUsage(cpu0);
-    const pgUs = ((postgresCpuMs() - pg0) * 1000) / EVENTS;
-    const longest = probe.stop();
-    const us = (cpu.user + cpu.system) / EVENTS;
+    const m = await measured(() => issueCheckpoint(db, signer, projectId));
     console.log(
-      `round ${r}: checkpoint to ${out.issued?.tree_size} events, ${EVENTS} new: ${(performance.now() - t0).toFixed(0)} ms, ${us.toFixed(1)} µs of this process's CPU per event, PostgreSQL ${pgUs.toFixed(1)} µs, the event loop's longest wait ${longest.toFixed(1)} ms`,
+      `round ${r}: checkpoint to ${m.result.issued?.tree_size} events, ${EVENTS} new: ${m.ms.toFixed(0)} ms, ${(m.cpuUs / EVENTS).toFixed(1)} µs of this process's CPU per event, PostgreSQL ${((m.postgresMs * 1000) / EVENTS).toFixed(1)} µs, the event loop's longest wait ${m.longestWaitMs.toFixed(1)} ms`,
     );
   }
 }).catch((err) => {

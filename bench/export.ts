@@ -11,7 +11,7 @@
  */
 import { buildExportPart, finalizeExport, prepareExport } from '../src/compliance/build';
 import { insertExport } from '../src/db/repositories/compliance-exports';
-import { growEventLog, longestWaitProbe, onThrowawayDatabase } from './lib/event-log';
+import { growEventLog, measured, onThrowawayDatabase } from './lib/event-log';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -23,20 +23,12 @@ onThrowawayDatabase('export', async ({ db, url, projectId }) => {
   for (let r = 1; r <= ROUNDS; r++) {
     const row = await insertExport(db, { id: `exp_bench_${r}`, projectId, since, until: new Date(Date.now() + 60_000), include: ['events'], requestedBy: 'bench' });
     await prepareExport(deps, row.id); // the first round's issues the checkpoint
-    const probe = longestWaitProbe();
-    const cpu0 = process.cpuUsage();
-    const t0 = performance.now();
-    const n = await buildExportPart(deps, row.id, 'events');
-    const cpu = process.cpuUsage(cpu0);
-    const longest = probe.stop();
-    console.log(`round ${r}: ${n} events in ${(performance.now() - t0).toFixed(0)} ms, ${((cpu.user + cpu.system) / n).toFixed(1)} µs of this process's CPU per event, the event loop's longest wait ${longest.toFixed(1)} ms`);
-    const fprobe = longestWaitProbe();
-    const fcpu0 = process.cpuUsage();
-    const f0 = performance.now();
-    const done = await finalizeExport(deps, row.id);
-    const fcpu = process.cpuUsage(fcpu0);
+    const part = await measured(() => buildExportPart(deps, row.id, 'events'));
+    const n = part.result;
+    console.log(`round ${r}: ${n} events in ${part.ms.toFixed(0)} ms, ${(part.cpuUs / n).toFixed(1)} µs of this process's CPU per event, the event loop's longest wait ${part.longestWaitMs.toFixed(1)} ms`);
+    const fin = await measured(() => finalizeExport(deps, row.id));
     console.log(
-      `round ${r}: finalized (bundle ${(done.bundle_bytes / 2 ** 20).toFixed(1)} MiB hashed) in ${(performance.now() - f0).toFixed(0)} ms, ${((fcpu.user + fcpu.system) / 1000).toFixed(0)} ms of CPU, the event loop's longest wait ${fprobe.stop().toFixed(1)} ms`,
+      `round ${r}: finalized (bundle ${(fin.result.bundle_bytes / 2 ** 20).toFixed(1)} MiB hashed) in ${fin.ms.toFixed(0)} ms, ${(fin.cpuUs / 1000).toFixed(0)} ms of CPU, the event loop's longest wait ${fin.longestWaitMs.toFixed(1)} ms`,
     );
   }
 }).catch((err) => {

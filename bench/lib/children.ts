@@ -95,8 +95,15 @@ export function spawnChild(
 /** The last ~8 kB of a file (a child's log written there), or nothing if it is gone. */
 function fileTail(file: string): string {
   try {
-    const text = fs.readFileSync(file, 'utf8');
-    return text.slice(-8000);
+    const fd = fs.openSync(file, 'r');
+    try {
+      const size = fs.fstatSync(fd).size;
+      const buf = Buffer.alloc(Math.min(8000, size));
+      fs.readSync(fd, buf, 0, buf.length, size - buf.length);
+      return buf.toString('utf8');
+    } finally {
+      fs.closeSync(fd);
+    }
   } catch {
     return '';
   }

@@ -1,9 +1,10 @@
-/** What the integrity benches (bench:checkpoint, bench:export) share: a throwaway database with a grown event log, and an event-loop probe. */
+/** What the integrity benches (bench:checkpoint, bench:export) share: a throwaway database with a grown event log, and a measured run. */
 import { createDatabaseIfMissing, dropDatabase, withDatabase } from '../../scripts/lib/postgres';
 import { migrate } from '../../src/db/migrate';
 import { createPool, type Db } from '../../src/db/pool';
 import { appendEvents, chainAllProjectEvents } from '../../src/db/repositories/events';
 import { createProject } from '../../src/db/repositories/projects';
+import { postgresCpuMs } from './cpu';
 
 const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -48,8 +49,12 @@ export async function growEventLog(db: Db, projectId: string, n: number): Promis
   await chainAllProjectEvents(db, projectId);
 }
 
-/** Starts measuring the event loop's longest wait (the largest gap of a 0 ms interval timer); `stop` returns it in ms. */
-export function longestWaitProbe(): { stop(): number } {
+/**
+ * Runs `fn` and measures it: wall time (ms), this process's CPU (µs), PostgreSQL's CPU (ms, every
+ * backend of the local server) and the event loop's longest wait meanwhile (ms, the largest gap of
+ * a 0 ms interval timer).
+ */
+export async function measured<T>(fn: () => Promise<T>): Promise<{ result: T; ms: number; cpuUs: number; postgresMs: number; longestWaitMs: number }> {
   let longest = 0;
   let last = performance.now();
   const timer = setInterval(() => {
@@ -57,10 +62,14 @@ export function longestWaitProbe(): { stop(): number } {
     longest = Math.max(longest, now - last);
     last = now;
   }, 0);
-  return {
-    stop() {
-      clearInterval(timer);
-      return longest;
-    },
-  };
+  const pg0 = postgresCpuMs();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  try {
+    const result = await fn();
+    const cpu = process.cpuUsage(cpu0);
+    return { result, ms: performance.now() - t0, cpuUs: cpu.user + cpu.system, postgresMs: postgresCpuMs() - pg0, longestWaitMs: longest };
+  } finally {
+    clearInterval(timer);
+  }
 }
