@@ -13,7 +13,7 @@
  */
 import os from 'node:os';
 import { load, timeToMarker } from './lib/load';
-import { BENCH_METRICS_TOKEN, rssMiB, startStack } from './lib/stack';
+import { BENCH_METRICS_TOKEN, rssByMapping, rssMiB, startStack } from './lib/stack';
 import { Teardown } from './lib/children';
 import { BENCH_BODIES, benchProjects } from './lib/workload';
 
@@ -79,6 +79,7 @@ async function main(): Promise<void> {
     await sample(`${STREAMS} streams × 2`);
     await new Promise((r) => setTimeout(r, 5000));
     await sample('5 s idle after');
+    const mappings = rssByMapping(stack.tollgate.pid);
 
     const f = (v: number) => (Number.isFinite(v) ? v.toFixed(0) : '—');
     console.log(`Tollgate memory, MiB (${stack.worker ? 'API process; worker process in the last column' : 'API and worker in one process'}${process.env.BENCH_NODE_FLAGS ? `, ${process.env.BENCH_NODE_FLAGS}` : ''}; load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
@@ -88,6 +89,8 @@ async function main(): Promise<void> {
         `${r.phase.padEnd(28)} ${f(r.rss).padStart(5)} ${f(r.peak).padStart(6)} ${f(r.v8.heapUsed).padStart(10)} ${f(r.v8.heapTotal).padStart(11)} ${f(r.v8.newSpace).padStart(4)} ${f(r.v8.oldSpace).padStart(4)} ${f(r.v8.codeSpace).padStart(5)} ${f(r.v8.external).padStart(9)} ${f(r.workerRss).padStart(11)}`,
       );
     }
+    // What the RSS after the pause is made of: V8's heap and malloc's arenas are in [anon].
+    console.log(`resident after, by mapping (MiB): ${mappings.slice(0, 8).map((m) => `${m.name} ${m.mib.toFixed(1)}`).join(', ')}`);
   } finally {
     await teardown.run();
   }

@@ -176,11 +176,16 @@ export async function startStack(opts: {
     if (!fs.existsSync(main)) throw new Error(`baseline: ${main} is missing (run npm run build in ${dir})`);
     const port = await freePort();
     baselineUrl = `http://127.0.0.1:${port}`;
+    // Its log to a file too, as the new build's: drained through this process, the two builds
+    // would not log on equal terms.
+    const baselineLog = path.join(os.tmpdir(), `tollgate-bench-baseline-${process.pid}.log`);
     const b = spawnChild('baseline', process.execPath, [...nodeFlags, main], {
       cwd: dir,
       echoStderr: true,
       env: { ...tollgateEnv('all', port), TEMPORAL_TASK_QUEUE: `${taskQueue}-baseline` },
+      stdoutFile: baselineLog,
     });
+    teardown.add('baseline log', async () => fs.rmSync(baselineLog, { force: true }));
     baseline = b;
     teardown.add('baseline', () => b.stop(15_000));
     await waitReady(b, `${baselineUrl}/v1/public/status/summary`);
@@ -209,6 +214,31 @@ export async function startStack(opts: {
 }
 
 /** VmRSS and VmHWM (peak) of a live process, in MiB, from /proc/<pid>/status. */
+/**
+ * Resident memory of a process by mapping (/proc/<pid>/smaps): file-backed mappings by file name,
+ * anonymous ones as `[anon]` (V8's heap, malloc arenas, thread stacks), largest first, in MiB.
+ */
+export function rssByMapping(pid: number): { name: string; mib: number }[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/smaps`, 'utf8');
+  } catch {
+    return [];
+  }
+  const totals = new Map<string, number>();
+  let name = '[anon]';
+  for (const line of text.split('\n')) {
+    const header = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (header) {
+      name = header[1] ? path.basename(header[1]) : '[anon]';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) totals.set(name, (totals.get(name) ?? 0) + Number(rss[1]) / 1024);
+  }
+  return [...totals].map(([n, mib]) => ({ name: n, mib })).sort((a, b) => b.mib - a.mib);
+}
+
 export function rssMiB(pid: number): { rss: number; peak: number } | null {
   try {
     const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
