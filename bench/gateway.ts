@@ -42,7 +42,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { Teardown } from './lib/children';
 import { load, loadWithCpu, type MeasuredRun as Measured, median, pct, type Run, timeToMarker } from './lib/load';
-import { ROOT, rssMiB, startStack } from './lib/stack';
+import { ROOT, rssByMapping, rssMiB, startStack } from './lib/stack';
 import { BENCH_BODIES, benchProjects } from './lib/workload';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
@@ -224,6 +224,7 @@ async function main(): Promise<void> {
     for (const p of paths) ttft[p].sort((a, b) => a - b);
 
     const rss = rssMiB(stack.tollgate.pid);
+    const mappings = rssByMapping(stack.tollgate.pid);
     const workerRss = stack.worker ? rssMiB(stack.worker.pid) : null;
     const portkeyRss = stack.portkey ? rssMiB(stack.portkey.pid) : null;
     const loadEnd = loadavg();
@@ -252,6 +253,7 @@ async function main(): Promise<void> {
     log('');
     const mib = (r: { rss: number; peak: number } | null) => (r ? `${r.rss.toFixed(0)} MiB (peak ${r.peak.toFixed(0)} MiB)` : 'unavailable');
     log(`tollgate RSS after the run: ${stack.worker ? `API process ${mib(rss)}, worker process ${mib(workerRss)}` : `API + worker in one process ${mib(rss)}`}; portkey RSS: ${portkeyRss ? `${portkeyRss.rss.toFixed(0)} MiB (peak ${portkeyRss.peak.toFixed(0)} MiB)` : 'unavailable'}`);
+    log(`tollgate resident by mapping (MiB; V8's heap and malloc's arenas are in [anon] and [heap]): ${mappings.slice(0, 5).map((m) => `${m.name} ${m.mib.toFixed(1)}`).join(', ')}`);
     log(`load average: start ${loadStart.join(' ')}, end ${loadEnd.join(' ')} (${os.cpus().length} CPUs)`);
 
     const failures = everyRun
