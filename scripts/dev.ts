@@ -13,6 +13,7 @@ import { createProject, findProject } from '../src/db/repositories/projects';
 import { PROVIDER_IDS, providerEnvNames } from '../src/config';
 import { ensureTemporalCli } from './lib/temporal-cli';
 import { SOURCE_NODE_ARGS } from './lib/source-node-args';
+import { buildForDev, DEV_BUILD_NODE_ARGS } from './lib/dev-build';
 import { createDatabaseIfMissing, ensurePostgres, withDatabase } from './lib/postgres';
 import { portOpen, startTemporalDevServer, DevServer } from './lib/temporal-dev-server';
 import { ensureDashboard } from './lib/dashboard';
@@ -50,13 +51,14 @@ function readEnvFile(): Record<string, string> {
   );
 }
 
+/** A child process of the stack; `args` are Node's (flags, script, its arguments). */
 function startChild(name: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
   const logFile = path.join(dataDir, `${name}.log`);
   // stdout (the JSON log, a line per request at info) goes to the file directly: piped through
   // this process, every line woke it to copy the line, on the same cores as the stack it serves.
   // stderr (a crash's stack, warnings) still passes here, to echo errors to the terminal.
   const stdoutFd = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, ...args], { cwd: root, env, stdio: ['ignore', stdoutFd, 'pipe'] });
+  const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', stdoutFd, 'pipe'] });
   fs.closeSync(stdoutFd);
   const logStream = fs.createWriteStream(logFile, { flags: 'a' });
   child.stderr!.pipe(logStream);
@@ -134,7 +136,7 @@ async function main(): Promise<void> {
 
   let emulatorUrl: string | null = null;
   if (fs.existsSync(path.join(root, 'src', 'emulator', 'main.ts'))) {
-    startChild('emulator', ['src/emulator/main.ts'], { ...env, PORT: String(EMULATOR_PORT) });
+    startChild('emulator', [...SOURCE_NODE_ARGS, 'src/emulator/main.ts'], { ...env, PORT: String(EMULATOR_PORT) });
     emulatorUrl = `http://127.0.0.1:${EMULATOR_PORT}`;
     await waitFor(`${emulatorUrl}/health`, 30_000);
     for (const p of PROVIDER_IDS) {
@@ -155,7 +157,8 @@ async function main(): Promise<void> {
     fs.writeFileSync(bundlePath, await bundleWorkflows());
     env.TEMPORAL_WORKFLOW_BUNDLE = bundlePath;
   }
-  startChild('tollgate', ['src/main.ts', '--role', 'all'], { MALLOC_ARENA_MAX, ...env });
+  // From a transpiled copy of the sources, made now (scripts/lib/dev-build.ts).
+  startChild('tollgate', [...DEV_BUILD_NODE_ARGS, await buildForDev(), '--role', 'all'], { MALLOC_ARENA_MAX, ...env });
   const url = `http://127.0.0.1:${API_PORT}`;
   await waitFor(`${url}/v1/public/status/summary`, 120_000);
 

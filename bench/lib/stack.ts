@@ -21,6 +21,7 @@ import { createApiKey } from '../../src/db/repositories/api-keys';
 import { MALLOC_ARENA_MAX } from '../../src/runtime/heap';
 import { type Child, spawnChild, type Teardown, track, waitReady } from './children';
 import { SOURCE_NODE_ARGS } from '../../scripts/lib/source-node-args';
+import { buildForDev, DEV_BUILD_NODE_ARGS } from '../../scripts/lib/dev-build';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 /** The bench stack's /metrics bearer token (production mode refuses /metrics without one). */
@@ -114,14 +115,14 @@ export async function startStack(opts: {
   const prof = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(opts.cpuProfDir)}`] : [];
   // The compiled build (`npm run build`, as production runs it) when present; else through tsx.
   const compiled = path.join(ROOT, 'dist', 'src', 'main.js');
-  // BENCH_DEV=1: as `npm run dev` runs it — from source with its Node flags, NODE_ENV=development,
+  // BENCH_DEV=1: as `npm run dev` runs it — transpiled at start with its Node flags, NODE_ENV=development,
   // the access log at info (one line per request), written to a file directly as dev writes it.
   const devLike = process.env.BENCH_DEV === '1';
   const useBuild = fs.existsSync(compiled) && process.env.BENCH_TSX !== '1' && !devLike;
   // The product's default level, info (one access log line per request), unless BENCH_LOG_LEVEL
   // says otherwise; until 2026-11-27's eleventh session the compiled build ran at warn.
   const logLevel = process.env.BENCH_LOG_LEVEL ?? 'info';
-  log(`tollgate runs ${useBuild ? 'the compiled build (dist/)' : 'from source through tsx'}${devLike ? ', NODE_ENV=development' : ''}, LOG_LEVEL=${logLevel}`);
+  log(`tollgate runs ${useBuild ? 'the compiled build (dist/)' : devLike ? 'as npm run dev does (.dev-build/)' : 'from source through tsx'}${devLike ? ', NODE_ENV=development' : ''}, LOG_LEVEL=${logLevel}`);
   // API and worker in one process, as `npm run dev` runs them; BENCH_ROLE=api runs docker-compose's
   // topology instead: an API process (the hot path) and a worker process.
   const topology = process.env.BENCH_ROLE === 'api' ? 'split' : 'all';
@@ -147,7 +148,10 @@ export async function startStack(opts: {
     MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? MALLOC_ARENA_MAX,
   });
   const nodeFlags = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : [];
-  const tollgateArgs = (cpuProf: string[]) => (useBuild ? [...cpuProf, ...nodeFlags, compiled] : tsx('src/main.ts', cpuProf));
+  // BENCH_DEV=1 runs the transpiled copy `npm run dev` runs (scripts/lib/dev-build.ts); BENCH_TSX=1 runs through tsx.
+  const devMain = devLike ? await buildForDev() : null;
+  const tollgateArgs = (cpuProf: string[]) =>
+    useBuild ? [...cpuProf, ...nodeFlags, compiled] : devMain ? [...cpuProf, ...nodeFlags, ...DEV_BUILD_NODE_ARGS, devMain] : tsx('src/main.ts', cpuProf);
   let worker: Child | null = null;
   if (topology === 'split') {
     const w = spawnChild('tollgate-worker', process.execPath, tollgateArgs([]), { cwd: ROOT, echoStderr: true, env: tollgateEnv('worker', await freePort()) });

@@ -1,0 +1,62 @@
+/**
+ * The Tollgate process of `npm run dev` (and the benches' BENCH_DEV=1) runs from a transpiled copy
+ * of the TypeScript, made at start: esbuild writes `src/`, `activities/` and `workflows/` to
+ * `.dev-build/` (file by file, no type check, well under a second) with source maps that name the
+ * .ts lines, and Node runs it with `--enable-source-maps`, so stack traces read as they did through
+ * tsx.
+ *
+ * Through tsx the process kept each file's inline source map, whole sources included, and paid
+ * tsx's load hooks: 18–32 MiB more than the compiled build after the gateway bench's load, which
+ * put the dev stack over the 250 MB target the compiled build meets (docs/performance.md, twelfth
+ * session). The maps written here carry no sources, and dependencies' maps stay unread
+ * (no-dependency-source-maps.cjs), as through tsx.
+ *
+ * `.dev-build/` sits next to `dist/`, one level under the project root, so paths a module resolves
+ * from its own directory (the dashboard's files, the firewall's worker) are what they are in the
+ * compiled build.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { build } from 'esbuild';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+export const DEV_BUILD_DIR = path.join(ROOT, '.dev-build');
+const SOURCE_DIRS = ['src', 'activities', 'workflows'];
+
+/** Node flags for running `.dev-build/`: TypeScript stack traces, dependencies' maps left unread. */
+export const DEV_BUILD_NODE_ARGS = ['--enable-source-maps', '--require', path.join(__dirname, 'no-dependency-source-maps.cjs')];
+
+function filesUnder(dir: string, keep: (file: string) => boolean): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile() && keep(path.join(e.parentPath, e.name))).map((e) => path.join(e.parentPath, e.name));
+}
+
+/**
+ * Transpiles the sources into `outDir` (`.dev-build/`; replacing what was there) and returns the
+ * path of `src/main.js` in it. Another `outDir` must also sit directly under the project root.
+ */
+export async function buildForDev(outDir = DEV_BUILD_DIR): Promise<string> {
+  fs.rmSync(outDir, { recursive: true, force: true });
+  const dirs = SOURCE_DIRS.map((d) => path.join(ROOT, d));
+  const sources = dirs.flatMap((d) => filesUnder(d, (f) => f.endsWith('.ts') && !f.endsWith('.d.ts')));
+  await build({
+    entryPoints: sources,
+    outdir: outDir,
+    outbase: ROOT,
+    bundle: false,
+    format: 'cjs',
+    platform: 'node',
+    target: `node${process.versions.node.split('.')[0]}`,
+    sourcemap: 'linked',
+    sourcesContent: false,
+    logLevel: 'warning',
+  });
+  // Modules read these next to themselves (a JSON import, the migrations directory).
+  for (const d of dirs) {
+    for (const f of filesUnder(d, (file) => /\.(json|sql)$/.test(file))) {
+      const to = path.join(outDir, path.relative(ROOT, f));
+      fs.mkdirSync(path.dirname(to), { recursive: true });
+      fs.copyFileSync(f, to);
+    }
+  }
+  return path.join(outDir, 'src', 'main.js');
+}
