@@ -31,16 +31,19 @@ function filesUnder(dir: string, keep: (file: string) => boolean): string[] {
 }
 
 /**
- * Transpiles the sources into `outDir` (`.dev-build/`; replacing what was there) and returns the
- * path of `src/main.js` in it. Another `outDir` must also sit directly under the project root.
+ * Transpiles the sources into `outDir` (`.dev-build/`) and returns the path of `src/main.js` in it.
+ * Another `outDir` must also sit directly under the project root. The copy is written beside it and
+ * swapped in whole, so a process already running from `outDir` (a second `npm run dev`, `npm start`
+ * or a bench next to it) never meets a half-written directory when it loads a module late.
  */
 export async function buildForDev(outDir = DEV_BUILD_DIR): Promise<string> {
-  fs.rmSync(outDir, { recursive: true, force: true });
+  const staging = `${outDir}.new-${process.pid}`;
+  fs.rmSync(staging, { recursive: true, force: true });
   const dirs = SOURCE_DIRS.map((d) => path.join(ROOT, d));
   const sources = dirs.flatMap((d) => filesUnder(d, (f) => f.endsWith('.ts') && !f.endsWith('.d.ts')));
   await build({
     entryPoints: sources,
-    outdir: outDir,
+    outdir: staging,
     outbase: ROOT,
     bundle: false,
     format: 'cjs',
@@ -53,10 +56,23 @@ export async function buildForDev(outDir = DEV_BUILD_DIR): Promise<string> {
   // Modules read these next to themselves (a JSON import, the migrations directory).
   for (const d of dirs) {
     for (const f of filesUnder(d, (file) => /\.(json|sql)$/.test(file))) {
-      const to = path.join(outDir, path.relative(ROOT, f));
+      const to = path.join(staging, path.relative(ROOT, f));
       fs.mkdirSync(path.dirname(to), { recursive: true });
       fs.copyFileSync(f, to);
     }
   }
+  // A directory cannot be renamed over a non-empty one: the old copy steps aside first.
+  const old = `${outDir}.old-${process.pid}`;
+  if (fs.existsSync(outDir)) fs.renameSync(outDir, old);
+  fs.renameSync(staging, outDir);
+  fs.rmSync(old, { recursive: true, force: true });
   return path.join(outDir, 'src', 'main.js');
+}
+
+// `tsx scripts/lib/dev-build.ts`: `npm start` transpiles, then runs the copy with plain Node.
+if (require.main === module) {
+  buildForDev().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
 }
