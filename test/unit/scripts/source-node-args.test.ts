@@ -1,6 +1,7 @@
 /**
- * The flags `npm run dev` runs TypeScript with: tsx through CommonJS only, and source maps kept for
- * our own files but not read for dependencies (scripts/lib/no-dependency-source-maps.cjs).
+ * The flags TypeScript runs with where it runs through tsx (`npm run dev`'s emulator, the test
+ * suite's processes): tsx through CommonJS only, and source maps kept for our own files but not
+ * read for dependencies (scripts/lib/no-dependency-source-maps.cjs).
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
