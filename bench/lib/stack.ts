@@ -183,7 +183,10 @@ export async function startStack(opts: {
     // Its log to a file too, as the new build's: drained through this process, the two builds
     // would not log on equal terms.
     const baselineLog = path.join(os.tmpdir(), `tollgate-bench-baseline-${process.pid}.log`);
-    const b = spawnChild('baseline', process.execPath, [...nodeFlags, main], {
+    // BENCH_BASELINE_NODE_FLAGS (when set, even empty) gives the baseline flags of its own: the same
+    // build on both sides then measures a Node flag or a preload.
+    const baselineFlags = process.env.BENCH_BASELINE_NODE_FLAGS !== undefined ? process.env.BENCH_BASELINE_NODE_FLAGS.split(' ').filter(Boolean) : nodeFlags;
+    const b = spawnChild('baseline', process.execPath, [...baselineFlags, main], {
       cwd: dir,
       echoStderr: true,
       env: { ...tollgateEnv('all', port), TEMPORAL_TASK_QUEUE: `${taskQueue}-baseline` },
