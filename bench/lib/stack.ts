@@ -220,7 +220,6 @@ export async function startStack(opts: {
   };
 }
 
-/** VmRSS and VmHWM (peak) of a live process, in MiB, from /proc/<pid>/status. */
 /**
  * Resident memory of a process by mapping (/proc/<pid>/smaps): file-backed mappings by file name,
  * anonymous ones as `[anon]` (V8's heap, malloc arenas, thread stacks), largest first, in MiB.
@@ -246,6 +245,7 @@ export function rssByMapping(pid: number): { name: string; mib: number }[] {
   return [...totals].map(([n, mib]) => ({ name: n, mib })).sort((a, b) => b.mib - a.mib);
 }
 
+/** VmRSS and VmHWM (peak) of a live process, in MiB, from /proc/<pid>/status. */
 export function rssMiB(pid: number): { rss: number; peak: number } | null {
   try {
     const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');

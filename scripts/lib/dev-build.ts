@@ -6,9 +6,9 @@
  * tsx.
  *
  * Through tsx the process kept each file's inline source map, whole sources included, and paid
- * tsx's load hooks: 18–32 MiB more than the compiled build after the gateway bench's load, which
- * put the dev stack over the 250 MB target the compiled build meets (docs/performance.md, twelfth
- * session). The maps written here carry no sources, and dependencies' maps stay unread
+ * tsx's load hooks: ~30 MiB more than the compiled build idle and 10–30 MiB more after the memory
+ * bench's load, which put the dev stack over the 250 MB target more often than the compiled build
+ * (docs/performance.md, twelfth session). The maps written here carry no sources, and dependencies' maps stay unread
  * (no-dependency-source-maps.cjs), as through tsx.
  *
  * `.dev-build/` sits next to `dist/`, one level under the project root, so paths a module resolves
@@ -34,7 +34,7 @@ function filesUnder(dir: string, keep: (file: string) => boolean): string[] {
  * Transpiles the sources into `outDir` (`.dev-build/`) and returns the path of `src/main.js` in it.
  * Another `outDir` must also sit directly under the project root. The copy is written beside it and
  * swapped in whole, so a process already running from `outDir` (a second `npm run dev`, `npm start`
- * or a bench next to it) never meets a half-written directory when it loads a module late.
+ * or a bench next to it) never loads a module from a half-written copy.
  */
 export async function buildForDev(outDir = DEV_BUILD_DIR): Promise<string> {
   const staging = `${outDir}.new-${process.pid}`;
