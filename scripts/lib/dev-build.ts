@@ -1,15 +1,15 @@
 /**
  * The Tollgate process of `npm run dev` (and the benches' BENCH_DEV=1) runs from a transpiled copy
- * of the TypeScript, made at start: esbuild writes `src/`, `activities/` and `workflows/` to
- * `.dev-build/` (file by file, no type check, well under a second) with source maps that name the
- * .ts lines, and Node runs it with `--enable-source-maps`, so stack traces read as they did through
- * tsx.
+ * of the TypeScript, made at start: esbuild writes what the compiled build compiles (`src/`,
+ * `activities/`, `workflows/`) to `.dev-build/` (file by file, no type check, well under a second)
+ * with source maps that name the .ts lines, and Node runs it with `--enable-source-maps`, so stack
+ * traces read as they did through tsx.
  *
  * Through tsx the process kept each file's inline source map, whole sources included, and paid
  * tsx's load hooks: ~30 MiB more than the compiled build idle and 10–30 MiB more after the memory
  * bench's load, which put the dev stack over the 250 MB target more often than the compiled build
- * (docs/performance.md, twelfth session). The maps written here carry no sources, and dependencies' maps stay unread
- * (no-dependency-source-maps.cjs), as through tsx.
+ * (docs/performance.md, twelfth session). The maps written here carry no sources, and
+ * dependencies' maps stay unread (no-dependency-source-maps.cjs), as through tsx.
  *
  * `.dev-build/` sits next to `dist/`, one level under the project root, so paths a module resolves
  * from its own directory (the dashboard's files, the firewall's worker) are what they are in the
@@ -21,13 +21,21 @@ import { build } from 'esbuild';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 export const DEV_BUILD_DIR = path.join(ROOT, '.dev-build');
-const SOURCE_DIRS = ['src', 'activities', 'workflows'];
+/** What the compiled build compiles (tsconfig.build.json's `include`: src, workflows, activities). */
+const SOURCE_DIRS = (JSON.parse(fs.readFileSync(path.join(ROOT, 'tsconfig.build.json'), 'utf8')) as { include: string[] }).include;
 
-/** Node flags for running `.dev-build/`: TypeScript stack traces, dependencies' maps left unread. */
+/**
+ * Node flags for running `.dev-build/`: TypeScript stack traces, dependencies' maps left unread.
+ * package.json's `start` spells them out (it cannot import them).
+ */
 export const DEV_BUILD_NODE_ARGS = ['--enable-source-maps', '--require', path.join(__dirname, 'no-dependency-source-maps.cjs')];
 
 function filesUnder(dir: string, keep: (file: string) => boolean): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile() && keep(path.join(e.parentPath, e.name))).map((e) => path.join(e.parentPath, e.name));
+  return fs
+    .readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.join(e.parentPath, e.name))
+    .filter(keep);
 }
 
 /**
