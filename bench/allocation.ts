@@ -18,7 +18,7 @@ import { WebSocket } from 'undici';
 import { Teardown } from './lib/children';
 import { load } from './lib/load';
 import { freePort } from '../scripts/lib/temporal-dev-server';
-import { startStack } from './lib/stack';
+import { ROOT, startStack } from './lib/stack';
 import { BENCH_BODIES, benchProjects } from './lib/workload';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
@@ -71,7 +71,7 @@ function origin(url: string): string {
     const rest = url.slice(nm + '/node_modules/'.length).split('/');
     return rest[0].startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0];
   }
-  return path.relative(path.resolve(__dirname, '..'), url.replace(/^file:\/\//, ''));
+  return path.relative(ROOT, url.replace(/^file:\/\//, ''));
 }
 
 function aggregate(root: ProfileNode): { byFunction: Map<string, number>; byOrigin: Map<string, number>; total: number } {
