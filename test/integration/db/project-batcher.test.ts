@@ -27,6 +27,17 @@ async function divide(db: Queryable, items: { x: number; sleepMs?: number }[]): 
   return rows[0].values.map((value) => ({ value, pid: rows[0].pid, batchSize: items.length, startedAt: Number(rows[0].started_at) }));
 }
 
+/** The batch statements PostgreSQL is running, once there is one (polled for up to 10 s). */
+async function activeBatchStatements(db: Db): Promise<{ pid: number }[]> {
+  for (let waited = 0; ; waited += 20) {
+    const { rows } = await db.query<{ pid: number }>(
+      "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_backend_pid() AS pid, array_agg%' AND state = 'active'",
+    );
+    if (rows.length > 0 || waited >= 10_000) return rows;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 describe('project batcher (real PostgreSQL)', () => {
   let db: Db;
   beforeAll(() => {
@@ -51,14 +62,14 @@ describe('project batcher (real PostgreSQL)', () => {
   it('sends the batch that queued behind a running one on the same connection, before the callers of the first go on', async () => {
     const batcher = createProjectBatcher(db, divide);
     let callerDoneAt = 0;
-    const first = batcher.submit('proj_a', { x: 1, sleepMs: 200 }).then((answer) => {
+    const first = batcher.submit('proj_a', { x: 1, sleepMs: 2000 }).then((answer) => {
       // The caller's own work after its answer (synchronous, 150 ms).
       const until = Date.now() + 150;
       while (Date.now() < until);
       callerDoneAt = Date.now();
       return answer;
     });
-    await new Promise((r) => setTimeout(r, 50));
+    expect(await activeBatchStatements(db)).toHaveLength(1);
     const queued = [batcher.submit('proj_a', { x: 2 }), batcher.submit('proj_b', { x: 10 })];
     const [a, b, c] = await Promise.all([first, ...queued]);
     expect([a.batchSize, b.batchSize, c.batchSize]).toEqual([1, 2, 2]);
@@ -83,11 +94,12 @@ describe('project batcher (real PostgreSQL)', () => {
 
   it('takes another connection when the one it holds dies mid-statement, and loses no call', async () => {
     const batcher = createProjectBatcher(db, divide);
-    const first = batcher.submit('proj_a', { x: 1, sleepMs: 2000 });
-    await new Promise((r) => setTimeout(r, 100));
-    const next = batcher.submit('proj_a', { x: 2, sleepMs: 300 });
-    const { rows } = await db.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_backend_pid() AS pid, array_agg%' AND state = 'active'");
+    // The first statement sleeps far longer than the test runs, so a stalled machine cannot let it
+    // finish before it is killed (it ends at the kill, not after its sleep).
+    const first = batcher.submit('proj_a', { x: 1, sleepMs: 30_000 });
+    const rows = await activeBatchStatements(db);
     expect(rows).toHaveLength(1);
+    const next = batcher.submit('proj_a', { x: 2, sleepMs: 300 });
     await db.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
 
     // The killed statement had one call: it fails with the connection's error, as through the pool.
