@@ -62,7 +62,7 @@ describe('project batcher (real PostgreSQL)', () => {
   it('sends the batch that queued behind a running one on the same connection, before the callers of the first go on', async () => {
     const batcher = createProjectBatcher(db, divide);
     let callerDoneAt = 0;
-    const first = batcher.submit('proj_a', { x: 1, sleepMs: 2000 }).then((answer) => {
+    const first = batcher.submit('proj_a', { x: 1, sleepMs: 5000 }).then((answer) => {
       // The caller's own work after its answer (synchronous, 150 ms).
       const until = Date.now() + 150;
       while (Date.now() < until);
