@@ -133,7 +133,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
   // Returned before the worker stops (a release is an Update this process's worker may handle).
   let intentReservations: ReturnType<typeof createIntentReservations> | null = null;
   if (config.role !== 'worker') {
-    intentReservations = createIntentReservations({ client: temporal.client, db, logger, databaseUrl: config.databaseUrl, mode: config.intentReservations });
+    intentReservations = createIntentReservations({ client: temporal.client, db, logger, databaseUrl: config.databaseUrl, mode: config.intentReservations, idleMs: config.intentLeaseIdleMs });
     const keys = createKeyCache({ db, authChanges });
     closers.push(() => keys.close());
     const metrics = new Registry();

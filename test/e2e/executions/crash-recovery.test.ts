@@ -42,9 +42,9 @@ describe('a Tollgate process killed mid-call', () => {
     for (const c of children.splice(0)) c.kill('SIGKILL');
   });
 
-  async function startDoomed(): Promise<{ child: ChildProcess; url: string }> {
+  async function startDoomed(extra: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; url: string }> {
     const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, path.join(__dirname, 'api-process.ts')], {
-      env: { ...process.env, TOLLGATE_TEST_ENV: JSON.stringify(env) },
+      env: { ...process.env, TOLLGATE_TEST_ENV: JSON.stringify({ ...env, ...extra }) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     children.push(child);
@@ -67,11 +67,11 @@ describe('a Tollgate process killed mid-call', () => {
     return { events: ev.rows.map((r) => r.event_type), permit: permit.rows[0], spend: spend.rows[0], inflight: inflight.rowCount };
   }
 
-  async function expectClosed(p: TestProject, executionId: string, killedAt: number) {
+  async function expectClosed(p: TestProject, executionId: string, killedAt: number, deadlineMs = 9_000) {
     const db = survivor.db;
     const row = await waitFor(async () => (await db.query('SELECT envelope, completed_at FROM executions WHERE id = $1', [executionId])).rows[0], 90_000);
-    // Closed within 60 s of the dispatch deadline (9 s after the call started).
-    expect(new Date(row.completed_at).getTime() - killedAt).toBeLessThan(9_000 + 60_000);
+    // Closed within 60 s of the dispatch deadline (`deadlineMs` after the call started).
+    expect(new Date(row.completed_at).getTime() - killedAt).toBeLessThan(deadlineMs + 60_000);
     expect(row.envelope).toMatchObject({ id: executionId, status: 'failed', status_code: 502, error: { code: 'dispatch_interrupted' } });
     expect(row.envelope.usage).toMatchObject({ output_tokens: 0, estimated_final: true });
     expect(row.envelope.usage.input_tokens).toBeGreaterThan(0);
@@ -89,17 +89,20 @@ describe('a Tollgate process killed mid-call', () => {
 
   it('sync: closed by reconciliation; the Idempotency-Key replays the failed result; the provider saw one call', async () => {
     const p = await createTestProject(survivor.db);
-    const doomed = await startDoomed();
+    // The emulator answers after 25 s and the process waits 30 s (dispatch deadline 35 s): a stalled
+    // machine cannot let the call end before the kill.
+    const doomed = await startDoomed({ PROVIDER_TIMEOUT_MS: '30000' });
     const before = emu.requestCount();
-    const body = { operation: 'generate.text', messages: say('[[emulator:latency_ms=3000]] die mid-call') };
+    const body = { operation: 'generate.text', messages: say('[[emulator:latency_ms=25000]] die mid-call') };
     const pending = http(doomed.url)('POST', '/v1/executions', { key: p.clientKey, body, headers: { 'idempotency-key': 'crash-sync-1' } }).catch((e) => e);
-    const sent = await waitFor(async () => (await survivor.db.query("SELECT request_id FROM events WHERE project_id = $1 AND event_type = 'provider.request_sent'", [p.project.id])).rows[0], 30_000);
-    // Killed while the provider holds the call (the emulator answers after 3 s).
-    await waitFor(async () => emu.requestCount() - before === 1, 10_000);
+    // Killed while the provider holds the call.
+    await waitFor(async () => emu.requestCount() - before === 1, 30_000);
     doomed.child.kill('SIGKILL');
     const killedAt = Date.now();
     expect(String(await pending)).toMatch(/fetch failed|terminated|socket/i); // the connection died with the process
-    const envelope = await expectClosed(p, sent.request_id, killedAt);
+    // Written with the permit before the provider was called.
+    const sent = (await survivor.db.query("SELECT request_id FROM events WHERE project_id = $1 AND event_type = 'provider.request_sent'", [p.project.id])).rows[0];
+    const envelope = await expectClosed(p, sent.request_id, killedAt, 35_000);
     const retry = await http(survivor.url!)('POST', '/v1/executions', { key: p.clientKey, body, headers: { 'idempotency-key': 'crash-sync-1' } });
     expect(retry.status).toBe(502);
     expect(retry.headers.get('idempotent-replayed')).toBe('true');

@@ -33,7 +33,8 @@ describe('an API process killed while it holds an intent lease', () => {
 
   async function startDoomed(): Promise<{ child: ChildProcess; url: string }> {
     const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, path.join(__dirname, 'api-process.ts')], {
-      env: { ...process.env, TOLLGATE_TEST_ENV: JSON.stringify(env) },
+      // Its lease stays out while idle: a stalled machine must not see it returned before the test looks.
+      env: { ...process.env, TOLLGATE_TEST_ENV: JSON.stringify({ ...env, INTENT_LEASE_IDLE_MS: '600000' }) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     children.push(child);
@@ -68,7 +69,7 @@ describe('an API process killed while it holds an intent lease', () => {
         WHERE project_id = $1 AND workflow_id = 'agent' AND decision = 'allow' GROUP BY 1`,
       [p.project.id],
     );
-    // Every allowed call names its lease (an earlier lease may have been returned when idle).
+    // Every allowed call names its lease (an earlier lease may have been returned at its deadline).
     expect(tagged.rows.every((r) => typeof r.lease === 'string' && r.lease.startsWith('lse_'))).toBe(true);
     expect(tagged.rows.reduce((s, r) => s + r.n, 0)).toBe(8);
     expect(tagged.rows.find((r) => r.lease === leaseId)?.n).toBeGreaterThanOrEqual(1);

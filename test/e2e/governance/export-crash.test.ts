@@ -70,9 +70,14 @@ describe('compliance export and a worker killed mid-export (SIGKILL)', () => {
     const created = await call('POST', '/v1/compliance/exports', { key: p.adminKey, body: { window: { since: '2026-03-31T00:00:00Z', until: '2026-04-02T00:00:00Z' }, include: ['events'] } });
     expect(created.status).toBe(202);
     const get = async () => (await call('GET', `/v1/compliance/exports/${created.json.id}`, { key: p.adminKey })).json;
+    // Progress is read with the worker frozen (SIGSTOP): a stalled test process cannot let it finish
+    // the step between the read and the kill.
     const midway = await waitUntil(async () => {
+      child!.kill('SIGSTOP');
       const e = await get();
-      return e.status === 'running' && e.progress.events_done > 0 ? e : null;
+      if (e.status === 'running' && e.progress.events_done > 0) return e;
+      child!.kill('SIGCONT');
+      return null;
     }, 60_000, 20);
     lap(`killed at events_done=${midway.progress.events_done}`);
     child.kill('SIGKILL');

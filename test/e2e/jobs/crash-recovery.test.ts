@@ -36,13 +36,12 @@ async function spawnTollgate(env: NodeJS.ProcessEnv, role: 'worker' | 'all'): Pr
 
 async function submitMany(api: TG, p: TestProject, n: number, latencyMs: number, tag: string): Promise<string[]> {
   const call = http(api.url!);
-  const ids: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const r = await call('POST', '/v1/jobs', { key: p.clientKey, body: { operation: 'generate.text', messages: say(`[[emulator:latency_ms=${latencyMs}]] ${tag} ${i}`) } });
-    expect(r.status).toBe(202);
-    ids.push(r.json.id);
-  }
-  return ids;
+  // At once: sent one after another, a stalled machine could let the first answer before the last is sent.
+  const res = await Promise.all(
+    Array.from({ length: n }, (_, i) => call('POST', '/v1/jobs', { key: p.clientKey, body: { operation: 'generate.text', messages: say(`[[emulator:latency_ms=${latencyMs}]] ${tag} ${i}`) } })),
+  );
+  for (const r of res) expect(r.status).toBe(202);
+  return res.map((r) => r.json.id);
 }
 
 async function expectEachCompletedOnce(db: TG['db'], ids: string[]): Promise<any[]> {
@@ -78,8 +77,8 @@ describe('jobs and a worker killed mid-dispatch (SIGKILL)', () => {
 
   beforeAll(async () => {
     emu = await startEmulator({ port: 0 });
-    // Dispatch deadline 6 s + 5 s: how long a lost attempt's own record is waited for.
-    env = { ...emulatorEnv(emu.url), TEMPORAL_TASK_QUEUE: `jobs-crash-${Date.now()}`, JOBS_HEARTBEAT_TIMEOUT_MS: '2000', JOBS_RETRY_BASE_MS: '200', PROVIDER_TIMEOUT_MS: '6000' };
+    // Dispatch deadline 30 s + 5 s: how long a lost attempt's own record is waited for.
+    env = { ...emulatorEnv(emu.url), TEMPORAL_TASK_QUEUE: `jobs-crash-${Date.now()}`, JOBS_HEARTBEAT_TIMEOUT_MS: '2000', JOBS_RETRY_BASE_MS: '200', PROVIDER_TIMEOUT_MS: '30000' };
     api = await startTestTollgate({ env, role: 'api' });
   });
   afterAll(async () => {
@@ -93,8 +92,8 @@ describe('jobs and a worker killed mid-dispatch (SIGKILL)', () => {
     const p = await createTestProject(api.db);
     children.push(await spawnTollgate(env, 'worker'));
     const before = emu.requestCount();
-    const ids = await submitMany(api, p, 4, 4000, 'killed');
-    // All four are at the provider (it answers after 4 s) when the worker dies.
+    const ids = await submitMany(api, p, 4, 25_000, 'killed');
+    // All four are at the provider (it answers after 25 s) when the worker dies.
     await waitUntil(async () => emu.requestCount() - before >= 4, 30_000);
     children[0].kill('SIGKILL');
     survivor = await startTestTollgate({ env, role: 'worker' });
