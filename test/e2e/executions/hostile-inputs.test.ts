@@ -2,7 +2,7 @@
  * Inputs that once stopped a call's record or the gateway (issue 13): NUL and lone surrogates in
  * prompts, invalid output-token ceilings, and huge runs without word breaks.
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { performance } from 'node:perf_hooks';
 import { startHarness, Harness, say, eventTypes, patchPolicy } from './helpers';
 import type { TestProject } from '../../support/tollgate';
 
@@ -58,13 +58,13 @@ describe('hostile inputs on the governed-call routes', () => {
     // stalled the loop for seconds at 10,000 characters; this is 2,000,000.
     const capped = await h.project();
     await patchPolicy(h, capped, { budgets: { per_request_usd_micros: 1_000 } });
-    const delay = monitorEventLoopDelay({ resolution: 10 });
-    delay.enable();
+    const before = performance.eventLoopUtilization();
     const res = await h.call('POST', '/v1/proxy/openai/v1/chat/completions', { key: capped.clientKey, body: { model: 'gpt-4o-mini', max_tokens: 16, messages: [{ role: 'user', content: 'a'.repeat(2_000_000) }] } });
-    delay.disable();
+    // Main-thread busy time (not wall-clock delay, which preemption on a loaded machine inflates).
+    const { active } = performance.eventLoopUtilization(before);
     expect(res.status).toBe(403);
     expect(res.json.error.code).toBe('budget.request_cap_exceeded');
-    expect(delay.max / 1e6).toBeLessThan(1_000);
+    expect(active).toBeLessThan(1_000);
     const { rows } = await h.tg.db.query('SELECT estimated_input_tokens FROM permits WHERE request_id = $1', [res.headers.get('x-svc-request-id')]);
     // Bounded by the UTF-8 size (an upper bound), not counted: 2,000,000 + message overhead.
     expect(Number(rows[0].estimated_input_tokens)).toBeGreaterThanOrEqual(2_000_000);

@@ -204,15 +204,18 @@ describe('permit-first API', () => {
 
     it('a stale allow (reservation expired) is revalidated into a child permit, not replayed', async () => {
       const p = await project();
-      const first = await issue(p, { idempotency_key: 'stale', ttl_seconds: 1 });
+      const first = await issue(p, { idempotency_key: 'stale', ttl_seconds: 3 });
       expect(first.json.decision).toBe('allow');
-      await new Promise((r) => setTimeout(r, 1200));
-      const again = await issue(p, { idempotency_key: 'stale', ttl_seconds: 1 });
+      await new Promise((r) => setTimeout(r, 3_200));
+      const again = await issue(p, { idempotency_key: 'stale', ttl_seconds: 3 });
       expect(again.status).toBe(200);
       expect(again.headers.get('x-svc-idempotent-replay')).toBeNull();
       expect(again.headers.get('x-svc-revalidated-from')).toBe(first.json.permit_id);
       expect(again.json).toMatchObject({ decision: 'allow', parent_permit_id: first.json.permit_id, lineage_reason: 'revalidation', idempotency_key: 'stale', status: 'active' });
       expect(again.json.permit_id).not.toBe(first.json.permit_id);
+      // The new head replays from now on (asked at once: it is fresh for only 3 s).
+      const third = await issue(p, { idempotency_key: 'stale', ttl_seconds: 3 });
+      expect(third.json.permit_id).toBe(again.json.permit_id);
       const old = await call('GET', `/v1/permits/${first.json.permit_id}`, { key: p.clientKey });
       expect(old.json).toMatchObject({ status: 'expired', reservation: { state: 'expired' } });
       const lineage = await call('GET', `/v1/permits/${again.json.permit_id}/lineage`, { key: p.clientKey });
@@ -220,9 +223,6 @@ describe('permit-first API', () => {
       expect(lineage.json.ancestors.map((a: any) => a.permit_id)).toEqual([first.json.permit_id]);
       const parentLineage = await call('GET', `/v1/permits/${first.json.permit_id}/lineage`, { key: p.clientKey });
       expect(parentLineage.json.children.map((c: any) => c.permit_id)).toEqual([again.json.permit_id]);
-      // The new head replays from now on.
-      const third = await issue(p, { idempotency_key: 'stale', ttl_seconds: 1 });
-      expect(third.json.permit_id).toBe(again.json.permit_id);
     });
 
     it('a used (settled) allow is replayed, not revalidated', async () => {

@@ -50,9 +50,12 @@ describe('sliding-window rate limits (real PostgreSQL)', () => {
     await sleep(boundary - 600 - Date.now());
     const decisions: { decision: string; retry?: number }[] = [];
     const end = boundary + 600;
+    // A stalled machine may have too few decisions by then: go on until there are enough, but stop a
+    // second before the first call's window closes (capacity would come back).
+    const cap = Date.now() + W * 1000 - 1_000;
     await Promise.all(
       Array.from({ length: 4 }, async (_, i) => {
-        while (Date.now() < end) {
+        while (Date.now() < cap && (Date.now() < end || decisions.length <= 2 * N)) {
           const d = await (i % 2 ? govA : govB).evaluate(request(projectId), { persist: true });
           decisions.push({ decision: d.decision, retry: d.retry_after_seconds });
           await sleep(20);
@@ -76,15 +79,15 @@ describe('sliding-window rate limits (real PostgreSQL)', () => {
     const projectId = await projectWithPolicy(db, { rate_limits: [{ id: 'steady', metric: 'requests', limit: N, window_seconds: W, action: 'deny' }] });
     const gov = createGovernance({ db, clock: systemClock });
     let allowed = 0;
-    const end = Date.now() + 2_500;
-    while (Date.now() < end) {
+    const cap = Date.now() + 20_000;
+    while (allowed <= 2 * N && Date.now() < cap) {
       const d = await gov.evaluate(request(projectId), { persist: true });
       if (d.decision === 'allow') allowed++;
       else expect(d.reason_code).toBe('budget.rate_limit_exceeded');
       await sleep(30);
     }
-    // More than one window's worth over 2.5 s (capacity came back), never more than N in any 1 s.
-    expect(allowed).toBeGreaterThan(N);
+    // Capacity came back twice under sustained load, never more than N in any 1 s.
+    expect(allowed).toBeGreaterThan(2 * N);
     expect(await maxInAnyWindow(db, projectId, 'steady', W)).toBeLessThanOrEqual(N);
   });
 

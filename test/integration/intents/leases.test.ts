@@ -114,8 +114,8 @@ describe('call leases on workflow intents', () => {
   });
 
   it('expiry with leases outstanding: no call is taken after the expiry, and the final counter is what the processes took', async () => {
-    await declare('ttl', { max_calls: 100_000, max_duration_seconds: 3 });
-    const [a, b] = await twoProcesses();
+    const [a, b] = await twoProcesses(); // set up first: the expiry runs from the declaration
+    await declare('ttl', { max_calls: 100_000, max_duration_seconds: 6 });
     const expiresAt = Date.parse((await call('GET', '/v1/workflows/ttl', { key: p.clientKey })).json.expires_at);
     const takenAt: number[] = [];
     let denied: ReservationOutcome | null = null;
@@ -123,12 +123,14 @@ describe('call leases on workflow intents', () => {
     await Promise.all(
       [a, b].map(async (c) => {
         for (;;) {
+          // Stamped when asked: a call granted just before the expiry may answer after it.
+          const askedAt = Date.now();
           const o = await c.reserveCall(p.project.id, 'ttl');
           if (!o.granted) {
             denied = o;
             return;
           }
-          takenAt.push(Date.now());
+          takenAt.push(askedAt);
           await new Promise((r) => setTimeout(r, 5));
         }
       }),

@@ -158,10 +158,10 @@ describe('workflow intent lifecycle: amend, complete, expire, list', () => {
   });
 
   it('expires after max_duration_seconds, persisted, and then refuses calls and amendments', async () => {
-    const d = await declare('exp-1', { max_calls: 10, max_duration_seconds: 2 });
-    expect(Date.parse(d.json.expires_at) - Date.parse(d.json.declared_at)).toBe(2000);
+    const d = await declare('exp-1', { max_calls: 10, max_duration_seconds: 10 });
+    expect(Date.parse(d.json.expires_at) - Date.parse(d.json.declared_at)).toBe(10_000);
     expect(await reservations.reserveCall(p.project.id, 'exp-1')).toMatchObject({ granted: true });
-    const read = await waitFor(() => get('exp-1'), (r) => r.json.status === 'expired', 15_000);
+    const read = await waitFor(() => get('exp-1'), (r) => r.json.status === 'expired', 30_000);
     expect(read.json).toMatchObject({ status: 'expired', actual_calls: 1 });
     expect(Date.parse(read.json.expired_at)).toBeGreaterThanOrEqual(Date.parse(d.json.expires_at));
     expect(await reservations.reserveCall(p.project.id, 'exp-1')).toEqual({ granted: false, reason: 'not_active' });

@@ -135,7 +135,7 @@ describe('sessions', () => {
   });
 
   it('expires an idle session (session.ended, reason idle_timeout) and then refuses turns with 409', async () => {
-    const s = (await start({ idle_timeout_seconds: 2 })).json;
+    const s = (await start({ idle_timeout_seconds: 8 })).json;
     expect((await turn(s.id, { text: 'hi', estimated_output_tokens: 5 })).json.decision).toBe('allow');
     const closed = await waitUntil(async () => {
       const g = (await get(s.id)).json;

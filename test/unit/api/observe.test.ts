@@ -19,20 +19,26 @@ function appWithLog() {
     },
   });
   const registry = new Registry();
+  let releaseLastChunk!: () => void;
+  const lastChunk = new Promise<void>((r) => (releaseLastChunk = r));
+  let slowReceived = false;
   const app = new Koa();
   app.use(observe(pino({ level: 'info' }, sink), createHttpMetrics(registry)));
   app.use(async (ctx) => {
     if (ctx.path === '/stream') {
-      // Three chunks 60 ms apart: the chain returns at once, the body takes ~120 ms.
+      // Three chunks 60 ms apart, the last once the test releases it: the chain returns at once,
+      // the body takes at least 120 ms.
       ctx.body = Readable.from(
         (async function* () {
           for (let i = 0; i < 3; i++) {
             if (i > 0) await new Promise((r) => setTimeout(r, 60));
+            if (i === 2) await lastChunk;
             yield `chunk ${i}\n`;
           }
         })(),
       );
     } else if (ctx.path === '/slow') {
+      slowReceived = true;
       await new Promise((r) => setTimeout(r, 5_000).unref());
       ctx.body = 'late';
     } else {
@@ -40,7 +46,7 @@ function appWithLog() {
     }
   });
   const server = http.createServer(app.callback());
-  return { server, lines, registry };
+  return { server, lines, registry, releaseLastChunk, slowReceived: () => slowReceived };
 }
 
 async function listen(server: http.Server): Promise<string> {
@@ -55,13 +61,14 @@ const waitFor = async (check: () => boolean) => {
 
 describe('access log and latency histogram', () => {
   it('counts a streamed body to its end, and writes the line after the response', async () => {
-    const { server, lines, registry } = appWithLog();
+    const { server, lines, registry, releaseLastChunk } = appWithLog();
     const url = await listen(server);
     try {
       const res = await fetch(`${url}/stream`);
       const reader = res.body!.getReader();
       await reader.read(); // the first chunk is out; the line is not written yet
       expect(lines).toHaveLength(0);
+      releaseLastChunk();
       while (!(await reader.read()).done);
       await waitFor(() => lines.length === 1);
       expect(lines).toEqual([expect.objectContaining({ msg: 'request', method: 'GET', status: 200 })]);
@@ -74,7 +81,7 @@ describe('access log and latency histogram', () => {
   });
 
   it('logs a request whose client went away before the response, as aborted', async () => {
-    const { server, lines } = appWithLog();
+    const { server, lines, slowReceived } = appWithLog();
     const url = await listen(server);
     try {
       const controller = new AbortController();
@@ -82,7 +89,7 @@ describe('access log and latency histogram', () => {
         () => 'answered',
         (e: { name: string }) => e.name,
       );
-      await new Promise((r) => setTimeout(r, 100));
+      await waitFor(slowReceived); // aborted before the server has it, there is no request to log
       controller.abort();
       expect(await pending).toBe('AbortError');
       await waitFor(() => lines.length === 1);

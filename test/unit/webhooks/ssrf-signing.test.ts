@@ -49,7 +49,7 @@ describe('SSRF guard', () => {
       expect(r.error).toMatch(/refused: .*127\.0\.0\.1/);
       expect(hits).toBe(0);
       // Allow-listed, the same target is reached.
-      const allowed = await sendWebhook(`http://rebind.test:${port}/hook`, {}, '{}', { timeoutMs: 2000, allow: allowList(['127.0.0.1']), resolve: rebinding });
+      const allowed = await sendWebhook(`http://rebind.test:${port}/hook`, {}, '{}', { timeoutMs: 15_000, allow: allowList(['127.0.0.1']), resolve: rebinding });
       expect(allowed).toMatchObject({ ok: true, statusCode: 200, responseBody: 'ok' });
       expect(hits).toBe(1);
     } finally {
