@@ -28,7 +28,8 @@ describe('Idempotency-Key on the execution routes', () => {
   });
 
   it('concurrent requests with the same key join the in-flight execution and dispatch once', async () => {
-    const body = { operation: 'generate.text', messages: say('[[emulator:latency_ms=400]] concurrent') };
+    // 5 s at the provider: every duplicate arrives while the first is in flight, even on a stalled machine.
+    const body = { operation: 'generate.text', messages: say('[[emulator:latency_ms=5000]] concurrent') };
     const headers = { 'idempotency-key': 'conc-1' };
     const providerCallsBefore = h.emu.requestCount();
     const all = await Promise.all(Array.from({ length: 6 }, () => h.call('POST', '/v1/executions', { key: p.clientKey, body, headers })));

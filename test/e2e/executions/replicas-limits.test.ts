@@ -83,7 +83,8 @@ describe('two API processes share caps, rate limits and idempotency', () => {
   it('one Idempotency-Key sent concurrently to both processes dispatches once; every answer is that execution', async () => {
     const p = await createTestProject(local.db);
     const apis = [http(local.url!), http(remoteUrl)];
-    const body = { operation: 'generate.text', messages: say('[[emulator:latency_ms=600]] across processes') };
+    // 5 s at the provider: every duplicate arrives while the first is in flight, even on a stalled machine.
+    const body = { operation: 'generate.text', messages: say('[[emulator:latency_ms=5000]] across processes') };
     const headers = { 'idempotency-key': `replicas-${randomUUID()}` };
     const before = emu.requestCount();
     const results = await Promise.all(Array.from({ length: 8 }, (_, i) => apis[i % 2]('POST', '/v1/executions', { key: p.clientKey, body, headers })));

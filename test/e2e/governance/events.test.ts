@@ -140,7 +140,15 @@ describe('governance events: list, get, SSE stream across two API processes', ()
     );
     await chainAllProjectEvents(a.db, p.project.id);
 
-    // A consumer that reads nothing for 3 s: the server's socket buffer fills, the drain timeout (500 ms) passes.
+    // Streams of `a` that are over: its http metrics count a request once the response closed.
+    const streamsClosed = async () => {
+      const text = await (await fetch(`${a.url}/metrics`)).text();
+      return [...text.matchAll(/^tollgate_http_request_duration_seconds_count\{[^}]*route="\/v1\/governance\/events\/stream"[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    };
+    const closedBefore = await streamsClosed();
+
+    // A consumer that reads nothing until the server closed the stream: the server's socket buffer
+    // fills, the drain timeout (500 ms) passes. Capped: a server that never disconnects it fails below.
     const url = new URL(`${a.url}/v1/governance/events/stream?after=0`);
     const received = await new Promise<{ text: string; endedBySelf: boolean }>((resolve, reject) => {
       const req = request(url, { headers: { authorization: `Bearer ${p.clientKey}`, accept: 'text/event-stream' } }, (res) => {
@@ -154,15 +162,17 @@ describe('governance events: list, get, SSE stream across two API processes', ()
           req.destroy();
           resolve({ text, endedBySelf });
         };
-        const guard = setTimeout(() => finish(false), 20_000);
-        setTimeout(() => {
-          res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-          res.on('end', () => finish(true));
-          res.on('aborted', () => finish(true));
-          res.on('error', () => finish(true));
-          res.on('close', () => finish(true));
-          res.resume();
-        }, 3000);
+        const guard = setTimeout(() => finish(false), 40_000);
+        void waitUntil(async () => (await streamsClosed()) > closedBefore, 20_000)
+          .catch(() => undefined)
+          .then(() => {
+            res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+            res.on('end', () => finish(true));
+            res.on('aborted', () => finish(true));
+            res.on('error', () => finish(true));
+            res.on('close', () => finish(true));
+            res.resume();
+          });
       });
       req.on('error', reject);
       req.end();

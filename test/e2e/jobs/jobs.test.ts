@@ -237,9 +237,11 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
 
   it('cancels a queued job and a running one; a finished job is not cancellable', async () => {
     const p = await createTestProject(tg.db);
-    // Two slow jobs take the project's two slots; the third waits queued.
+    // Two slow jobs take the project's two slots; the third waits queued. 20 s at the provider: both
+    // still hold their slots when the third is cancelled, and the first's cancel (it reaches the
+    // dispatch on a heartbeat, up to 4 s later) lands before it answers, even on a stalled machine.
     const slow: string[] = [];
-    for (let i = 0; i < 2; i++) slow.push((await submit(p, { operation: 'generate.text', messages: say(`[[emulator:latency_ms=8000]] slow ${i}`), routing: { provider: 'anthropic' } })).json.id);
+    for (let i = 0; i < 2; i++) slow.push((await submit(p, { operation: 'generate.text', messages: say(`[[emulator:latency_ms=20000]] slow ${i}`), routing: { provider: 'anthropic' } })).json.id);
     // Both slots taken before the third is submitted (workflows need not start in submission order).
     await waitUntil(async () => {
       const states = await Promise.all(slow.map(async (id) => (await call('GET', `/v1/jobs/${id}`, { key: p.clientKey })).json.status));
@@ -258,7 +260,7 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     });
     const c2 = await call('POST', `/v1/jobs/${slow[0]}/cancel`, { key: p.clientKey });
     expect([200, 202]).toContain(c2.status);
-    const cancelled = await finished(p, slow[0], 15_000);
+    const cancelled = await finished(p, slow[0]);
     expect(cancelled.status).toBe('cancelled');
     expect(cancelled.result.status).toBe('failed');
     // Aborted mid-dispatch: recorded failed (the emulator would have answered with a completion).
@@ -266,7 +268,7 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     const { rows } = await tg.db.query('SELECT count(*)::int AS n FROM executions WHERE id = $1', [cancelled.request_id]);
     expect(rows[0].n).toBe(1);
 
-    const done = await finished(p, slow[1]);
+    const done = await finished(p, slow[1], 60_000);
     expect(done.status).toBe('completed');
     const c3 = await call('POST', `/v1/jobs/${slow[1]}/cancel`, { key: p.clientKey });
     expect(c3.status).toBe(409);
@@ -276,7 +278,7 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     // job.queued is there when its workflow took it before the cancel; nothing follows job.cancelled.
     expect(queuedTypes.filter((t) => t !== 'job.queued')).toEqual(['job.submitted', 'job.cancelled']);
     expect(queuedTypes[queuedTypes.length - 1]).toBe('job.cancelled');
-  });
+  }, 120_000);
 
   it('validates the body like an execution request, plus metadata; no stream mode', async () => {
     const p = await createTestProject(tg.db);

@@ -95,13 +95,17 @@ describe('proxy Idempotency-Key', () => {
   it('concurrent duplicates while the first is in flight wait for it and dispatch once', async () => {
     const p = await h.project();
     const body = chat('concurrent');
+    const providerCallsBefore = h.emu.requestCount();
+    // 5 s at the provider: every duplicate arrives while the first is in flight, even on a stalled machine.
     const results = await Promise.all(
-      [0, 1, 2, 3].map((i) => new Promise((r) => setTimeout(r, i * 20)).then(() => post(p, '/openai/v1/chat/completions', body, { 'idempotency-key': 'k-concurrent', 'x-emulator-latency-ms': '400' }))),
+      [0, 1, 2, 3].map((i) => new Promise((r) => setTimeout(r, i * 20)).then(() => post(p, '/openai/v1/chat/completions', body, { 'idempotency-key': 'k-concurrent', 'x-emulator-latency-ms': '5000' }))),
     );
     for (const r of results) expect(r.status).toBe(200);
     expect(new Set(results.map((r) => r.text)).size).toBe(1);
     expect(results.filter((r) => r.headers.get('idempotent-replayed') === 'true')).toHaveLength(3);
     expect(await sentCount(p.project.id)).toBe(1);
+    // Counted at the provider (the emulator), not only in our own records.
+    expect(h.emu.requestCount() - providerCallsBefore).toBe(1);
   });
 
   it('a throttled (429) or failed (5xx) answer is not cached: a retry with the same key runs again', async () => {

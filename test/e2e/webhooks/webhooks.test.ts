@@ -190,7 +190,8 @@ describe('webhooks: subscriptions, signed durable delivery to a real receiver', 
   it('delivers job.cancelled for a cancelled job, and permit.challenged for a review decision', async () => {
     const p = await createTestProject(tg.db);
     await subscribe(p, '/cancel', ['job.cancelled', 'permit.challenged']);
-    const job = await call('POST', '/v1/jobs', { key: p.clientKey, body: { operation: 'generate.text', messages: say('[[emulator:latency_ms=5000]] slow') } });
+    // 20 s at the provider: the cancel lands before the job closes, even on a stalled machine.
+    const job = await call('POST', '/v1/jobs', { key: p.clientKey, body: { operation: 'generate.text', messages: say('[[emulator:latency_ms=20000]] slow') } });
     await waitUntil(async () => (await call('GET', `/v1/jobs/${job.json.id}`, { key: p.clientKey })).json.status === 'processing');
     await call('POST', `/v1/jobs/${job.json.id}/cancel`, { key: p.clientKey });
     const policy = await call('PATCH', `/v1/projects/${p.project.id}/policy`, { key: p.adminKey, body: { review_rules: [{ id: 'review-all', match: { route: 'executions' } }] } });
