@@ -6,6 +6,7 @@
 import type { Db, Queryable } from '../../../src/db/pool';
 import { createProjectBatcher } from '../../../src/pipeline/batcher';
 import { testPool } from '../../unit/governance/helpers';
+import { waitUntil } from '../../support/wait';
 
 interface Answer {
   value: number;
@@ -27,15 +28,14 @@ async function divide(db: Queryable, items: { x: number; sleepMs?: number }[]): 
   return rows[0].values.map((value) => ({ value, pid: rows[0].pid, batchSize: items.length, startedAt: Number(rows[0].started_at) }));
 }
 
-/** The batch statements PostgreSQL is running, once there is one (polled for up to 10 s). */
+/** The batch statements PostgreSQL is running, once there is one. */
 async function activeBatchStatements(db: Db): Promise<{ pid: number }[]> {
-  for (let waited = 0; ; waited += 20) {
+  return waitUntil(async () => {
     const { rows } = await db.query<{ pid: number }>(
       "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_backend_pid() AS pid, array_agg%' AND state = 'active'",
     );
-    if (rows.length > 0 || waited >= 10_000) return rows;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+    return rows.length > 0 && rows;
+  }, 10_000, 20);
 }
 
 describe('project batcher (real PostgreSQL)', () => {
