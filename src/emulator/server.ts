@@ -28,6 +28,8 @@ interface Ctx {
   raw: Buffer;
   body: any;
   baseUrl: string;
+  /** Aborted when the caller hangs up before the response finished (see `delay`). */
+  hangUp?: AbortSignal;
 }
 
 class HttpFail extends Error {
@@ -67,6 +69,20 @@ function textsOf(ctx: Ctx): string[] {
   return providerModules[ctx.provider].inspectableText(ctx.body);
 }
 
+/**
+ * An emulated delay that ends early when the caller hangs up, as a provider stops working on a
+ * request whose connection closed: no timer outlives the call (a test's process can exit).
+ */
+function delay(ctx: Ctx, ms: number): Promise<void> {
+  if (!ctx.hangUp) {
+    const hungUp = new AbortController();
+    if (ctx.req.socket.destroyed) hungUp.abort();
+    else ctx.res.once('close', () => ctx.res.writableFinished || hungUp.abort());
+    ctx.hangUp = hungUp.signal;
+  }
+  return sleep(ms, undefined, { signal: ctx.hangUp });
+}
+
 /** SSE writer honouring ttft, chunk delay and stream-break faults. */
 function sseWriter(ctx: Ctx, faults: Faults) {
   ctx.res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
@@ -75,8 +91,8 @@ function sseWriter(ctx: Ctx, faults: Faults) {
   return {
     /** Writes one event; returns false (and kills the connection) when the break fault fires. */
     async write(data: string, event?: string): Promise<boolean> {
-      if (sent === 0 && faults.ttftMs) await sleep(faults.ttftMs);
-      else if (faults.chunkDelayMs) await sleep(faults.chunkDelayMs);
+      if (sent === 0 && faults.ttftMs) await delay(ctx, faults.ttftMs);
+      else if (faults.chunkDelayMs) await delay(ctx, faults.chunkDelayMs);
       if (faults.streamBreakAfter !== undefined && sent >= faults.streamBreakAfter) {
         ctx.res.socket?.destroy();
         return false;
@@ -502,7 +518,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, baseUrl: () => 
     }
     received({ provider: ctx.provider, path: ctx.path, body: ctx.body instanceof FormData ? null : ctx.body, traceparent: typeof req.headers.traceparent === 'string' ? req.headers.traceparent : null });
     const faults = parseFaults(req.headers, textsOf(ctx));
-    if (faults.latencyMs) await sleep(faults.latencyMs);
+    if (faults.latencyMs) await delay(ctx, faults.latencyMs);
     if (faults.status && faults.status >= 400) {
       const msg = faults.status === 429 ? 'Rate limit exceeded (emulated)' : faults.status === 529 ? 'Overloaded' : `Emulated error ${faults.status}`;
       return sendError(ctx, faults.status, msg, faults);
@@ -512,10 +528,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, baseUrl: () => 
       res.writeHead(200, { 'content-type': 'application/json' });
       return res.end('{"id": "emulated", "choices": [{"message": ');
     }
-    if (!streaming && faults.ttftMs) await sleep(faults.ttftMs);
+    if (!streaming && faults.ttftMs) await delay(ctx, faults.ttftMs);
     await route(ctx, faults);
   } catch (err) {
-    if (res.headersSent) {
+    if (res.headersSent || ctx.hangUp?.aborted) {
       res.destroy();
       return;
     }
@@ -528,6 +544,8 @@ export interface EmulatorHandle {
   url: string;
   /** Requests received so far (tests count provider calls with it). */
   requestCount(): number;
+  /** Requests whose handling has not ended (waiting out a delay, or streaming). */
+  inProgress(): number;
   /** The last RECEIVED_LOG_SIZE governed provider requests (POST bodies), oldest first. */
   received(): ReceivedRequest[];
   close(): Promise<void>;
@@ -539,13 +557,17 @@ export async function startEmulator(opts: { port?: number; host?: string } = {})
   const host = opts.host ?? '127.0.0.1';
   let url = '';
   let requests = 0;
+  let inProgress = 0;
   const log: ReceivedRequest[] = [];
   const server = http.createServer((req, res) => {
     requests += 1;
+    inProgress += 1;
     handle(req, res, () => url, (r) => {
       log.push(r);
       if (log.length > RECEIVED_LOG_SIZE) log.shift();
-    }).catch(() => res.destroy());
+    })
+      .catch(() => res.destroy())
+      .finally(() => (inProgress -= 1));
   });
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -558,6 +580,7 @@ export async function startEmulator(opts: { port?: number; host?: string } = {})
   return {
     url,
     requestCount: () => requests,
+    inProgress: () => inProgress,
     received: () => [...log],
     close: () =>
       new Promise<void>((resolve) => {
