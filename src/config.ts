@@ -61,8 +61,8 @@ const baseEnvSchema = z.object({
   RECORD_COMMIT: z.enum(['sync', 'async']).default('async'),
   /** How calls joined to a workflow intent are reserved: `leased` call blocks (default), or `coalesced` Updates per call (docs/decisions.md, "Call leases"). */
   INTENT_RESERVATIONS: z.enum(['coalesced', 'leased']).default('leased'),
-  /** A call lease is returned after this long without a call (docs/decisions.md, "Call leases"). */
-  INTENT_LEASE_IDLE_MS: z.coerce.number().int().min(1).max(600_000).default(500),
+  /** A call lease is returned after this long without a call (docs/decisions.md, "Call leases"); unset, the reservations' own default (500 ms). */
+  INTENT_LEASE_IDLE_MS: z.coerce.number().int().min(1).max(600_000).optional(),
   /** Async jobs (docs/decisions.md, "Jobs"): per-project processing limit and the retry policy of upstream failures. */
   JOBS_MAX_PROCESSING_PER_PROJECT: z.coerce.number().int().min(1).max(10_000).default(16),
   JOBS_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(4),
@@ -153,7 +153,7 @@ export interface Config {
   providerTimeouts: { connectMs: number; totalMs: number };
   recordCommit: 'sync' | 'async';
   intentReservations: 'coalesced' | 'leased';
-  intentLeaseIdleMs: number;
+  intentLeaseIdleMs?: number;
   providers: Record<ProviderId, ProviderEndpoint>;
   jobs: {
     maxProcessingPerProject: number;
