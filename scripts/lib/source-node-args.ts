@@ -4,7 +4,8 @@
  * `npm start`'s Tollgate process runs a transpiled copy instead, scripts/lib/dev-build.ts).
  * `--require tsx/cjs`, not `--import tsx`: the code is CommonJS, and `--import` also registers
  * tsx's ESM hooks, which Node runs in a loader thread of their own (~20 MiB that the process keeps).
- * Not the tsx CLI either: it keeps a second Node process (~50 MiB) alive as a wrapper. Then dependencies' source maps are left unread (no-dependency-source-maps.cjs).
+ * Not the tsx CLI either: it keeps a second Node process (~50 MiB) alive as a wrapper. Then
+ * dependencies' source maps are left unread (no-dependency-source-maps.cjs).
  */
 import path from 'node:path';
 
