@@ -30,6 +30,8 @@ export interface LoadOptions {
   perConnection?: Record<string, string>[];
   /** Per-request timeout, seconds (autocannon counts a timeout as an error). */
   timeoutSeconds?: number;
+  /** Send exactly this many requests instead of running for `seconds`. */
+  amount?: number;
 }
 
 export async function load(o: LoadOptions): Promise<Run> {
@@ -46,7 +48,7 @@ export async function load(o: LoadOptions): Promise<Run> {
     headers: { 'content-type': 'application/json', ...o.headers },
     body: JSON.stringify(o.body),
     connections: o.connections,
-    duration: o.seconds,
+    ...(o.amount ? { amount: o.amount } : { duration: o.seconds }),
     timeout: o.timeoutSeconds ?? 10,
     ...(setupClient ? { setupClient } : {}),
   });
