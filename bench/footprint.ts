@@ -12,6 +12,11 @@
  *
  * These are counts, not timings: they do not move with the machine's speed. Background work the
  * calls cause (chaining, checkpoints) is part of the figure, as it is part of the disk they fill.
+ *
+ * While the calls run, the bench runs a plain VACUUM of the database every BENCH_VACUUM_MS (default
+ * 2000; 0 turns it off), as autovacuum does on a production server: space of deleted rows and of
+ * superseded row versions is then reused instead of counted as growth. It says whether the server's
+ * own autovacuum is on (a development server may run without it).
  */
 import { Teardown } from './lib/children';
 import { load } from './lib/load';
@@ -25,6 +30,7 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 200);
 const ROUTE = process.env.BENCH_ROUTE ?? 'executions';
 // PostgreSQL (15+) flushes an idle backend's statistics within PGSTAT_IDLE_INTERVAL (10 s).
 const STATS_FLUSH_MS = 11_000;
+const VACUUM_MS = Number(process.env.BENCH_VACUUM_MS ?? 2000);
 const log = (m: string) => console.error(`[bench:footprint] ${m}`);
 
 interface TableFigures {
@@ -69,8 +75,20 @@ async function main(): Promise<void> {
     await run(WARMUP);
     await settle(stack.db);
     const before = await snapshot(stack.db);
-    log(`${CALLS} calls to ${ROUTE} at c=${CONCURRENCY}`);
-    const r = await run(CALLS);
+    const autovacuum = (await stack.db.query<{ setting: string }>("SELECT setting FROM pg_settings WHERE name = 'autovacuum'")).rows[0].setting;
+    log(`${CALLS} calls to ${ROUTE} at c=${CONCURRENCY}; server autovacuum ${autovacuum}; the bench vacuums ${VACUUM_MS > 0 ? `every ${VACUUM_MS} ms` : 'never'}`);
+    let vacuuming = VACUUM_MS > 0;
+    const vacuumLoop = (async () => {
+      while (vacuuming) {
+        await new Promise((res) => setTimeout(res, VACUUM_MS));
+        if (vacuuming) await stack.db.query('VACUUM');
+      }
+    })();
+    const r = await run(CALLS).finally(() => {
+      vacuuming = false;
+    });
+    await vacuumLoop;
+    if (VACUUM_MS > 0) await stack.db.query('VACUUM');
     const ok = r.statusCodes['200'] ?? 0;
     if (ok !== CALLS) throw new Error(`expected ${CALLS} answers 200, got ${JSON.stringify(r.statusCodes)} (errors ${r.errors}, timeouts ${r.timeouts})`);
     await settle(stack.db);
@@ -89,7 +107,8 @@ async function main(): Promise<void> {
     console.log(`${'table'.padEnd(28)}${'bytes'.padStart(9)}${'inserts'.padStart(9)}${'updates'.padStart(9)}${'deletes'.padStart(9)}`);
     for (const d of rows) console.log(`${d.table.padEnd(28)}${f(d.bytes, 0)}${f(d.ins)}${f(d.upd)}${f(d.del)}`);
     console.log(`${'total'.padEnd(28)}${f(total.bytes, 0)}${f(total.ins)}${f(total.upd)}${f(total.del)}`);
-    console.log(`\nrow writes per call: ${(total.ins + total.upd + total.del).toFixed(2)}; bytes per call: ${total.bytes.toFixed(0)}`);
+    console.log(`\nplain VACUUM ${VACUUM_MS > 0 ? `every ${VACUUM_MS} ms and once at the end` : 'never run'}; server autovacuum ${autovacuum}`);
+    console.log(`row writes per call: ${(total.ins + total.upd + total.del).toFixed(2)}; bytes per call: ${total.bytes.toFixed(0)}`);
   } finally {
     await teardown.run();
   }

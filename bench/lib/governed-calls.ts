@@ -33,7 +33,7 @@ export function callInput(projectId: string): { input: ExecutionInput; request: 
     executionId: newId('exec_req'), permitId: newId('permit'), projectId, route: 'executions', mode: 'sync', createdAt: new Date().toISOString(),
     request: { operation: 'generate.text', messages: [{ role: 'user', content: PROMPT }] },
     routing: { requested_provider: 'openai', requested_model: 'gpt-4o-mini', reason_code: 'explicit_request', primary: { provider: 'openai', model: 'gpt-4o-mini' }, fallback: [] },
-    workflowIntentId: null, idempotencyKey: null, dispatchTimeoutMs: 60_000, heartbeatTimeoutMs: 0,
+    workflowIntentId: null, idempotencyKey: null, keyId: null, dispatchTimeoutMs: 60_000, heartbeatTimeoutMs: 0,
   };
   return { input, request: { operation: 'generate.text', provider: 'openai', model: 'gpt-4o-mini', stream: false, messages: input.request.messages }, prompt: PROMPT };
 }

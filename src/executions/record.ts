@@ -224,6 +224,8 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
     model: status === 'denied' ? primary.model : target?.model ?? null,
     workflow_intent_id: input.workflowIntentId,
     idempotency_key: input.idempotencyKey,
+    key_id: input.keyId ?? null,
+    job_id: input.jobId ?? null,
     input_tokens: envelope.usage.input_tokens,
     output_tokens: envelope.usage.output_tokens,
     cost_usd_micros: envelope.usage.cost_usd_micros,

@@ -155,6 +155,7 @@ export async function runExecution(deps: ExecutionServiceDeps, caller: Caller, p
     routing: prep.routing,
     workflowIntentId: workflowHeader,
     idempotencyKey: key,
+    keyId: caller.keyId,
     dispatchTimeoutMs,
     heartbeatTimeoutMs: 0,
   };

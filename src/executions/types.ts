@@ -32,6 +32,10 @@ export interface ExecutionInput {
   };
   workflowIntentId: string | null;
   idempotencyKey: string | null;
+  /** The API key the call came with (null where none did, e.g. a call recorded by an operator tool). */
+  keyId: string | null;
+  /** The async job the call runs for. */
+  jobId?: string;
   /** /v1/execute only. */
   resolved?: { provider: string; model: string; alias: string | null };
   /** X-Svc-Workflow-Id given but its call reservation was refused: a denied permit, no dispatch. */

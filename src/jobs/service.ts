@@ -110,6 +110,8 @@ export async function submitJob(deps: JobServiceDeps, caller: { projectId: strin
     routing: sub.routing,
     workflowIntentId: null,
     idempotencyKey: null,
+    keyId: caller.keyId,
+    jobId,
     dispatchTimeoutMs: config.providerTimeouts.totalMs * (1 + sub.routing.fallback.length) + 5_000,
     heartbeatTimeoutMs: config.jobs.heartbeatTimeoutMs,
   };

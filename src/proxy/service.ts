@@ -136,6 +136,7 @@ async function governAndDispatch(
     routing: { requested_provider: plan.requested.provider, requested_model: plan.requested.model, reason_code: plan.reason, primary: plan.primary, fallback: plan.fallback },
     workflowIntentId: workflowId,
     idempotencyKey,
+    keyId: authOf(ctx).keyId,
     dispatchTimeoutMs: deps.api.config.providerTimeouts.totalMs * (1 + plan.fallback.length) + 5_000,
     heartbeatTimeoutMs: 0,
   };

@@ -60,6 +60,7 @@ export async function createFixtures(h: Harness, p: TestProject): Promise<Fixtur
   }, 'checkpoint');
   return {
     request_id: exec.json.id,
+    call_id: exec.json.id,
     permit_id: exec.headers.get('x-svc-permit-id'),
     workflow_id: workflowId,
     job_id: job.json.id,

@@ -1,4 +1,5 @@
 import type { RouteFamily } from '../route-table';
+import { callRoutes } from './calls';
 import { complianceRoutes } from './compliance';
 import { executionRoutes } from './executions';
 import { governanceEventRoutes } from './governance-events';
@@ -35,6 +36,7 @@ export const ROUTE_TABLE: RouteFamily[] = [
   projectPolicyRoutes,
   workflowRoutes,
   executionRoutes,
+  callRoutes,
   timelineRoutes,
   permitRoutes,
   proxyRoutes,

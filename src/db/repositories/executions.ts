@@ -14,6 +14,8 @@ export interface ExecutionRecord {
   model: string | null;
   workflow_intent_id: string | null;
   idempotency_key: string | null;
+  key_id: string | null;
+  job_id: string | null;
   input_tokens: number;
   output_tokens: number;
   cost_usd_micros: number;

@@ -1,0 +1,84 @@
+import { cursorPage, decodeCursor, encodeCursor } from '../cursor';
+import { errors, parseOrThrow } from '../errors';
+import { authOf } from '../middleware/auth';
+import { routeFamily } from '../route-table';
+import { callListQuery, callListSchema, callSchema } from '../schemas/calls';
+import { findCall, listCalls, type CallRecord } from '../../db/repositories/calls';
+
+function callView(r: CallRecord) {
+  return {
+    id: r.id,
+    object: 'call' as const,
+    created_at: r.created_at.toISOString(),
+    completed_at: r.completed_at.toISOString(),
+    duration_ms: r.duration_ms,
+    route: r.route,
+    operation: r.operation,
+    mode: r.mode,
+    status: r.status,
+    status_code: r.status_code,
+    provider: r.provider,
+    model: r.model,
+    usage: { input_tokens: r.input_tokens, output_tokens: r.output_tokens, cost_usd_micros: Number(r.cost_usd_micros), estimated_final: r.estimated_final },
+    error: r.error_code ? { code: r.error_code } : null,
+    permit_id: r.permit_id,
+    key_id: r.key_id,
+    workflow_id: r.workflow_intent_id,
+    job_id: r.job_id,
+  };
+}
+
+/** Opaque cursor (src/api/cursor.ts): `{"v":1,"t":<created_at, microseconds>,"id":<request id>}`. */
+function decodeCallCursor(cursor: string): { createdAt: string; id: string } {
+  const c = decodeCursor(cursor, ['t', 'id'], (c) => !Number.isNaN(Date.parse(c.t)));
+  return { createdAt: c.t, id: c.id };
+}
+
+export const callRoutes = routeFamily('Calls', () => ({}), [
+  {
+    method: 'get',
+    path: '/v1/calls',
+    stability: 'Beta',
+    auth: 'key',
+    members: true,
+    summary: "The request log: the project's governed calls, newest first",
+    query: callListQuery,
+    response: callListSchema,
+    handler: async (ctx, { deps }) => {
+      const auth = authOf(ctx);
+      const q = parseOrThrow(callListQuery, ctx.query, 'query');
+      if (q.created_at_gte && q.created_at_lte && Date.parse(q.created_at_gte) > Date.parse(q.created_at_lte)) {
+        throw errors.validation([{ path: 'query.created_at_gte', message: 'created_at_gte must not be after created_at_lte', code: 'invalid_window' }]);
+      }
+      const rows = await listCalls(deps.db, auth.projectId, {
+        status: q.status,
+        route: q.route,
+        provider: q.provider,
+        model: q.model,
+        keyId: q.key_id,
+        workflowId: q.workflow_id,
+        jobId: q.job_id,
+        createdAtGte: q.created_at_gte ? new Date(q.created_at_gte) : undefined,
+        createdAtLte: q.created_at_lte ? new Date(q.created_at_lte) : undefined,
+        after: q.cursor ? decodeCallCursor(q.cursor) : undefined,
+        limit: q.limit + 1,
+      });
+      ctx.body = cursorPage(rows, q.limit, callView, (last) => encodeCursor({ t: last.cursor_ts, id: last.id }));
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/calls/:call_id',
+    stability: 'Beta',
+    auth: 'key',
+    members: true,
+    summary: 'One governed call of the request log',
+    response: callSchema,
+    handler: async (ctx, { deps }) => {
+      const auth = authOf(ctx);
+      const row = await findCall(deps.db, auth.projectId, ctx.params.call_id);
+      if (!row) throw errors.notFound('Call', ctx.params.call_id);
+      ctx.body = callView(row);
+    },
+  },
+]);

@@ -1,0 +1,63 @@
+/**
+ * The request log: a project's governed calls, newest first, read from their execution rows
+ * (one per call; src/executions/record.ts writes them). Served by `executions_project_created_idx`
+ * (project_id, created_at DESC): filters narrow the index range scan, the cursor starts it.
+ */
+import type { Queryable } from '../pool';
+import type { ExecutionRecord } from './executions';
+
+export type CallRecord = Omit<ExecutionRecord, 'envelope' | 'recorded_at' | 'idempotency_key'> & { cursor_ts: string };
+
+export interface CallFilters {
+  status?: ExecutionRecord['status'];
+  route?: ExecutionRecord['route'];
+  provider?: string;
+  model?: string;
+  keyId?: string;
+  workflowId?: string;
+  jobId?: string;
+  createdAtGte?: Date;
+  createdAtLte?: Date;
+  /** The last call of the previous page: its created_at (microseconds, ISO) and id. */
+  after?: { createdAt: string; id: string };
+  limit: number;
+}
+
+const COLUMNS = `id, project_id, route, operation, mode, status, status_code, permit_id, provider, model, workflow_intent_id,
+  key_id, job_id, input_tokens, output_tokens, cost_usd_micros, estimated_final, error_code, created_at, completed_at, duration_ms,
+  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts`;
+
+export async function listCalls(db: Queryable, projectId: string, f: CallFilters): Promise<CallRecord[]> {
+  const where = ['project_id = $1'];
+  const params: unknown[] = [projectId];
+  const add = (sql: string, v: unknown) => {
+    params.push(v);
+    where.push(sql.replaceAll('?', `$${params.length}`));
+  };
+  if (f.status) add('status = ?', f.status);
+  if (f.route) add('route = ?', f.route);
+  if (f.provider) add('provider = ?', f.provider);
+  if (f.model) add('model = ?', f.model);
+  if (f.keyId) add('key_id = ?', f.keyId);
+  if (f.workflowId) add('workflow_intent_id = ?', f.workflowId);
+  if (f.jobId) add('job_id = ?', f.jobId);
+  if (f.createdAtGte) add('created_at >= ?', f.createdAtGte);
+  if (f.createdAtLte) add('created_at <= ?', f.createdAtLte);
+  if (f.after) {
+    // Spelled out rather than as a row comparison, so the index bounds the scan by created_at.
+    add('created_at <= ?::timestamptz', f.after.createdAt);
+    params.push(f.after.id);
+    where.push(`(created_at < $${params.length - 1}::timestamptz OR id < $${params.length})`);
+  }
+  params.push(f.limit);
+  const { rows } = await db.query<CallRecord>(
+    `SELECT ${COLUMNS} FROM executions WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+    params,
+  );
+  return rows;
+}
+
+export async function findCall(db: Queryable, projectId: string, id: string): Promise<CallRecord | null> {
+  const { rows } = await db.query<CallRecord>(`SELECT ${COLUMNS} FROM executions WHERE project_id = $1 AND id = $2`, [projectId, id]);
+  return rows[0] ?? null;
+}
