@@ -16,9 +16,10 @@ COPY activities ./activities
 COPY scripts ./scripts
 COPY dashboard ./dashboard
 # dist/src/main.js, dist/src/emulator/main.js, dist/src/cli/index.js, dist/workflow-bundle.js and
-# the operator dashboard in dashboard/dist
+# the operator dashboard in dashboard/dist; tsc does not copy the SQL the migrator reads beside migrate.js
 RUN npm run build \
- && cp -r src/db/migrations dist/src/db/migrations
+ && cp -r src/db/migrations dist/src/db/migrations \
+ && cp -r src/db/functions dist/src/db/functions
 
 # --- production dependencies only -----------------------------------------------------------------
 FROM ${NODE_IMAGE} AS deps

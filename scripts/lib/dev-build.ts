@@ -61,7 +61,7 @@ export async function buildForDev(outDir = DEV_BUILD_DIR): Promise<string> {
     sourcesContent: false,
     logLevel: 'warning',
   });
-  // Modules read these next to themselves (a JSON import, the migrations directory).
+  // Modules read these next to themselves (a JSON import, the migrations and functions directories).
   for (const d of dirs) {
     for (const f of filesUnder(d, (file) => /\.(json|sql)$/.test(file))) {
       const to = path.join(staging, path.relative(ROOT, f));
