@@ -3915,6 +3915,254 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The request log: the project's governed calls, newest first */
+        get: {
+            parameters: {
+                query?: {
+                    status?: "completed" | "failed" | "denied";
+                    route?: "executions" | "execute" | "proxy";
+                    provider?: "openai" | "anthropic" | "google" | "deepseek" | "mistral";
+                    model?: string;
+                    key_id?: string;
+                    workflow_id?: string;
+                    job_id?: string;
+                    created_at_gte?: string;
+                    created_at_lte?: string;
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Success */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CallList"];
+                    };
+                };
+                /** @description Invalid body, headers or field combination */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Hard deny, scope or configuration */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Resource absent for this project */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with an existing resource or replay contract */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled; Retry-After in seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal failure */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The database is unavailable (restart, failover); Retry-After in seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Any other failure, in the error shape */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/calls/{call_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One governed call of the request log */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    call_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Success */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Call"];
+                    };
+                };
+                /** @description Invalid body, headers or field combination */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Hard deny, scope or configuration */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Resource absent for this project */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with an existing resource or replay contract */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled; Retry-After in seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal failure */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The database is unavailable (restart, failover); Retry-After in seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Any other failure, in the error shape */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/requests/{request_id}/timeline": {
         parameters: {
             query?: never;
@@ -13672,6 +13920,55 @@ export interface components {
             } & {
                 [key: string]: unknown;
             };
+        } & {
+            [key: string]: unknown;
+        };
+        CallList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["Call"][];
+            next_cursor: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        Call: {
+            /**
+             * @description The request id (timeline: GET /v1/requests/{id}/timeline)
+             * @example exec_req_01a2…
+             */
+            id: string;
+            /** @enum {string} */
+            object: "call";
+            created_at: string;
+            completed_at: string;
+            duration_ms: number;
+            /** @enum {string} */
+            route: "executions" | "execute" | "proxy";
+            operation: string;
+            /** @enum {string} */
+            mode: "sync" | "stream";
+            /** @enum {string} */
+            status: "completed" | "failed" | "denied";
+            status_code: number;
+            provider: string | null;
+            model: string | null;
+            usage: {
+                input_tokens: number;
+                output_tokens: number;
+                cost_usd_micros: number;
+                estimated_final: boolean;
+            } & {
+                [key: string]: unknown;
+            };
+            error: ({
+                code: string;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            permit_id: string | null;
+            key_id: string | null;
+            workflow_id: string | null;
+            job_id: string | null;
         } & {
             [key: string]: unknown;
         };
