@@ -86,7 +86,7 @@ describe('GET /v1/calls (the request log)', () => {
     ['status=denied', ['denied']],
     ['status=completed', ['proxy', 'anthropic', 'first']],
     ['provider=anthropic', ['anthropic']],
-    ['model=gpt-4o-mini', ['proxy', 'failed', 'first']],
+    ['model=gpt-4o-mini', ['proxy', 'denied', 'failed', 'first']],
     ['route=proxy', ['proxy']],
     ['workflow_id=never-declared', ['denied']],
     ['status=completed&provider=openai', ['proxy', 'first']],
