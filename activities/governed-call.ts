@@ -6,9 +6,9 @@
  *   dispatch → the provider call in the normalized shape, through the one fallback engine
  *   record   → envelope, spend settled or released, completion events, idempotency: one statement
  *
- * The API process runs them in process for sync and stream calls (src/pipeline/governed-call.ts);
- * the executionWorkflow runs them durably (activities/executions.ts). The proxies use govern and
- * record with their own native attempt (src/proxy/service.ts).
+ * The API process runs them in process for every governed surface through one entry
+ * (src/pipeline/governed-call.ts: executions, execute and the proxies, which bring their own native
+ * attempt instead of `dispatch`); the jobWorkflow runs them durably (activities/jobs.ts).
  */
 import type { Clock } from '../src/clock';
 import type { Db } from '../src/db/pool';

@@ -11,6 +11,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import type { Clock } from '../clock';
 import type { Config } from '../config';
+import { dispatchTimeoutMs } from '../pipeline/governed-call';
 import type { Db } from '../db/pool';
 import { claimIdempotencyKey, completeIdempotencyKey, releaseIdempotencyKey } from '../db/repositories/idempotency';
 import { failUnstartedJob, findJob, insertJob, requestJobCancel, type JobRecord } from '../db/repositories/jobs';
@@ -112,7 +113,7 @@ export async function submitJob(deps: JobServiceDeps, caller: { projectId: strin
     idempotencyKey: null,
     keyId: caller.keyId,
     jobId,
-    dispatchTimeoutMs: config.providerTimeouts.totalMs * (1 + sub.routing.fallback.length) + 5_000,
+    dispatchTimeoutMs: dispatchTimeoutMs(config, sub.routing),
     heartbeatTimeoutMs: config.jobs.heartbeatTimeoutMs,
   };
   const input: JobInput = {

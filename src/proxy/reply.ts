@@ -27,9 +27,9 @@ export function proxyErrorReply(provider: ProviderId, err: ProxyError): Reply {
   return jsonReply(err.status, nativeErrorBody(provider, err.status, err.code, err.message, err.extra), err.headers);
 }
 
-/** Replays a stored response: status, the headers that matter, and the body (an SSE body is replayed whole). */
-export function replay(ctx: ParameterizedContext, stored: StoredResponse): void {
-  send(ctx, { status: stored.status, headers: { ...stored.headers, 'idempotent-replayed': 'true' }, body: stored.body });
+/** A stored response replayed: status, the headers that matter, and the body (an SSE body is replayed whole). */
+export function replayReply(stored: StoredResponse): Reply {
+  return { status: stored.status, headers: { ...stored.headers, 'idempotent-replayed': 'true' }, body: stored.body };
 }
 
 /** Stored responses: everything except throttles and Tollgate/upstream-side failures (>= 500), which are retryable. */

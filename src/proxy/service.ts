@@ -15,13 +15,9 @@
 import type { ParameterizedContext } from 'koa';
 import { authOf } from '../api/middleware/auth';
 import type { ProviderId } from '../config';
-import { claimIdempotencyKey, releaseIdempotencyKey } from '../db/repositories/idempotency';
-import type { IdempotencyCompletion } from '../executions/record';
 import { dispatchWithFallback } from '../pipeline/fallback';
 import { inSpan } from '../telemetry/tracing';
-import { reservationDenial } from '../executions/reservation-denial';
-import { WORKFLOW_ID_PATTERN } from '../executions/schema';
-import { IDEMPOTENCY_KEY_PATTERN } from '../executions/service';
+import { checkCallHeaders, dispatchTimeoutMs, runGovernedCall, type Surface, type SurfaceErrors } from '../pipeline/governed-call';
 import type { Target } from '../executions/routing';
 import type { DispatchOutcome, ExecutionInput, GovernOutcome } from '../executions/types';
 import { newId } from '../ids';
@@ -30,22 +26,18 @@ import { inferCall, type ParsedBody, type ProxyCall } from './infer';
 import { withOutputCeiling } from '../executions/output-ceiling';
 import { nativeErrorBody, ProxyError } from './native-errors';
 import { translatedRequest } from './translate';
-import { PERMIT_LEASE_KEY } from '../../workflows/intent-messages';
 import { GOVERNANCE_ACTIONS_HEADER, type ProxyDeps } from './deps';
 import { authenticateNative } from './native-auth';
 import { parseBody, payloadHash, planRouting, type RoutingPlan } from './request';
-import { jsonReply, send, proxyErrorReply, replay, cacheable, storedHeaders, type Reply } from './reply';
+import { jsonReply, send, proxyErrorReply, replayReply, cacheable, storedHeaders, type Reply } from './reply';
 import { passThrough, translated, type Attempt } from './attempts';
 
 export { PROXY_PROVIDERS, type ProxyDeps } from './deps';
 
-const POLL_MS = 50;
-
 export async function handleProxy(ctx: ParameterizedContext, deps: ProxyDeps, provider: ProviderId, nativePath: string): Promise<void> {
-  const { db, config, logger } = deps.api;
+  const { config, logger } = deps.api;
   const permitId = newId('permit');
   const executionId = newId('exec_req');
-  let claimedKey: string | null = null;
   let projectId: string | null = null;
   /** Set once governance wrote the permit: only then does a Tollgate error name it. */
   const state = { governed: false };
@@ -60,42 +52,31 @@ export async function handleProxy(ctx: ParameterizedContext, deps: ProxyDeps, pr
     const path = nativePath + (qs ? `?${qs}` : '');
     const call = inferCall(provider, path, body);
     const plan = planRouting(ctx, call);
-    const workflowId = ctx.get('x-svc-workflow-id') || null;
-    if (workflowId !== null && !WORKFLOW_ID_PATTERN.test(workflowId)) {
-      throw new ProxyError(400, 'invalid_workflow_id', 'X-Svc-Workflow-Id must be 1 to 255 characters of [A-Za-z0-9_-]');
-    }
-
-    const key = ctx.get('idempotency-key') || null;
-    if (key !== null && !IDEMPOTENCY_KEY_PATTERN.test(key)) throw new ProxyError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 visible ASCII characters');
-    if (key) {
-      const scope = `proxy:${provider}`;
-      const hash = payloadHash(provider, path, body, workflowId ? { ...plan.headers, workflow_id: workflowId } : plan.headers);
-      const deadline = Date.now() + config.providerTimeouts.totalMs * (1 + plan.fallback.length) + 10_000;
-      for (;;) {
-        const claim = await claimIdempotencyKey(db, { projectId, scope, key, requestHash: hash, resourceId: executionId, retentionHours: config.idempotencyRetentionHours });
-        if (claim.outcome === 'claimed') break;
-        if (claim.outcome === 'conflict') {
-          throw new ProxyError(409, 'idempotency_conflict', 'This Idempotency-Key was already used with a different request payload', {}, { idempotency_key: key });
-        }
-        if (claim.outcome === 'completed') {
-          if (claim.response) return replay(ctx, claim.response);
-          throw new ProxyError(409, 'idempotency_conflict', 'This Idempotency-Key was used by a request whose response is not replayable', {}, { idempotency_key: key });
-        }
-        // In flight: wait for the first request to finish, then replay its response.
-        if (Date.now() > deadline) {
-          throw new ProxyError(409, 'idempotency_in_flight', 'A request with this Idempotency-Key is still in flight', {}, { idempotency_key: key });
-        }
-        await new Promise((r) => setTimeout(r, POLL_MS));
-      }
-      claimedKey = key;
-    }
-
-    // Recording completes (or releases) the claimed key in the same statement.
-    const { reply, sent } = await governAndDispatch(ctx, deps, call, plan, body, projectId, permitId, executionId, key, workflowId, state);
-    claimedKey = null;
-    if (reply && !sent) send(ctx, reply);
+    const headers = checkCallHeaders({ workflowId: ctx.get('x-svc-workflow-id') || null, idempotencyKey: ctx.get('idempotency-key') || null }, PROXY_ERRORS);
+    const input: ExecutionInput = {
+      executionId,
+      permitId,
+      projectId,
+      route: 'proxy',
+      mode: call.stream ? 'stream' : 'sync',
+      createdAt: deps.api.clock.now().toISOString(),
+      request: call.request,
+      routing: { requested_provider: plan.requested.provider, requested_model: plan.requested.model, reason_code: plan.reason, primary: plan.primary, fallback: plan.fallback },
+      workflowIntentId: headers.workflowId,
+      idempotencyKey: headers.idempotencyKey,
+      keyId: auth.keyId,
+      dispatchTimeoutMs: dispatchTimeoutMs(config, plan),
+      heartbeatTimeoutMs: 0,
+    };
+    const scope = `proxy:${provider}`;
+    const surface = proxySurface(ctx, deps, call, plan, body, input, state);
+    const answer = await runGovernedCall(deps.api, input, {
+      ...surface,
+      requestHash: () => payloadHash(provider, path, body, headers.workflowId ? { ...plan.headers, workflow_id: headers.workflowId } : plan.headers),
+      scope,
+    });
+    if (answer.reply && !answer.sent) send(ctx, answer.reply);
   } catch (err) {
-    if (claimedKey && projectId) await releaseIdempotencyKey(db, { projectId, scope: `proxy:${provider}`, key: claimedKey }).catch(() => undefined);
     if (ctx.respond === false || ctx.headerSent) {
       logger.warn({ err }, 'proxy call failed after its response started');
       return;
@@ -109,44 +90,38 @@ export async function handleProxy(ctx: ParameterizedContext, deps: ProxyDeps, pr
   }
 }
 
-/** Governance, dispatch and recording. Returns the reply (for the caller and the idempotency store); `sent` when a stream already answered. */
-async function governAndDispatch(
+/** The pipeline's refusals as provider-native errors. */
+const PROXY_ERRORS: SurfaceErrors = {
+  invalidWorkflowId: () => new ProxyError(400, 'invalid_workflow_id', 'X-Svc-Workflow-Id must be 1 to 255 characters of [A-Za-z0-9_-]'),
+  invalidIdempotencyKey: () => new ProxyError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 visible ASCII characters'),
+  idempotencyConflict: (key) => new ProxyError(409, 'idempotency_conflict', 'This Idempotency-Key was already used with a different request payload', {}, { idempotency_key: key }),
+  notReplayable: (key) => new ProxyError(409, 'idempotency_conflict', 'This Idempotency-Key was used by a request whose response is not replayable', {}, { idempotency_key: key }),
+  inFlight: (key) => new ProxyError(409, 'idempotency_in_flight', 'A request with this Idempotency-Key is still in flight', {}, { idempotency_key: key }),
+};
+
+/** What the pipeline answers on this surface: a reply to send, or `sent` when a stream already went out. */
+interface ProxyAnswer {
+  reply: Reply | null;
+  sent: boolean;
+}
+
+/** The proxy surface: native answers, the native attempt (pass-through or translated), native replays. */
+function proxySurface(
   ctx: ParameterizedContext,
   deps: ProxyDeps,
   call: ProxyCall,
   plan: RoutingPlan,
   body: ParsedBody,
-  projectId: string,
-  permitId: string,
-  executionId: string,
-  idempotencyKey: string | null,
-  workflowId: string | null,
+  input: ExecutionInput,
   state: { governed: boolean },
-): Promise<{ reply: Reply | null; sent: boolean }> {
-  const { clock, calls } = deps.api;
+): Omit<Surface<ProxyAnswer>, 'requestHash' | 'scope'> {
+  const { clock } = deps.api;
+  const { permitId, executionId } = input;
   const route = `proxy:${call.provider}`;
-  const input: ExecutionInput = {
-    executionId,
-    permitId,
-    projectId,
-    route: 'proxy',
-    mode: call.stream ? 'stream' : 'sync',
-    createdAt: clock.now().toISOString(),
-    request: call.request,
-    routing: { requested_provider: plan.requested.provider, requested_model: plan.requested.model, reason_code: plan.reason, primary: plan.primary, fallback: plan.fallback },
-    workflowIntentId: workflowId,
-    idempotencyKey,
-    keyId: authOf(ctx).keyId,
-    dispatchTimeoutMs: deps.api.config.providerTimeouts.totalMs * (1 + plan.fallback.length) + 5_000,
-    heartbeatTimeoutMs: 0,
-  };
   const tollgateHeaders: Record<string, string> = { 'x-svc-permit-id': permitId, 'x-svc-request-id': executionId };
   const normalizedFor = (c: ProxyCall, t: Target): NormalizedRequest => ({ ...translatedRequest(c, t), stream: c.stream, ...(c.request.providerOptions?.[t.provider] ? { providerOptions: c.request.providerOptions[t.provider] } : {}) });
   // The reply the caller gets is what an idempotent retry replays (throttles and >= 500 are not kept).
   let finalReply: Reply | null = null;
-  const idempotency: IdempotencyCompletion | undefined = idempotencyKey
-    ? { scope: route, key: idempotencyKey, respond: () => (finalReply && cacheable(finalReply.status) ? { status: finalReply.status, headers: storedHeaders(finalReply.headers), body: finalReply.body } : 'release') }
-    : undefined;
 
   const denied = (gov: GovernOutcome): Reply => {
     const status = gov.decision === 'throttle' ? 429 : 403;
@@ -155,84 +130,77 @@ async function governAndDispatch(
     const message = gov.decision === 'review' ? `${gov.display_reason} (${gov.reason_code}; the request needs human review)` : gov.display_reason;
     return jsonReply(status, nativeErrorBody(call.provider, status, gov.reason_code, message, { decision: gov.decision, permit_id: permitId }), headers);
   };
-  // A call attributed to a workflow intent first reserves one call against its ceiling (from this
-  // process's lease; the lease id goes into the permit).
-  let intentLease: string | undefined;
-  if (workflowId) {
-    const r = await deps.api.intentReservations.reserveCall(projectId, workflowId);
-    if (!r.granted) input.reservationDenied = reservationDenial(r.reason, workflowId);
-    else if (r.lease) intentLease = r.lease;
-  }
-  const { estimatedInputTokens: _est, ...gov } = await calls.govern({
-    input,
-    request: normalizedFor(call, plan.primary),
-    route,
-    inspectableText: call.inspectableItems,
-    permitMetadata: { execution_id: executionId, mode: input.mode, key_id: authOf(ctx).keyId, proxy: call.provider, native_path: call.pathname, ...(intentLease ? { [PERMIT_LEASE_KEY]: intentLease } : {}) },
-    inProcess: {
-      routingMeta: { route },
-      startedMeta: { native_path: call.pathname },
-      ...(idempotencyKey ? { idempotency: { scope: route, key: idempotencyKey, onInterrupted: 'release' as const } } : {}),
+  return {
+    errors: PROXY_ERRORS,
+    replay: (stored) => ({ reply: replayReply(stored), sent: false }),
+    respond: () => (finalReply && cacheable(finalReply.status) ? { status: finalReply.status, headers: storedHeaders(finalReply.headers), body: finalReply.body } : 'release'),
+    onInterrupted: 'release',
+    govern: () => ({
+      request: normalizedFor(call, plan.primary),
+      route,
+      inspectableText: call.inspectableItems,
+      permitMetadata: { execution_id: executionId, mode: input.mode, key_id: input.keyId, proxy: call.provider, native_path: call.pathname },
+      inProcess: { routingMeta: { route }, startedMeta: { native_path: call.pathname } },
+    }),
+    governed(gov) {
+      state.governed = true;
+      if (gov.decision !== 'allow') finalReply = denied(gov);
     },
-  });
-  state.governed = true;
-  if (gov.decision !== 'allow') {
-    finalReply = denied(gov);
-    await calls.record(input, { kind: 'governed_out', gov }, { idempotency });
-    return { reply: finalReply, sent: false };
-  }
-  // Hard caps: the ceiling governance set or lowered goes into every try (native field or translated request).
-  const ceiling = gov.max_output_tokens;
-  const sent = withOutputCeiling(call, gov);
-  const told = gov.actions.filter((a) => a.type !== 'proceed');
-  if (told.length) tollgateHeaders[GOVERNANCE_ACTIONS_HEADER] = JSON.stringify(told);
+    denied: () => ({ reply: finalReply, sent: false }),
+    async dispatch(_input, gov) {
+      // Hard caps: the ceiling governance set or lowered goes into every try (native field or translated request).
+      const ceiling = gov.max_output_tokens;
+      const sent = withOutputCeiling(call, gov);
+      const told = gov.actions.filter((a) => a.type !== 'proceed');
+      if (told.length) tollgateHeaders[GOVERNANCE_ACTIONS_HEADER] = JSON.stringify(told);
 
-  const abort = new AbortController();
-  const onClose = () => {
-    if (!ctx.res.writableFinished) abort.abort();
+      const abort = new AbortController();
+      const onClose = () => {
+        if (!ctx.res.writableFinished) abort.abort();
+      };
+      ctx.res.on('close', onClose);
+      let run;
+      try {
+        run = await dispatchWithFallback<Attempt>(input, [plan.primary, ...plan.fallback], clock, async (target, i) => {
+          const routingHeaders: Record<string, string> = plan.headers.provider || plan.headers.model || plan.headers.chain ? { 'x-svc-selected-provider': target.provider, 'x-svc-selected-model': target.model, 'x-svc-fallback-occurred': String(i > 0) } : {};
+          const extraHeaders = { ...tollgateHeaders, ...routingHeaders };
+          const a = await inSpan('provider.call', { 'gen_ai.system': target.provider, 'gen_ai.request.model': target.model, 'tollgate.attempt': i + 1 }, async (span) => {
+            const r =
+              target.provider === call.provider
+                ? await passThrough(ctx, deps, sent, body, target, normalizedFor(sent, target), extraHeaders, abort.signal, ceiling)
+                : await translated(deps, sent, target, abort.signal, extraHeaders);
+            if (!r.ok) span.setAttribute('tollgate.failure', r.failure?.kind ?? 'unknown');
+            return r;
+          });
+          return { ...a, final: Boolean(a.streamed || a.aborted) };
+        }, { stream: call.stream, signal: abort.signal });
+      } finally {
+        ctx.res.off('close', onClose);
+      }
+      const { last: attempt, target, attempts, fallbackOccurred } = run;
+      let outcome: DispatchOutcome;
+      if (attempt.ok) {
+        const result: ProviderResult = { output: { content: [] }, output_assets: [], usage: attempt.usage!, finish_reason: null };
+        outcome = { ok: true, target, result, attempts, fallbackOccurred };
+      } else {
+        const { native: _native, ...failure } = attempt.failure!;
+        outcome = {
+          ok: false,
+          kind: attempt.aborted ? 'aborted' : 'provider',
+          target,
+          failure: attempt.aborted ? { ...failure, kind: 'aborted', message: 'client disconnected' } : failure,
+          partialUsage: attempt.partial ?? null,
+          attempts,
+          fallbackOccurred,
+        };
+      }
+      finalReply = attempt.reply ?? null;
+      return {
+        outcome,
+        fallbackEvents: run.events,
+        answer: () => ({ reply: attempt.reply ?? null, sent: Boolean(attempt.streamed) }),
+        done: () => attempt.finish?.(),
+      };
+    },
   };
-  ctx.res.on('close', onClose);
-  let run;
-  try {
-    run = await dispatchWithFallback<Attempt>(input, [plan.primary, ...plan.fallback], clock, async (target, i) => {
-      const routingHeaders: Record<string, string> = plan.headers.provider || plan.headers.model || plan.headers.chain ? { 'x-svc-selected-provider': target.provider, 'x-svc-selected-model': target.model, 'x-svc-fallback-occurred': String(i > 0) } : {};
-      const extraHeaders = { ...tollgateHeaders, ...routingHeaders };
-      const a = await inSpan('provider.call', { 'gen_ai.system': target.provider, 'gen_ai.request.model': target.model, 'tollgate.attempt': i + 1 }, async (span) => {
-        const r =
-          target.provider === call.provider
-            ? await passThrough(ctx, deps, sent, body, target, normalizedFor(sent, target), extraHeaders, abort.signal, ceiling)
-            : await translated(deps, sent, target, abort.signal, extraHeaders);
-        if (!r.ok) span.setAttribute('tollgate.failure', r.failure?.kind ?? 'unknown');
-        return r;
-      });
-      return { ...a, final: Boolean(a.streamed || a.aborted) };
-    }, { stream: call.stream, signal: abort.signal });
-  } finally {
-    ctx.res.off('close', onClose);
-  }
-  const { last: attempt, target, attempts, fallbackOccurred } = run;
-  let outcome: DispatchOutcome;
-  if (attempt.ok) {
-    const result: ProviderResult = { output: { content: [] }, output_assets: [], usage: attempt.usage!, finish_reason: null };
-    outcome = { ok: true, target, result, attempts, fallbackOccurred };
-  } else {
-    const { native: _native, ...failure } = attempt.failure!;
-    outcome = {
-      ok: false,
-      kind: attempt.aborted ? 'aborted' : 'provider',
-      target,
-      failure: attempt.aborted ? { ...failure, kind: 'aborted', message: 'client disconnected' } : failure,
-      partialUsage: attempt.partial ?? null,
-      attempts,
-      fallbackOccurred,
-    };
-  }
-  finalReply = attempt.reply ?? null;
-  try {
-    await calls.record(input, { kind: 'dispatched', gov, outcome }, { idempotency, fallbackEvents: run.events });
-  } finally {
-    attempt.finish?.();
-  }
-  return { reply: attempt.reply ?? null, sent: Boolean(attempt.streamed) };
 }
-

@@ -7,7 +7,7 @@ import { jobListSchema, jobSchema } from '../schemas/jobs';
 import { JOB_STATUSES, listJobs } from '../../db/repositories/jobs';
 import { planExecution } from '../../executions/routing';
 import { ExecutionRequest, executionRequestSchema } from '../../executions/schema';
-import { IDEMPOTENCY_KEY_PATTERN } from '../../executions/service';
+import { IDEMPOTENCY_KEY_PATTERN } from '../../pipeline/governed-call';
 import { cancelJob, readJob, submitJob, type JobServiceDeps } from '../../jobs/service';
 import { jobView } from '../../jobs/view';
 import { temporalServiceDeps } from '../deps';
