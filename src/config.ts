@@ -84,6 +84,11 @@ const baseEnvSchema = z.object({
   WEBHOOK_ALLOWED_HOSTS: z.string().default(''),
   /** Whether this worker process runs the webhook fan-out (src/webhooks/fanout.ts). */
   WEBHOOK_FANOUT: z.enum(['on', 'off']).default('on'),
+  /**
+   * One deadline per managed MCP call (connect, initialize and the tool call); the documented 30 s
+   * is also the cap, so this can only shorten it.
+   */
+  MCP_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(30_000),
   /** GET /v1/governance/events/stream: a comment line this often on an idle stream. */
   EVENT_STREAM_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
   /** A stream consumer whose socket buffer has not drained within this time is disconnected (it resumes with Last-Event-ID). */
@@ -169,6 +174,7 @@ export interface Config {
     allowedHosts: string[];
     fanout: boolean;
   };
+  mcp: { callTimeoutMs: number };
   eventStream: { heartbeatMs: number; drainTimeoutMs: number };
   complianceExports: { heartbeatTimeoutMs: number };
   auth: {
@@ -270,6 +276,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowedHosts: e.WEBHOOK_ALLOWED_HOSTS.split(',').map((v) => v.trim().toLowerCase()).filter(Boolean),
       fanout: e.WEBHOOK_FANOUT === 'on',
     },
+    mcp: { callTimeoutMs: e.MCP_CALL_TIMEOUT_MS },
     eventStream: { heartbeatMs: e.EVENT_STREAM_HEARTBEAT_MS, drainTimeoutMs: e.EVENT_STREAM_DRAIN_TIMEOUT_MS },
     complianceExports: { heartbeatTimeoutMs: e.COMPLIANCE_EXPORT_HEARTBEAT_TIMEOUT_MS },
     auth: {

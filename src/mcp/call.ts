@@ -19,7 +19,8 @@ import type { SessionServiceDeps } from '../sessions/service';
 import { requireSession } from '../sessions/service';
 import { argumentsSha256, permitAction, sha256Hex, TOOL_OPERATION } from '../sessions/turns';
 import { sessionEvent } from '../sessions/events';
-import { callMcpTool } from './client';
+import { callMcpTool, type McpCallOutcome } from './client';
+import { credentialSendable } from './credentials';
 import { checkServerUrl, serverTarget, toolAllowed } from './registry';
 import type { ToolCallBody } from './schemas';
 
@@ -108,7 +109,13 @@ export async function callTool(deps: McpCallDeps, auth: KeyAuthContext, serverRe
   await checkServerUrl(deps.config, server.url);
   sink?.start({ tool_call_id: id, permit_id: permit.id });
   const t0 = performance.now();
-  const out = await callMcpTool(await serverTarget(deps.db, deps.config, server), tool, b.arguments, sink ? { onProgress: (p) => sink.progress(p) } : {});
+  const target = await serverTarget(deps.db, deps.config, server);
+  // A credential stored before registration checked it (a control character, a framing header
+  // name) is not sent at all: fetch would refuse it with an error quoting the value, or send a
+  // request whose framing it changes.
+  const out: McpCallOutcome = credentialSendable(target.headers)
+    ? await callMcpTool(target, tool, b.arguments, { timeoutMs: deps.config.mcp.callTimeoutMs, ...(sink ? { onProgress: (p) => sink.progress(p) } : {}) })
+    : { kind: 'protocol_error', error: { code: 'invalid_credential', message: 'The stored credential of this MCP server is not a valid HTTP header; register the credential again' } };
   const duration = Math.round(performance.now() - t0);
   const finishedAt = deps.clock.now();
   const record = { ...claim, permit_id: permit.id, status: 'completed' as const, duration_ms: duration, finished_at: finishedAt };

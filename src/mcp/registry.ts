@@ -71,13 +71,18 @@ export function toolAllowed(s: McpServerRecord, tool: string): boolean {
   return s.allowed_tools.some((p) => globMatch(p, tool));
 }
 
-/** Where and how to call the server (the credential opened only here, in memory). */
+/**
+ * Where and how to call the server (the credential opened only here, in memory), with the secrets
+ * to scrub from upstream error text.
+ */
 export async function serverTarget(db: Db, config: Config, s: McpServerRecord): Promise<McpTarget> {
   const headers: Record<string, string> = {};
+  const secrets: string[] = [];
   if (s.credential_type && s.credential_encrypted) {
     const secret = (await secretBox(db, config)).open(s.credential_encrypted, purpose(s.project_id, s.server_ref));
+    secrets.push(secret);
     if (s.credential_type === 'bearer') headers.authorization = `Bearer ${secret}`;
     else headers[s.credential_header!] = secret;
   }
-  return { url: s.url, headers };
+  return { url: s.url, headers, secrets };
 }

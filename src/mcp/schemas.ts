@@ -1,13 +1,25 @@
 /** Request schemas of the managed MCP routes (docs/decisions.md "Managed MCP tool calls"). */
 import { z } from 'zod';
 import { WORKFLOW_ID_PATTERN } from '../executions/schema';
+import { deniedHeaderName, HEADER_VALUE_MESSAGE, HEADER_VALUE_PATTERN } from './credentials';
 
 export const SERVER_REF_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 const toolPattern = z.string().min(1).max(200).regex(/^[A-Za-z0-9_.*/-]+$/, 'tool names or patterns of [A-Za-z0-9_./-] and *');
 
+// The value is sent as a header value (the token as `Authorization: Bearer <token>`), so it must be
+// one; messages never quote the value (they reach the 400 body).
+const headerValue = z.string().min(1).max(4000).regex(HEADER_VALUE_PATTERN, HEADER_VALUE_MESSAGE);
+const headerName = z
+  .string()
+  .max(100)
+  .superRefine((name, ctx) => {
+    const why = deniedHeaderName(name);
+    if (why) ctx.addIssue({ code: 'custom', message: why });
+  });
+
 const credentialSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('bearer'), token: z.string().min(1).max(4000) }).strict(),
-  z.object({ type: z.literal('header'), name: z.string().regex(/^[A-Za-z0-9-]{1,100}$/), value: z.string().min(1).max(4000) }).strict(),
+  z.object({ type: z.literal('bearer'), token: headerValue }).strict(),
+  z.object({ type: z.literal('header'), name: headerName, value: headerValue }).strict(),
 ]);
 
 export const createServerSchema = z

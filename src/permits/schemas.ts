@@ -117,7 +117,8 @@ export const evidenceSchema = z
   .object({
     type: z.enum(['provider_response', 'tool_output', 'document', 'log', 'approval', 'note', 'other']),
     description: z.string().min(1).max(2000).optional(),
-    uri: z.string().url().max(2000).optional(),
+    // Links a dashboard may render: only web URLs (a javascript: or file: link would run or read locally).
+    uri: z.url({ protocol: /^https?$/, error: 'an http: or https: URL' }).max(2000).optional(),
     content_sha256: z.string().regex(/^[0-9a-f]{64}$/, 'lowercase hex SHA-256').optional(),
     data: z.record(z.string(), z.unknown()).optional(),
     submitted_by: z.string().min(1).max(300).optional(),

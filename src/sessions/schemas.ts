@@ -87,7 +87,8 @@ export const searchEvidenceSchema = z
       .array(
         z
           .object({
-            url: z.url().max(4000),
+            // Only web URLs: results are links a dashboard may render (no javascript:, file:, data:).
+            url: z.url({ protocol: /^https?$/, error: 'an http: or https: URL' }).max(4000),
             title: z.string().max(1000).optional(),
             content_sha256: sha256Hex.optional(),
             retrieved_at: z.iso.datetime({ offset: true }).optional(),

@@ -23,6 +23,9 @@ export function testLogger(level: string): Logger {
 /** Planted in prompts by a few tests; no log line may contain it. */
 export const CANARY_PROMPT = 'tollgate-canary-prompt-7f3a9c';
 
+/** Planted in MCP server credentials (bearer tokens, header values) by tests; no log line may contain it. */
+export const CANARY_MCP_CREDENTIAL = 'tollgate-canary-mcp-credential-4b8e21';
+
 export interface SecretFinding {
   file: string;
   line: number;
@@ -36,6 +39,7 @@ const PATTERNS: Array<[string, RegExp]> = [
   ['Bearer credential', /Bearer\s+[A-Za-z0-9._~+/=-]{8,}/],
   ['OpenAI-style key', /\bsk-(?:ant-)?[A-Za-z0-9_-]{20,}/],
   ['canary prompt text', new RegExp(CANARY_PROMPT)],
+  ['MCP server credential', new RegExp(CANARY_MCP_CREDENTIAL)],
 ];
 
 /** Secrets in the log files of `dir`: the patterns above and the literal values in `literals` (provider keys of the run). */

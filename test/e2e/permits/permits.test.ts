@@ -489,5 +489,20 @@ describe('permit-first API', () => {
       expect(b.json.events.map((e: any) => e.event_type)).toContain('permit.evidence_attached');
       expect((await verifyEventChain(tg.db, p.project.id)).ok).toBe(true);
     });
+
+    it('evidence URIs are http: or https: only (400 naming uri otherwise)', async () => {
+      const p = await project();
+      const permit = (await issue(p)).json;
+      const attach = (uri: string) => call('POST', `/v1/permits/${permit.permit_id}/evidence`, { key: p.clientKey, body: { type: 'document', uri } });
+      for (const uri of ['javascript:alert(document.cookie)', 'JavaScript://%0Aalert(1)', 'file:///etc/passwd', 'data:text/html,<script>alert(1)</script>', 'ftp://example.com/x']) {
+        const res = await attach(uri);
+        expect(res.status).toBe(400);
+        expect(res.json.error).toMatchObject({ code: 'validation_error', details: { issues: [expect.objectContaining({ path: 'uri' })] } });
+      }
+      expect((await attach('https://example.com/report.pdf')).status).toBe(201);
+      expect((await attach('http://intranet.example/ticket/1')).status).toBe(201);
+      const list = await call('GET', `/v1/permits/${permit.permit_id}/evidence`, { key: p.clientKey });
+      expect(list.json.data.map((e: any) => e.uri)).toEqual(['https://example.com/report.pdf', 'http://intranet.example/ticket/1']);
+    });
   });
 });

@@ -9,6 +9,14 @@ export interface TestMcpServer {
   url: string;
   /** An endpoint that answers every request with HTTP 500 (protocol errors). */
   brokenUrl: string;
+  /** An endpoint that answers HTTP 500 quoting the credential headers it received (plain, and x-api-key base64). */
+  echoUrl: string;
+  /** An endpoint that accepts every request and never answers it. */
+  stallUrl: string;
+  /** Requests the stall endpoint received, and how many of their connections were then closed. */
+  stalls: { received: number; closed: number };
+  /** Resolves once a stalled request's connection is closed by the client. */
+  stallClosed(): Promise<void>;
   /** tools/call requests received, by tool name. */
   calls: Record<string, number>;
   /** Authorization headers seen. */
@@ -37,8 +45,26 @@ function build(calls: Record<string, number>): McpServer {
 export async function startTestMcpServer(): Promise<TestMcpServer> {
   const calls: Record<string, number> = {};
   const authorizations: string[] = [];
+  const stalls = { received: 0, closed: 0 };
+  const closeWaiters: Array<() => void> = [];
   const httpServer = http.createServer(async (req, res) => {
     authorizations.push(String(req.headers.authorization ?? ''));
+    if (req.url === '/stall') {
+      // Reads the request (initialize) and never answers: only the client can end it.
+      stalls.received += 1;
+      req.resume();
+      res.on('close', () => {
+        stalls.closed += 1;
+        closeWaiters.splice(0).forEach((w) => w());
+      });
+      return;
+    }
+    if (req.url === '/echo') {
+      // An upstream that quotes what it was sent in its error (as some gateways and debug servers do).
+      const key = String(req.headers['x-api-key'] ?? '');
+      res.writeHead(500, { 'content-type': 'text/plain' }).end(`rejected authorization=${req.headers.authorization ?? ''} x-api-key=${key} b64=${Buffer.from(key).toString('base64')}`);
+      return;
+    }
     if (req.url === '/broken') {
       // Not an MCP endpoint: every request fails at the protocol level.
       res.writeHead(500, { 'content-type': 'text/plain' }).end('internal error');
@@ -60,8 +86,16 @@ export async function startTestMcpServer(): Promise<TestMcpServer> {
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     brokenUrl: `http://127.0.0.1:${port}/broken`,
+    echoUrl: `http://127.0.0.1:${port}/echo`,
+    stallUrl: `http://127.0.0.1:${port}/stall`,
+    stalls,
+    stallClosed: () => new Promise<void>((resolve) => (stalls.closed > 0 ? resolve() : closeWaiters.push(resolve))),
     calls,
     authorizations,
-    close: () => new Promise<void>((resolve) => httpServer.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        httpServer.closeAllConnections();
+        httpServer.close(() => resolve());
+      }),
   };
 }

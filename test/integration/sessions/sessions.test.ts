@@ -200,6 +200,12 @@ describe('sessions', () => {
     const read = await call('GET', `/v1/sessions/${s.id}/search-evidence/${created.json.id}`, { key: p.clientKey });
     expect(read.json).toEqual(created.json);
     expect((await call('POST', `/v1/sessions/${s.id}/search-evidence`, { key: p.clientKey, body: { query: 'x', results: [{ url: 'not a url' }] } })).status).toBe(400);
+    // Result URLs are links a dashboard may render: http: and https: only.
+    for (const url of ['javascript:alert(1)', 'file:///etc/passwd', 'data:text/html,hi']) {
+      const bad = await call('POST', `/v1/sessions/${s.id}/search-evidence`, { key: p.clientKey, body: { query: 'x', results: [{ url: 'https://example.com/ok' }, { url }] } });
+      expect(bad.status).toBe(400);
+      expect(bad.json.error).toMatchObject({ code: 'validation_error', details: { issues: [expect.objectContaining({ path: 'results.1.url' })] } });
+    }
     const other = await createTestProject(tg.db);
     expect((await call('GET', `/v1/sessions/${s.id}/search-evidence/${created.json.id}`, { key: other.clientKey })).status).toBe(404);
   });
