@@ -4,6 +4,7 @@ import './styles.css';
 import { api, hasSession, ok, selectProject, signedInEmail, signOut, whenSignedOut } from './api';
 import { ErrorNote } from './components/ui';
 import type { ProjectView } from './project';
+import { CallView, Calls } from './pages/Calls';
 import { Events } from './pages/Events';
 import { Intents } from './pages/Intents';
 import { Jobs } from './pages/Jobs';
@@ -16,6 +17,7 @@ import { Spend } from './pages/Spend';
 import { Timeline } from './pages/Timeline';
 
 const PAGES = [
+  ['calls', 'Calls'],
   ['spend', 'Spend'],
   ['keys', 'API keys'],
   ['providers', 'Provider keys'],
@@ -30,10 +32,12 @@ type Page = (typeof PAGES)[number][0];
 
 const PROJECT_KEY = 'tollgate.project';
 
-function parseHash(): { page: Page; rest: string[] } {
-  const [page, ...rest] = window.location.hash.replace(/^#\/?/, '').split('/');
+/** `#/<page>/<rest…>?<query>`: the query carries a page's filters, so a view can be shared. */
+function parseHash(): { page: Page; rest: string[]; query: URLSearchParams } {
+  const [path, query = ''] = window.location.hash.replace(/^#\/?/, '').split('?', 2);
+  const [page, ...rest] = path.split('/');
   const known = PAGES.some(([p]) => p === page);
-  return { page: known ? (page as Page) : 'spend', rest: rest.map(decodeURIComponent) };
+  return { page: known ? (page as Page) : 'calls', rest: rest.map(decodeURIComponent), query: new URLSearchParams(query) };
 }
 
 function useHash() {
@@ -116,7 +120,7 @@ function Console() {
         <h1>{PAGES.find(([p]) => p === route.page)?.[1]}</h1>
         <ErrorNote error={error} />
         {projects && projects.length === 0 && <p>You are not a member of any project yet.</p>}
-        {project && <PageView page={route.page} rest={route.rest} project={project} user={user} />}
+        {project && <PageView page={route.page} rest={route.rest} query={route.query} project={project} user={user} />}
       </main>
     </div>
   );
@@ -128,8 +132,10 @@ function skipToMain(e: Event): void {
   document.getElementById('main')?.focus();
 }
 
-function PageView({ page, rest, project, user }: { page: Page; rest: string[]; project: ProjectView; user: string }) {
+function PageView({ page, rest, query, project, user }: { page: Page; rest: string[]; query: URLSearchParams; project: ProjectView; user: string }) {
   switch (page) {
+    case 'calls':
+      return rest[0] ? <CallView id={rest[0]} /> : <Calls project={project} query={query} />;
     case 'spend':
       return <Spend project={project} />;
     case 'keys':

@@ -62,7 +62,7 @@ describe('dashboard in Chromium', () => {
     await h?.close();
   });
 
-  it('refuses a wrong password, then signs in and lands on the spend page of the project', async () => {
+  it('refuses a wrong password, then signs in and lands on the calls of the project', async () => {
     await page.goto(`${h.tg.url}/dashboard/`);
     await page.getByLabel('E-mail').fill(email);
     await page.getByLabel('Password').fill('not the password');
@@ -71,9 +71,37 @@ describe('dashboard in Chromium', () => {
     await shot('sign-in');
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Spend', level: 1 }).waitFor();
+    await page.getByRole('heading', { name: 'Calls', level: 1 }).waitFor();
     expect(await page.getByLabel('Project').inputValue()).toBe(p.project.id);
+    await go('spend');
     await page.getByRole('heading', { name: 'Month-end forecast' }).waitFor();
+  });
+
+  it('lists calls as they arrive; a filter narrows the list, survives a reload, and a call opens with its timeline', async () => {
+    await go('calls');
+    const rows = page.getByRole('table', { name: 'Calls' }).locator('tbody tr');
+    await rows.nth(3).waitFor();
+    const before = await rows.count();
+    const failed = await h.call('POST', '/v1/executions', { key: p.clientKey, body: { operation: 'generate.text', messages: [{ role: 'user', content: '[[emulator:status=400]] a call that fails' }], routing: { provider: 'openai', model: 'gpt-4o-mini' } } });
+    expect(failed.json.status).toBe('failed');
+    // The newest page is fetched again every few seconds: the failed call appears at the top.
+    await rows.nth(before).waitFor({ timeout: 20_000 });
+    await expectText(rows.first(), /failed/);
+    await page.getByLabel('Status').selectOption('failed');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/#\/calls\?status=failed$/);
+    await expectText(rows.first(), /failed/);
+    expect(await rows.count()).toBe(1);
+    await page.reload();
+    await rows.first().waitFor();
+    expect(await page.getByLabel('Status').inputValue()).toBe('failed');
+    expect(await rows.count()).toBe(1);
+    await shot('calls');
+    await rows.first().getByRole('link').click();
+    await page.getByRole('heading', { name: `Call ${failed.json.id}` }).waitFor();
+    await expectText(page.getByRole('definition').first(), /failed 502 upstream_error/);
+    await page.getByRole('list', { name: `Timeline of ${failed.json.id}` }).getByText('provider.response_received').waitFor();
+    await shot('call');
   });
 
   it('creates a key (secret shown once) and revokes it; the API agrees', async () => {

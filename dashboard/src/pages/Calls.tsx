@@ -1,0 +1,194 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, ok, usd, when, type Schemas } from '../api';
+import { Badge, Empty, ErrorNote, Section, useLoad } from '../components/ui';
+import type { ProjectView } from '../project';
+
+type Call = Schemas['Call'];
+
+/** The filters of GET /v1/calls that the page offers; they live in the URL (#/calls?status=failed…). */
+const FILTERS = ['status', 'provider', 'model', 'key_id', 'workflow_id', 'route', 'created_at_gte', 'created_at_lte'] as const;
+type Filter = (typeof FILTERS)[number];
+type Filters = Partial<Record<Filter, string>>;
+
+/** How often the newest page is fetched again, so calls appear as they arrive. */
+const LIVE_MS = 3000;
+
+export function filtersOf(query: URLSearchParams): Filters {
+  const f: Filters = {};
+  for (const k of FILTERS) {
+    const v = query.get(k);
+    if (v) f[k] = v;
+  }
+  return f;
+}
+
+function hashOf(f: Filters): string {
+  const q = new URLSearchParams(Object.entries(f).filter(([, v]) => v) as [string, string][]).toString();
+  return `#/calls${q ? `?${q}` : ''}`;
+}
+
+/**
+ * A select's options, the URL's choice selected. The form is not controlled: the live reload
+ * re-renders the page every few seconds and must not undo a choice not yet applied.
+ */
+function Options({ values, chosen }: { values: string[]; chosen: string | undefined }) {
+  return (
+    <>
+      <option value="" selected={!chosen}>any</option>
+      {values.map((v) => <option key={v} value={v} selected={chosen === v}>{v}</option>)}
+    </>
+  );
+}
+
+const tone = (s: Call['status']) => (s === 'completed' ? 'ok' : s === 'denied' ? 'warn' : 'bad');
+
+/** The request log: the project's calls, newest first, live on the first page; filters in the URL. */
+export function Calls({ project, query }: { project: ProjectView; query: URLSearchParams }) {
+  const filters = filtersOf(query);
+  const key = JSON.stringify(filters);
+  // Cursors of the pages before the one shown (empty: the newest page, which stays live).
+  const [trail, setTrail] = useState<string[]>([]);
+  const cursor = trail[trail.length - 1];
+  useEffect(() => setTrail([]), [key, project.id]);
+  const page = useLoad(
+    () => ok(api.GET('/v1/calls', { params: { query: { ...(filters as Record<string, string>), limit: 50, ...(cursor ? { cursor } : {}) } } })),
+    [key, project.id, cursor],
+  );
+  useEffect(() => {
+    if (cursor) return;
+    const t = setInterval(page.reload, LIVE_MS);
+    return () => clearInterval(t);
+  }, [cursor, page.reload]);
+
+  const apply = (e: Event) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget as HTMLFormElement);
+    const next: Filters = {};
+    for (const k of FILTERS) {
+      const v = String(form.get(k) ?? '').trim();
+      if (v) next[k] = v;
+    }
+    window.location.hash = hashOf(next);
+  };
+
+  return (
+    <Section
+      title="Calls"
+      actions={<span class="muted">{cursor ? 'older calls' : 'live: newest first'}</span>}
+    >
+      <form class="inline filters" onSubmit={apply} key={key} aria-label="Filter calls">
+        <label>
+          Status
+          <select name="status">
+            <Options values={['completed', 'failed', 'denied']} chosen={filters.status} />
+          </select>
+        </label>
+        <label>
+          Provider
+          <select name="provider">
+            <Options values={['openai', 'anthropic', 'google', 'deepseek', 'mistral']} chosen={filters.provider} />
+          </select>
+        </label>
+        <label>
+          Route
+          <select name="route">
+            <Options values={['executions', 'execute', 'proxy']} chosen={filters.route} />
+          </select>
+        </label>
+        <label>
+          Model
+          <input name="model" defaultValue={filters.model ?? ''} placeholder="gpt-4o-mini" />
+        </label>
+        <label>
+          Key
+          <input name="key_id" defaultValue={filters.key_id ?? ''} placeholder="key_…" />
+        </label>
+        <label>
+          Workflow
+          <input name="workflow_id" defaultValue={filters.workflow_id ?? ''} />
+        </label>
+        <label>
+          From
+          <input name="created_at_gte" defaultValue={filters.created_at_gte ?? ''} placeholder="2026-01-01T00:00:00Z" />
+        </label>
+        <label>
+          To
+          <input name="created_at_lte" defaultValue={filters.created_at_lte ?? ''} placeholder="2026-01-31T23:59:59Z" />
+        </label>
+        <button type="submit">Filter</button>
+        {Object.keys(filters).length > 0 && <a href="#/calls">Clear</a>}
+      </form>
+      <ErrorNote error={page.error} />
+      {page.data && page.data.data.length === 0 && <Empty>No calls{Object.keys(filters).length ? ' match these filters' : ' yet'}.</Empty>}
+      {page.data && page.data.data.length > 0 && (
+        <table aria-label="Calls">
+          <thead>
+            <tr>
+              <th scope="col">Time</th><th scope="col">Status</th><th scope="col">Route</th><th scope="col">Model</th>
+              <th scope="col">Tokens in/out</th><th scope="col">Cost</th><th scope="col">Latency</th><th scope="col">Key</th><th scope="col">Workflow</th>
+            </tr>
+          </thead>
+          <tbody>
+            {page.data.data.map((c) => (
+              <tr key={c.id}>
+                <td><a href={`#/calls/${encodeURIComponent(c.id)}`}>{when(c.created_at)}</a></td>
+                <td><Badge tone={tone(c.status)}>{c.status} {c.status_code}</Badge>{c.error && <span class="muted"> {c.error.code}</span>}</td>
+                <td>{c.route}</td>
+                <td>{c.provider ? `${c.provider}/${c.model ?? ''}` : '—'}</td>
+                <td>{c.usage.input_tokens}/{c.usage.output_tokens}</td>
+                <td>{usd(c.usage.cost_usd_micros)}</td>
+                <td>{c.duration_ms} ms</td>
+                <td class="muted">{c.key_id ?? '—'}</td>
+                <td>{c.workflow_id ? <a href={`#/intents`}>{c.workflow_id}</a> : '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <div class="inline">
+        {trail.length > 0 && <button type="button" onClick={() => setTrail([])}>Newest</button>}
+        {page.data?.next_cursor && <button type="button" onClick={() => setTrail((t) => [...t, page.data!.next_cursor!])}>Older</button>}
+      </div>
+    </Section>
+  );
+}
+
+/** One call: its summary and its timeline, replayed from persisted records. */
+export function CallView({ id }: { id: string }) {
+  const call = useLoad(() => ok(api.GET('/v1/calls/{call_id}', { params: { path: { call_id: id } } })), [id]);
+  const timeline = useLoad(() => ok(api.GET('/v1/requests/{request_id}/timeline', { params: { path: { request_id: id } } })), [id]);
+  const c = call.data;
+  return (
+    <Section title={`Call ${id}`} actions={<a href="#/calls">All calls</a>}>
+      <ErrorNote error={call.error} />
+      {c && (
+        <dl class="facts" aria-label="Call">
+          <dt>Status</dt><dd><Badge tone={tone(c.status)}>{c.status} {c.status_code}</Badge>{c.error && ` ${c.error.code}`}</dd>
+          <dt>Route</dt><dd>{c.route} · {c.operation} · {c.mode}</dd>
+          <dt>Model</dt><dd>{c.provider ? `${c.provider}/${c.model ?? ''}` : '—'}</dd>
+          <dt>Tokens</dt><dd>{c.usage.input_tokens} in, {c.usage.output_tokens} out{c.usage.estimated_final ? ' (estimated)' : ''}</dd>
+          <dt>Cost</dt><dd>{usd(c.usage.cost_usd_micros)}</dd>
+          <dt>Started</dt><dd>{when(c.created_at)}</dd>
+          <dt>Latency</dt><dd>{c.duration_ms} ms</dd>
+          <dt>Permit</dt><dd>{c.permit_id ? <a href={`#/timeline/permit/${encodeURIComponent(c.permit_id)}`}>{c.permit_id}</a> : '—'}</dd>
+          <dt>Key</dt><dd>{c.key_id ?? '—'}</dd>
+          <dt>Workflow</dt><dd>{c.workflow_id ?? '—'}</dd>
+          <dt>Job</dt><dd>{c.job_id ?? '—'}</dd>
+        </dl>
+      )}
+      <h3>Timeline</h3>
+      <ErrorNote error={timeline.error} />
+      {timeline.data && (
+        <ol class="timeline" aria-label={`Timeline of ${id}`}>
+          {timeline.data.events.map((ev, i) => (
+            <li key={i}>
+              <time dateTime={ev.timestamp}>{when(ev.timestamp)}</time> <strong>{ev.event_type}</strong>{' '}
+              <span class="muted">{ev.phase}{ev.provider ? ` · ${ev.provider}/${ev.model ?? ''}` : ''}</span>
+              {typeof ev.metadata.reason_code === 'string' && <span> · {ev.metadata.reason_code}</span>}
+            </li>
+          ))}
+        </ol>
+      )}
+    </Section>
+  );
+}
