@@ -17,6 +17,7 @@ import { countChatTokens, countTokens } from '../pricing/tokenizer';
 import { readRoute } from './models';
 import { audioFor, audioSecondsOf, chunksOf, embeddingBase64, embeddingFor, hashHex, outputTokensOf, pngFor, replyFor, transcriptOf } from './content';
 import { parseFaults, type Faults } from './faults';
+import { anthropicToolCall, googleResponseSchema, googleToolCall, openaiResponseSchema, openaiToolCall, responsesSchema, toolCallId, valueFor } from './structured';
 import { handlePayments } from './payments';
 
 interface Ctx {
@@ -108,6 +109,9 @@ function sseWriter(ctx: Ctx, faults: Faults) {
 
 // ---------------------------------------------------------------- OpenAI-shaped chat (openai, deepseek, mistral)
 
+/** A tool call's arguments in stream pieces (JSON has no word breaks to split on). */
+const slices = (s: string, n = 16): string[] => s.match(new RegExp(`[\\s\\S]{1,${n}}`, 'g')) ?? [''];
+
 function chatPrompt(body: any): { texts: string[]; last: string } {
   const texts = providerModules.openai.inspectableText(body);
   const users = (Array.isArray(body?.messages) ? body.messages : []).filter((m: any) => m?.role === 'user');
@@ -131,18 +135,25 @@ async function chat(ctx: Ctx, faults: Faults) {
   if (!Array.isArray(b.messages) || b.messages.length === 0) throw new HttpFail(400, "'messages' must be a non-empty array");
   const { texts, last } = chatPrompt(b);
   const maxTokens = b.max_completion_tokens ?? b.max_tokens;
-  const { text, truncated } = replyFor(last, maxTokens, faults.fillOutput);
+  const seed = JSON.stringify(b.messages);
+  const tool = openaiToolCall(b);
+  const schema = tool ? null : openaiResponseSchema(b);
+  const reply = schema ? { text: JSON.stringify(valueFor(schema, seed)), truncated: false } : replyFor(last, maxTokens, faults.fillOutput);
+  const { truncated } = reply;
+  const toolCall = tool ? { id: toolCallId('call_', seed), type: 'function', function: { name: tool.name, arguments: JSON.stringify(valueFor(tool.parameters, seed)) } } : null;
+  const text = toolCall ? '' : reply.text;
   const input = countChatTokens(texts);
-  const output = outputTokensOf(text, maxTokens);
+  const output = toolCall ? countTokens(toolCall.function.arguments) : outputTokensOf(text, maxTokens);
   const cached = Math.min(faults.cachedTokens, input);
   const usage = chatUsage(ctx.provider, input, output, cached);
   const id = `${ctx.provider === 'openai' ? 'chatcmpl-' : ''}${hashHex(JSON.stringify(b)).slice(0, 24)}`;
-  const finish = truncated ? 'length' : 'stop';
+  const finish = toolCall ? 'tool_calls' : truncated ? 'length' : 'stop';
   const created = now();
   if (!b.stream) {
-    const message: Record<string, unknown> = { role: 'assistant', content: text };
+    const message: Record<string, unknown> = { role: 'assistant', content: toolCall ? null : text };
     if (ctx.provider === 'openai') Object.assign(message, { refusal: null, annotations: [] });
     if (ctx.provider === 'mistral') Object.assign(message, { tool_calls: null, prefix: false });
+    if (toolCall) message.tool_calls = [toolCall];
     return sendJson(ctx.res, 200, {
       id,
       object: 'chat.completion',
@@ -156,8 +167,16 @@ async function chat(ctx: Ctx, faults: Faults) {
   const w = sseWriter(ctx, faults);
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
     JSON.stringify({ id, object: 'chat.completion.chunk', created, model: b.model, ...(ctx.provider === 'mistral' ? {} : { system_fingerprint: 'fp_emulator' }), choices, ...extra });
-  if (!(await w.write(chunk([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }])))) return;
-  for (const piece of chunksOf(text)) {
+  if (!(await w.write(chunk([{ index: 0, delta: { role: 'assistant', content: toolCall ? null : '' }, logprobs: null, finish_reason: null }])))) return;
+  if (toolCall) {
+    // The call's name first, then its arguments in pieces, as the provider streams them.
+    const head = { index: 0, id: toolCall.id, type: 'function', function: { name: toolCall.function.name, arguments: '' } };
+    if (!(await w.write(chunk([{ index: 0, delta: { tool_calls: [head] }, logprobs: null, finish_reason: null }])))) return;
+    for (const piece of slices(toolCall.function.arguments)) {
+      if (!(await w.write(chunk([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: piece } }] }, logprobs: null, finish_reason: null }])))) return;
+    }
+  }
+  for (const piece of toolCall ? [] : chunksOf(text)) {
     if (!(await w.write(chunk([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }])))) return;
   }
   if (faults.malformed) {
@@ -182,7 +201,8 @@ async function responses(ctx: Ctx, faults: Faults) {
   if (b.input === undefined) throw new HttpFail(400, 'Missing required parameter: \'input\'.');
   const texts = providerModules.openai.inspectableText(b);
   const last = typeof b.input === 'string' ? b.input : texts[texts.length - 1] ?? '';
-  const { text, truncated } = replyFor(last, b.max_output_tokens, faults.fillOutput);
+  const schema = responsesSchema(b);
+  const { text, truncated } = schema ? { text: JSON.stringify(valueFor(schema, JSON.stringify(b.input))), truncated: false } : replyFor(last, b.max_output_tokens, faults.fillOutput);
   const inputTokens = countChatTokens(texts);
   const outputTokens = outputTokensOf(text, b.max_output_tokens);
   const cached = Math.min(faults.cachedTokens, inputTokens);
@@ -215,7 +235,7 @@ async function responses(ctx: Ctx, faults: Faults) {
     top_p: b.top_p ?? 1,
     tool_choice: 'auto',
     tools: [],
-    text: { format: { type: 'text' } },
+    text: b.text?.format ? { format: b.text.format } : { format: { type: 'text' } },
     usage: withUsage && !faults.omitUsage ? usage : null,
     metadata: b.metadata ?? {},
   });
@@ -328,14 +348,18 @@ async function anthropicMessages(ctx: Ctx, faults: Faults) {
   const lastUser = [...b.messages].reverse().find((m: any) => m?.role === 'user');
   const last = lastUser ? providerModules.anthropic.inspectableText({ messages: [lastUser] }).join('\n') : texts.join('\n');
   const { text, truncated } = replyFor(last, b.max_tokens, faults.fillOutput);
+  const seed = JSON.stringify(b.messages);
+  const tool = anthropicToolCall(b);
+  const toolUse = tool ? { type: 'tool_use', id: toolCallId('toolu_', seed), name: tool.name, input: valueFor(tool.parameters, seed) as Record<string, unknown> } : null;
+  const toolJson = toolUse ? JSON.stringify(toolUse.input) : '';
   const total = countChatTokens(texts);
   const cached = Math.min(faults.cachedTokens, total);
-  const usage = { input_tokens: total - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: outputTokensOf(text, b.max_tokens), service_tier: 'standard' };
+  const usage = { input_tokens: total - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: toolUse ? countTokens(toolJson) : outputTokensOf(text, b.max_tokens), service_tier: 'standard' };
   const id = `msg_${hashHex(JSON.stringify(b)).slice(0, 24)}`;
-  const stop = truncated ? 'max_tokens' : 'end_turn';
+  const stop = toolUse ? 'tool_use' : truncated ? 'max_tokens' : 'end_turn';
   if (!b.stream) {
     return sendJson(ctx.res, 200, {
-      id, type: 'message', role: 'assistant', model: b.model, content: [{ type: 'text', text }],
+      id, type: 'message', role: 'assistant', model: b.model, content: [toolUse ?? { type: 'text', text }],
       stop_reason: stop, stop_sequence: null, ...(faults.omitUsage ? {} : { usage }),
     });
   }
@@ -343,9 +367,12 @@ async function anthropicMessages(ctx: Ctx, faults: Faults) {
   const ev = async (type: string, data: Record<string, unknown>) => w.write(JSON.stringify({ type, ...data }), type);
   const startUsage = faults.omitUsage ? {} : { usage: { ...usage, output_tokens: 1 } };
   if (!(await ev('message_start', { message: { id, type: 'message', role: 'assistant', model: b.model, content: [], stop_reason: null, stop_sequence: null, ...startUsage } }))) return;
-  if (!(await ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }))) return;
+  if (!(await ev('content_block_start', { index: 0, content_block: toolUse ? { ...toolUse, input: {} } : { type: 'text', text: '' } }))) return;
   if (!(await ev('ping', {}))) return;
-  for (const piece of chunksOf(text)) {
+  for (const piece of toolUse ? slices(toolJson) : []) {
+    if (!(await ev('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: piece } }))) return;
+  }
+  for (const piece of toolUse ? [] : chunksOf(text)) {
     if (!(await ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: piece } }))) return;
   }
   if (faults.malformed) {
@@ -375,9 +402,13 @@ async function googleGenerate(ctx: Ctx, faults: Faults, model: string, stream: b
   const b = ctx.body;
   if (!Array.isArray(b?.contents) || !b.contents.length) throw new HttpFail(400, '* GenerateContentRequest.contents: contents is not specified');
   const { texts, last, fileParts } = googleTexts(b);
-  const { text, truncated } = replyFor(last, b.generationConfig?.maxOutputTokens, faults.fillOutput);
+  const seed = JSON.stringify(b.contents);
+  const tool = googleToolCall(b);
+  const schema = tool ? null : googleResponseSchema(b);
+  const { text, truncated } = schema ? { text: JSON.stringify(valueFor(schema, seed)), truncated: false } : replyFor(last, b.generationConfig?.maxOutputTokens, faults.fillOutput);
+  const functionCall = tool ? { name: tool.name, args: valueFor(tool.parameters, seed) } : null;
   const prompt = countChatTokens(texts) + fileParts.length * 258;
-  const output = outputTokensOf(text, b.generationConfig?.maxOutputTokens);
+  const output = functionCall ? countTokens(JSON.stringify(functionCall.args)) : outputTokensOf(text, b.generationConfig?.maxOutputTokens);
   const cached = Math.min(faults.cachedTokens, prompt);
   const usageMetadata = {
     promptTokenCount: prompt,
@@ -388,7 +419,7 @@ async function googleGenerate(ctx: Ctx, faults: Faults, model: string, stream: b
   };
   const finishReason = truncated ? 'MAX_TOKENS' : 'STOP';
   const responseId = hashHex(JSON.stringify(b)).slice(0, 20);
-  const candidate = (t: string, finish?: string) => ({ content: { parts: [{ text: t }], role: 'model' }, ...(finish ? { finishReason: finish } : {}), index: 0 });
+  const candidate = (t: string, finish?: string) => ({ content: { parts: [functionCall ? { functionCall } : { text: t }], role: 'model' }, ...(finish ? { finishReason: finish } : {}), index: 0 });
   if (!stream) {
     return sendJson(ctx.res, 200, {
       candidates: [candidate(text, finishReason)],
@@ -398,7 +429,8 @@ async function googleGenerate(ctx: Ctx, faults: Faults, model: string, stream: b
     });
   }
   const w = sseWriter(ctx, faults);
-  const pieces = chunksOf(text);
+  // A function call arrives whole in one chunk, as Gemini streams it.
+  const pieces = functionCall ? [''] : chunksOf(text);
   for (let i = 0; i < pieces.length; i++) {
     const final = i === pieces.length - 1;
     if (final && faults.malformed) {
