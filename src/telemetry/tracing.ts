@@ -52,19 +52,27 @@ export function startTracing(env: NodeJS.ProcessEnv, opts: { exporter?: SpanExpo
   };
 }
 
-/** Runs `fn` in a child span of the active one; an exception marks the span failed and is rethrown. */
-export async function inSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>): Promise<T> {
-  return tracer.startActiveSpan(name, { attributes }, async (span) => {
+/**
+ * Runs `fn` in a child span of the active one (kind INTERNAL unless given); an exception marks the
+ * span failed, with `error.type` its class name as the semantic conventions ask, and is rethrown.
+ */
+export async function inSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>, opts: { kind?: SpanKind } = {}): Promise<T> {
+  return tracer.startActiveSpan(name, { attributes, ...(opts.kind !== undefined ? { kind: opts.kind } : {}) }, async (span) => {
     try {
       return await fn(span);
     } catch (err) {
-      span.recordException(err instanceof Error ? err : String(err));
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      failSpan(span, err);
       throw err;
     } finally {
       span.end();
     }
   });
+}
+
+function failSpan(span: Span, err: unknown): void {
+  span.recordException(err instanceof Error ? err : String(err));
+  span.setAttribute('error.type', err instanceof Error ? err.name : '_OTHER');
+  span.setStatus({ code: SpanStatusCode.ERROR });
 }
 
 /** `inSpan` for synchronous steps. */
@@ -73,8 +81,7 @@ export function inSpanSync<T>(name: string, attributes: Attributes, fn: (span: S
     try {
       return fn(span);
     } catch (err) {
-      span.recordException(err instanceof Error ? err : String(err));
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      failSpan(span, err);
       throw err;
     } finally {
       span.end();
