@@ -3,11 +3,13 @@
  * `OTEL_TRACES_EXPORTER=otlp`) exports spans over OTLP/HTTP to `OTEL_EXPORTER_OTLP_ENDPOINT`
  * (default http://localhost:4318), service name `OTEL_SERVICE_NAME` (default tollgate).
  *
- * Spans: one server span per HTTP request (parent: the caller's `traceparent`), and inside a
- * governed call `govern` (with `governance.estimate`, `governance.firewall`, `governance.decide`,
- * `governance.permit`), `dispatch` (one `provider.call` per attempt, whose W3C `traceparent` goes to
- * the provider) and `record`. While tracing is off, the API's no-op tracer makes each of these a
- * function call and nothing else; no exporter, no context manager is installed.
+ * Spans: one server span per HTTP request (parent: the caller's `traceparent`), and inside it one
+ * `governed.call` with `govern` (with `governance.estimate`, `governance.firewall`,
+ * `governance.decide`, `governance.permit`), `dispatch` (one CLIENT span per provider attempt, named
+ * `{gen_ai.operation.name} {gen_ai.request.model}`, whose W3C `traceparent` goes to the provider)
+ * and `record`. The GenAI semantic-convention attributes are built in gen-ai.ts. While tracing is
+ * off, the API's no-op tracer makes each of these a function call and nothing else; no exporter, no
+ * context manager is installed.
  */
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
