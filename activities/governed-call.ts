@@ -28,6 +28,7 @@ import { estimatedUsage } from '../src/providers/shared/usage';
 import { ProviderError, type NormalizedRequest, type ProviderFailure, type ProviderGateway, type ProviderResult, type Usage } from '../src/providers/types';
 import type { InspectableText } from '../src/governance/firewall/roles';
 
+import { genAiCallAttributes, providerAttempt, type GenAiMetrics } from '../src/telemetry/gen-ai';
 import { inSpan, inSpanSync } from '../src/telemetry/tracing';
 
 export interface GovernedCallDeps {
@@ -39,6 +40,8 @@ export interface GovernedCallDeps {
   providers: ProviderGateway;
   /** How the record of a dispatched call commits (RecordDeps.commit); the in-process pipeline passes config RECORD_COMMIT. */
   recordCommit?: 'sync' | 'async';
+  /** The GenAI client metrics of the process's /metrics; absent where no /metrics is served (the worker). */
+  genAi?: GenAiMetrics;
 }
 
 export interface GovernSpec {
@@ -78,7 +81,8 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
   const { db, clock, governance, pricing, providers } = deps;
 
   function govern(spec: GovernSpec): Promise<GovernResult> {
-    return inSpan('govern', { 'tollgate.execution_id': spec.input.executionId, 'gen_ai.system': spec.request.provider, 'gen_ai.request.model': spec.request.model }, async (span) => {
+    const attributes = { 'tollgate.execution_id': spec.input.executionId, 'tollgate.permit_id': spec.input.permitId, ...genAiCallAttributes(spec.request) };
+    return inSpan('govern', attributes, async (span) => {
       const r = await governNow(spec);
       span.setAttributes({ 'tollgate.decision': r.decision, 'tollgate.reason_code': r.reason_code });
       return r;
@@ -144,7 +148,8 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
     const targets = [input.routing.primary, ...input.routing.fallback];
     let streamed = '';
     type Try = { ok: boolean; failure?: ProviderFailure; final?: boolean; result?: ProviderResult; partial?: Usage | null; req: NormalizedRequest };
-    const run = await dispatchWithFallback<Try>(input, targets, clock, (target, i) => inSpan('provider.call', { 'gen_ai.system': target.provider, 'gen_ai.request.model': target.model, 'tollgate.attempt': i + 1 }, async (span) => {
+    const outcomeOf = (t: Try) => (t.ok ? { usage: t.result!.usage, responseModel: t.result!.provider_model } : { failure: t.failure, usage: t.partial });
+    const run = await dispatchWithFallback<Try>(input, targets, clock, (target, i) => providerAttempt(deps.genAi, { operation: input.request.operation, provider: target.provider, model: target.model, attempt: i + 1 }, async (span) => {
       const req = normalizedRequest(input, target);
       try {
         const result = await providers.dispatch(req, {
@@ -167,7 +172,7 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
         // Once a delta reached the caller, another target would splice two answers: no fallback.
         return { ok: false, failure, partial, req, final: streamed.length > 0 || aborted };
       }
-    }), { stream: input.mode === 'stream', signal: hooks.signal });
+    }, outcomeOf), { stream: input.mode === 'stream', signal: hooks.signal });
     const { last, target, attempts, fallbackOccurred } = run;
     if (last.ok) return { outcome: { ok: true, target, result: last.result!, attempts, fallbackOccurred }, fallbackEvents: run.events };
     const gone = hooks.clientGone?.() ?? false;
@@ -189,7 +194,12 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
   }
 
   function record(input: ExecutionInput, rec: RecordInput, opts: RecordOptions = {}): Promise<ExecutionEnvelope> {
-    return inSpan('record', { 'tollgate.execution_id': input.executionId, 'tollgate.record_kind': rec.kind }, () => recordExecution({ db, clock, pricing, commit: deps.recordCommit }, input, rec, opts));
+    return inSpan('record', { 'tollgate.execution_id': input.executionId, 'tollgate.record_kind': rec.kind }, async (span) => {
+      const envelope = await recordExecution({ db, clock, pricing, commit: deps.recordCommit }, input, rec, opts);
+      // Here too, not only on the governed call's span: a job's steps run as separate activities.
+      span.setAttribute('tollgate.cost_usd_micros', envelope.usage.cost_usd_micros);
+      return envelope;
+    });
   }
 
   return { govern, dispatch, record };

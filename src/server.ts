@@ -19,6 +19,7 @@ import { webhookTaskQueue } from '../workflows/webhook-messages';
 import { createKeyCache } from './api/key-cache';
 import { AUTH_CHANGES_CHANNEL, openNoticeChannel } from './db/notice-listener';
 import { createGovernedCallActivities } from '../activities/governed-call';
+import { createGenAiMetrics } from './telemetry/gen-ai';
 import { createGovernance } from './governance';
 import { pricing } from './pricing';
 import { createProviderGateway } from './providers';
@@ -86,7 +87,10 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
   });
   const projectProviderKeys = createProjectProviderKeys({ db, logger, config, authChanges });
   const providers = withProjectProviderKeys(createProviderGateway(config), projectProviderKeys);
-  const calls = createGovernedCallActivities({ db, clock, logger, governance, pricing, providers, recordCommit: config.recordCommit });
+  // GET /metrics serves this registry; the governed calls observe the GenAI client metrics into it.
+  const metrics = new Registry();
+  const genAi = createGenAiMetrics(metrics);
+  const calls = createGovernedCallActivities({ db, clock, logger, governance, pricing, providers, recordCommit: config.recordCommit, genAi });
 
   let worker: Worker | null = null;
   let workerRun: Promise<void> | null = null;
@@ -136,7 +140,6 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
     intentReservations = createIntentReservations({ client: temporal.client, db, logger, databaseUrl: config.databaseUrl, mode: config.intentReservations, idleMs: config.intentLeaseIdleMs });
     const keys = createKeyCache({ db, authChanges });
     closers.push(() => keys.close());
-    const metrics = new Registry();
     collectDefaultMetrics({ register: metrics });
     const app = createApp({
       config,
@@ -144,6 +147,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       logger,
       clock,
       metrics,
+      genAi,
       temporal: { client: temporal.client, connection: temporal.connection, taskQueue: config.temporal.taskQueue },
       intentReservations,
       keys,

@@ -12,6 +12,7 @@ import type { ProviderGatewayWithClose } from '../providers';
 import type { PricingCatalog } from '../pricing/types';
 import type { KeyLookup } from './key-cache';
 import type { PermitService } from '../permits/service';
+import type { GenAiMetrics } from '../telemetry/gen-ai';
 
 /** What route modules receive. The API holds no business state of its own. */
 export interface ApiDeps {
@@ -20,6 +21,8 @@ export interface ApiDeps {
   logger: Logger;
   clock: Clock;
   metrics: Registry;
+  /** The GenAI client metrics in `metrics`, observed per provider attempt (the proxies' own attempts too). */
+  genAi: GenAiMetrics;
   temporal: { client: Client; connection: NativeConnection; taskQueue: string };
   /** Coalesced call reservations against workflow intents (X-Svc-Workflow-Id). */
   intentReservations: IntentReservations;

@@ -23,6 +23,9 @@ import { WORKFLOW_ID_PATTERN } from '../executions/schema';
 import type { DispatchOutcome, ExecutionInput, GovernOutcome } from '../executions/types';
 import type { IntentReservations } from '../temporal/intent-reservations';
 import { PERMIT_LEASE_KEY } from '../../workflows/intent-messages';
+import type { Span } from '@opentelemetry/api';
+import { genAiCallAttributes, setGenAiOutcome } from '../telemetry/gen-ai';
+import { inSpan } from '../telemetry/tracing';
 
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
@@ -101,8 +104,22 @@ export interface Surface<R> {
   dispatch(input: ExecutionInput, gov: GovernOutcome): Promise<Dispatched<R>>;
 }
 
-/** Runs one governed call: `input` carries its ids, request, routing, intent and key (checked). */
-export async function runGovernedCall<R>(deps: PipelineDeps, input: ExecutionInput, surface: Surface<R>): Promise<R> {
+/**
+ * Runs one governed call: `input` carries its ids, request, routing, intent and key (checked). The
+ * call is one span (`governed.call`): the GenAI attributes of its primary target and of its outcome,
+ * and Tollgate's own (permit, decision, reason code, cost); each provider attempt is a child span.
+ */
+export function runGovernedCall<R>(deps: PipelineDeps, input: ExecutionInput, surface: Surface<R>): Promise<R> {
+  const { primary } = input.routing;
+  const attributes = {
+    ...genAiCallAttributes({ operation: input.request.operation, provider: primary.provider, model: primary.model }),
+    'tollgate.execution_id': input.executionId,
+    'tollgate.permit_id': input.permitId,
+  };
+  return inSpan('governed.call', attributes, (span) => runGoverned(deps, input, surface, span));
+}
+
+async function runGoverned<R>(deps: PipelineDeps, input: ExecutionInput, surface: Surface<R>, span: Span): Promise<R> {
   const { db, calls } = deps;
   const key = input.idempotencyKey;
   if (key) {
@@ -127,14 +144,20 @@ export async function runGovernedCall<R>(deps: PipelineDeps, input: ExecutionInp
       inProcess: { ...spec.inProcess, ...(key ? { idempotency: { scope: surface.scope, key, onInterrupted: surface.onInterrupted } } : {}) },
     });
     governed = true;
+    span.setAttributes({ 'tollgate.decision': gov.decision, 'tollgate.reason_code': gov.reason_code });
     surface.governed?.(gov);
     if (gov.decision !== 'allow') {
       const envelope = await calls.record(input, { kind: 'governed_out', gov }, { idempotency });
+      // A refusal is governance working, not a failed operation: no error.type (the decision says it).
+      span.setAttribute('tollgate.cost_usd_micros', envelope.usage.cost_usd_micros);
       return surface.denied(envelope, gov);
     }
     const d = await surface.dispatch(input, gov);
     try {
       const envelope = await calls.record(d.input ?? input, { kind: 'dispatched', gov, outcome: d.outcome }, { idempotency, fallbackEvents: d.fallbackEvents });
+      const o = d.outcome;
+      setGenAiOutcome(span, o.ok ? { usage: envelope.usage, responseModel: o.result.provider_model } : { usage: envelope.usage, failure: o.failure });
+      span.setAttribute('tollgate.cost_usd_micros', envelope.usage.cost_usd_micros);
       return d.answer(envelope);
     } finally {
       d.done?.();

@@ -24,6 +24,8 @@ export interface Attempt {
   /** A non-stream answer (native bytes) to return to the caller. */
   reply?: Reply;
   usage?: Usage;
+  /** The model the provider reports having answered with (non-stream answers), for traces and metrics. */
+  model?: string;
   /** A stream was piped to the caller (already responded). */
   streamed?: boolean;
   aborted?: boolean;
@@ -109,7 +111,15 @@ export async function passThrough(
   }
   const reply: Reply = { status: res.statusCode, headers, body: buf };
   if (res.statusCode >= 400) return { ok: false, failure: mod.mapError(res.statusCode, json ?? buf.toString('utf8').slice(0, 2000), res.headers), partial: null, reply };
-  return { ok: true, usage: usageOfNative(call, req, json), reply };
+  return { ok: true, usage: usageOfNative(call, req, json), reply, ...responseModelOf(json) };
+}
+
+/** The answering model of a native JSON response: `model` (OpenAI-style, Anthropic), `modelVersion` (Gemini). */
+function responseModelOf(json: unknown): { model?: string } {
+  if (!json || typeof json !== 'object') return {};
+  const { model, modelVersion } = json as { model?: unknown; modelVersion?: unknown };
+  const m = typeof model === 'string' ? model : typeof modelVersion === 'string' ? modelVersion : undefined;
+  return m ? { model: m } : {};
 }
 
 /** Pipes a native SSE stream to the caller unchanged, extracting usage from the events on the way. */
@@ -182,7 +192,7 @@ export async function translated(deps: ProxyDeps, call: ProxyCall, target: Targe
   try {
     const result = await deps.api.providers.dispatch(req, { signal });
     const body = renderNative(call.provider, target, result, Math.floor(deps.api.clock.now().getTime() / 1000));
-    return { ok: true, usage: result.usage, reply: jsonReply(200, body, extraHeaders) };
+    return { ok: true, usage: result.usage, reply: jsonReply(200, body, extraHeaders), ...(result.provider_model ? { model: result.provider_model } : {}) };
   } catch (err) {
     const failure = failureOf(err, signal);
     const partial = err instanceof ProviderError ? err.partialUsage ?? null : null;

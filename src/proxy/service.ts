@@ -16,7 +16,7 @@ import type { ParameterizedContext } from 'koa';
 import { authOf } from '../api/middleware/auth';
 import type { ProviderId } from '../config';
 import { dispatchWithFallback } from '../pipeline/fallback';
-import { inSpan } from '../telemetry/tracing';
+import { providerAttempt } from '../telemetry/gen-ai';
 import { checkCallHeaders, dispatchTimeoutMs, runGovernedCall, type Surface, type SurfaceErrors } from '../pipeline/governed-call';
 import type { Target } from '../executions/routing';
 import type { DispatchOutcome, ExecutionInput, GovernOutcome } from '../executions/types';
@@ -164,14 +164,14 @@ function proxySurface(
         run = await dispatchWithFallback<Attempt>(input, [plan.primary, ...plan.fallback], clock, async (target, i) => {
           const routingHeaders: Record<string, string> = plan.headers.provider || plan.headers.model || plan.headers.chain ? { 'x-svc-selected-provider': target.provider, 'x-svc-selected-model': target.model, 'x-svc-fallback-occurred': String(i > 0) } : {};
           const extraHeaders = { ...tollgateHeaders, ...routingHeaders };
-          const a = await inSpan('provider.call', { 'gen_ai.system': target.provider, 'gen_ai.request.model': target.model, 'tollgate.attempt': i + 1 }, async (span) => {
+          const a = await providerAttempt(deps.api.genAi, { operation: call.operation, provider: target.provider, model: target.model, attempt: i + 1 }, async (span) => {
             const r =
               target.provider === call.provider
                 ? await passThrough(ctx, deps, sent, body, target, normalizedFor(sent, target), extraHeaders, abort.signal, ceiling)
                 : await translated(deps, sent, target, abort.signal, extraHeaders);
             if (!r.ok) span.setAttribute('tollgate.failure', r.failure?.kind ?? 'unknown');
             return r;
-          });
+          }, (r) => (r.ok ? { usage: r.usage, responseModel: r.model } : { failure: r.failure, usage: r.partial }));
           return { ...a, final: Boolean(a.streamed || a.aborted) };
         }, { stream: call.stream, signal: abort.signal });
       } finally {
@@ -180,7 +180,7 @@ function proxySurface(
       const { last: attempt, target, attempts, fallbackOccurred } = run;
       let outcome: DispatchOutcome;
       if (attempt.ok) {
-        const result: ProviderResult = { output: { content: [] }, output_assets: [], usage: attempt.usage!, finish_reason: null };
+        const result: ProviderResult = { output: { content: [] }, output_assets: [], usage: attempt.usage!, finish_reason: null, ...(attempt.model ? { provider_model: attempt.model } : {}) };
         outcome = { ok: true, target, result, attempts, fallbackOccurred };
       } else {
         const { native: _native, ...failure } = attempt.failure!;

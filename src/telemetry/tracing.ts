@@ -3,11 +3,13 @@
  * `OTEL_TRACES_EXPORTER=otlp`) exports spans over OTLP/HTTP to `OTEL_EXPORTER_OTLP_ENDPOINT`
  * (default http://localhost:4318), service name `OTEL_SERVICE_NAME` (default tollgate).
  *
- * Spans: one server span per HTTP request (parent: the caller's `traceparent`), and inside a
- * governed call `govern` (with `governance.estimate`, `governance.firewall`, `governance.decide`,
- * `governance.permit`), `dispatch` (one `provider.call` per attempt, whose W3C `traceparent` goes to
- * the provider) and `record`. While tracing is off, the API's no-op tracer makes each of these a
- * function call and nothing else; no exporter, no context manager is installed.
+ * Spans: one server span per HTTP request (parent: the caller's `traceparent`), and inside it one
+ * `governed.call` with `govern` (with `governance.estimate`, `governance.firewall`,
+ * `governance.decide`, `governance.permit`), `dispatch` (one CLIENT span per provider attempt, named
+ * `{gen_ai.operation.name} {gen_ai.request.model}`, whose W3C `traceparent` goes to the provider)
+ * and `record`. The GenAI semantic-convention attributes are built in gen-ai.ts. While tracing is
+ * off, the API's no-op tracer makes each of these a function call and nothing else; no exporter, no
+ * context manager is installed.
  */
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
@@ -52,19 +54,27 @@ export function startTracing(env: NodeJS.ProcessEnv, opts: { exporter?: SpanExpo
   };
 }
 
-/** Runs `fn` in a child span of the active one; an exception marks the span failed and is rethrown. */
-export async function inSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>): Promise<T> {
-  return tracer.startActiveSpan(name, { attributes }, async (span) => {
+/**
+ * Runs `fn` in a child span of the active one (kind INTERNAL unless given); an exception marks the
+ * span failed, with `error.type` its class name as the semantic conventions ask, and is rethrown.
+ */
+export async function inSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>, opts: { kind?: SpanKind } = {}): Promise<T> {
+  return tracer.startActiveSpan(name, { attributes, ...(opts.kind !== undefined ? { kind: opts.kind } : {}) }, async (span) => {
     try {
       return await fn(span);
     } catch (err) {
-      span.recordException(err instanceof Error ? err : String(err));
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      failSpan(span, err);
       throw err;
     } finally {
       span.end();
     }
   });
+}
+
+function failSpan(span: Span, err: unknown): void {
+  span.recordException(err instanceof Error ? err : String(err));
+  span.setAttribute('error.type', err instanceof Error ? err.name : '_OTHER');
+  span.setStatus({ code: SpanStatusCode.ERROR });
 }
 
 /** `inSpan` for synchronous steps. */
@@ -73,8 +83,7 @@ export function inSpanSync<T>(name: string, attributes: Attributes, fn: (span: S
     try {
       return fn(span);
     } catch (err) {
-      span.recordException(err instanceof Error ? err : String(err));
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      failSpan(span, err);
       throw err;
     } finally {
       span.end();
