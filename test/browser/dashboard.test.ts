@@ -104,6 +104,23 @@ describe('dashboard in Chromium', () => {
     await shot('call');
   });
 
+  it('draws a call\'s waterfall: a bar per provider attempt when it fell back, a denial with its reason code', async () => {
+    const fell = await h.call('POST', '/v1/executions', {
+      key: p.clientKey,
+      body: { operation: 'generate.text', messages: [{ role: 'user', content: '[[emulator:status=503]] fall back' }], routing: { provider: 'openai', model: 'gpt-4o-mini', allow_cross_provider_fallback: true, fallback_chain: [{ provider: 'anthropic', model: 'claude-haiku-4-5' }] } },
+    });
+    expect(fell.json.routing.fallback_occurred).toBe(true);
+    await go(`calls/${fell.json.id}`);
+    const bars = page.getByRole('list', { name: 'Waterfall' }).locator('li');
+    await bars.first().waitFor();
+    expect(await bars.evaluateAll((els) => els.map((e) => e.getAttribute('data-bar')))).toEqual(['governance', 'attempt 1: openai/gpt-4o-mini', 'attempt 2: anthropic/claude-haiku-4-5', 'recording']);
+    await shot('call-fallback');
+    const denied = await h.call('POST', '/v1/executions', { key: p.clientKey, headers: { 'x-svc-workflow-id': 'never-declared' }, body: { operation: 'generate.text', messages: [{ role: 'user', content: 'joined' }] } });
+    expect(denied.status).toBe(403);
+    await go(`calls/${denied.json.id}`);
+    await expectText(page.locator('li[data-bar="denied"]'), /workflow_intent\.not_found/);
+  });
+
   it('creates a key (secret shown once) and revokes it; the API agrees', async () => {
     await go('keys');
     await page.getByLabel('Name').fill('browser key');

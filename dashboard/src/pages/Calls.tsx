@@ -176,6 +176,7 @@ export function CallView({ id }: { id: string }) {
           <dt>Job</dt><dd>{c.job_id ?? '—'}</dd>
         </dl>
       )}
+      {timeline.data && <Waterfall events={timeline.data.events} />}
       <h3>Timeline</h3>
       <ErrorNote error={timeline.error} />
       {timeline.data && (
@@ -190,5 +191,66 @@ export function CallView({ id }: { id: string }) {
         </ol>
       )}
     </Section>
+  );
+}
+
+type TimelineEvent = Schemas['TimelineEvent'];
+
+interface Bar {
+  label: string;
+  start: number;
+  end: number;
+  tone: 'ok' | 'warn' | 'bad' | 'info';
+  note?: string;
+}
+
+/**
+ * Where a call's time went, from its timeline: governance (the request to its first provider
+ * request), one bar per provider attempt (a fallback is a bar of its own), recording (the last
+ * answer to completion); a denial is a mark with its reason code.
+ */
+export function barsOf(events: TimelineEvent[]): Bar[] {
+  const t = (e: TimelineEvent) => Date.parse(e.timestamp);
+  if (events.length === 0) return [];
+  const t0 = Math.min(...events.map(t));
+  const bars: Bar[] = [];
+  const sent = events.filter((e) => e.event_type === 'provider.request_sent');
+  const received = events.filter((e) => e.event_type === 'provider.response_received');
+  const end = events.find((e) => e.event_type === 'request.completed' || e.event_type === 'request.errored' || e.event_type === 'request.denied');
+  const firstSent = sent[0];
+  bars.push({ label: 'governance', start: t0, end: firstSent ? t(firstSent) : end ? t(end) : t0, tone: 'info' });
+  sent.forEach((s, i) => {
+    const attempt = s.metadata.attempt ?? i + 1;
+    const r = received.find((x) => (x.metadata.attempt ?? 1) === attempt) ?? received[i];
+    const ok = r?.metadata.ok === true;
+    bars.push({ label: `attempt ${attempt}: ${s.provider ?? ''}/${s.model ?? ''}`, start: t(s), end: r ? t(r) : t(s), tone: r ? (ok ? 'ok' : 'bad') : 'warn', note: r ? (ok ? String(r.metadata.status ?? 'ok') : String(r.metadata.failure_kind ?? r.metadata.status ?? 'failed')) : 'no answer' });
+  });
+  const lastReceived = received[received.length - 1];
+  if (end && lastReceived) bars.push({ label: 'recording', start: t(lastReceived), end: t(end), tone: 'info' });
+  const denial = events.find((e) => e.event_type === 'request.denied' || e.event_type === 'permit.denied');
+  if (denial) bars.push({ label: 'denied', start: t(denial), end: t(denial), tone: 'warn', note: String(denial.metadata.reason_code ?? '') });
+  return bars;
+}
+
+function Waterfall({ events }: { events: TimelineEvent[] }) {
+  const bars = barsOf(events);
+  if (bars.length === 0) return null;
+  const t0 = Math.min(...bars.map((b) => b.start));
+  const span = Math.max(1, Math.max(...bars.map((b) => b.end)) - t0);
+  return (
+    <figure class="waterfall">
+      <figcaption>Where the time went ({span} ms)</figcaption>
+      <ol aria-label="Waterfall">
+        {bars.map((b, i) => (
+          <li key={i} data-bar={b.label}>
+            <span class="bar-label">{b.label}</span>
+            <span class="bar-track">
+              <span class={`bar ${b.tone}`} style={{ left: `${((b.start - t0) / span) * 100}%`, width: `${Math.max(0.5, ((b.end - b.start) / span) * 100)}%` }} />
+            </span>
+            <span class="muted">{b.end - b.start} ms{b.note ? ` · ${b.note}` : ''}</span>
+          </li>
+        ))}
+      </ol>
+    </figure>
   );
 }
