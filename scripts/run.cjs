@@ -37,7 +37,7 @@ function runtimeDir() {
 function fetchPackage(name, version, dir) {
   const expected = RUNTIME.integrity[name];
   if (!expected) {
-    fail(`Node ${process.versions.node} is older than ${MIN_NODE_MAJOR} and no Node ${RUNTIME.node} runtime is pinned ` +
+    throw new Error(`Node ${process.versions.node} is older than ${MIN_NODE_MAJOR} and no Node ${RUNTIME.node} runtime is pinned ` +
       `for ${process.platform}-${process.arch} (scripts/node-runtime.json): install Node ${MIN_NODE_MAJOR} or later and run again.`);
   }
   console.log(`[tollgate] fetching ${name}@${version} from the npm registry…`);
@@ -46,16 +46,16 @@ function fetchPackage(name, version, dir) {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const file = path.join(dir, `${name}-${version}.tgz`);
-  if (packed.status !== 0 || !fs.existsSync(file)) fail(`npm pack ${name}@${version} failed`);
+  if (packed.status !== 0 || !fs.existsSync(file)) throw new Error(`npm pack ${name}@${version} failed`);
   const actual = 'sha512-' + crypto.createHash('sha512').update(fs.readFileSync(file)).digest('base64');
-  if (actual !== expected) fail(`${name}@${version}: integrity ${actual} does not match the pinned ${expected}`);
+  if (actual !== expected) throw new Error(`${name}@${version}: integrity ${actual} does not match the pinned ${expected}`);
   return file;
 }
 
 function untar(file, dest, members) {
   fs.mkdirSync(dest, { recursive: true });
   const r = spawnSync('tar', ['-xzf', file, '-C', dest, '--strip-components=1', ...members], { stdio: 'inherit' });
-  if (r.status !== 0) fail(`could not unpack ${file}`);
+  if (r.status !== 0) throw new Error(`could not unpack ${file}`);
 }
 
 /**
@@ -81,7 +81,7 @@ function ensureRuntime() {
     fs.symlinkSync('../lib/node_modules/npm/bin/npx-cli.js', path.join(tmp, 'bin', 'npx'));
     fs.rmSync(downloads, { recursive: true, force: true });
     const check = spawnSync(path.join(tmp, 'bin', 'node'), ['--version'], { encoding: 'utf8' });
-    if (check.stdout.trim() !== `v${RUNTIME.node}`) fail(`the fetched Node does not run here (${check.stderr || check.error})`);
+    if ((check.stdout || '').trim() !== `v${RUNTIME.node}`) throw new Error(`the fetched Node does not run here (${check.stderr || check.error})`);
     try {
       fs.renameSync(tmp, dir);
     } catch (err) {
@@ -97,7 +97,12 @@ function ensureRuntime() {
 const nodeMajor = Number(process.versions.node.split('.')[0]);
 if (nodeMajor < MIN_NODE_MAJOR) {
   if (process.env.TOLLGATE_NODE_RUNTIME) fail(`the runtime in ${process.env.TOLLGATE_NODE_RUNTIME} runs Node ${process.versions.node}`);
-  const dir = ensureRuntime();
+  let dir;
+  try {
+    dir = ensureRuntime();
+  } catch (err) {
+    fail(err.message);
+  }
   const bin = path.join(dir, 'bin');
   // Its bin directory first on PATH: every child (npm install, tsx, jest, tsc, eslint, the stack's
   // processes) then runs on this Node, and npm on the pinned npm.
