@@ -1,8 +1,9 @@
 # syntax=docker/dockerfile:1
 # Tollgate image: API, worker or both (TOLLGATE_ROLE), plus the provider emulator for development.
-# Node 22 is a supported LTS line (Node 20 left support in April 2026); the code still runs on 20.
+# Node 24 is the current LTS line (the version npm run dev and npm test bring, scripts/node-runtime.json);
+# the code also runs on 22, the oldest supported major (package.json engines).
 
-ARG NODE_IMAGE=node:22-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # --- build: every dependency, TypeScript build and the prebuilt workflow bundle ------------------
 FROM ${NODE_IMAGE} AS build

@@ -30,7 +30,7 @@ export default tseslint.config(
   },
   {
     files: ['**/*.cjs', '**/*.js'],
-    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', process: 'readonly', __dirname: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', Headers: 'readonly', Response: 'readonly' } },
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', process: 'readonly', __dirname: 'readonly', __filename: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', Headers: 'readonly', Response: 'readonly' } },
   },
   {
     files: ['**/*.ts', '**/*.tsx', '**/*.mts'],

@@ -10,7 +10,7 @@ import { createPool } from '../src/db/pool';
 import { migrate } from '../src/db/migrate';
 import { createApiKey, findApiKeyByKey } from '../src/db/repositories/api-keys';
 import { createProject, findProject } from '../src/db/repositories/projects';
-import { PROVIDER_IDS, providerEnvNames } from '../src/config';
+import { PROVIDER_IDS, providerEnvNames, readEnvFile } from '../src/config';
 import { ensureTemporalCli } from './lib/temporal-cli';
 import { SOURCE_NODE_ARGS } from './lib/source-node-args';
 import { buildForDev, DEV_BUILD_NODE_ARGS } from './lib/dev-build';
@@ -39,17 +39,6 @@ const DEMO_EMAIL = 'demo@tollgate.local';
 
 const children: ChildProcess[] = [];
 let temporal: DevServer | null = null;
-
-function readEnvFile(): Record<string, string> {
-  if (!fs.existsSync(envFile)) return {};
-  return Object.fromEntries(
-    fs
-      .readFileSync(envFile, 'utf8')
-      .split('\n')
-      .filter((l) => l.includes('='))
-      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-  );
-}
 
 /** A child process of the stack; `args` are Node's (flags, script, its arguments). */
 function startChild(name: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
@@ -164,7 +153,7 @@ async function main(): Promise<void> {
 
   // Demo project: created once, reused while its keys are still valid.
   const db = createPool(databaseUrl, 2);
-  const previous = readEnvFile();
+  const previous = readEnvFile(envFile);
   let projectId = previous.TOLLGATE_PROJECT_ID;
   let clientKey = previous.TOLLGATE_API_KEY;
   let adminKey = previous.TOLLGATE_ADMIN_KEY;
@@ -205,6 +194,8 @@ async function main(): Promise<void> {
     `TOLLGATE_DASHBOARD_EMAIL=${DEMO_EMAIL}`,
     `TOLLGATE_DASHBOARD_PASSWORD=${demoPassword}`,
     ...(emulatorUrl ? [`TOLLGATE_EMULATOR_URL=${emulatorUrl}`] : []),
+    // The operators' CLI (`npm run cli`) reads this when DATABASE_URL is not set (src/config.ts).
+    `DATABASE_URL=${databaseUrl}`,
   ];
   fs.writeFileSync(envFile, lines.join('\n') + '\n', { mode: 0o600 });
   log(`\nTollgate is up in ${((performance.now() - startedAt) / 1000).toFixed(1)} s. (written to .data/dev.env; logs in .data/*.log)\n`);

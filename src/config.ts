@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { deprecatedRoutesEnvSchema, type DeprecationNotice } from './api/deprecation';
 
@@ -302,6 +303,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     deprecatedRoutes: e.TOLLGATE_DEPRECATED_ROUTES,
   };
+}
+
+/** KEY=value lines, as `npm run dev` writes `.data/dev.env`; {} when the file is absent. */
+export function readEnvFile(file: string): Record<string, string> {
+  if (!existsSync(file)) return {};
+  return Object.fromEntries(
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('=') && !l.startsWith('#'))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
+}
+
+/**
+ * The environment with the database of the stack `npm run dev` started in this checkout (its
+ * `.data/dev.env`) when DATABASE_URL is not set: the operators' CLI then works beside that stack
+ * without flags. A DATABASE_URL in the environment always wins; without either, the schema's default.
+ */
+export function withDevStackDatabase(env: NodeJS.ProcessEnv, devEnvFile: string): NodeJS.ProcessEnv {
+  if (env.DATABASE_URL) return env;
+  const databaseUrl = readEnvFile(devEnvFile).DATABASE_URL;
+  return databaseUrl ? { ...env, DATABASE_URL: databaseUrl } : env;
 }
 
 /** Environment variable names per provider, for docs and the dev runner. */

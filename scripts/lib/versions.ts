@@ -1,2 +1,13 @@
+import nodeRuntime from '../node-runtime.json';
+
 /** The Temporal CLI release Tollgate builds and runs; pinned here and nowhere else. */
 export const TEMPORAL_CLI_VERSION = '1.5.1';
+
+/**
+ * The Node runtime `npm run dev`, `npm test` and `npm run cli` bring when the machine's Node is
+ * older than MIN_NODE_MAJOR (the oldest the code supports). Both are pinned in
+ * scripts/node-runtime.json, not here: scripts/run.cjs reads that before any dependency
+ * (TypeScript included) is installed.
+ */
+export const NODE_RUNTIME: { minMajor: number; node: string; npm: string } = nodeRuntime;
+export const MIN_NODE_MAJOR = nodeRuntime.minMajor;

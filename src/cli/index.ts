@@ -1,10 +1,11 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../config';
+import path from 'node:path';
+import { ConfigError, loadConfig, withDevStackDatabase } from '../config';
 import { createPool } from '../db/pool';
 import { migrate } from '../db/migrate';
 import { createProject, findProject, Plan, PLANS, setProjectPlan } from '../db/repositories/projects';
 import { createApiKey, KEY_SCOPES, KeyScope, listApiKeys, revokeApiKey } from '../db/repositories/api-keys';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { getPolicy, PolicyValidationError, updatePolicy } from '../db/repositories/policies';
 import { verifyExportCommand } from '../compliance/verify-command';
 import { rotateComplianceSigner } from '../integrity/keys';
@@ -13,6 +14,9 @@ import { addMember, createUser, UserInputError } from '../auth/users';
 import { rotateProviderKeyKek } from '../management/provider-keys';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
+
+  The database is $DATABASE_URL; when unset, that of the stack \`npm run dev\` started in this checkout
+  (.data/dev.env); else postgres://postgres@127.0.0.1:5432/tollgate. Relative paths are the caller's.
 
   migrate                                         apply pending database migrations
   project create --name <name> [--plan <plan>]    plan: starter (default), production, enterprise
@@ -41,6 +45,14 @@ const USAGE = `Usage: npm run cli -- <command> [options]
 
 class UsageError extends Error {}
 
+/** Where `npm run dev` writes the settings of the stack it started in this checkout. */
+export const DEV_ENV_FILE = path.resolve(__dirname, '..', '..', '.data', 'dev.env');
+
+export interface CliOptions {
+  /** The dev stack's settings, read for DATABASE_URL when the environment sets none. */
+  devEnvFile?: string;
+}
+
 async function readStdinLine(): Promise<string> {
   if (process.stdin.isTTY) throw new UsageError('set TOLLGATE_USER_PASSWORD or pipe the password on stdin');
   let text = '';
@@ -58,7 +70,11 @@ function oneOf<T extends string>(value: string, allowed: readonly T[], flag: str
   return value as T;
 }
 
-export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<unknown> {
+export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.env, options: CliOptions = {}): Promise<unknown> {
+  // npm runs scripts from the repository root and keeps the caller's directory in INIT_CWD: paths
+  // given to `npm run cli` are the caller's.
+  const callerDir = env.INIT_CWD || process.cwd();
+  const fromCaller = (p: string) => path.resolve(callerDir, p);
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -77,8 +93,12 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
   });
   const [noun, verb] = positionals;
   // Offline: no configuration, no database.
-  if (noun === 'verify-export') return verifyExportCommand(need(verb, 'bundle (a path)'), need(values.key, 'key'));
-  const config = loadConfig(env);
+  if (noun === 'verify-export') {
+    // --key is a verifier key or a file holding one: a file when that path exists.
+    const key = need(values.key, 'key');
+    return verifyExportCommand(fromCaller(need(verb, 'bundle (a path)')), existsSync(fromCaller(key)) ? fromCaller(key) : key);
+  }
+  const config = loadConfig(withDevStackDatabase(env, options.devEnvFile ?? DEV_ENV_FILE));
   if (noun === 'migrate') return { applied: await migrate(config.databaseUrl) };
   const db = createPool(config.databaseUrl, 2);
   try {
@@ -117,7 +137,7 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
         if (!(await findProject(db, projectId))) throw new UsageError(`project ${projectId} not found`);
         let patch: unknown;
         try {
-          patch = JSON.parse(readFileSync(need(values.file, 'file'), 'utf8'));
+          patch = JSON.parse(readFileSync(fromCaller(need(values.file, 'file')), 'utf8'));
         } catch (err) {
           throw new UsageError(`--file: ${err instanceof Error ? err.message : String(err)}`);
         }

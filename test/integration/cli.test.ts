@@ -4,6 +4,7 @@ import path from 'node:path';
 import { runCli } from '../../src/cli';
 import { createPool } from '../../src/db/pool';
 import { findApiKeyByKey, hashApiKey } from '../../src/db/repositories/api-keys';
+import { findProject } from '../../src/db/repositories/projects';
 
 /** The operators' CLI against the run's database (same process, same code path as `npm run cli`). */
 describe('operators CLI', () => {
@@ -41,6 +42,33 @@ describe('operators CLI', () => {
     expect(read.document.budgets.monthly_usd_micros).toBe(5_000_000);
     fs.writeFileSync(file, JSON.stringify({ budgets: { monthly_usd_micros: 'lots' } }));
     await expect(runCli(['policy', 'set', '--project', project.id, '--file', file], env)).rejects.toThrow(/budgets\.monthly_usd_micros/);
+  });
+
+  describe('beside the stack `npm run dev` started', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-cli-'));
+    const devEnvFile = path.join(dir, 'dev.env');
+    const { DATABASE_URL: _unset, ...withoutDatabaseUrl } = env;
+    afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+    it("uses the dev stack's database from its .data/dev.env when DATABASE_URL is not set", async () => {
+      fs.writeFileSync(devEnvFile, `TOLLGATE_URL=http://127.0.0.1:8080\nDATABASE_URL=${process.env.DATABASE_URL}\n`);
+      const project = (await runCli(['project', 'create', '--name', `cli-dev-${Date.now()}`], withoutDatabaseUrl, { devEnvFile })) as any;
+      expect(await findProject(db, project.id)).toMatchObject({ id: project.id });
+    });
+
+    it('lets DATABASE_URL in the environment win over .data/dev.env', async () => {
+      fs.writeFileSync(devEnvFile, 'DATABASE_URL=postgres://postgres@127.0.0.1:1/not_this_one\n');
+      const project = (await runCli(['project', 'create', '--name', `cli-env-${Date.now()}`], env, { devEnvFile })) as any;
+      expect(await findProject(db, project.id)).toMatchObject({ id: project.id });
+    });
+
+    it("resolves relative paths from the caller's directory (INIT_CWD), not the repository root", async () => {
+      const project = (await runCli(['project', 'create', '--name', `cli-cwd-${Date.now()}`], env)) as any;
+      fs.writeFileSync(path.join(dir, 'policy.json'), JSON.stringify({ budgets: { monthly_usd_micros: 7_000_000 } }));
+      await runCli(['policy', 'set', '--project', project.id, '--file', 'policy.json'], { ...env, INIT_CWD: dir });
+      const read = (await runCli(['policy', 'get', '--project', project.id], env)) as any;
+      expect(read.document.budgets.monthly_usd_micros).toBe(7_000_000);
+    });
   });
 
   it('refuses bad usage with a message naming the problem', async () => {
