@@ -19,7 +19,7 @@ import { ApiError, errors } from '../errors';
 import type { ExecutionInput } from '../executions/types';
 import { newId } from '../ids';
 import type { Logger } from '../logger';
-import { jobWorkflowId, type JobInput } from '../../workflows/job-messages';
+import { jobWorkflowId, type JobExecution, type JobInput } from '../../workflows/job-messages';
 import { jobView, type JobView } from './view';
 
 export interface JobServiceDeps {
@@ -94,20 +94,22 @@ export async function submitJob(deps: JobServiceDeps, caller: { projectId: strin
       metadata: sub.metadata,
       idempotencyKey: key,
       createdAt: now,
+      request: sub.request,
     });
   } catch (err) {
     if (key) await releaseIdempotencyKey(db, { projectId: caller.projectId, scope: IDEMPOTENCY_SCOPE, key }).catch(() => undefined);
     throw err;
   }
 
-  const execution: ExecutionInput = {
+  // No request here: the workflow's input holds ids and settings only; the activities load the
+  // request stored with the job (the claim check).
+  const execution: JobExecution = {
     executionId,
     permitId,
     projectId: caller.projectId,
     route: 'executions',
     mode: 'sync',
     createdAt: now.toISOString(),
-    request: sub.request,
     routing: sub.routing,
     workflowIntentId: null,
     idempotencyKey: null,

@@ -280,6 +280,27 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     expect(queuedTypes[queuedTypes.length - 1]).toBe('job.cancelled');
   }, 120_000);
 
+  it('runs a job whose prompt is ~3 MB (under the body limit): the request travels by reference, so no workflow input grows with it', async () => {
+    const p = await createTestProject(tg.db);
+    const prompt = `summarise the long report ${'lorem ipsum dolor sit amet '.repeat(115_000)}`;
+    expect(prompt.length).toBeGreaterThan(3_000_000);
+    const res = await submit(p, { operation: 'generate.text', messages: say(prompt), routing: { provider: 'anthropic' } });
+    expect(res.status).toBe(202);
+    const job = await finished(p, res.json.id, 60_000);
+    expect(job).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(job.result.output.content[0].text).toContain('summarise the long report');
+
+    // Every input the workflow's history holds (its start, each activity it scheduled) stays small:
+    // ids and settings only, whatever the caller sent.
+    const history = await tg.temporal.client.workflow.getHandle(`job:${job.id}`).fetchHistory();
+    const inputs = (history.events ?? []).flatMap((e) => [
+      ...(e.workflowExecutionStartedEventAttributes?.input?.payloads ?? []),
+      ...(e.activityTaskScheduledEventAttributes?.input?.payloads ?? []),
+    ]);
+    expect(inputs.length).toBeGreaterThan(1);
+    for (const payload of inputs) expect(payload.data?.length ?? 0).toBeLessThan(16 * 1024);
+  }, 120_000);
+
   it('validates the body like an execution request, plus metadata; no stream mode', async () => {
     const p = await createTestProject(tg.db);
     const stream = await submit(p, { operation: 'generate.text', mode: 'stream', messages: say('x') });
