@@ -19,6 +19,7 @@ import type { ActivityDeps } from './deps';
 import { createGovernedCallActivities } from './governed-call';
 import { withOutputCeiling } from '../src/executions/output-ceiling';
 import type { JobExecution } from '../workflows/job-messages';
+import { PERMIT_LEASE_KEY } from '../workflows/intent-messages';
 
 /** Governance route label of jobs (policy rules can match `route: "jobs"`). */
 export const JOB_GOVERNANCE_ROUTE = 'jobs';
@@ -88,7 +89,10 @@ export function createJobActivities(deps: ActivityDeps) {
         request: req,
         route: JOB_GOVERNANCE_ROUTE,
         inspectableText: requestInspectable(req),
-        permitMetadata: { execution_id: input.executionId, mode: input.mode, job_id: jobId, ...(keyId ? { key_id: keyId } : {}) },
+        permitMetadata: {
+          execution_id: input.executionId, mode: input.mode, job_id: jobId, ...(keyId ? { key_id: keyId } : {}),
+          ...(exec.intentLease ? { [PERMIT_LEASE_KEY]: exec.intentLease } : {}),
+        },
       });
       return gov;
     },

@@ -30,7 +30,12 @@ export interface JobLimits {
  * claim check), so no workflow or activity input grows with what the caller sent. Workflows started
  * before the claim check carry `request` inline; the activities use it when present.
  */
-export type JobExecution = Omit<ExecutionInput, 'request' | 'jobId'> & { jobId: string; request?: ExecutionInput['request'] };
+export type JobExecution = Omit<ExecutionInput, 'request' | 'jobId'> & {
+  jobId: string;
+  request?: ExecutionInput['request'];
+  /** The intent lease the job's call was taken from at submission (recorded in its permit's metadata). */
+  intentLease?: string;
+};
 
 export interface JobInput {
   jobId: string;
