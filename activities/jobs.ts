@@ -6,10 +6,10 @@
  * not idempotent: the workflow decides whether another attempt is made). Sync and stream calls do
  * not come here: the API runs the same steps in process.
  */
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { appendEvents, type NewEvent } from '../src/db/repositories/events';
 import { findExecutionById } from '../src/db/repositories/executions';
-import { acquireJobSlot, finishJob, markJobQueued, setJobAttempts, type SlotOutcome } from '../src/db/repositories/jobs';
+import { acquireJobSlot, findJobRequest, finishJob, markJobQueued, setJobAttempts, type SlotOutcome } from '../src/db/repositories/jobs';
 import type { ExecutionEnvelope } from '../src/executions/envelope';
 import { executionEvent, normalizedRequest } from '../src/executions/record';
 import type { AttemptRecord, DispatchOutcome, ExecutionInput, GovernOutcome, RecordInput } from '../src/executions/types';
@@ -18,6 +18,8 @@ import { requestInspectable } from '../src/providers/shared/usage';
 import type { ActivityDeps } from './deps';
 import { createGovernedCallActivities } from './governed-call';
 import { withOutputCeiling } from '../src/executions/output-ceiling';
+import type { JobExecution } from '../workflows/job-messages';
+import { PERMIT_LEASE_KEY } from '../workflows/intent-messages';
 
 /** Governance route label of jobs (policy rules can match `route: "jobs"`). */
 export const JOB_GOVERNANCE_ROUTE = 'jobs';
@@ -55,6 +57,18 @@ export function createJobActivities(deps: ActivityDeps) {
   const { db, logger, clock } = deps;
   const calls = createGovernedCallActivities(deps);
 
+  /**
+   * The full execution input: the workflow carries the job's execution without its request (the
+   * claim check), which is read here from the row stored at submission. Workflows started before
+   * the claim check carry it inline.
+   */
+  async function withRequest(exec: JobExecution): Promise<ExecutionInput> {
+    if (exec.request) return exec as ExecutionInput;
+    const request = await findJobRequest<ExecutionInput['request']>(db, exec.jobId);
+    if (!request) throw ApplicationFailure.nonRetryable(`The request of job ${exec.jobId} is not stored`, 'job_request_missing');
+    return { ...exec, request };
+  }
+
   return {
     /** `job.queued`: the workflow took the job. */
     async jobQueued(jobId: string): Promise<void> {
@@ -67,14 +81,18 @@ export function createJobActivities(deps: ActivityDeps) {
     },
 
     /** Policy, budget, rate and firewall checks at processing time; writes the permit (idempotent per permit id). */
-    async jobGovern(input: ExecutionInput, jobId: string, keyId: string | null = null): Promise<GovernOutcome> {
+    async jobGovern(exec: JobExecution, jobId: string, keyId: string | null = null): Promise<GovernOutcome> {
+      const input = await withRequest(exec);
       const req = normalizedRequest(input, input.routing.primary);
       const { estimatedInputTokens: _e, ...gov } = await calls.govern({
         input,
         request: req,
         route: JOB_GOVERNANCE_ROUTE,
         inspectableText: requestInspectable(req),
-        permitMetadata: { execution_id: input.executionId, mode: input.mode, job_id: jobId, ...(keyId ? { key_id: keyId } : {}) },
+        permitMetadata: {
+          execution_id: input.executionId, mode: input.mode, job_id: jobId, ...(keyId ? { key_id: keyId } : {}),
+          ...(exec.intentLease ? { [PERMIT_LEASE_KEY]: exec.intentLease } : {}),
+        },
       });
       return gov;
     },
@@ -84,9 +102,10 @@ export function createJobActivities(deps: ActivityDeps) {
      * itself unless the failure is retryable and another attempt may follow. Never dispatches for
      * an execution already recorded (an attempt that recorded but died before reporting back).
      */
-    async jobDispatch(input: ExecutionInput, gov: GovernOutcome, spec: JobDispatchSpec): Promise<JobDispatchResult> {
-      const existing = await findExecutionById(db, input.executionId);
+    async jobDispatch(exec: JobExecution, gov: GovernOutcome, spec: JobDispatchSpec): Promise<JobDispatchResult> {
+      const existing = await findExecutionById(db, exec.executionId);
       if (existing) return { recorded: existing.envelope };
+      const input = await withRequest(exec);
       const ctx = Context.current();
       const heartbeat = setInterval(() => ctx.heartbeat(), Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
       heartbeat.unref?.();
@@ -144,10 +163,10 @@ export function createJobActivities(deps: ActivityDeps) {
      * attempt's dispatch deadline for the attempt's own record, else records the call interrupted
      * (`dispatch_interrupted`, estimated usage settled). Idempotent: safe to retry.
      */
-    async jobAwaitLostAttempt(input: ExecutionInput, gov: GovernOutcome, spec: { message: string; untilMs: number }, prior?: PriorAttempts): Promise<ExecutionEnvelope> {
+    async jobAwaitLostAttempt(exec: JobExecution, gov: GovernOutcome, spec: { message: string; untilMs: number }, prior?: PriorAttempts): Promise<ExecutionEnvelope> {
       const ctx = Context.current();
       for (;;) {
-        const existing = await findExecutionById(db, input.executionId);
+        const existing = await findExecutionById(db, exec.executionId);
         if (existing) return existing.envelope;
         const left = spec.untilMs - clock.now().getTime();
         if (left <= 0) break;
@@ -155,14 +174,14 @@ export function createJobActivities(deps: ActivityDeps) {
         await ctx.sleep(Math.min(500, left));
       }
       const rec: RecordInput = { kind: 'interrupted', gov, message: spec.message };
-      return calls.record(input, rec, prior?.events.length ? { fallbackEvents: revived(prior.events) } : {});
+      return calls.record(await withRequest(exec), rec, prior?.events.length ? { fallbackEvents: revived(prior.events) } : {});
     },
 
     /** Envelope, spend, completion events, once (denials, interrupted attempts). Safe to retry. */
-    async jobRecord(input: ExecutionInput, rec: RecordInput, prior?: PriorAttempts): Promise<ExecutionEnvelope> {
-      const existing = await findExecutionById(db, input.executionId);
+    async jobRecord(exec: JobExecution, rec: RecordInput, prior?: PriorAttempts): Promise<ExecutionEnvelope> {
+      const existing = await findExecutionById(db, exec.executionId);
       if (existing) return existing.envelope;
-      return calls.record(input, rec, prior?.events.length ? { fallbackEvents: revived(prior.events) } : {});
+      return calls.record(await withRequest(exec), rec, prior?.events.length ? { fallbackEvents: revived(prior.events) } : {});
     },
 
     /** Closes the job (`job.completed` / `job.failed` / `job.cancelled`); returns the queued job the freed slot wakes. */

@@ -154,7 +154,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       projectProviderKeys,
       pricing,
       governance,
-      permits: createPermitService({ db, clock, governance }),
+      permits: createPermitService({ db, clock, governance, intentReservations }),
       providers,
       calls,
       onClose: (fn) => closers.push(fn),

@@ -24,12 +24,25 @@ export interface JobLimits {
   retryAfterMaxMs: number;
 }
 
+/**
+ * The execution a job runs, as its workflow and activities carry it: everything but the request,
+ * which is stored with the job (table job_requests) and loaded by the activities by job id (the
+ * claim check), so no workflow or activity input grows with what the caller sent. Workflows started
+ * before the claim check carry `request` inline; the activities use it when present.
+ */
+export type JobExecution = Omit<ExecutionInput, 'request' | 'jobId'> & {
+  jobId: string;
+  request?: ExecutionInput['request'];
+  /** The intent lease the job's call was taken from at submission (recorded in its permit's metadata). */
+  intentLease?: string;
+};
+
 export interface JobInput {
   jobId: string;
   projectId: string;
   /** The API key that submitted the job (usage by key); absent in jobs submitted before it was recorded. */
   keyId?: string;
-  execution: ExecutionInput;
+  execution: JobExecution;
   limits: JobLimits;
 }
 

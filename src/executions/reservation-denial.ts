@@ -10,7 +10,9 @@ import { findPermit, insertPermit } from '../db/repositories/permits';
 import type { NormalizedRequest } from '../providers/types';
 import { executionEvent } from './record';
 import type { ExecutionInput, GovernOutcome } from './types';
-import { RESERVATION_REASON_CODES, type ReservationDenial } from '../temporal/intent-reservations';
+import { RESERVATION_REASON_CODES, type IntentReservations, type ReservationDenial } from '../temporal/intent-reservations';
+import { findWorkflowIntent } from '../db/repositories/workflow-intents';
+import type { Queryable } from '../db/pool';
 
 /** The denial an execution carries when the intent refuses its call. */
 export function reservationDenial(reason: ReservationDenial | undefined, workflowId: string): NonNullable<ExecutionInput['reservationDenied']> {
@@ -67,4 +69,30 @@ export async function recordReservationDenial(
     ]);
   });
   return out;
+}
+
+/** What joining a call to an intent came to: the lease it was taken from, or the intent's refusal. */
+export interface IntentJoin {
+  lease?: string;
+  refusal?: NonNullable<ExecutionInput['reservationDenied']>;
+}
+
+/**
+ * Joins one call to a workflow intent the way every governed surface that accepts one does
+ * (executions, execute and the proxies through the pipeline; jobs, permits and MCP tool calls
+ * here): the call is taken from the intent's ceiling, or refused with the intent's reason code
+ * (unknown in the project, not active, at max_calls).
+ */
+export async function joinIntent(reservations: Pick<IntentReservations, 'reserveCall'>, projectId: string, workflowId: string): Promise<IntentJoin> {
+  const r = await reservations.reserveCall(projectId, workflowId);
+  if (!r.granted) return { refusal: reservationDenial(r.reason, workflowId) };
+  return r.lease ? { lease: r.lease } : {};
+}
+
+/** The same check without taking a call (dry runs): unknown or not active is a refusal. */
+export async function checkIntent(db: Queryable, projectId: string, workflowId: string): Promise<IntentJoin> {
+  const row = await findWorkflowIntent(db, projectId, workflowId);
+  if (!row) return { refusal: reservationDenial('unknown', workflowId) };
+  if (row.status !== 'active') return { refusal: reservationDenial('not_active', workflowId) };
+  return {};
 }

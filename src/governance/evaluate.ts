@@ -116,6 +116,11 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
   const doc = ctx.policy;
   let firewallMonitor: Outcome['firewall'];
 
+  // 0. The workflow intent the call is joined to refused it: nothing else is evaluated.
+  if (req.intentRefusal) {
+    return deny(req.intentRefusal.reason_code, req.intentRefusal.message, 'workflow_intent', 'call_reservation', { workflow_id: req.workflowId ?? null }, []);
+  }
+
   // 1. Prompt firewall (only on routes that hand in inspectable text).
   if (req.inspectableText !== undefined && doc.firewall.mode !== 'off') {
     const result = inspectText(req.inspectableText, doc.firewall);

@@ -59,6 +59,12 @@ export interface GovernanceRequest {
   /** Null when the model has no pricing → budget.pricing_unavailable. */
   estimatedCostMicros: number | null;
   workflowId?: string | null;
+  /**
+   * The workflow intent the call is joined to refused it (unknown in the project, not active, at
+   * its ceiling): a deny before any other check, with the intent's reason code, as executions'
+   * reservation denial (src/executions/reservation-denial.ts).
+   */
+  intentRefusal?: { reason_code: string; message: string };
   metadata?: Record<string, string>;
   /**
    * Inspectable text for the prompt firewall. Omit (undefined) on routes that do not run the

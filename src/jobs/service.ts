@@ -17,9 +17,11 @@ import { claimIdempotencyKey, completeIdempotencyKey, releaseIdempotencyKey } fr
 import { failUnstartedJob, findJob, insertJob, requestJobCancel, type JobRecord } from '../db/repositories/jobs';
 import { ApiError, errors } from '../errors';
 import type { ExecutionInput } from '../executions/types';
+import { joinIntent, type IntentJoin } from '../executions/reservation-denial';
+import type { IntentReservations } from '../temporal/intent-reservations';
 import { newId } from '../ids';
 import type { Logger } from '../logger';
-import { jobWorkflowId, type JobInput } from '../../workflows/job-messages';
+import { jobWorkflowId, type JobExecution, type JobInput } from '../../workflows/job-messages';
 import { jobView, type JobView } from './view';
 
 export interface JobServiceDeps {
@@ -28,6 +30,8 @@ export interface JobServiceDeps {
   logger: Logger;
   config: Pick<Config, 'providerTimeouts' | 'idempotencyRetentionHours' | 'jobs'>;
   temporal: { client: Client; taskQueue: string };
+  /** A job joined to a workflow intent (X-Svc-Workflow-Id) takes its call from the intent's ceiling. */
+  intentReservations: Pick<IntentReservations, 'reserveCall'>;
 }
 
 /** What a job runs: the execution request, planned (routing resolved) by the route. */
@@ -51,17 +55,22 @@ const JOIN_WAIT_MS = 10_000;
 /** How long POST /v1/jobs/{id}/cancel waits for a processing job to close. */
 const CANCEL_WAIT_MS = 5_000;
 
-function payloadHash(body: unknown): string {
-  return createHash('sha256').update(canonicalize({ route: 'jobs', body }) as string).digest('hex');
+/** The workflow id is bound only when given, so keys used before jobs accepted one keep their hash. */
+function payloadHash(body: unknown, workflowId: string | null): string {
+  return createHash('sha256').update(canonicalize({ route: 'jobs', body, ...(workflowId ? { workflow_id: workflowId } : {}) }) as string).digest('hex');
 }
 
-export async function submitJob(deps: JobServiceDeps, caller: { projectId: string; keyId: string; idempotencyKey: string | null }, sub: JobSubmission): Promise<JobReply> {
+export async function submitJob(
+  deps: JobServiceDeps,
+  caller: { projectId: string; keyId: string; idempotencyKey: string | null; workflowId?: string | null },
+  sub: JobSubmission,
+): Promise<JobReply> {
   const { db, clock, config } = deps;
   const key = caller.idempotencyKey;
   const jobId = newId('job');
 
   if (key) {
-    const requestHash = payloadHash(sub.body);
+    const requestHash = payloadHash(sub.body, caller.workflowId ?? null);
     const deadline = Date.now() + JOIN_WAIT_MS;
     for (;;) {
       const claim = await claimIdempotencyKey(db, { projectId: caller.projectId, scope: IDEMPOTENCY_SCOPE, key, requestHash, resourceId: jobId, retentionHours: config.idempotencyRetentionHours });
@@ -75,6 +84,20 @@ export async function submitJob(deps: JobServiceDeps, caller: { projectId: strin
         throw errors.conflict('idempotency_in_flight', 'A request with this Idempotency-Key has not finished; retry later', { idempotency_key: key, job_id: claim.outcome === 'in_flight' ? claim.resourceId : null });
       }
       await new Promise((r) => setTimeout(r, JOIN_POLL_MS));
+    }
+  }
+
+  // Joined to an intent: the call is taken from its ceiling now (the API process holds the intent
+  // reservations); a refusal is carried to governance, which denies the job's call with the
+  // intent's reason code as executions do (a permit and the job failed, no dispatch).
+  const workflowId = caller.workflowId ?? null;
+  let intent: IntentJoin = {};
+  if (workflowId) {
+    try {
+      intent = await joinIntent(deps.intentReservations, caller.projectId, workflowId);
+    } catch (err) {
+      if (key) await releaseIdempotencyKey(db, { projectId: caller.projectId, scope: IDEMPOTENCY_SCOPE, key }).catch(() => undefined);
+      throw err;
     }
   }
 
@@ -94,22 +117,26 @@ export async function submitJob(deps: JobServiceDeps, caller: { projectId: strin
       metadata: sub.metadata,
       idempotencyKey: key,
       createdAt: now,
+      request: sub.request,
     });
   } catch (err) {
     if (key) await releaseIdempotencyKey(db, { projectId: caller.projectId, scope: IDEMPOTENCY_SCOPE, key }).catch(() => undefined);
     throw err;
   }
 
-  const execution: ExecutionInput = {
+  // No request here: the workflow's input holds ids and settings only; the activities load the
+  // request stored with the job (the claim check).
+  const execution: JobExecution = {
     executionId,
     permitId,
     projectId: caller.projectId,
     route: 'executions',
     mode: 'sync',
     createdAt: now.toISOString(),
-    request: sub.request,
     routing: sub.routing,
-    workflowIntentId: null,
+    workflowIntentId: workflowId,
+    ...(intent.refusal ? { reservationDenied: intent.refusal } : {}),
+    ...(intent.lease ? { intentLease: intent.lease } : {}),
     idempotencyKey: null,
     keyId: caller.keyId,
     jobId,

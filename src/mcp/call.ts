@@ -23,9 +23,14 @@ import { callMcpTool, type McpCallOutcome } from './client';
 import { credentialSendable } from './credentials';
 import { checkServerUrl, serverTarget, toolAllowed } from './registry';
 import type { ToolCallBody } from './schemas';
+import { joinIntent, type IntentJoin } from '../executions/reservation-denial';
+import type { IntentReservations } from '../temporal/intent-reservations';
+import { PERMIT_LEASE_KEY } from '../../workflows/intent-messages';
 
 export interface McpCallDeps extends SessionServiceDeps {
   config: Config;
+  /** A call joined to a workflow intent takes its call from the intent's ceiling. */
+  intentReservations: Pick<IntentReservations, 'reserveCall'>;
 }
 
 export interface Reply {
@@ -64,9 +69,10 @@ export async function callTool(deps: McpCallDeps, auth: KeyAuthContext, serverRe
   const workflowId = b.workflow_id ?? session?.workflow_id ?? null;
   const argsHash = argumentsSha256(b.arguments);
   const binding = sha256Hex(canonicalize({ project: auth.projectId, key: auth.keyId, server: serverRef, tool, arguments: b.arguments, workflow_id: workflowId, session_id: b.session_id ?? null, stream: b.stream }) ?? '');
-  const govRequest = (requestId: string): GovernanceRequest => ({
+  const govRequest = (requestId: string, intent: IntentJoin = {}): GovernanceRequest => ({
     projectId: auth.projectId, requestId, route: 'mcp', operation: TOOL_OPERATION, provider: 'mcp' as ProviderId, model: `${serverRef}/${tool}`,
     estimatedInputTokens: 0, estimatedOutputTokens: 0, estimatedCostMicros: b.estimated_cost_usd_micros, workflowId,
+    ...(intent.refusal ? { intentRefusal: intent.refusal } : {}),
     metadata: { ...(b.metadata ?? {}), tool, mcp_server: serverRef, ...(b.session_id ? { session_id: b.session_id } : {}) },
   });
 
@@ -92,7 +98,13 @@ export async function callTool(deps: McpCallDeps, auth: KeyAuthContext, serverRe
     const a = action.body;
     permit = { id: a.permit_id, decision: a.decision === 'allow' ? null : ({ permit_id: a.permit_id, decision: a.decision, reason_code: a.reason_code, display_reason: a.display_reason, decision_details: {} } as unknown as PermitDecision) };
   } else {
-    const d = await deps.governance.evaluate(govRequest(id), { persist: true, permitMetadata: { mcp_tool_call_id: id, arguments_sha256: argsHash } });
+    // Joined to an intent (body or X-Svc-Workflow-Id): checked as executions are — the call is
+    // taken from the intent's ceiling, or denied with the intent's reason code.
+    const intent = workflowId ? await joinIntent(deps.intentReservations, auth.projectId, workflowId) : {};
+    const d = await deps.governance.evaluate(govRequest(id, intent), {
+      persist: true,
+      permitMetadata: { mcp_tool_call_id: id, arguments_sha256: argsHash, ...(intent.lease ? { [PERMIT_LEASE_KEY]: intent.lease } : {}) },
+    });
     permit = { id: d.permit_id, decision: d.decision === 'allow' ? null : d };
   }
   const events = (type: string, meta: Record<string, unknown>) =>

@@ -14,6 +14,7 @@
  * the caller's response all take it from here).
  */
 import { scrubSecrets } from './credentials';
+import { guardedFetch, type AllowList, type Resolver } from '../webhooks/ssrf';
 
 /** The documented deadline of one MCP call; MCP_CALL_TIMEOUT_MS may lower it, never raise it. */
 export const MCP_CALL_TIMEOUT_MS = 30_000;
@@ -27,6 +28,10 @@ export interface McpTarget {
   headers: Record<string, string>;
   /** Every configured secret of the server (scrubbed from error text). */
   secrets: string[];
+  /** The SSRF guard's allow-list: the connection goes only to an address the guard admitted. */
+  allow: AllowList;
+  /** Tests: the name resolver the guard uses. */
+  resolve?: Resolver;
 }
 
 class DeadlineExceeded extends Error {}
@@ -44,7 +49,10 @@ export async function callMcpTool(
   /* eslint-enable @typescript-eslint/no-require-imports */
   const timeoutMs = Math.min(opts.timeoutMs ?? MCP_CALL_TIMEOUT_MS, MCP_CALL_TIMEOUT_MS);
   const client = new Client({ name: 'tollgate', version: '1' });
-  const transport = new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers: target.headers } });
+  // The connection goes to the address the guard checked, resolved once: a DNS answer that changes
+  // between the check and the connection (rebinding) cannot reach an internal address.
+  const pinned = guardedFetch(target.allow, target.resolve);
+  const transport = new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers: target.headers }, fetch: pinned.fetch });
   const abort = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   // Settles only by rejecting: the race below answers at the deadline whatever step the SDK is in.
@@ -76,5 +84,6 @@ export async function callMcpTool(
     clearTimeout(timer);
     // Closing aborts the transport's in-flight fetch: the upstream sees its connection closed.
     await client.close().catch(() => undefined);
+    await pinned.close().catch(() => undefined);
   }
 }

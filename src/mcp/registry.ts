@@ -84,5 +84,5 @@ export async function serverTarget(db: Db, config: Config, s: McpServerRecord): 
     if (s.credential_type === 'bearer') headers.authorization = `Bearer ${secret}`;
     else headers[s.credential_header!] = secret;
   }
-  return { url: s.url, headers, secrets };
+  return { url: s.url, headers, secrets, allow: allowList(config.webhooks.allowedHosts) };
 }

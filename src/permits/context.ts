@@ -8,6 +8,7 @@ import type { Db } from '../db/pool';
 import { errors } from '../errors';
 import { findPermit, PermitRecord } from '../db/repositories/permits';
 import { findAttestation, AttestationRecord } from '../db/repositories/permit-attestations';
+import type { IntentReservations } from '../temporal/intent-reservations';
 import type { Governance } from '../governance';
 import type { AuthContext } from '../auth-context';
 import { permitView, PermitView } from './view';
@@ -19,6 +20,8 @@ export interface PermitDeps {
   db: Db;
   clock: Clock;
   governance: Governance;
+  /** A permit joined to a workflow intent (`workflow_id`) takes its call from the intent's ceiling. */
+  intentReservations: Pick<IntentReservations, 'reserveCall'>;
 }
 
 export function createPermitContext(deps: PermitDeps) {

@@ -15,6 +15,13 @@ import type { AuthContext } from '../auth-context';
 import type { PermitRequest } from './schemas';
 import { decisionExcerpt, PermitView } from './view';
 import { sha256, type PermitContext } from './context';
+import { checkIntent, joinIntent, type IntentJoin } from '../executions/reservation-denial';
+import { PERMIT_LEASE_KEY } from '../../workflows/intent-messages';
+
+/** The intent lease a permit's call was taken from (a lease whose process died is settled from permits). */
+function leaseMeta(intent: IntentJoin): Record<string, string> {
+  return intent.lease ? { [PERMIT_LEASE_KEY]: intent.lease } : {};
+}
 
 /** The surface name permit-first decisions are evaluated and stored under (policy match.route). */
 export const PERMITS_SURFACE = 'permits';
@@ -26,7 +33,17 @@ export interface CreateResult {
 }
 
 export function permitIssuing(ctx: PermitContext) {
-  const { db, governance, ownProject, view, expireIfStale, getPermit } = ctx;
+  const { db, governance, intentReservations, ownProject, view, expireIfStale, getPermit } = ctx;
+
+  /**
+   * A permit joined to a workflow intent is checked as executions are: it takes a call from the
+   * intent's ceiling, or is denied with the intent's reason code (workflow_intent.not_found,
+   * .not_active, .max_calls_exceeded). A dry run checks without taking a call.
+   */
+  async function intentOf(projectId: string, b: PermitRequest, take: boolean): Promise<IntentJoin> {
+    if (!b.workflow_id) return {};
+    return take ? joinIntent(intentReservations, projectId, b.workflow_id) : checkIntent(db, projectId, b.workflow_id);
+  }
 
   /** Fills provider/model like the executions route: both = explicit; one = default for the other. */
   function resolveTarget(b: PermitRequest): { provider: ProviderId; model: string } {
@@ -73,7 +90,7 @@ export function permitIssuing(ctx: PermitContext) {
     return { input: 0, output, cost, decisionMetadata: { estimate_source: 'default', estimate_basis: basis } };
   }
 
-  function governanceRequest(projectId: string, requestId: string, b: PermitRequest): GovernanceRequest & { decisionMetadata?: Record<string, unknown> } {
+  function governanceRequest(projectId: string, requestId: string, b: PermitRequest, intent: IntentJoin): GovernanceRequest & { decisionMetadata?: Record<string, unknown> } {
     const { provider, model } = resolveTarget(b);
     const e = estimateOf(b, provider, model);
     return {
@@ -87,6 +104,7 @@ export function permitIssuing(ctx: PermitContext) {
       estimatedOutputTokens: e.output,
       estimatedCostMicros: e.cost,
       workflowId: b.workflow_id ?? null,
+      ...(intent.refusal ? { intentRefusal: intent.refusal } : {}),
       metadata: { ...(b.metadata ?? {}), ...(b.route ? { route: b.route } : {}) },
       // No inspectableText: permit-first mode never runs the prompt firewall.
       ...(e.decisionMetadata ? { decisionMetadata: e.decisionMetadata } : {}),
@@ -106,13 +124,14 @@ export function permitIssuing(ctx: PermitContext) {
     return withKeyLock(db, LOCK_PERMIT_IDEMPOTENCY, `${auth.projectId}:${key}`, async () => {
       let head = await findPermitHeadByIdempotencyKey(db, auth.projectId, key);
       if (!head) {
-        const req = governanceRequest(auth.projectId, newId('req'), b);
+        const intent = await intentOf(auth.projectId, b, true);
+        const req = governanceRequest(auth.projectId, newId('req'), b, intent);
         const d = await governance.evaluate(req, {
           persist: true,
           ttlSeconds: b.ttl_seconds,
           decisionMetadata: req.decisionMetadata,
           idempotencyKey: key,
-          permitMetadata: { idempotency_key: key, request_hash: hash, requested_route: requestedRoute, key_id: auth.keyId },
+          permitMetadata: { idempotency_key: key, request_hash: hash, requested_route: requestedRoute, key_id: auth.keyId, ...leaseMeta(intent) },
         });
         const p = await getPermit(auth.projectId, d.permit_id);
         return { body: await view(p), replayed: false, revalidatedFrom: null };
@@ -122,7 +141,8 @@ export function permitIssuing(ctx: PermitContext) {
       const stale = head.decision === 'allow' && !head.revoked_at && (head.reservation_state === 'expired' || head.reservation_state === 'released');
       if (!stale) return { body: await view(head), replayed: true, revalidatedFrom: null };
       // Revalidate: a fresh evaluation under today's policy and counters, linked to the stale permit.
-      const req = governanceRequest(auth.projectId, head.request_id ?? newId('req'), b);
+      const intent = await intentOf(auth.projectId, b, true);
+      const req = governanceRequest(auth.projectId, head.request_id ?? newId('req'), b, intent);
       const d = await governance.evaluate(req, {
         persist: true,
         ttlSeconds: b.ttl_seconds,
@@ -136,6 +156,7 @@ export function permitIssuing(ctx: PermitContext) {
           key_id: auth.keyId,
           lineage_reason: 'revalidation',
           revalidated_from: head.id,
+          ...leaseMeta(intent),
         },
       });
       const p = await getPermit(auth.projectId, d.permit_id);
@@ -145,7 +166,7 @@ export function permitIssuing(ctx: PermitContext) {
 
   async function dryRun(auth: AuthContext, b: PermitRequest) {
     ownProject(auth, b.project_id);
-    const req = governanceRequest(auth.projectId, newId('req'), b);
+    const req = governanceRequest(auth.projectId, newId('req'), b, await intentOf(auth.projectId, b, false));
     const d = await governance.evaluate(req, { persist: false, ttlSeconds: b.ttl_seconds, decisionMetadata: req.decisionMetadata });
     return {
       object: 'permit_dry_run',

@@ -18,7 +18,7 @@ import type { NewEvent } from '../db/repositories/events';
 import { claimIdempotencyKey, releaseIdempotencyKey, type StoredResponse } from '../db/repositories/idempotency';
 import type { ExecutionEnvelope } from '../executions/envelope';
 import type { IdempotencyCompletion } from '../executions/record';
-import { reservationDenial } from '../executions/reservation-denial';
+import { joinIntent } from '../executions/reservation-denial';
 import { WORKFLOW_ID_PATTERN } from '../executions/schema';
 import type { DispatchOutcome, ExecutionInput, GovernOutcome } from '../executions/types';
 import type { IntentReservations } from '../temporal/intent-reservations';
@@ -130,10 +130,10 @@ async function runGoverned<R>(deps: PipelineDeps, input: ExecutionInput, surface
   try {
     let lease: string | undefined;
     if (input.workflowIntentId) {
-      const r = await deps.intentReservations.reserveCall(input.projectId, input.workflowIntentId);
+      const joined = await joinIntent(deps.intentReservations, input.projectId, input.workflowIntentId);
       // Refused: denied (a permit and a timeline), with no provider call.
-      if (!r.granted) input.reservationDenied = reservationDenial(r.reason, input.workflowIntentId);
-      else if (r.lease) lease = r.lease;
+      if (joined.refusal) input.reservationDenied = joined.refusal;
+      lease = joined.lease;
     }
     const idempotency: IdempotencyCompletion | undefined = key ? { scope: surface.scope, key, respond: (env) => surface.respond(env) } : undefined;
     const spec = surface.govern(lease);

@@ -5,10 +5,12 @@
  * this guard checked (its `lookup`), so a DNS answer that changes between the check and the
  * connection (rebinding) cannot reach an internal address. An operator allow-list
  * (WEBHOOK_ALLOWED_HOSTS: host names, IP addresses, CIDR ranges) admits chosen internal targets
- * (tests and `npm run dev` allow 127.0.0.1 and localhost).
+ * (tests and `npm run dev` allow 127.0.0.1 and localhost). Managed MCP calls use the same guard
+ * and the same pinning (`guardedFetch`).
  */
 import dns from 'node:dns';
 import net from 'node:net';
+import { Agent, fetch as undiciFetch } from 'undici';
 
 const forbidden = new net.BlockList();
 for (const [addr, prefix] of [
@@ -119,4 +121,15 @@ export function guardedLookup(allow: AllowList, resolve: Resolver = systemResolv
       (err: Error) => callback(Object.assign(err, { code: 'ESSRF' }) as NodeJS.ErrnoException, ''),
     );
   });
+}
+
+/**
+ * A fetch whose connections use `guardedLookup` (for clients that take a fetch: the MCP SDK's
+ * transport), on its own connection pool; `close` ends the pool's connections.
+ */
+export function guardedFetch(allow: AllowList, resolve: Resolver = systemResolver): { fetch: typeof fetch; close(): Promise<void> } {
+  const agent = new Agent({ connect: { lookup: guardedLookup(allow, resolve) } });
+  const pinned = ((input: string | URL, init?: RequestInit) =>
+    undiciFetch(input, { ...(init as Parameters<typeof undiciFetch>[1]), dispatcher: agent })) as unknown as typeof fetch;
+  return { fetch: pinned, close: () => agent.destroy() };
 }

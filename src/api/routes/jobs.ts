@@ -6,7 +6,7 @@ import { routeFamily } from '../route-table';
 import { jobListSchema, jobSchema } from '../schemas/jobs';
 import { JOB_STATUSES, listJobs } from '../../db/repositories/jobs';
 import { planExecution } from '../../executions/routing';
-import { ExecutionRequest, executionRequestSchema } from '../../executions/schema';
+import { ExecutionRequest, executionRequestSchema, WORKFLOW_ID_PATTERN } from '../../executions/schema';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../pipeline/governed-call';
 import { cancelJob, readJob, submitJob, type JobServiceDeps } from '../../jobs/service';
 import { jobView } from '../../jobs/view';
@@ -33,7 +33,7 @@ export const listSchema = z
 
 export const jobRoutes = routeFamily(
   'Jobs',
-  (deps) => ({ svc: temporalServiceDeps(deps) satisfies JobServiceDeps }),
+  (deps) => ({ svc: { ...temporalServiceDeps(deps), intentReservations: deps.intentReservations } satisfies JobServiceDeps }),
   [
     {
       method: 'post',
@@ -62,7 +62,12 @@ export const jobRoutes = routeFamily(
         if (key !== null && !IDEMPOTENCY_KEY_PATTERN.test(key)) {
           throw errors.validation([{ path: 'headers.idempotency-key', message: 'Idempotency-Key must be 1 to 255 visible ASCII characters', code: 'invalid_format' }]);
         }
-        const reply = await submitJob(svc, { projectId: auth.projectId, keyId: auth.keyId, idempotencyKey: key }, {
+        // Joins the job's call to a workflow intent, as on /v1/executions.
+        const workflowId = ctx.get('x-svc-workflow-id') || null;
+        if (workflowId !== null && !WORKFLOW_ID_PATTERN.test(workflowId)) {
+          throw errors.validation([{ path: 'headers.x-svc-workflow-id', message: 'X-Svc-Workflow-Id must be 1 to 255 characters of [A-Za-z0-9_-]', code: 'invalid_format' }]);
+        }
+        const reply = await submitJob(svc, { projectId: auth.projectId, keyId: auth.keyId, idempotencyKey: key, workflowId }, {
           body: { ...body, metadata: meta.data },
           metadata: meta.data,
           ...planExecution(body, deps.pricing),

@@ -25,7 +25,7 @@ const serverRef = (ctx: ParameterizedContext): string => {
  * other admin routes. The `{tool_name}:call` segment is one Koa parameter (`:tool_call`) whose
  * value must end in `:call`. Design: docs/decisions.md "Managed MCP tool calls".
  */
-export const mcpRoutes = routeFamily('MCP', (deps) => ({ mcp: { ...sessionServiceDeps(deps), config: deps.config } }), [
+export const mcpRoutes = routeFamily('MCP', (deps) => ({ mcp: { ...sessionServiceDeps(deps), config: deps.config, intentReservations: deps.intentReservations } }), [
   {
     method: 'post', path: '/v1/mcp/servers', stability: 'Management', auth: 'admin', status: 201, body: createServerSchema, summary: 'Register an MCP server (streamable HTTP URL, sealed credential, allowed tools)', response: mcpServerSchema,
     handler: async (ctx, { deps }) => {

@@ -64,9 +64,11 @@ export interface NewJob {
   metadata: Record<string, string>;
   idempotencyKey: string | null;
   createdAt: Date;
+  /** The execution request the job runs (table job_requests): its workflow carries only the job id. */
+  request: unknown;
 }
 
-/** Inserts a queued job and its `job.submitted` event in one transaction. */
+/** Inserts a queued job, its request and its `job.submitted` event in one transaction. */
 export async function insertJob(db: Db, j: NewJob): Promise<JobRecord> {
   return withTransaction(db, async (c) => {
     const { rows } = await c.query<JobRecord>(
@@ -75,6 +77,7 @@ export async function insertJob(db: Db, j: NewJob): Promise<JobRecord> {
       [j.id, j.projectId, j.requestId, j.permitId, j.operation, j.provider, j.model, JSON.stringify(j.metadata), j.idempotencyKey, j.createdAt],
     );
     const job = rows[0];
+    await c.query('INSERT INTO job_requests (job_id, request) VALUES ($1, $2)', [j.id, JSON.stringify(j.request)]);
     await appendEvents(c, [jobEvent(job, 'job.submitted', { operation: j.operation, metadata: j.metadata }, j.createdAt)]);
     return job;
   });
@@ -83,6 +86,12 @@ export async function insertJob(db: Db, j: NewJob): Promise<JobRecord> {
 export async function findJob(db: Queryable, projectId: string, jobId: string): Promise<JobRecord | null> {
   const { rows } = await db.query<JobRecord>('SELECT * FROM jobs WHERE project_id = $1 AND id = $2', [projectId, jobId]);
   return rows[0] ?? null;
+}
+
+/** A job's execution request (the claim check of its workflow), or null when the job is gone. */
+export async function findJobRequest<T>(db: Queryable, jobId: string): Promise<T | null> {
+  const { rows } = await db.query<{ request: T }>('SELECT request FROM job_requests WHERE job_id = $1', [jobId]);
+  return rows[0]?.request ?? null;
 }
 
 export async function findJobById(db: Queryable, jobId: string): Promise<JobRecord | null> {

@@ -280,6 +280,58 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     expect(queuedTypes[queuedTypes.length - 1]).toBe('job.cancelled');
   }, 120_000);
 
+  it('runs a job whose prompt is ~3 MB (under the body limit): the request travels by reference, so no workflow input grows with it', async () => {
+    const p = await createTestProject(tg.db);
+    const prompt = `summarise the long report ${'lorem ipsum dolor sit amet '.repeat(115_000)}`;
+    expect(prompt.length).toBeGreaterThan(3_000_000);
+    const res = await submit(p, { operation: 'generate.text', messages: say(prompt), routing: { provider: 'anthropic' } });
+    expect(res.status).toBe(202);
+    const job = await finished(p, res.json.id, 60_000);
+    expect(job).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(job.result.output.content[0].text).toContain('summarise the long report');
+
+    // Every input the workflow's history holds (its start, each activity it scheduled) stays small:
+    // ids and settings only, whatever the caller sent.
+    const history = await tg.temporal.client.workflow.getHandle(`job:${job.id}`).fetchHistory();
+    const inputs = (history.events ?? []).flatMap((e) => [
+      ...(e.workflowExecutionStartedEventAttributes?.input?.payloads ?? []),
+      ...(e.activityTaskScheduledEventAttributes?.input?.payloads ?? []),
+    ]);
+    expect(inputs.length).toBeGreaterThan(1);
+    for (const payload of inputs) expect(payload.data?.length ?? 0).toBeLessThan(16 * 1024);
+  }, 120_000);
+
+  it('X-Svc-Workflow-Id: a job takes its call from the intent; past max_calls or for an unknown intent it fails denied with the intent\'s code; a bad id is a 400', async () => {
+    const p = await createTestProject(tg.db);
+    expect((await call('POST', '/v1/workflows', { key: p.clientKey, body: { workflow_id: 'job-run', intent: { max_calls: 1 } } })).status).toBe(201);
+    const body = { operation: 'generate.text', messages: say('a joined job'), routing: { provider: 'anthropic' } };
+    const submitted = [
+      await submit(p, body, { 'x-svc-workflow-id': 'job-run' }),
+      await submit(p, body, { 'x-svc-workflow-id': 'job-run' }),
+      await submit(p, body, { 'x-svc-workflow-id': 'no-such-run' }),
+    ];
+    expect(submitted.map((r) => r.status)).toEqual([202, 202, 202]);
+    const [allowed, past, unknown] = await Promise.all(submitted.map((r) => finished(p, r.json.id)));
+    expect(allowed.status).toBe('completed');
+    // The denied envelope as executions answer it (error code `denied`), the intent's code in the permit.
+    expect(past).toMatchObject({ status: 'failed', attempts: 0, error: { code: 'denied' }, result: { status: 'denied', status_code: 403 } });
+    expect(unknown).toMatchObject({ status: 'failed', attempts: 0, error: { code: 'denied' }, result: { status: 'denied', status_code: 403 } });
+    expect(JSON.stringify(past.result)).toContain('workflow_intent.max_calls_exceeded');
+    expect(JSON.stringify(unknown.result)).toContain('workflow_intent.not_found');
+    const permits = await tg.db.query('SELECT id, workflow_id, decision, reason_code FROM permits WHERE project_id = $1', [p.project.id]);
+    const byId = new Map(permits.rows.map((r) => [r.id, r]));
+    expect(byId.get(allowed.permit_id)).toMatchObject({ workflow_id: 'job-run', decision: 'allow' });
+    expect(byId.get(past.permit_id)).toMatchObject({ workflow_id: 'job-run', decision: 'deny', reason_code: 'workflow_intent.max_calls_exceeded' });
+    expect(byId.get(unknown.permit_id)).toMatchObject({ workflow_id: 'no-such-run', decision: 'deny', reason_code: 'workflow_intent.not_found' });
+    const exec = await tg.db.query('SELECT workflow_intent_id FROM executions WHERE id = $1', [allowed.request_id]);
+    expect(exec.rows[0].workflow_intent_id).toBe('job-run');
+    expect((await call('GET', '/v1/workflows/job-run', { key: p.clientKey })).json.actual_calls).toBe(1);
+
+    const bad = await submit(p, body, { 'x-svc-workflow-id': 'not a valid id' });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.details.issues[0].path).toBe('headers.x-svc-workflow-id');
+  });
+
   it('validates the body like an execution request, plus metadata; no stream mode', async () => {
     const p = await createTestProject(tg.db);
     const stream = await submit(p, { operation: 'generate.text', mode: 'stream', messages: say('x') });

@@ -41,11 +41,34 @@ describe('permit-first API', () => {
     return res.json;
   };
   const issue = (p: TestProject, extra: Record<string, unknown> = {}) => call('POST', '/v1/permits', { key: p.clientKey, body: permitBody(p, extra) });
+  const declare = async (p: TestProject, workflowId: string, intent: Record<string, unknown> = { expected_calls: 10 }) =>
+    expect((await call('POST', '/v1/workflows', { key: p.clientKey, body: { workflow_id: workflowId, intent } })).status).toBe(201);
   const verification = { provider_request_id: 'chatcmpl-123', response_sha256: createHash('sha256').update('{"id":"chatcmpl-123"}').digest('hex') };
 
   describe('decisions (always HTTP 200 with the permit)', () => {
+    it('workflow_id is checked as on /v1/executions: unknown is a deny (workflow_intent.not_found), a declared intent gives its calls up to max_calls', async () => {
+      const p = await project();
+      const unknown = await issue(p, { workflow_id: 'no-such-run' });
+      expect(unknown.status).toBe(200);
+      expect(unknown.json).toMatchObject({
+        decision: 'deny',
+        reason_code: 'workflow_intent.not_found',
+        workflow_id: 'no-such-run',
+        decision_details: { code: 'workflow_intent.not_found', reason_detail: { category: 'workflow_intent', kind: 'call_reservation', outcome: 'denied' } },
+      });
+      const dry = await call('POST', '/v1/permits/dry-run', { key: p.clientKey, body: permitBody(p, { workflow_id: 'no-such-run' }) });
+      expect(dry.json).toMatchObject({ decision: 'deny', reason_code: 'workflow_intent.not_found' });
+
+      await declare(p, 'permit-run', { max_calls: 1 });
+      expect((await issue(p, { workflow_id: 'permit-run' })).json.decision).toBe('allow');
+      const past = await issue(p, { workflow_id: 'permit-run' });
+      expect(past.json).toMatchObject({ decision: 'deny', reason_code: 'workflow_intent.max_calls_exceeded' });
+      expect((await call('GET', '/v1/workflows/permit-run', { key: p.clientKey })).json.actual_calls).toBe(1);
+    });
+
     it('allow: reserves the estimate and returns the decision shape plus the record', async () => {
       const p = await project();
+      await declare(p, 'wf_1');
       const res = await issue(p, { idempotency_key: 'k-allow', workflow_id: 'wf_1', route: 'chat', metadata: { team: 'search' } });
       expect(res.status).toBe(200);
       expect(res.headers.get('x-svc-permit-id')).toBe(res.json.permit_id);
@@ -258,6 +281,8 @@ describe('permit-first API', () => {
       const p = await project();
       await setPolicy(p, { deny_rules: [{ id: 'no-mistral', match: { provider: 'mistral' } }] });
       const start = new Date().toISOString();
+      await declare(p, 'wf_a');
+      await declare(p, 'wf_b');
       for (let i = 0; i < 5; i++) await issue(p, { workflow_id: i < 2 ? 'wf_a' : 'wf_b' });
       await issue(p, { provider: 'mistral', model: 'mistral-small-latest' });
       const all = await call('GET', '/v1/permits?limit=2', { key: p.clientKey });

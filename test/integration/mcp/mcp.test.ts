@@ -80,6 +80,30 @@ describe('managed MCP tool calls', () => {
     expect(permit.rows[0].reservation_state).toBe('released');
   });
 
+  it('an intent (workflow_id or X-Svc-Workflow-Id) is checked as on /v1/executions: unknown is 403 workflow_intent.not_found, a declared one gives its calls up to max_calls', async () => {
+    const before = mcp.calls.add ?? 0;
+    const unknown = await toolCall('add', { arguments: { a: 1, b: 1 }, workflow_id: 'no-such-run' });
+    expect(unknown.status).toBe(403);
+    expect(unknown.json.error).toMatchObject({ code: 'denied', details: { decision: 'deny', reason_code: 'workflow_intent.not_found' } });
+    const viaHeader = await toolCall('add', { arguments: { a: 1, b: 1 } }, { 'x-svc-workflow-id': 'no-such-run' });
+    expect(viaHeader.json.error.details.reason_code).toBe('workflow_intent.not_found');
+    expect(mcp.calls.add ?? 0).toBe(before);
+
+    expect((await call('POST', '/v1/workflows', { key: p.clientKey, body: { workflow_id: 'tool-run', intent: { max_calls: 1 } } })).status).toBe(201);
+    const first = await toolCall('add', { arguments: { a: 2, b: 2 } }, { 'x-svc-workflow-id': 'tool-run' });
+    expect(first.status).toBe(200);
+    const second = await toolCall('add', { arguments: { a: 2, b: 2 }, workflow_id: 'tool-run' });
+    expect(second.status).toBe(403);
+    expect(second.json.error.details.reason_code).toBe('workflow_intent.max_calls_exceeded');
+    expect(mcp.calls.add).toBe(before + 1);
+    const permits = await tg.db.query(`SELECT decision, reason_code FROM permits WHERE project_id = $1 AND workflow_id IS NOT NULL ORDER BY issued_at`, [p.project.id]);
+    expect(permits.rows.map((r) => `${r.decision}:${r.reason_code}`)).toEqual([
+      'deny:workflow_intent.not_found', 'deny:workflow_intent.not_found', 'allow:policy.active_policy_candidate', 'deny:workflow_intent.max_calls_exceeded',
+    ]);
+    expect((await call('GET', '/v1/workflows/tool-run', { key: p.clientKey })).json.actual_calls).toBe(1);
+    expect((await toolCall('add', { arguments: { a: 1, b: 1 } }, { 'x-svc-workflow-id': 'bad id' })).status).toBe(400);
+  });
+
   it('idempotency: same bound content replays after a fresh authorization; different content 409', async () => {
     const first = await toolCall('add', { arguments: { a: 1, b: 1 }, idempotency_key: 'k1' });
     const n = mcp.calls.add;
