@@ -20,6 +20,7 @@ import { recordReservationDenial } from '../src/executions/reservation-denial';
 import type { ExecutionEnvelope } from '../src/executions/envelope';
 import type { DispatchOutcome, ExecutionInput, GovernOutcome, RecordInput } from '../src/executions/types';
 import type { Governance } from '../src/governance';
+import type { GovernanceRequest } from '../src/governance/types';
 import type { Logger } from '../src/logger';
 import { dispatchStartEvents, dispatchWithFallback } from '../src/pipeline/fallback';
 import { closingOf } from '../src/pipeline/inflight';
@@ -52,6 +53,8 @@ export interface GovernSpec {
   route: string;
   /** Texts the prompt firewall inspects. */
   inspectableText: InspectableText[];
+  /** The surface's masking of its request (the firewall's `redact` action); see GovernanceRequest.redact. */
+  redact?: GovernanceRequest['redact'];
   permitMetadata: Record<string, unknown>;
   /**
    * In-process pipeline: write the first try's events and the in-flight row with the allow (one
@@ -125,6 +128,7 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
         estimatedCostMicros: est.cost_micros,
         workflowId: input.workflowIntentId,
         inspectableText: spec.inspectableText,
+        ...(spec.redact ? { redact: spec.redact } : {}),
         output: outputCeilingSpec(pricing, input, request, est.input_tokens),
       },
       { persist: true, permitId: input.permitId, permitMetadata: spec.permitMetadata, ...(onAllow ? { onAllow } : {}) },
@@ -132,6 +136,8 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
     const out: GovernResult = { decision: d.decision, reason_code: d.reason_code, display_reason: d.display_reason, actions: d.actions, estimatedInputTokens: est.input_tokens };
     if (d.retry_after_seconds !== undefined) out.retry_after_seconds = d.retry_after_seconds;
     if (d.max_output_tokens !== undefined) out.max_output_tokens = d.max_output_tokens;
+    const fw = d.metadata.firewall as { mode?: string; redacted?: string[]; flagged?: string[] } | undefined;
+    if (d.decision === 'allow' && fw?.mode === 'allow') out.firewall = { redacted: fw.redacted ?? [], flagged: fw.flagged ?? [] };
     return out;
   }
 

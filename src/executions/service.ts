@@ -15,6 +15,7 @@ import type { StoredResponse } from '../db/repositories/idempotency';
 import { newId } from '../ids';
 import { checkCallHeaders, dispatchTimeoutMs, runGovernedCall, type Dispatched, type PipelineDeps, type Surface, type SurfaceErrors } from '../pipeline/governed-call';
 import { requestInspectable } from '../providers/shared/usage';
+import { maskRequest, surfaceRedaction } from '../governance/firewall';
 import type { ExecutionEnvelope, ExecutionRoute } from './envelope';
 import { normalizedRequest } from './record';
 import { withOutputCeiling } from './output-ceiling';
@@ -129,6 +130,11 @@ export async function runExecution(deps: ExecutionServiceDeps, caller: Caller, p
   let retryAfter: number | undefined;
   const reply = (env: ExecutionEnvelope): ExecutionReply => ({ status: env.status_code, headers: responseHeaders(env, permitId, retryAfter), body: env });
   const primaryRequest = normalizedRequest(input, prep.routing.primary);
+  // The firewall's `redact` action: messages and text inputs masked before any target sees them.
+  const redaction = surfaceRedaction((r) => {
+    const request = maskRequest(r, prep.request);
+    return { copy: request, texts: requestInspectable(normalizedRequest({ ...input, request }, prep.routing.primary)) };
+  });
 
   const surface: Surface<ExecutionReply | null> = {
     errors: executionErrors(prep.mode === 'stream'),
@@ -142,6 +148,7 @@ export async function runExecution(deps: ExecutionServiceDeps, caller: Caller, p
       request: primaryRequest,
       route: prep.route,
       inspectableText: requestInspectable(primaryRequest),
+      redact: redaction.redact,
       permitMetadata: { execution_id: executionId, mode: prep.mode, key_id: caller.keyId },
     }),
     governed: (gov) => {
@@ -149,8 +156,10 @@ export async function runExecution(deps: ExecutionServiceDeps, caller: Caller, p
     },
     denied: (env) => reply(env),
     async dispatch(callInput, gov) {
+      // Only the masked copy is dispatched (and recorded) when the firewall redacted.
+      const masked = gov.firewall?.redacted.length ? { ...callInput, request: redaction.masked(gov.firewall.redacted) } : callInput;
       // Hard caps: every try sends the output ceiling governance set or lowered.
-      const governed = withOutputCeiling(callInput, gov);
+      const governed = withOutputCeiling(masked, gov);
       if (stream) return streamDispatch(deps, governed, sink, reply);
       const { outcome, fallbackEvents } = await deps.calls.dispatch(governed);
       return { outcome, fallbackEvents, input: governed, answer: reply };

@@ -52,6 +52,8 @@ export interface GovernOutcome {
   retry_after_seconds?: number;
   /** Hard caps: the output-token ceiling governance set or lowered; every dispatch of the call sends it. */
   max_output_tokens?: number;
+  /** An allowed call the prompt firewall let through: categories masked before dispatch (the surface sends its masked copy) and flagged. */
+  firewall?: { redacted: string[]; flagged: string[] };
 }
 
 /** A provider call that was made (one per target tried). */

@@ -58,7 +58,7 @@ export function decisionFromOutcome(
     actions: o.actions,
     metadata: {
       evaluated_at: evaluatedAt.toISOString(),
-      ...(o.firewall ? { firewall: { mode: o.firewall.mode, categories: o.firewall.categories } } : {}),
+      ...(o.firewall ? { firewall: { ...o.firewall } } : {}),
       ...extraMeta,
     },
     expires_at: expiresAt ? expiresAt.toISOString() : null,
@@ -94,6 +94,15 @@ export function permitEvents(req: GovernanceRequest, p: Pick<PermitRecord, 'id' 
   if (o.firewall?.mode === 'block') {
     // Category only: never the rule or the matched text.
     out.push({ ...base, eventType: 'firewall.blocked', source: 'firewall', phase: 'firewall', metadata: { category: o.firewall.categories[0], categories: o.firewall.categories } });
+  }
+  if (o.decision === 'allow' && o.firewall?.mode === 'allow') {
+    // Categories and counts only: never the rule, the matched text or a placeholder's value.
+    const fw = o.firewall;
+    if (fw.redacted.length) {
+      const counts = Object.fromEntries(fw.redacted.map((c) => [c, fw.redacted_counts[c] ?? 0]));
+      out.push({ ...base, eventType: 'firewall.redacted', source: 'firewall', phase: 'firewall', metadata: { categories: fw.redacted, counts } });
+    }
+    if (fw.flagged.length) out.push({ ...base, eventType: 'firewall.flagged', source: 'firewall', phase: 'firewall', metadata: { categories: fw.flagged } });
   }
   const type = o.decision === 'allow' ? 'permit.allowed' : o.decision === 'review' ? 'permit.challenged' : 'permit.denied';
   out.push({

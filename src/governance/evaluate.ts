@@ -14,7 +14,7 @@ import type { Plan } from '../db/repositories/projects';
 import type { Decision, GovernanceRequest } from './types';
 import { effectiveQuota, MatchSpec, PolicyDocument, RateLimit } from './policy';
 import { Period, PeriodKind } from './periods';
-import { inspectText, FirewallCategory } from './firewall';
+import { inspectText, residualCategories, FirewallCategory, type RedactCounts } from './firewall';
 import { ceilingAction, fitOutputCeiling, type OutputFit } from './output-ceiling';
 
 export interface SpendFigures {
@@ -47,10 +47,31 @@ export interface Outcome {
   figures: Record<string, unknown>;
   actions: { type: string; message: string }[];
   retryAfterSeconds?: number;
-  /** Firewall categories detected (blocked or, in monitor mode, only recorded). */
-  firewall?: { mode: 'monitor' | 'block'; categories: FirewallCategory[] };
+  /**
+   * Firewall categories detected: `block` (the call was blocked), `monitor` (only recorded), `allow`
+   * (block mode, let through: categories redacted or flagged by the policy's actions).
+   */
+  firewall?: FirewallNote;
   /** An allow's reservation when it is the worst case under an output ceiling Tollgate checked (hard caps). */
   reservation?: OutputFit;
+}
+
+export type FirewallNote =
+  | { mode: 'monitor' | 'block'; categories: FirewallCategory[] }
+  | { mode: 'allow'; categories: FirewallCategory[]; redacted: FirewallCategory[]; redacted_counts: RedactCounts; flagged: FirewallCategory[] };
+
+const CATEGORY_ORDER: FirewallCategory[] = ['prompt_injection', 'secret', 'pii'];
+
+/** The governance actions of a call the firewall let through with redactions or flags (categories only, never text). */
+export function firewallActions(fw: FirewallNote | undefined): Outcome['actions'] {
+  if (fw?.mode !== 'allow') return [];
+  const out: Outcome['actions'] = [];
+  if (fw.redacted.length) {
+    const counts = fw.redacted.map((c) => `${c} (${fw.redacted_counts[c] ?? 0})`).join(', ');
+    out.push({ type: 'firewall_redacted', message: `The prompt firewall masked values before dispatch: ${counts}; the provider received placeholders` });
+  }
+  if (fw.flagged.length) out.push({ type: 'firewall_flagged', message: `The prompt firewall flagged ${fw.flagged.join(', ')}; the policy lets the call through` });
+  return out;
 }
 
 const fmtUsd = (micros: number) => `$${(micros / 1_000_000).toFixed(micros % 10_000 === 0 ? 2 : 6)}`;
@@ -114,7 +135,7 @@ const deny = (code: string, reason: string, category: string, kind: string, figu
 
 export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
   const doc = ctx.policy;
-  let firewallMonitor: Outcome['firewall'];
+  let firewallNote: Outcome['firewall'];
 
   // 0. The workflow intent the call is joined to refused it: nothing else is evaluated.
   if (req.intentRefusal) {
@@ -124,24 +145,42 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
   // 1. Prompt firewall (only on routes that hand in inspectable text).
   if (req.inspectableText !== undefined && doc.firewall.mode !== 'off') {
     const result = inspectText(req.inspectableText, doc.firewall);
-    if (result.detected) {
-      if (doc.firewall.mode === 'block') {
+    if (result.detected && doc.firewall.mode === 'monitor') firewallNote = { mode: 'monitor', categories: result.categories };
+    else if (result.detected) {
+      // Block mode: each category's action (firewall.actions).
+      const actions = doc.firewall.actions;
+      const categories = result.categories.filter((c) => actions[c] !== 'off');
+      const blocked = categories.filter((c) => actions[c] === 'block');
+      const redacted = categories.filter((c) => actions[c] === 'redact');
+      const flagged = categories.filter((c) => actions[c] === 'flag');
+      let counts: RedactCounts = {};
+      let unmasked: FirewallCategory[] = [];
+      if (blocked.length === 0 && redacted.length > 0) {
+        // The surface masks its request; what it would dispatch is checked again, so a value the
+        // masking missed (or a surface that cannot mask) blocks the call instead of reaching the provider.
+        const r = req.redact?.(redacted, doc.firewall) ?? null;
+        unmasked = r ? residualCategories(r.texts, doc.firewall, redacted) : redacted;
+        if (r) counts = r.counts;
+      }
+      const denied = CATEGORY_ORDER.filter((c) => blocked.includes(c) || unmasked.includes(c));
+      if (denied.length > 0) {
+        const why = blocked.length === 0 ? '; it could not be redacted' : '';
         return {
           ...deny(
             'prompt_firewall_blocked',
-            `The prompt firewall blocked the request (${result.categories.join(', ')} detected)`,
+            `The prompt firewall blocked the request (${denied.join(', ')} detected${why})`,
             'firewall',
-            result.categories[0],
-            { firewall_categories: result.categories },
-            [{ type: 'remove_flagged_content', message: `Remove the ${result.categories.join(' and ')} content from the request and retry` }],
+            denied[0],
+            { firewall_categories: denied },
+            [{ type: 'remove_flagged_content', message: `Remove the ${denied.join(' and ')} content from the request and retry` }],
           ),
-          firewall: { mode: 'block', categories: result.categories },
+          firewall: { mode: 'block', categories: denied },
         };
       }
-      firewallMonitor = { mode: 'monitor', categories: result.categories };
+      if (categories.length > 0) firewallNote = { mode: 'allow', categories, redacted, redacted_counts: counts, flagged };
     }
   }
-  const withFw = (o: Outcome): Outcome => (firewallMonitor ? { ...o, firewall: firewallMonitor } : o);
+  const withFw = (o: Outcome): Outcome => (firewallNote ? { ...o, firewall: firewallNote } : o);
 
   // 2. Model allow-list.
   if (!modelAllowed(doc.allowed_models, req)) {
@@ -302,7 +341,7 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
   return withFw({
     decision: 'allow', code: 'policy.active_policy_candidate', reason: 'Allowed by the active project policy', category: 'policy', kind: 'active_policy',
     figures: { projected_cost_usd_micros: cost, policy_version: ctx.policyVersion, ...(ceiling ? { output_ceiling: ceiling } : {}) },
-    actions: [...(ceiling ? [ceilingAction(ceiling)] : []), { type: 'proceed', message: 'The request may proceed' }],
+    actions: [...(ceiling ? [ceilingAction(ceiling)] : []), ...firewallActions(firewallNote), { type: 'proceed', message: 'The request may proceed' }],
     ...(fit ? { reservation: fit } : {}),
   });
 }

@@ -3,7 +3,8 @@ import type { Plan } from '../db/repositories/projects';
 
 /**
  * The per-project governance policy document: the single zod schema for storage, HTTP and CLI.
- * Every field has a default, so `{}` is a valid document (no caps, no rules, firewall in `block`).
+ * Every field has a default, so `{}` is a valid document (no caps, no rules, firewall in `block`:
+ * injection and secrets blocked, personal data redacted).
  */
 
 const micros = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -55,6 +56,9 @@ export const rateLimitSchema = z
   .strict();
 export type RateLimit = z.infer<typeof rateLimitSchema>;
 
+const firewallAction = z.enum(['block', 'redact', 'flag', 'off']);
+export type FirewallAction = z.infer<typeof firewallAction>;
+
 export const policyDocumentSchema = z
   .object({
     budgets: z
@@ -99,9 +103,24 @@ export const policyDocumentSchema = z
     review_rules: z.array(reviewRuleSchema).max(200).default([]),
     firewall: z
       .object({
+        /** `block` applies each category's action; `monitor` only records what was detected; `off` does not run the firewall. */
         mode: z.enum(['off', 'monitor', 'block']).default('block'),
         detect_pii_email: z.boolean().default(false),
         detect_pii_phone: z.boolean().default(false),
+        /**
+         * What the firewall does with each detector category in `block` mode: `block` (deny the
+         * call), `redact` (mask the matched values before the provider sees them; secrets and
+         * personal data only), `flag` (let the call through and record it), `off` (ignore it).
+         */
+        actions: z
+          .object({
+            // Injection and jailbreaks have no span that masking would neutralise: no `redact`.
+            prompt_injection: z.enum(['block', 'flag', 'off'], { error: (iss) => (iss.input === 'redact' ? 'redact is not available for prompt_injection: there is no span to mask; use block, flag or off' : undefined) }).default('block'),
+            secret: firewallAction.default('block'),
+            pii: firewallAction.default('redact'),
+          })
+          .strict()
+          .prefault({}),
       })
       .strict()
       .prefault({}),

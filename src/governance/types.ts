@@ -4,6 +4,8 @@
  */
 import type { Operation, ProviderId } from '../providers/types';
 import type { InspectableText } from './firewall/roles';
+import type { FirewallCategory } from './firewall/detectors';
+import type { RedactionResult, RedactOptions } from './firewall/redact';
 
 export type Decision = 'allow' | 'deny' | 'review' | 'throttle';
 
@@ -71,6 +73,13 @@ export interface GovernanceRequest {
    * firewall (permits); an empty array means "nothing inspectable".
    */
   inspectableText?: InspectableText[];
+  /**
+   * Set by the surfaces that can mask their request (executions, execute, proxies): masks the
+   * given categories in a copy of the request the surface then dispatches, and returns the texts of
+   * that copy (checked here: a value still found is blocked) and the counts per category. Null when
+   * this request cannot be masked. Without it, a `redact` action blocks (jobs, session turns).
+   */
+  redact?: (categories: FirewallCategory[], opts: RedactOptions) => RedactionResult | null;
   /** Set on dispatched text-producing calls (executions, execute, jobs, proxies); permits have none. */
   output?: OutputCeilingSpec;
 }

@@ -67,10 +67,10 @@ export const POLICY_TEMPLATES: readonly PolicyTemplate[] = [
   {
     id: 'pii-firewall-strict',
     name: 'PII firewall, strict',
-    description: 'Blocks prompts with injection attempts, secrets, e-mail addresses or phone numbers on the execution and proxy routes.',
+    description: 'Blocks prompts with injection attempts, secrets or personal data (e-mail addresses and phone numbers included) on the execution and proxy routes, instead of redacting personal data.',
     category: 'security',
     type: 'firewall',
-    config: { mode: 'block', detect_pii_email: true, detect_pii_phone: true },
+    config: { mode: 'block', detect_pii_email: true, detect_pii_phone: true, actions: { prompt_injection: 'block', secret: 'block', pii: 'block' } },
   },
   {
     id: 'firewall-monitor',

@@ -6,6 +6,9 @@ import type { UpstreamClient } from './upstream';
 /** What governance did to an allowed call (e.g. lowered its output ceiling): its `governance.actions` other than `proceed`, as JSON. */
 export const GOVERNANCE_ACTIONS_HEADER = 'x-svc-governance-actions';
 
+/** What the prompt firewall let through on an allowed call: `redacted=<categories>; flagged=<categories>` (categories only). */
+export const FIREWALL_HEADER = 'x-svc-firewall';
+
 export const PROXY_PROVIDERS: readonly ProviderId[] = ['openai', 'anthropic', 'google', 'deepseek', 'mistral'];
 /** Providers whose proxies accept the routing headers (spec: routing controls on <provider_1>, <provider_2>). */
 export const ROUTABLE_PROVIDERS: readonly ProviderId[] = ['openai', 'anthropic'];

@@ -3,7 +3,7 @@ import type { ParameterizedContext } from 'koa';
 import type { ProviderId } from '../config';
 import type { StoredResponse } from '../db/repositories/idempotency';
 import { nativeErrorBody, ProxyError } from './native-errors';
-import { GOVERNANCE_ACTIONS_HEADER } from './deps';
+import { FIREWALL_HEADER, GOVERNANCE_ACTIONS_HEADER } from './deps';
 
 
 export interface Reply {
@@ -34,6 +34,6 @@ export function replayReply(stored: StoredResponse): Reply {
 
 /** Stored responses: everything except throttles and Tollgate/upstream-side failures (>= 500), which are retryable. */
 export const cacheable = (status: number) => status < 500 && status !== 429;
-export const STORED_HEADERS = ['content-type', 'x-svc-permit-id', 'x-svc-request-id', 'retry-after', 'x-svc-selected-provider', 'x-svc-selected-model', 'x-svc-fallback-occurred', GOVERNANCE_ACTIONS_HEADER];
+export const STORED_HEADERS = ['content-type', 'x-svc-permit-id', 'x-svc-request-id', 'retry-after', 'x-svc-selected-provider', 'x-svc-selected-model', 'x-svc-fallback-occurred', GOVERNANCE_ACTIONS_HEADER, FIREWALL_HEADER];
 export const storedHeaders = (h: Record<string, string>) => Object.fromEntries(STORED_HEADERS.filter((k) => h[k] !== undefined).map((k) => [k, h[k]]));
 

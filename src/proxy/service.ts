@@ -26,7 +26,8 @@ import { inferCall, type ParsedBody, type ProxyCall } from './infer';
 import { withOutputCeiling } from '../executions/output-ceiling';
 import { nativeErrorBody, ProxyError } from './native-errors';
 import { translatedRequest } from './translate';
-import { GOVERNANCE_ACTIONS_HEADER, type ProxyDeps } from './deps';
+import { FIREWALL_HEADER, GOVERNANCE_ACTIONS_HEADER, type ProxyDeps } from './deps';
+import { firewallHeader, surfaceRedaction } from '../governance/firewall';
 import { authenticateNative } from './native-auth';
 import { parseBody, payloadHash, planRouting, type RoutingPlan } from './request';
 import { jsonReply, send, proxyErrorReply, replayReply, cacheable, storedHeaders, type Reply } from './reply';
@@ -122,6 +123,16 @@ function proxySurface(
   const normalizedFor = (c: ProxyCall, t: Target): NormalizedRequest => ({ ...translatedRequest(c, t), stream: c.stream, ...(c.request.providerOptions?.[t.provider] ? { providerOptions: c.request.providerOptions[t.provider] } : {}) });
   // The reply the caller gets is what an idempotent retry replays (throttles and >= 500 are not kept).
   let finalReply: Reply | null = null;
+  // The firewall's `redact` action: every string value of the JSON body masked, re-serialized, and
+  // the call inferred again from it (its texts for the check, its normalized view for a translated
+  // target). A multipart body is not rewritten: its redaction blocks instead.
+  const redaction = surfaceRedaction((r) => {
+    if (body.kind !== 'json') return null;
+    const json = r.json(body.json) as Record<string, unknown>;
+    const masked: ParsedBody = { kind: 'json', raw: Buffer.from(JSON.stringify(json)), contentType: body.contentType, json };
+    const c = inferCall(call.provider, call.path, masked);
+    return { copy: { call: c, body: masked }, texts: c.inspectableItems };
+  });
 
   const denied = (gov: GovernOutcome): Reply => {
     const status = gov.decision === 'throttle' ? 429 : 403;
@@ -139,6 +150,7 @@ function proxySurface(
       request: normalizedFor(call, plan.primary),
       route,
       inspectableText: call.inspectableItems,
+      redact: redaction.redact,
       permitMetadata: { execution_id: executionId, mode: input.mode, key_id: input.keyId, proxy: call.provider, native_path: call.pathname },
       inProcess: { routingMeta: { route }, startedMeta: { native_path: call.pathname } },
     }),
@@ -150,9 +162,13 @@ function proxySurface(
     async dispatch(_input, gov) {
       // Hard caps: the ceiling governance set or lowered goes into every try (native field or translated request).
       const ceiling = gov.max_output_tokens;
-      const sent = withOutputCeiling(call, gov);
+      // Only the masked body is sent (pass-through bytes and translated request) when the firewall redacted.
+      const m = gov.firewall?.redacted.length ? redaction.masked(gov.firewall.redacted) : { call, body };
+      const sent = withOutputCeiling(m.call, gov);
       const told = gov.actions.filter((a) => a.type !== 'proceed');
       if (told.length) tollgateHeaders[GOVERNANCE_ACTIONS_HEADER] = JSON.stringify(told);
+      const fw = firewallHeader(gov.firewall);
+      if (fw) tollgateHeaders[FIREWALL_HEADER] = fw;
 
       const abort = new AbortController();
       const onClose = () => {
@@ -167,7 +183,7 @@ function proxySurface(
           const a = await providerAttempt(deps.api.genAi, { operation: call.operation, provider: target.provider, model: target.model, attempt: i + 1 }, async (span) => {
             const r =
               target.provider === call.provider
-                ? await passThrough(ctx, deps, sent, body, target, normalizedFor(sent, target), extraHeaders, abort.signal, ceiling)
+                ? await passThrough(ctx, deps, sent, m.body, target, normalizedFor(sent, target), extraHeaders, abort.signal, ceiling)
                 : await translated(deps, sent, target, abort.signal, extraHeaders);
             if (!r.ok) span.setAttribute('tollgate.failure', r.failure?.kind ?? 'unknown');
             return r;

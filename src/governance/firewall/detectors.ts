@@ -12,17 +12,45 @@ export interface Detector {
   /** Only run when this project toggle is on. */
   toggle?: 'detect_pii_email' | 'detect_pii_phone';
   test(text: string): boolean;
+  /**
+   * The spans of the raw text a redaction masks (redact.ts), found with the same validation as
+   * `test` (checksums, placeholders, entropy, context). `kind` names the placeholder.
+   */
+  spans(text: string): Span[];
 }
 
-const re = (id: string, category: FirewallCategory, pattern: RegExp, toggle?: Detector['toggle']): Detector => ({
-  id,
-  category,
-  toggle,
-  test: (t) => {
-    pattern.lastIndex = 0;
-    return pattern.test(t);
-  },
-});
+/** A span to mask: [start, end) of the text, and the kind of value (the placeholder's name). */
+export interface Span {
+  start: number;
+  end: number;
+  kind: string;
+}
+
+/**
+ * A detector from one regex. `value` (a regex over the match, default the whole match) is the part
+ * a redaction masks: a labelled number keeps its label ("SSN: [REDACTED_SSN_1]").
+ */
+const re = (id: string, category: FirewallCategory, pattern: RegExp, kind: string, toggle?: Detector['toggle'], value?: RegExp): Detector => {
+  const all = new RegExp(pattern.source, pattern.flags.includes('g') ? pattern.flags : pattern.flags + 'g');
+  return {
+    id,
+    category,
+    toggle,
+    test: (t) => {
+      pattern.lastIndex = 0;
+      return pattern.test(t);
+    },
+    spans: (t) => {
+      const out: Span[] = [];
+      for (const m of matches(all, t)) {
+        if (!m[0]) continue;
+        const v = value ? value.exec(m[0]) : null;
+        out.push(v ? { start: m.index + v.index, end: m.index + v.index + v[0].length, kind } : { start: m.index, end: m.index + m[0].length, kind });
+      }
+      return out;
+    },
+  };
+};
 
 function luhn(digits: string): boolean {
   let sum = 0;
@@ -137,17 +165,53 @@ const KEY_FORMATS: KeyFormat[] = [
   K('sec.labeled', `(?:api[_-]?key|api[_-]?secret|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token|password|passwd|pwd|pass|secret|token)["']?\\s{0,3}[:=]\\s{0,3}["']?([A-Za-z0-9!#%&*+/=?@^_.~-]{12,128})`, 3.2, 'gi'),
 ];
 
+function isSecretMatch(f: KeyFormat, m: RegExpExecArray): boolean {
+  const body = m.slice(1).find((g) => g !== undefined) ?? '';
+  if (body && isPlaceholder(body)) return false;
+  if (f.minEntropy && entropy(body) < f.minEntropy) return false;
+  if (f.id === 'sec.labeled' && !(/[A-Za-z]/.test(body) && /[0-9!#%&*+/=?@^_.~-]/.test(body))) return false;
+  return true;
+}
+
 function findSecret(text: string): string | null {
   for (const f of KEY_FORMATS) {
-    for (const m of matches(f.pattern, text)) {
-      const body = m.slice(1).find((g) => g !== undefined) ?? '';
-      if (body && isPlaceholder(body)) continue;
-      if (f.minEntropy && entropy(body) < f.minEntropy) continue;
-      if (f.id === 'sec.labeled' && !(/[A-Za-z]/.test(body) && /[0-9!#%&*+/=?@^_.~-]/.test(body))) continue;
-      return f.id;
-    }
+    for (const m of matches(f.pattern, text)) if (isSecretMatch(f, m)) return f.id;
   }
   return null;
+}
+
+/**
+ * Formats whose match holds more than the secret: a label, a user name and host, a URL. Only the
+ * secret value (the format's group) is masked, so the text still reads ("password=[REDACTED_SECRET_1]").
+ */
+const VALUE_ONLY = new Set(['sec.aws_secret', 'sec.labeled', 'sec.connection_url', 'sec.sentry_dsn', 'sec.slack_webhook', 'sec.discord_webhook', 'sec.azure_storage', 'sec.bearer']);
+/** A PEM block: the key material runs to its END line (or, cut short, to the end of the base64 run). */
+const PEM_END = /-----END[ A-Z]{0,20} PRIVATE KEY(?: BLOCK)?-----|(?=[^A-Za-z0-9+/=\s])/g;
+
+function secretSpans(text: string): Span[] {
+  const out: Span[] = [];
+  for (const f of KEY_FORMATS) {
+    for (const m of matches(f.pattern, text)) {
+      if (!isSecretMatch(f, m)) continue;
+      let start = m.index;
+      let end = m.index + m[0].length;
+      if (f.id === 'sec.private_key') {
+        PEM_END.lastIndex = end;
+        const e = PEM_END.exec(text);
+        end = e ? e.index + e[0].length : text.length;
+      } else if (VALUE_ONLY.has(f.id)) {
+        const body = m.slice(1).find((g) => g !== undefined);
+        if (body) {
+          // The group is the last occurrence of its text in the match except for sentry (key before '@host').
+          const at = f.id === 'sec.sentry_dsn' ? m[0].indexOf(body) : m[0].lastIndexOf(body);
+          start = m.index + at;
+          end = start + body.length;
+        }
+      }
+      out.push({ start, end, kind: 'SECRET' });
+    }
+  }
+  return out;
 }
 
 /**
@@ -169,24 +233,33 @@ function someMatch(pattern: RegExp, text: string, valid: (m: RegExpExecArray) =>
   return false;
 }
 
-const secretDetector: Detector = { id: 'sec.formats', category: 'secret', test: (t) => findSecret(t) !== null };
+const secretDetector: Detector = { id: 'sec.formats', category: 'secret', test: (t) => findSecret(t) !== null, spans: secretSpans };
 const secrets: Detector[] = [secretDetector];
 
 
 const CARD_CANDIDATE = /\b(?:\d[ -]?){12,18}\d\b/g;
+function isCard(candidate: string): boolean {
+  const digits = candidate.replace(/[ -]/g, '');
+  if (digits.length < 13 || digits.length > 19) return false;
+  if (!/^(?:4|5[1-5]|2[2-7]|3[47]|3[0689]|6(?:011|5|4[4-9]|22)|35)/.test(digits)) return false;
+  if (/^(\d)\1+$/.test(digits)) return false;
+  return luhn(digits);
+}
+/** The spans of a global pattern's matches that pass `valid`: the whole match, or its group `group`. */
+function validSpans(pattern: RegExp, text: string, kind: string, valid: (m: RegExpExecArray) => boolean, group = 0): Span[] {
+  const out: Span[] = [];
+  for (const m of matches(pattern, text)) {
+    if (!valid(m)) continue;
+    const start = group ? m.index + m[0].lastIndexOf(m[group]) : m.index;
+    out.push({ start, end: start + m[group].length, kind });
+  }
+  return out;
+}
 const cardDetector: Detector = {
   id: 'pii.card',
   category: 'pii',
-  test: (text) => {
-    for (const m of matches(CARD_CANDIDATE, text)) {
-      const digits = m[0].replace(/[ -]/g, '');
-      if (digits.length < 13 || digits.length > 19) continue;
-      if (!/^(?:4|5[1-5]|2[2-7]|3[47]|3[0689]|6(?:011|5|4[4-9]|22)|35)/.test(digits)) continue;
-      if (/^(\d)\1+$/.test(digits)) continue;
-      if (luhn(digits)) return true;
-    }
-    return false;
-  },
+  test: (text) => someMatch(CARD_CANDIDATE, text, (m) => isCard(m[0])),
+  spans: (text) => validSpans(CARD_CANDIDATE, text, 'CARD', (m) => isCard(m[0])),
 };
 
 const IBAN_CANDIDATE = /\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?\b/g;
@@ -194,6 +267,7 @@ const ibanDetector: Detector = {
   id: 'pii.iban',
   category: 'pii',
   test: (text) => someMatch(IBAN_CANDIDATE, text, (m) => ibanValid(m[0])),
+  spans: (text) => validSpans(IBAN_CANDIDATE, text, 'IBAN', (m) => ibanValid(m[0])),
 };
 
 // Verhoeff check digit (Aadhaar).
@@ -210,6 +284,7 @@ const aadhaarDetector: Detector = {
   id: 'pii.in_aadhaar',
   category: 'pii',
   test: (text) => someMatch(AADHAAR, text, (m) => verhoeffValid(m[1].replace(/[ -]/g, ''))),
+  spans: (text) => validSpans(AADHAAR, text, 'NATIONAL_ID', (m) => verhoeffValid(m[1].replace(/[ -]/g, '')), 1),
 };
 
 // E-mail addresses (toggle detect_pii_email): a personal address is flagged; not the sender/recipient
@@ -224,7 +299,7 @@ const aadhaarDetector: Detector = {
 const EMAIL_DOMAIN = /[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}\b/y;
 const isEmailLocal = (c: number) =>
   (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 46 || c === 95 || c === 37 || c === 43 || c === 45;
-function* emailMatches(text: string): Generator<{ index: number; at: number }> {
+function* emailMatches(text: string): Generator<{ index: number; at: number; end: number }> {
   let from = 0;
   for (let at = text.indexOf('@'); at >= 0; at = text.indexOf('@', at + 1)) {
     let start = at;
@@ -234,46 +309,47 @@ function* emailMatches(text: string): Generator<{ index: number; at: number }> {
     EMAIL_DOMAIN.lastIndex = at + 1;
     if (!EMAIL_DOMAIN.test(text)) continue;
     from = EMAIL_DOMAIN.lastIndex;
-    yield { index: start, at };
+    yield { index: start, at, end: from };
     if (from > at + 1) at = from - 1;
   }
 }
 const ROLE_LOCAL = /^(?:no-?reply|do-?not-?reply|support|help|info|contact|hello|team|sales|admin|billing|accounts?|alerts?|notifications?|newsletter|news|marketing|office|hr|jobs|careers|press|security|privacy|abuse|postmaster|webmaster|service|feedback|orders?|invoices?|updates?)$/i;
 const HEADER_LINE = /^[ \t>]*(?:from|to|cc|bcc|sender|reply-to|return-path|delivered-to)[ \t]*:/i;
 const SENDER_CONTEXT = /\b(?:from|sender|sent by)\s*:?\s*(?:"[^"\n]{0,60}"\s*|[^<\n@]{0,40}<)?$/i;
+function* personalEmails(text: string): Generator<Span> {
+  for (const m of emailMatches(text)) {
+    if (ROLE_LOCAL.test(text.slice(m.index, m.at))) continue;
+    const at = m.index;
+    const lineStart = text.lastIndexOf('\n', at - 1) + 1;
+    if (HEADER_LINE.test(text.slice(lineStart, at))) continue;
+    if (SENDER_CONTEXT.test(text.slice(Math.max(lineStart, at - 80), at))) continue;
+    yield { start: m.index, end: m.end, kind: 'EMAIL' };
+  }
+}
 const emailDetector: Detector = {
   id: 'pii.email',
   category: 'pii',
   toggle: 'detect_pii_email',
-  test: (text) => {
-    for (const m of emailMatches(text)) {
-      if (ROLE_LOCAL.test(text.slice(m.index, m.at))) continue;
-      const at = m.index;
-      const lineStart = text.lastIndexOf('\n', at - 1) + 1;
-      if (HEADER_LINE.test(text.slice(lineStart, at))) continue;
-      if (SENDER_CONTEXT.test(text.slice(Math.max(lineStart, at - 80), at))) continue;
-      return true;
-    }
-    return false;
-  },
+  test: (text) => !personalEmails(text).next().done,
+  spans: (text) => [...personalEmails(text)],
 };
 
 const pii: Detector[] = [
   cardDetector,
   // US SSN (dashed; area 000/666/9xx, group 00 and serial 0000 are never issued).
-  re('pii.us_ssn', 'pii', /\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b/),
-  re('pii.us_ssn_labeled', 'pii', /\b(?:SSN|social\s+security(?:\s+number)?)\b[^0-9\n]{0,20}(?!000|666|9\d\d)\d{3}\s?(?!00)\d{2}\s?(?!0000)\d{4}\b/i),
+  re('pii.us_ssn', 'pii', /\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b/, 'SSN'),
+  re('pii.us_ssn_labeled', 'pii', /\b(?:SSN|social\s+security(?:\s+number)?)\b[^0-9\n]{0,20}(?!000|666|9\d\d)\d{3}\s?(?!00)\d{2}\s?(?!0000)\d{4}\b/i, 'SSN', undefined, /\d[\d\s]*$/),
   // UK National Insurance number.
-  re('pii.uk_nino', 'pii', /\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]\s?\d{2}\s?\d{2}\s?\d{2}\s?[A-D]\b/),
+  re('pii.uk_nino', 'pii', /\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]\s?\d{2}\s?\d{2}\s?\d{2}\s?[A-D]\b/, 'NATIONAL_ID'),
   // Canadian SIN with a label (digits alone collide with phone numbers).
-  re('pii.ca_sin', 'pii', /\b(?:SIN|social\s+insurance(?:\s+number)?)\b[^0-9\n]{0,20}\d{3}[- ]?\d{3}[- ]?\d{3}\b/i),
+  re('pii.ca_sin', 'pii', /\b(?:SIN|social\s+insurance(?:\s+number)?)\b[^0-9\n]{0,20}\d{3}[- ]?\d{3}[- ]?\d{3}\b/i, 'NATIONAL_ID', undefined, /\d[\d -]*$/),
   // Indian Aadhaar with a label.
   aadhaarDetector,
   // Passport numbers only with a label.
-  re('pii.passport', 'pii', /\bpassport\s+(?:no\.?|number|#)\s*[:#]?\s*[A-Z0-9]{6,9}\b/i),
+  re('pii.passport', 'pii', /\bpassport\s+(?:no\.?|number|#)\s*[:#]?\s*[A-Z0-9]{6,9}\b/i, 'PASSPORT', undefined, /[A-Z0-9]{6,9}$/i),
   ibanDetector,
   emailDetector,
-  re('pii.phone', 'pii', /(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)\s?|\b\d{3}[ .-])\d{3}[ .-]\d{4}\b|\+\d{10,15}\b|(?<![\w+])\+\d{1,3}(?:[ .-]?\d{1,4}){3,5}(?!\d)/, 'detect_pii_phone'),
+  re('pii.phone', 'pii', /(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)\s?|\b\d{3}[ .-])\d{3}[ .-]\d{4}\b|\+\d{10,15}\b|(?<![\w+])\+\d{1,3}(?:[ .-]?\d{1,4}){3,5}(?!\d)/, 'PHONE', 'detect_pii_phone'),
 ];
 
 export const DETECTORS: readonly Detector[] = [...secrets, ...pii];

@@ -5,6 +5,7 @@ import { inspectInWorker } from './pool';
 import type { InspectableText } from './roles';
 
 export { closeFirewallPool } from './pool';
+export { Redactor, REDACTABLE, maskRequest, surfaceRedaction, firewallHeader, type RedactCounts, type RedactionResult } from './redact';
 
 export type { FirewallCategory } from './detectors';
 
@@ -110,6 +111,28 @@ export function inspectText(texts: InspectableText[], opts: FirewallOptions = {}
   const p = prepared.get(texts);
   if (p && p.items.length === texts.length && p.items.every((item, i) => item === texts[i] && p.texts[i] === textOf(item))) return resultFor(p.ruleIds, opts);
   return resultFor(inspectAllDetectors(texts, opts), opts);
+}
+
+/**
+ * The given secret/pii categories that the detectors still find in texts (normalized and decoded
+ * views, as inspectText reads them): used on a redacted request, where any hit is a value the
+ * redaction could not mask. Only those categories' detectors run (no injection rules, no classifier).
+ */
+export function residualCategories(texts: InspectableText[], opts: FirewallOptions, categories: readonly FirewallCategory[]): FirewallCategory[] {
+  const hits = new Set<FirewallCategory>();
+  const detectors = DETECTORS.filter((d) => categories.includes(d.category) && (!d.toggle || opts[d.toggle]));
+  for (const item of texts) {
+    const raw = textOf(item);
+    if (!raw || typeof raw !== 'string') continue;
+    const text = baseView(raw.slice(0, MAX_INSPECT_CHARS));
+    let decoded: string[] | null = null;
+    for (const d of detectors) {
+      if (hits.has(d.category)) continue;
+      if (d.test(text)) hits.add(d.category);
+      else if (d.category === 'secret' && (decoded ??= decodedViews(text)).some((t) => d.test(t))) hits.add(d.category);
+    }
+  }
+  return ORDER.filter((c) => hits.has(c));
 }
 
 /** inspectText, in a worker thread for large texts (see prepareInspection). */

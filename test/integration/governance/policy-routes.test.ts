@@ -33,7 +33,12 @@ describe('policy routes: GET/PATCH /v1/projects/:project_id/policy', () => {
     const res = await call('GET', path(), { key: p.adminKey });
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({ object: 'project_policy', project_id: p.project.id, version: 0 });
-    expect(res.json.document.firewall).toEqual({ mode: 'block', detect_pii_email: false, detect_pii_phone: false });
+    expect(res.json.document.firewall).toEqual({
+      mode: 'block',
+      detect_pii_email: false,
+      detect_pii_phone: false,
+      actions: { prompt_injection: 'block', secret: 'block', pii: 'redact' },
+    });
     expect(res.json.document.budgets.monthly_usd_micros).toBeNull();
     expect(res.text).not.toMatch(/AKIA|BEGIN|ignore/);
   });
@@ -73,6 +78,21 @@ describe('policy routes: GET/PATCH /v1/projects/:project_id/policy', () => {
     expect(paths).toEqual(expect.arrayContaining(['budgets.daily_usd_micros', 'firewall.mode', 'rate_limits.0.limit', '']));
     expect((await call('PATCH', path(), { key: p.adminKey, body: [1] })).status).toBe(400);
     expect((await call('GET', path(), { key: p.adminKey })).json.version).toBe(0);
+  });
+
+  it('firewall actions per category: stored when valid; redact for prompt_injection is a 400 naming the field', async () => {
+    const q = await createTestProject(tg.db);
+    const qpath = () => `/v1/projects/${q.project.id}/policy`;
+    const bad = await call('PATCH', qpath(), { key: q.adminKey, body: { firewall: { actions: { prompt_injection: 'redact' } } } });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.code).toBe('validation_error');
+    expect(bad.json.error.details.issues).toEqual([expect.objectContaining({ path: 'firewall.actions.prompt_injection', message: expect.stringContaining('no span to mask') })]);
+    const unknown = await call('PATCH', qpath(), { key: q.adminKey, body: { firewall: { actions: { pii: 'mask', jailbreak: 'block' } } } });
+    expect(unknown.status).toBe(400);
+    expect(unknown.json.error.details.issues.map((i: any) => i.path)).toEqual(expect.arrayContaining(['firewall.actions.pii', 'firewall.actions']));
+    const ok = await call('PATCH', qpath(), { key: q.adminKey, body: { firewall: { actions: { secret: 'redact', pii: 'flag' } } } });
+    expect(ok.status).toBe(200);
+    expect(ok.json.document.firewall.actions).toEqual({ prompt_injection: 'block', secret: 'redact', pii: 'flag' });
   });
 
   it('a policy change alters the next decision', async () => {
