@@ -22,6 +22,12 @@ export interface JobLimits {
   retryMaxMs: number;
   /** Cap on an upstream Retry-After. */
   retryAfterMaxMs: number;
+  /**
+   * The caller's opt-in (`retry_on_interrupt`): an attempt that does not report back (worker died)
+   * is dispatched again, within maxAttempts, instead of closing `dispatch_interrupted`. The call may
+   * then reach the provider twice. Absent in jobs submitted before the option: false.
+   */
+  retryOnInterrupt?: boolean;
 }
 
 /**

@@ -48,7 +48,9 @@ function slotPollMs(round: number): number {
  * not idempotent. Retryable upstream failures (429, 5xx) get further attempts. An attempt that does
  * not report back (its worker died, or Temporal lost track of it: heartbeat timeout) may have
  * reached the provider, so it is not repeated: the job takes that attempt's own record if one is
- * written before its dispatch deadline, else closes `dispatch_interrupted`. A denial is final. Cancellation (POST
+ * written before its dispatch deadline, else closes `dispatch_interrupted`, unless the job opted in
+ * (`retry_on_interrupt`): then it is dispatched again, and the provider may see the call twice.
+ * A denial is final. Cancellation (POST
  * /v1/jobs/{id}/cancel) aborts a running dispatch and records what happened, once.
  */
 export async function jobWorkflow(input: JobInput): Promise<JobOutcome> {
@@ -107,6 +109,13 @@ export async function jobWorkflow(input: JobInput): Promise<JobOutcome> {
           if (isCancellation(err)) throw err;
           // The attempt did not report back (worker died, timed out): its outcome is unknown.
           const cause = err instanceof ActivityFailure ? err.cause : err;
+          // Opted in: dispatch again, with the same permit and reservation (the next attempt
+          // returns the lost one's record instead if it wrote one). The last attempt falls through
+          // to the default, so a request that kills its worker every time still ends.
+          if (limits.retryOnInterrupt && !final) {
+            await sleep(retryDelayMs(limits, attempt + 1, null));
+            continue;
+          }
           if (patched(LOST_ATTEMPT_AT_MOST_ONCE_PATCH)) {
             const message = cause instanceof Error ? cause.message : String(cause);
             envelope = await jobAwaitLostAttempt(execution, gov, { message, untilMs: attemptStartedAt + execution.dispatchTimeoutMs }, prior);

@@ -8212,6 +8212,11 @@ export interface paths {
                         metadata?: {
                             [key: string]: string;
                         };
+                        /**
+                         * @description When true, a dispatch interrupted by a worker death is dispatched again (within the job's attempts) instead of ending the job failed with dispatch_interrupted. The interrupted call may already have reached the provider, so the provider can receive and bill the request twice; the permit and its reservation stay the same. Default false: at most one provider call per job.
+                         * @default false
+                         */
+                        retry_on_interrupt?: boolean;
                     } & {
                         [key: string]: unknown;
                     };

@@ -41,6 +41,8 @@ export interface JobSubmission {
   metadata: Record<string, string>;
   /** The validated body: what an Idempotency-Key is bound to. */
   body: unknown;
+  /** Re-dispatch an attempt interrupted by a worker death (the provider may see the call twice). */
+  retryOnInterrupt?: boolean;
 }
 
 export interface JobReply {
@@ -154,6 +156,7 @@ export async function submitJob(
       retryBaseMs: config.jobs.retryBaseMs,
       retryMaxMs: config.jobs.retryMaxMs,
       retryAfterMaxMs: config.jobs.retryAfterMaxMs,
+      ...(sub.retryOnInterrupt ? { retryOnInterrupt: true } : {}),
     },
   };
   try {

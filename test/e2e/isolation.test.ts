@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { startHarness, Harness } from './executions/helpers';
 import type { TestProject } from '../support/tollgate';
 import { createFixtures, fillPath, Fixtures, CANARY_PROMPT } from '../fuzz/fixtures';
+import { startTestMcpServer, type TestMcpServer } from '../integration/mcp/mcp-server';
 import { arbitraryFromSchema } from '../fuzz/json-schema-arbitrary';
 import { bodySchemaOf } from '../fuzz/requests';
 import { pathParams, v1Routes, FuzzRoute } from '../fuzz/route-list';
@@ -20,14 +21,6 @@ const NOT_PROJECT_DATA: Record<string, string> = {
   provider: 'a model provider name (openai), the same for every project',
 };
 
-/** Path parameters whose resources the matrix cannot create yet, with the reason (their routes are listed as skipped). */
-const NO_FIXTURE_YET: Record<string, string> = {
-  session_id: 'sessions (issue 19) were being built in the same session; no creation flow to build a fixture on yet',
-  search_id: 'session search evidence (issue 19): needs a session fixture',
-  server_ref: 'MCP servers (issue 19) were being built in the same session; no fixture yet',
-  tool_call: 'MCP tool calls (issue 19): needs an MCP server fixture',
-};
-
 /** Routes the matrix cannot call meaningfully, with the reason. */
 const SKIPPED: Record<string, string> = {};
 
@@ -36,17 +29,25 @@ describe('tenant isolation matrix', () => {
   let a: TestProject;
   let b: TestProject;
   let ids: Fixtures;
+  let mcp: TestMcpServer;
   beforeAll(async () => {
     h = await startHarness({ WEBHOOK_ALLOWED_HOSTS: '127.0.0.1/32' });
+    mcp = await startTestMcpServer();
     a = await h.project();
     b = await h.project();
-    ids = await createFixtures(h, a);
+    ids = await createFixtures(h, a, { mcpUrl: mcp.url });
   }, 120_000);
-  afterAll(async () => h?.close());
+  afterAll(async () => {
+    await h?.close();
+    await mcp?.close();
+  });
+
+  /** Fixture values that are not A's data: a global catalogue id, a count, and the test MCP server's tool name (`add:call`), which any project may call. */
+  const NOT_A_SECRET = ['template_id', 'tree_size', 'tool_call'];
 
   /** A's values that must never appear in an answer to B (ids, project id, prompt text). */
   const secretsOfA = (except: string[]) =>
-    [...Object.entries(ids).filter(([k]) => k !== 'template_id' && k !== 'tree_size').map(([, v]) => v), a.project.id, CANARY_PROMPT].filter((v) => v && !except.includes(v));
+    [...Object.entries(ids).filter(([k]) => !NOT_A_SECRET.includes(k)).map(([, v]) => v), a.project.id, CANARY_PROMPT].filter((v) => v && !except.includes(v));
 
   /** Valid-shaped bodies for the route (a few, since refinements the JSON Schema cannot express may refuse one). */
   const sampleBodies = (r: FuzzRoute): unknown[] => {
@@ -95,11 +96,6 @@ describe('tenant isolation matrix', () => {
         continue;
       }
       const params = pathParams(r.path).filter((n) => !NOT_PROJECT_DATA[n]);
-      const waiting = params.filter((n) => NO_FIXTURE_YET[n] && ids[n] === undefined);
-      if (waiting.length) {
-        skipped.push(`${name}: ${NO_FIXTURE_YET[waiting[0]]}`);
-        continue;
-      }
       const unknown = params.filter((n) => ids[n] === undefined);
       if (unknown.length) {
         problems.push(`${name}: no fixture for :${unknown.join(', :')} (add one to test/fuzz/fixtures.ts or a reason to SKIPPED)`);
@@ -120,6 +116,9 @@ describe('tenant isolation matrix', () => {
     // A's resources are untouched by B's calls (deletes, revokes, cancels).
     expect((await h.call('GET', `/v1/policies/${ids.policy_id}`, { key: a.adminKey })).status).toBe(200);
     expect((await h.call('GET', `/v1/webhooks/${ids.subscription_id}`, { key: a.adminKey })).status).toBe(200);
+    expect((await h.call('GET', `/v1/mcp/servers/${ids.server_ref}`, { key: a.adminKey })).status).toBe(200);
+    expect((await h.call('GET', `/v1/sessions/${ids.session_id}`, { key: a.adminKey })).json).toMatchObject({ status: 'active', usage: { turns: 0 } });
+    expect((await h.call('GET', `/v1/sessions/${ids.session_id}/mcp-tool-calls`, { key: a.adminKey })).json.data).toEqual([expect.objectContaining({ id: ids.mcp_tool_call_id })]);
     const withIds = covered.filter((n) => /:[a-z_]+/.test(n.replace(/:native_path|:template_id/g, ''))).length;
     process.stdout.write(`isolation: ${covered.length} routes called with project B's key (${withIds} with A's ids), ${skipped.length} skipped${skipped.length ? `:\n  ${skipped.join('\n  ')}` : ''}\n`);
     expect(problems).toEqual([]);

@@ -39,13 +39,36 @@ async function eventually<T>(read: () => Promise<T | undefined>, what: string, t
   }
 }
 
-export async function createFixtures(h: Harness, p: TestProject): Promise<Fixtures> {
+export interface FixtureOptions {
+  /** The URL of a running MCP server (test/integration/mcp/mcp-server.ts) the project registers; it must offer an `add` tool. */
+  mcpUrl: string;
+}
+
+/** The MCP tool the fixtures call (the test MCP server's `add`), as the `:tool_call` segment names it. */
+export const FIXTURE_TOOL = 'add';
+
+export async function createFixtures(h: Harness, p: TestProject, opts: FixtureOptions): Promise<Fixtures> {
   const messages = [{ role: 'user', content: `fixture ${CANARY_PROMPT}` }];
   const exec = await must(h, p, 'POST', '/v1/executions', { operation: 'generate.text', messages });
   const workflowId = `wf-${randomUUID()}`;
   await must(h, p, 'POST', '/v1/workflows', { workflow_id: workflowId, intent: { expected_calls: 5, max_calls: 10, max_duration_seconds: 3600 } });
   const job = await must(h, p, 'POST', '/v1/jobs', { operation: 'generate.text', messages });
   const webhook = await must(h, p, 'POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook', event_types: ['job.completed'] });
+  // A voice session (voice routes need one; every session route accepts it), a search evidence item
+  // and an MCP tool call on it, so the session's reads have data another project must not see.
+  // Created before the review rule below, which would hold the tool call for review.
+  const session = await must(h, p, 'POST', '/v1/sessions', { model: 'gpt-realtime', modality: 'voice', max_turns: 50 });
+  const search = await must(h, p, 'POST', `/v1/sessions/${session.json.id}/search-evidence`, {
+    query: `fixture ${CANARY_PROMPT}`,
+    results: [{ url: 'https://example.com/fixture', title: 'Fixture', rank: 1 }],
+  });
+  // A unique ref, so the leak check cannot match an unrelated word in another project's answer.
+  const serverRef = `mcp-${randomUUID().slice(0, 8)}`;
+  await must(h, p, 'POST', '/v1/mcp/servers', { server_ref: serverRef, url: opts.mcpUrl, allowed_tools: [FIXTURE_TOOL] });
+  const toolCall = await must(h, p, 'POST', `/v1/mcp/servers/${serverRef}/tools/${FIXTURE_TOOL}:call`, {
+    arguments: { a: 2, b: 3 },
+    session_id: session.json.id,
+  });
   const policy = await must(h, p, 'POST', '/v1/policies', { type: 'review_rule', id: `r-${randomUUID().slice(0, 8)}`, config: {} });
   const now = Date.now();
   const exp = await must(h, p, 'POST', '/v1/compliance/exports', {
@@ -72,6 +95,11 @@ export async function createFixtures(h: Harness, p: TestProject): Promise<Fixtur
     event_id: event,
     tree_size: treeSize,
     project_id: p.project.id,
+    session_id: session.json.id,
+    search_id: search.json.id,
+    server_ref: serverRef,
+    tool_call: `${FIXTURE_TOOL}:call`,
+    mcp_tool_call_id: toolCall.json.id,
   };
 }
 

@@ -10,6 +10,7 @@ import { startHarness, Harness } from '../e2e/executions/helpers';
 import type { TestProject } from '../support/tollgate';
 import { answerProblems, describeAnswer } from './answers';
 import { createFixtures, Fixtures } from './fixtures';
+import { startTestMcpServer, type TestMcpServer } from '../integration/mcp/mcp-server';
 import { bodySchemaOf, caseArb, send } from './requests';
 import { v1Routes } from './route-list';
 
@@ -28,12 +29,17 @@ describe('fuzz: every /v1 route', () => {
   let h: Harness;
   let p: TestProject;
   let ids: Fixtures;
+  let mcp: TestMcpServer;
   beforeAll(async () => {
     h = await startHarness({ WEBHOOK_ALLOWED_HOSTS: '127.0.0.1/32' });
+    mcp = await startTestMcpServer();
     p = await h.project();
-    ids = await createFixtures(h, p);
+    ids = await createFixtures(h, p, { mcpUrl: mcp.url });
   }, 120_000);
-  afterAll(async () => h?.close());
+  afterAll(async () => {
+    await h?.close();
+    await mcp?.close();
+  });
 
   it(`${BODIES} bodies across the routes: no 500, every error in the documented shape`, async () => {
     const routes = v1Routes();

@@ -23,5 +23,8 @@ export default async function globalTeardown(): Promise<void> {
   }
 }
 
-/** The provider keys test/e2e/executions/helpers.ts configures (emulatorEnv). */
-const PROVIDER_KEYS_OF_TESTS = ['test-openai', 'test-anthropic', 'test-gemini', 'test-deepseek', 'test-mistral'];
+/**
+ * The deployment provider keys the tests configure: test/e2e/executions/helpers.ts (emulatorEnv) and
+ * test/e2e/management/providers.test.ts. Project keys carry CANARY_PROVIDER_KEY, found by pattern.
+ */
+const PROVIDER_KEYS_OF_TESTS = ['test-openai', 'test-anthropic', 'test-gemini', 'test-deepseek', 'test-mistral', 'deployment-openai-key'];

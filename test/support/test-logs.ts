@@ -26,6 +26,15 @@ export const CANARY_PROMPT = 'tollgate-canary-prompt-7f3a9c';
 /** Planted in MCP server credentials (bearer tokens, header values) by tests; no log line may contain it. */
 export const CANARY_MCP_CREDENTIAL = 'tollgate-canary-mcp-credential-4b8e21';
 
+/** Planted in project provider keys (management `PUT .../providers/{provider}/key`) by tests; no log line may contain it. */
+export const CANARY_PROVIDER_KEY = 'tollgate-canary-provider-key-9d2c57';
+
+/**
+ * A webhook signing secret's shape (`whsec_` + base64 of 32 bytes, src/webhooks/signing.ts): the
+ * service generates them, so tests cannot plant a canary; any such value in a log is a leak.
+ */
+export const WEBHOOK_SECRET_PATTERN = /whsec_[A-Za-z0-9+/]{40,}/;
+
 export interface SecretFinding {
   file: string;
   line: number;
@@ -40,9 +49,11 @@ const PATTERNS: Array<[string, RegExp]> = [
   ['OpenAI-style key', /\bsk-(?:ant-)?[A-Za-z0-9_-]{20,}/],
   ['canary prompt text', new RegExp(CANARY_PROMPT)],
   ['MCP server credential', new RegExp(CANARY_MCP_CREDENTIAL)],
+  ['provider key', new RegExp(CANARY_PROVIDER_KEY)],
+  ['webhook signing secret', WEBHOOK_SECRET_PATTERN],
 ];
 
-/** Secrets in the log files of `dir`: the patterns above and the literal values in `literals` (provider keys of the run). */
+/** Secrets in the log files of `dir`: the patterns above and the literal values in `literals` (provider keys and webhook secrets of the run). */
 export function scanLogs(dir: string, literals: Array<[string, string]> = []): { files: number; lines: number; findings: SecretFinding[] } {
   const findings: SecretFinding[] = [];
   let files = 0;

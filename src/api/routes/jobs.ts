@@ -17,6 +17,15 @@ export const metadataSchema = z
   .record(z.string().min(1).max(64), z.string().max(512))
   .refine((m) => Object.keys(m).length <= 50, { message: 'metadata takes at most 50 keys' });
 
+/** The per-job opt-in to re-dispatch after a worker death (docs/decisions.md, "Jobs"). */
+export const retryOnInterruptSchema = z
+  .boolean()
+  .default(false)
+  .describe(
+    'When true, a dispatch interrupted by a worker death is dispatched again (within the job\'s attempts) instead of ending the job failed with dispatch_interrupted. ' +
+      'The interrupted call may already have reached the provider, so the provider can receive and bill the request twice; the permit and its reservation stay the same. Default false: at most one provider call per job.',
+  );
+
 const LIST_LIMIT_DEFAULT = 20;
 const LIST_LIMIT_MAX = 100;
 
@@ -42,21 +51,28 @@ export const jobRoutes = routeFamily(
       since: 'v1.3',
       auth: 'key',
       summary: 'Submit an async job (execution request plus metadata)',
-      body: z.looseObject({ metadata: metadataSchema.optional() }).describe('An execution request (see POST /v1/executions) with optional metadata'),
+      body: z
+        .looseObject({
+          metadata: metadataSchema.optional(),
+          retry_on_interrupt: retryOnInterruptSchema.optional(),
+        })
+        .describe('An execution request (see POST /v1/executions) with optional metadata and retry_on_interrupt'),
       status: 202,
       response: jobSchema,
       handler: async (ctx, { deps, svc }) => {
         const auth = keyAuthOf(ctx);
         const raw = (ctx.request.body ?? {}) as Record<string, unknown>;
         if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw errors.validation([{ path: '', message: 'The body must be a JSON object', code: 'invalid_type' }]);
-        const { metadata: rawMetadata, ...rest } = raw;
+        const { metadata: rawMetadata, retry_on_interrupt: rawRetry, ...rest } = raw;
         const issues = [];
         const meta = metadataSchema.safeParse(rawMetadata ?? {});
         if (!meta.success) issues.push(...zodIssues(meta.error, 'metadata'));
+        const retry = retryOnInterruptSchema.safeParse(rawRetry);
+        if (!retry.success) issues.push(...zodIssues(retry.error, 'retry_on_interrupt'));
         const parsed = executionRequestSchema.safeParse(rest);
         if (!parsed.success) issues.push(...zodIssues(parsed.error));
         else if (parsed.data.mode === 'stream') issues.push({ path: 'mode', message: 'Jobs run asynchronously; mode must be "sync" or omitted', code: 'custom' });
-        if (issues.length > 0 || !parsed.success || !meta.success) throw errors.validation(issues);
+        if (issues.length > 0 || !parsed.success || !meta.success || !retry.success) throw errors.validation(issues);
         const body = parsed.data as ExecutionRequest;
         const key = ctx.get('idempotency-key') || null;
         if (key !== null && !IDEMPOTENCY_KEY_PATTERN.test(key)) {
@@ -68,8 +84,10 @@ export const jobRoutes = routeFamily(
           throw errors.validation([{ path: 'headers.x-svc-workflow-id', message: 'X-Svc-Workflow-Id must be 1 to 255 characters of [A-Za-z0-9_-]', code: 'invalid_format' }]);
         }
         const reply = await submitJob(svc, { projectId: auth.projectId, keyId: auth.keyId, idempotencyKey: key, workflowId }, {
-          body: { ...body, metadata: meta.data },
+          // Bound to the Idempotency-Key only when set, so keys used before the option keep their hash.
+          body: { ...body, metadata: meta.data, ...(retry.data ? { retry_on_interrupt: true } : {}) },
           metadata: meta.data,
+          retryOnInterrupt: retry.data,
           ...planExecution(body, deps.pricing),
         });
         ctx.status = reply.status;

@@ -3,7 +3,8 @@
  * mid-job. A job never reaches the provider twice: an attempt that does not report back is not
  * repeated. Killed mid-call, each job closes once `dispatch_interrupted` (its estimate settled);
  * across a Temporal restart the still-running attempts record their real outcome and every job
- * completes once.
+ * completes once. A job that opts in (`retry_on_interrupt`) is dispatched again instead: it
+ * completes, and the provider saw its call twice.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -112,6 +113,63 @@ describe('jobs and a worker killed mid-dispatch (SIGKILL)', () => {
       const permit = await api.db.query('SELECT reservation_state FROM permits WHERE id = $1', [j.permit_id]);
       expect(permit.rows[0].reservation_state).toBe('settled');
     }
+  });
+});
+
+describe('jobs that opt in to retry_on_interrupt, and a worker killed mid-dispatch (SIGKILL)', () => {
+  let emu: EmulatorHandle;
+  let api: TG;
+  let env: NodeJS.ProcessEnv;
+  let child: ChildProcess | null = null;
+  let survivor: TG | null = null;
+
+  beforeAll(async () => {
+    emu = await startEmulator({ port: 0 });
+    // Dispatch deadline 15 s + 5 s: how long the default job waits for its lost attempt's own record.
+    env = { ...emulatorEnv(emu.url), TEMPORAL_TASK_QUEUE: `jobs-retry-interrupt-${Date.now()}`, JOBS_HEARTBEAT_TIMEOUT_MS: '2000', JOBS_RETRY_BASE_MS: '200', PROVIDER_TIMEOUT_MS: '15000' };
+    api = await startTestTollgate({ env, role: 'api' });
+  });
+  afterAll(async () => {
+    child?.kill('SIGKILL');
+    await survivor?.close();
+    await api?.close();
+    await emu?.close();
+  });
+
+  /** Provider requests whose prompt carries `tag`. */
+  const sentWith = (tag: string) => emu.received().filter((r) => JSON.stringify(r.body).includes(tag)).length;
+
+  it('the opted-in job is dispatched again and completes (the provider saw it twice); the default one still ends dispatch_interrupted', async () => {
+    const p = await createTestProject(api.db);
+    child = await spawnTollgate(env, 'worker');
+    const call = http(api.url!);
+    const submit = (tag: string, extra: Record<string, unknown>) =>
+      call('POST', '/v1/jobs', { key: p.clientKey, body: { operation: 'generate.text', messages: say(`[[emulator:latency_ms=8000]] ${tag}`), ...extra } });
+    const [retried, plain] = await Promise.all([submit('opted-in', { retry_on_interrupt: true }), submit('default', {})]);
+    expect([retried.status, plain.status]).toEqual([202, 202]);
+    // Both are at the provider (it answers after 8 s) when the worker dies.
+    await waitUntil(async () => sentWith('opted-in') >= 1 && sentWith('default') >= 1, 30_000);
+    child.kill('SIGKILL');
+    survivor = await startTestTollgate({ env, role: 'worker' });
+
+    const [done] = await closedJobs(api.db, [retried.json.id], 'completed');
+    expect(done.attempts).toBe(2);
+    expect(done.result.status).toBe('completed');
+    expect(sentWith('opted-in')).toBe(2);
+    const sent = await api.db.query("SELECT count(*)::int AS n FROM events WHERE request_id = $1 AND event_type = 'provider.request_sent'", [done.request_id]);
+    expect(sent.rows[0].n).toBe(2);
+    // One permit, one reservation, settled once; one execution record.
+    const permit = await api.db.query('SELECT reservation_state FROM permits WHERE id = $1', [done.permit_id]);
+    expect(permit.rows[0].reservation_state).toBe('settled');
+    const ex = await api.db.query('SELECT count(*)::int AS n FROM executions WHERE id = $1', [done.request_id]);
+    expect(ex.rows[0].n).toBe(1);
+
+    const [failed] = await closedJobs(api.db, [plain.json.id], 'failed');
+    expect(failed.attempts).toBe(1);
+    expect(failed.error_code).toBe('dispatch_interrupted');
+    expect(sentWith('default')).toBe(1);
+
+    expect((await submit('bad', { retry_on_interrupt: 'yes' })).json.error).toMatchObject({ code: 'validation_error', details: { issues: [expect.objectContaining({ path: 'retry_on_interrupt' })] } });
   });
 });
 

@@ -8,6 +8,7 @@ import { setProviderKey, rotateProviderKeyKek } from '../../../src/management/pr
 import { findProviderKey } from '../../../src/db/repositories/provider-keys';
 import { openSecret, parseKeks, providerKeyContext } from '../../../src/crypto/envelope';
 import { signIn, userWithRoles } from './support';
+import { CANARY_PROVIDER_KEY } from '../../support/test-logs';
 
 /** Forwards to the emulator and records the Authorization header of each OpenAI call. */
 async function recordingProxy(emu: EmulatorHandle) {
@@ -55,7 +56,8 @@ describe('project provider keys', () => {
     const p = await createTestProject(tg.db);
     const admin = await userWithRoles(tg.db, [{ projectId: p.project.id, role: 'admin' }]);
     const s = await signIn(call, admin.email);
-    const secret = `sk-proj-${randomBytes(12).toString('hex')}WXYZ`;
+    // The canary lets the end-of-run log scan find this key wherever it would leak.
+    const secret = `sk-proj-${CANARY_PROVIDER_KEY}-${randomBytes(12).toString('hex')}WXYZ`;
 
     const put = await call('PUT', `/v1/projects/${p.project.id}/providers/openai/key`, { key: s.access_token, body: { api_key: secret } });
     expect(put.status).toBe(200);
@@ -111,7 +113,7 @@ describe('project provider keys', () => {
     const base = `/v1/projects/${mine.project.id}/providers`;
     expect((await call('GET', base, { key: s.access_token })).status).toBe(200);
     for (const [method, path, body] of [
-      ['PUT', `${base}/openai/key`, { api_key: 'sk-viewer-cannot-1234' }],
+      ['PUT', `${base}/openai/key`, { api_key: `${CANARY_PROVIDER_KEY}-sk-viewer-cannot-1234` }],
       ['DELETE', `${base}/openai/key`, undefined],
       ['POST', `${base}/openai/test`, undefined],
     ] as const) {
@@ -121,10 +123,10 @@ describe('project provider keys', () => {
     }
     const other = `/v1/projects/${theirs.project.id}/providers`;
     for (const [method, path] of [['GET', other], ['PUT', `${other}/openai/key`], ['DELETE', `${other}/openai/key`], ['POST', `${other}/openai/test`]] as const) {
-      expect((await call(method, path, { key: s.access_token, body: method === 'PUT' ? { api_key: 'sk-other-project-1234' } : undefined })).status).toBe(404);
-      expect((await call(method, path, { key: mine.adminKey, body: method === 'PUT' ? { api_key: 'sk-other-project-1234' } : undefined })).status).toBe(404);
+      expect((await call(method, path, { key: s.access_token, body: method === 'PUT' ? { api_key: `${CANARY_PROVIDER_KEY}-sk-other-project-1234` } : undefined })).status).toBe(404);
+      expect((await call(method, path, { key: mine.adminKey, body: method === 'PUT' ? { api_key: `${CANARY_PROVIDER_KEY}-sk-other-project-1234` } : undefined })).status).toBe(404);
     }
-    expect((await call('PUT', `${base}/nope/key`, { key: mine.adminKey, body: { api_key: 'sk-whatever-1234' } })).status).toBe(404);
+    expect((await call('PUT', `${base}/nope/key`, { key: mine.adminKey, body: { api_key: `${CANARY_PROVIDER_KEY}-sk-whatever-1234` } })).status).toBe(404);
     expect((await call('PUT', `${base}/openai/key`, { key: mine.adminKey, body: {} })).status).toBe(400);
   });
 
@@ -135,7 +137,7 @@ describe('project provider keys', () => {
     const kidA = `a-${randomBytes(4).toString('hex')}`;
     const kidB = `b-${randomBytes(4).toString('hex')}`;
     const base = { env: 'test' as const, databaseUrl: tg.config.databaseUrl, providers: tg.config.providers };
-    await setProviderKey(tg.db, { ...base, providerKeyKeks: `${kidA}:${k1}` }, { projectId: p.project.id, provider: 'mistral', apiKey: 'mistral-project-key-9876', actor: 'test' });
+    await setProviderKey(tg.db, { ...base, providerKeyKeks: `${kidA}:${k1}` }, { projectId: p.project.id, provider: 'mistral', apiKey: `${CANARY_PROVIDER_KEY}-mistral-project-key-9876`, actor: 'test' });
     const before = (await findProviderKey(tg.db, p.project.id, 'mistral'))!;
     expect(before.kek_id).toBe(kidA);
 
@@ -148,7 +150,7 @@ describe('project provider keys', () => {
     expect(after.wrapped_key.equals(before.wrapped_key)).toBe(false);
     // The old KEK can go: the key opens with the new one alone.
     const sealed = { kekId: after.kek_id, wrappedKey: after.wrapped_key, ciphertext: after.ciphertext };
-    expect(openSecret(parseKeks(`${kidB}:${k2}`), sealed, providerKeyContext(p.project.id, 'mistral'))).toBe('mistral-project-key-9876');
+    expect(openSecret(parseKeks(`${kidB}:${k2}`), sealed, providerKeyContext(p.project.id, 'mistral'))).toBe(`${CANARY_PROVIDER_KEY}-mistral-project-key-9876`);
     // A second run has nothing of these KEKs left to do.
     const again = await rotateProviderKeyKek(tg.db, { ...base, providerKeyKeks: `${kidB}:${k2},${kidA}:${k1}` });
     expect((await findProviderKey(tg.db, p.project.id, 'mistral'))!.wrapped_key.equals(after.wrapped_key)).toBe(true);
