@@ -16,7 +16,7 @@ import { ApiError, errors } from '../errors';
 import { newId } from '../ids';
 import { pricing } from '../pricing';
 import { findSession, findSessionByIdempotencyKey, insertSession, SessionRecord } from '../db/repositories/sessions';
-import { findWorkflowIntent } from '../db/repositories/workflow-intents';
+import { checkIntent } from '../executions/reservation-denial';
 import {
   SESSION_FAILURES,
   SessionSnapshot,
@@ -113,11 +113,10 @@ export async function createSession(deps: SessionServiceDeps, auth: KeyAuthConte
   }
   const { provider, model } = resolveTarget(body);
   if (body.workflow_id) {
-    const intent = await findWorkflowIntent(deps.db, auth.projectId, body.workflow_id);
-    if (!intent) throw errors.notFound('Workflow', body.workflow_id);
-    if (intent.status !== 'active') {
-      throw errors.conflict('workflow_intent.not_active', `Workflow ${body.workflow_id} is ${intent.status}`, { workflow_id: body.workflow_id, status: intent.status });
-    }
+    // The same check, codes and status as every governed surface that accepts an intent
+    // (src/executions/reservation-denial.ts); a session's turns take their calls later.
+    const { refusal } = await checkIntent(deps.db, auth.projectId, body.workflow_id);
+    if (refusal) throw new ApiError(403, refusal.reason_code, refusal.message, { decision: 'deny', reason_code: refusal.reason_code, workflow_id: body.workflow_id });
   }
   const id = newId('sess');
   // The model must pass the project's policy (allow-list, deny rules) before any turn is taken.

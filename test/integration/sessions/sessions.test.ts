@@ -60,6 +60,19 @@ describe('sessions', () => {
     expect((await get('nope')).status).toBe(404);
   });
 
+  it('checks a workflow intent as every governed surface does: unknown or not active is 403 with the intent\'s code', async () => {
+    const unknown = await start({ workflow_id: 'never-declared' });
+    expect(unknown.status).toBe(403);
+    expect(unknown.json.error).toMatchObject({ code: 'workflow_intent.not_found', details: { decision: 'deny', reason_code: 'workflow_intent.not_found', workflow_id: 'never-declared' } });
+    expect((await call('POST', '/v1/workflows', { key: p.clientKey, body: { workflow_id: 'voice-run', intent: { max_calls: 5 } } })).status).toBe(201);
+    const joined = await start({ workflow_id: 'voice-run' });
+    expect(joined.status).toBe(201);
+    expect((await call('POST', '/v1/workflows/voice-run/complete', { key: p.clientKey, body: {} })).status).toBe(200);
+    const closed = await start({ workflow_id: 'voice-run' });
+    expect(closed.status).toBe(403);
+    expect(closed.json.error.code).toBe('workflow_intent.not_active');
+  });
+
   it('never grants more turns than max_turns under concurrent turns', async () => {
     const s = (await start({ max_turns: 5 })).json;
     const results = await Promise.all(Array.from({ length: 12 }, (_, i) => turn(s.id, { text: `hello ${i}`, estimated_output_tokens: 10 })));
