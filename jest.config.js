@@ -6,8 +6,12 @@ module.exports = {
   transform: {
     '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
   },
-  // jose 6 is ESM-only: compile it to CommonJS with the rest (every other package stays untransformed).
-  transformIgnorePatterns: ['/node_modules/(?!jose/)'],
+  // ESM-only packages are compiled to CommonJS with the rest (every other package stays untransformed):
+  // jose 6, and the Vercel AI SDK (ai, @ai-sdk/*, and its @workflow/serde) that the agent-framework tests use.
+  transformIgnorePatterns: ['/node_modules/(?!(jose|ai|@ai-sdk|@workflow)/)'],
+  // The AI SDK imports `zod/v4/locales/en.js`, which zod's exports map to its ESM build even for require:
+  // take the CommonJS twin, so one zod instance is loaded.
+  moduleNameMapper: { '^zod/v4/locales/(.*)\\.js$': 'zod/v4/locales/$1.cjs' },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60000,
