@@ -17,7 +17,7 @@ import { countChatTokens, countTokens } from '../pricing/tokenizer';
 import { readRoute } from './models';
 import { audioFor, audioSecondsOf, chunksOf, embeddingBase64, embeddingFor, hashHex, outputTokensOf, pngFor, replyFor, transcriptOf } from './content';
 import { parseFaults, type Faults } from './faults';
-import { anthropicToolCall, googleResponseSchema, googleToolCall, openaiResponseSchema, openaiToolCall, responsesSchema, toolCallId, valueFor } from './structured';
+import { anthropicResponseSchema, anthropicToolCall, googleResponseSchema, googleToolCall, openaiResponseSchema, openaiToolCall, responsesSchema, toolCallId, valueFor } from './structured';
 import { handlePayments } from './payments';
 
 interface Ctx {
@@ -347,9 +347,10 @@ async function anthropicMessages(ctx: Ctx, faults: Faults) {
   const texts = providerModules.anthropic.inspectableText(b);
   const lastUser = [...b.messages].reverse().find((m: any) => m?.role === 'user');
   const last = lastUser ? providerModules.anthropic.inspectableText({ messages: [lastUser] }).join('\n') : texts.join('\n');
-  const { text, truncated } = replyFor(last, b.max_tokens, faults.fillOutput);
   const seed = JSON.stringify(b.messages);
   const tool = anthropicToolCall(b);
+  const schema = tool ? null : anthropicResponseSchema(b);
+  const { text, truncated } = schema ? { text: JSON.stringify(valueFor(schema, seed)), truncated: false } : replyFor(last, b.max_tokens, faults.fillOutput);
   const toolUse = tool ? { type: 'tool_use', id: toolCallId('toolu_', seed), name: tool.name, input: valueFor(tool.parameters, seed) as Record<string, unknown> } : null;
   const toolJson = toolUse ? JSON.stringify(toolUse.input) : '';
   const total = countChatTokens(texts);

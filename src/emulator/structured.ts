@@ -53,7 +53,9 @@ export function valueFor(schema: unknown, seed: string, root: unknown = schema, 
     case 'integer':
     case 'number': {
       const lo = typeof s.minimum === 'number' ? s.minimum : typeof s.exclusiveMinimum === 'number' ? s.exclusiveMinimum + 1 : 0;
-      const hi = typeof s.maximum === 'number' ? s.maximum : typeof s.exclusiveMaximum === 'number' ? s.exclusiveMaximum - 1 : lo + 100;
+      // Unbounded numbers stay small, as a model's usually are: a schema that a client trimmed of its
+      // bounds (SDKs move them out of strict schemas and check them on the answer) still passes.
+      const hi = typeof s.maximum === 'number' ? s.maximum : typeof s.exclusiveMaximum === 'number' ? s.exclusiveMaximum - 1 : lo + 10;
       return Math.floor(lo + pick(Math.max(1, Math.floor(hi - lo) + 1)));
     }
     case 'boolean':
@@ -136,6 +138,12 @@ export function anthropicToolCall(b: Record<string, any>): ToolSpec | null {
   if (!tools.length || b.tool_choice?.type === 'none' || afterResult) return null;
   const forced = b.tool_choice?.type === 'tool' ? b.tool_choice.name : undefined;
   return tools.find((t) => t.name === forced) ?? tools[0];
+}
+
+/** The schema an Anthropic Messages request asks the answer to follow (`output_config.format`), or null for text. */
+export function anthropicResponseSchema(b: Record<string, any>): unknown {
+  const f = b.output_config?.format ?? b.output_format;
+  return f?.type === 'json_schema' ? (f.schema ?? {}) : null;
 }
 
 /** The function call a Gemini request asks for, or null for text. */

@@ -157,8 +157,8 @@ describe('Vercel AI SDK', () => {
     };
 
     // Anthropic: the AI SDK's default for models with native structured outputs sends
-    // `output_config.format` (json_schema), which the emulator does not read yet (it answers prose).
-    (provider === 'anthropic' ? it.skip : it)('generateObject(zod) and Output.object(zod) return objects that parse', async () => {
+    // `output_config.format` (json_schema); the forced-tool mode is tested below as well.
+    it('generateObject(zod) and Output.object(zod) return objects that parse', async () => {
       await structured(model(provider, p));
     });
 
