@@ -50,15 +50,18 @@ export function CallsByStatusChart({ series, withDate }: { series: CallBucket[];
   );
 }
 
-/** Median and 95th-percentile latency per bucket; empty buckets leave a gap rather than a zero. */
+/**
+ * Median and 95th-percentile latency per bucket; empty buckets leave a gap rather than a zero, and
+ * points are drawn so a bucket between two empty ones still shows.
+ */
 export function LatencyChart({ series, withDate }: { series: CallBucket[]; withDate: boolean }) {
   const canvas = useChart(series, withDate, (labels) => ({
     type: 'line',
     data: {
       labels,
       datasets: [
-        { label: 'p50 (ms)', data: series.map((b) => b.p50_ms), borderColor: '#2563eb', pointRadius: 0, spanGaps: false },
-        { label: 'p95 (ms)', data: series.map((b) => b.p95_ms), borderColor: '#7c3aed', pointRadius: 0, spanGaps: false },
+        { label: 'p50 (ms)', data: series.map((b) => b.p50_ms), borderColor: '#2563eb', backgroundColor: '#2563eb', pointRadius: 2, spanGaps: false },
+        { label: 'p95 (ms)', data: series.map((b) => b.p95_ms), borderColor: '#7c3aed', backgroundColor: '#7c3aed', pointRadius: 2, spanGaps: false },
       ],
     },
     options: { responsive: true, maintainAspectRatio: false, animation: false, scales: { y: { beginAtZero: true } } },

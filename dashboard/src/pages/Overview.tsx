@@ -46,13 +46,13 @@ export function Overview({ project, query }: { project: ProjectView; query: URLS
       <Section
         title="Traffic"
         actions={
-          <nav class="inline" aria-label="Window">
+          <div class="windows" role="group" aria-label="Window">
             {(Object.keys(WINDOWS) as WindowId[]).map((k) => (
               <a key={k} href={`#/overview?window=${k}`} aria-current={k === id ? 'true' : undefined}>
                 {WINDOWS[k].label}
               </a>
             ))}
-          </nav>
+          </div>
         }
       >
         <ErrorNote error={metrics.error} />
