@@ -11,16 +11,21 @@
  * (EXPLAIN ANALYZE's execution time is not used: it adds instrumentation; this is the client's
  * round trip on a local socket).
  *
+ * Then the Overview's aggregates (`GET /v1/metrics/calls`'s queries, `callMetrics`) run
+ * BENCH_METRIC_RUNS times (default 20) per window, each window ending at a random point in the 30
+ * days, with the dashboard's bucket size for it; the time is all four queries of one answer.
+ *
  *   BENCH_ROWS=5000000 npm run bench:call-log
  */
 import { encodeCursor } from '../src/api/cursor';
-import { listCalls, type CallFilters } from '../src/db/repositories/calls';
+import { callMetrics, listCalls, type CallFilters } from '../src/db/repositories/calls';
 import { createProject } from '../src/db/repositories/projects';
 import { onThrowawayDatabase } from './lib/event-log';
 import { pct } from './lib/load';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 5_000_000);
 const PAGES = Number(process.env.BENCH_PAGES ?? 200);
+const METRIC_RUNS = Number(process.env.BENCH_METRIC_RUNS ?? 20);
 const DAYS = 30;
 const log = (m: string) => console.error(`[bench:call-log] ${m}`);
 
@@ -90,6 +95,24 @@ async function main(): Promise<void> {
       }
       times.sort((a, b) => a - b);
       console.log(`${name.padEnd(34)}${pct(times, 50).toFixed(2).padStart(9)}${pct(times, 99).toFixed(2).padStart(9)}${String(n).padStart(7)}`);
+    }
+
+    // The dashboard's windows and bucket sizes (dashboard/src/pages/Overview.tsx).
+    const windows: [string, number, number][] = [['last hour, 60 s buckets', 3600, 60], ['24 h, 300 s buckets', 86400, 300], ['7 days, 3600 s buckets', 7 * 86400, 3600]];
+    console.log(`\nThe Overview's aggregates (series, totals, by model, by key), ${METRIC_RUNS} runs per window:\n`);
+    console.log(`${'window'.padEnd(34)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'calls'.padStart(9)}`);
+    for (const [name, seconds, bucket] of windows) {
+      const times: number[] = [];
+      let n = 0;
+      for (let i = 0; i < METRIC_RUNS; i++) {
+        const to = new Date(Date.now() - Math.random() * (DAYS * 86400 - seconds) * 1000);
+        const t = performance.now();
+        const m = await callMetrics(db, projectId, new Date(to.getTime() - seconds * 1000), to, bucket);
+        times.push(performance.now() - t);
+        n = m.totals.calls;
+      }
+      times.sort((a, b) => a - b);
+      console.log(`${name.padEnd(34)}${pct(times, 50).toFixed(2).padStart(9)}${pct(times, 99).toFixed(2).padStart(9)}${String(n).padStart(9)}`);
     }
   });
 }

@@ -9,6 +9,7 @@ import { Events } from './pages/Events';
 import { Intents } from './pages/Intents';
 import { Jobs } from './pages/Jobs';
 import { Keys } from './pages/Keys';
+import { Overview } from './pages/Overview';
 import { Policy } from './pages/Policy';
 import { Providers } from './pages/Providers';
 import { Reviews } from './pages/Reviews';
@@ -18,6 +19,7 @@ import { Timeline } from './pages/Timeline';
 
 const PAGES = [
   ['calls', 'Calls'],
+  ['overview', 'Overview'],
   ['spend', 'Spend'],
   ['keys', 'API keys'],
   ['providers', 'Provider keys'],
@@ -136,6 +138,8 @@ function PageView({ page, rest, query, project, user }: { page: Page; rest: stri
   switch (page) {
     case 'calls':
       return rest[0] ? <CallView id={rest[0]} /> : <Calls project={project} query={query} />;
+    case 'overview':
+      return <Overview project={project} query={query} />;
     case 'spend':
       return <Spend project={project} />;
     case 'keys':

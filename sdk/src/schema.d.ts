@@ -4163,6 +4163,127 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/metrics/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Overview's aggregates: calls per bucket by status, latency, rates, spend by model and by key */
+        get: {
+            parameters: {
+                query?: {
+                    from?: string;
+                    to?: string;
+                    bucket_seconds?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Success */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CallMetrics"];
+                    };
+                };
+                /** @description Invalid body, headers or field combination */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Hard deny, scope or configuration */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Resource absent for this project */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with an existing resource or replay contract */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled; Retry-After in seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal failure */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The database is unavailable (restart, failover); Retry-After in seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Any other failure, in the error shape */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/requests/{request_id}/timeline": {
         parameters: {
             query?: never;
@@ -13974,6 +14095,61 @@ export interface components {
             key_id: string | null;
             workflow_id: string | null;
             job_id: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        CallMetrics: {
+            /** @enum {string} */
+            object: "call_metrics";
+            window: {
+                from: string;
+                to: string;
+                bucket_seconds: number;
+            } & {
+                [key: string]: unknown;
+            };
+            series: components["schemas"]["CallMetricsBucket"][];
+            totals: {
+                calls: number;
+                completed: number;
+                failed: number;
+                denied: number;
+                /** @description failed / calls (0 without calls) */
+                error_rate: number;
+                /** @description denied / calls (0 without calls) */
+                denial_rate: number;
+                /** @description Median duration of the calls that were not denied */
+                p50_ms: number | null;
+                p95_ms: number | null;
+                cost_usd_micros: number;
+            } & {
+                [key: string]: unknown;
+            };
+            by_model: ({
+                provider: string;
+                model: string | null;
+                calls: number;
+                cost_usd_micros: number;
+            } & {
+                [key: string]: unknown;
+            })[];
+            by_key: ({
+                key_id: string | null;
+                calls: number;
+                cost_usd_micros: number;
+            } & {
+                [key: string]: unknown;
+            })[];
+        } & {
+            [key: string]: unknown;
+        };
+        CallMetricsBucket: {
+            start: string;
+            completed: number;
+            failed: number;
+            denied: number;
+            p50_ms: number | null;
+            p95_ms: number | null;
         } & {
             [key: string]: unknown;
         };

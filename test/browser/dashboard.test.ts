@@ -121,6 +121,33 @@ describe('dashboard in Chromium', () => {
     await expectText(page.locator('li[data-bar="denied"]'), /workflow_intent\.not_found/);
   });
 
+  it('draws the overview: totals that match the API, the charts, spend by model and key; the window is in the URL', async () => {
+    await go('overview');
+    const totals = page.getByRole('definition');
+    await page.locator('dl[aria-label="Totals"]').waitFor();
+    const api = (await h.call('GET', '/v1/metrics/calls', { key: p.clientKey })).json;
+    expect(api.totals.failed).toBeGreaterThan(0);
+    expect(api.totals.denied).toBeGreaterThan(0);
+    const shown = await totals.allTextContents();
+    expect(shown.slice(0, 4)).toEqual([api.totals.calls, api.totals.completed, api.totals.failed, api.totals.denied].map(String));
+    for (const label of ['Calls per interval by status', 'Latency p50 and p95 per interval']) {
+      const canvas = page.locator(`canvas[aria-label="${label}"]`);
+      await canvas.waitFor();
+      expect((await canvas.boundingBox())!.height).toBeGreaterThan(100);
+    }
+    const models = page.getByRole('table', { name: 'Spend by model' }).locator('tbody tr');
+    expect(await models.count()).toBe(api.by_model.length);
+    await expectText(models.first(), new RegExp(`${api.by_model[0].provider}/${api.by_model[0].model}`));
+    expect(await page.getByRole('table', { name: 'Spend by key' }).locator('tbody tr').count()).toBe(api.by_key.length);
+    await shot('overview');
+    await page.getByRole('link', { name: 'Last 24 h' }).click();
+    await page.waitForURL(/#\/overview\?window=24h$/);
+    await page.reload();
+    await page.locator('dl[aria-label="Totals"]').waitFor();
+    expect(await page.getByRole('link', { name: 'Last 24 h' }).getAttribute('aria-current')).toBe('true');
+    await expectText(totals.first(), new RegExp(`^${api.totals.calls}$`));
+  });
+
   it('creates a key (secret shown once) and revokes it; the API agrees', async () => {
     await go('keys');
     await page.getByLabel('Name').fill('browser key');

@@ -2,8 +2,16 @@ import { cursorPage, decodeCursor, encodeCursor } from '../cursor';
 import { errors, parseOrThrow } from '../errors';
 import { authOf } from '../middleware/auth';
 import { routeFamily } from '../route-table';
-import { callListQuery, callListSchema, callSchema } from '../schemas/calls';
-import { findCall, listCalls, type CallRecord } from '../../db/repositories/calls';
+import {
+  CALL_METRICS_MAX_BUCKETS,
+  CALL_METRICS_MAX_WINDOW_SECONDS,
+  callListQuery,
+  callListSchema,
+  callMetricsQuery,
+  callMetricsSchema,
+  callSchema,
+} from '../schemas/calls';
+import { callMetrics, findCall, listCalls, type CallRecord } from '../../db/repositories/calls';
 
 function callView(r: CallRecord) {
   return {
@@ -79,6 +87,32 @@ export const callRoutes = routeFamily('Calls', () => ({}), [
       const row = await findCall(deps.db, auth.projectId, ctx.params.call_id);
       if (!row) throw errors.notFound('Call', ctx.params.call_id);
       ctx.body = callView(row);
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/metrics/calls',
+    stability: 'Beta',
+    auth: 'key',
+    members: true,
+    summary: "The Overview's aggregates: calls per bucket by status, latency, rates, spend by model and by key",
+    query: callMetricsQuery,
+    response: callMetricsSchema,
+    handler: async (ctx, { deps }) => {
+      const auth = authOf(ctx);
+      const q = parseOrThrow(callMetricsQuery, ctx.query, 'query');
+      const to = q.to ? new Date(q.to) : deps.clock.now();
+      const from = q.from ? new Date(q.from) : new Date(to.getTime() - 3600_000);
+      const invalid = (path: string, message: string) => errors.validation([{ path: `query.${path}`, message, code: 'invalid_window' }]);
+      if (from >= to) throw invalid('from', 'from must be before to');
+      const seconds = (to.getTime() - from.getTime()) / 1000;
+      if (seconds > CALL_METRICS_MAX_WINDOW_SECONDS) throw invalid('from', 'the window is at most 31 days');
+      // Bounded so a chart stays readable and the series query stays small.
+      if (Math.ceil(seconds / q.bucket_seconds) > CALL_METRICS_MAX_BUCKETS) {
+        throw invalid('bucket_seconds', `at most ${CALL_METRICS_MAX_BUCKETS} buckets per window: use bucket_seconds >= ${Math.ceil(seconds / CALL_METRICS_MAX_BUCKETS)}`);
+      }
+      const m = await callMetrics(deps.db, auth.projectId, from, to, q.bucket_seconds);
+      ctx.body = { object: 'call_metrics', window: { from: from.toISOString(), to: to.toISOString(), bucket_seconds: q.bucket_seconds }, ...m };
     },
   },
 ]);

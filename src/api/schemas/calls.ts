@@ -49,3 +49,41 @@ export const callListQuery = z
     cursor: z.string().min(1).max(500).optional(),
   })
   .strict();
+
+/** The longest window GET /v1/metrics/calls answers, and the most buckets it draws in one. */
+export const CALL_METRICS_MAX_WINDOW_SECONDS = 31 * 86400;
+export const CALL_METRICS_MAX_BUCKETS = 500;
+
+export const callMetricsQuery = z
+  .object({
+    from: z.iso.datetime({ offset: true }).optional(),
+    to: z.iso.datetime({ offset: true }).optional(),
+    bucket_seconds: z.coerce.number().int().min(10).max(86400).default(60),
+  })
+  .strict();
+
+const count = z.number().int();
+const latency = z.number().int().nullable();
+
+export const callMetricsSchema = z
+  .looseObject({
+    object: z.literal('call_metrics'),
+    window: z.looseObject({ from: z.string(), to: z.string(), bucket_seconds: count }),
+    series: z.array(
+      z.looseObject({ start: z.string(), completed: count, failed: count, denied: count, p50_ms: latency, p95_ms: latency }).meta({ id: 'CallMetricsBucket' }),
+    ),
+    totals: z.looseObject({
+      calls: count,
+      completed: count,
+      failed: count,
+      denied: count,
+      error_rate: z.number().meta({ description: 'failed / calls (0 without calls)' }),
+      denial_rate: z.number().meta({ description: 'denied / calls (0 without calls)' }),
+      p50_ms: latency.meta({ description: 'Median duration of the calls that were not denied' }),
+      p95_ms: latency,
+      cost_usd_micros: count,
+    }),
+    by_model: z.array(z.looseObject({ provider: z.string(), model: z.string().nullable(), calls: count, cost_usd_micros: count })),
+    by_key: z.array(z.looseObject({ key_id: z.string().nullable(), calls: count, cost_usd_micros: count })),
+  })
+  .meta({ id: 'CallMetrics' });
