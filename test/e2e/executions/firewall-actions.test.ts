@@ -124,13 +124,17 @@ async function events(projectId: string, requestId: string): Promise<{ event_typ
 }
 
 /** Rows of every table a governed call writes whose text (or stored response body) contains `value`. */
-async function storedAnywhere(value: string): Promise<string[]> {
+/**
+ * The tables a call writes that hold `value`, among the project's rows: other test files share the
+ * database and send the canary prompt on purpose (the log scan looks for it), in projects of their own.
+ */
+async function storedAnywhere(value: string, projectId: string): Promise<string[]> {
   const hits: string[] = [];
   for (const table of ['events', 'permits', 'executions', 'inflight_calls', 'idempotency_keys']) {
-    const { rows } = await h.tg.db.query(`SELECT count(*)::int AS n FROM ${table} t WHERE strpos(t::text, $1) > 0`, [value]);
+    const { rows } = await h.tg.db.query(`SELECT count(*)::int AS n FROM ${table} t WHERE t.project_id = $2 AND strpos(t::text, $1) > 0`, [value, projectId]);
     if (rows[0].n > 0) hits.push(table);
   }
-  const body = await h.tg.db.query(`SELECT count(*)::int AS n FROM idempotency_keys WHERE strpos(convert_from(response_body, 'UTF8'), $1) > 0`, [value]);
+  const body = await h.tg.db.query(`SELECT count(*)::int AS n FROM idempotency_keys WHERE project_id = $2 AND strpos(convert_from(response_body, 'UTF8'), $1) > 0`, [value, projectId]);
   if (body.rows[0].n > 0) hits.push('idempotency_keys.response_body');
   return hits;
 }
@@ -145,7 +149,7 @@ describe.each(SURFACES)('firewall actions on $name', (surface) => {
     expect(res.errorText).toContain('prompt_firewall_blocked');
     expect(receivedWith(n)).toEqual([]);
     expect((await events(p.project.id, res.requestId)).map((e) => e.event_type)).toContain('firewall.blocked');
-    expect(await storedAnywhere(key)).toEqual([]);
+    expect(await storedAnywhere(key, p.project.id)).toEqual([]);
 
     await patchPolicy(h, p, { firewall: { detect_pii_email: true, actions: { pii: 'block' } } });
     const m = nonce();
@@ -178,7 +182,7 @@ describe.each(SURFACES)('firewall actions on $name', (surface) => {
     expect(evs.map((e) => e.event_type)).toEqual(expect.arrayContaining(['permit.allowed', 'provider.request_sent', 'request.completed']));
     expect(evs.map((e) => e.event_type)).not.toContain('firewall.blocked');
 
-    for (const v of [key, mail, CARD, CARD.replace(/ /g, ''), CANARY_PROMPT]) expect(await storedAnywhere(v)).toEqual([]);
+    for (const v of [key, mail, CARD, CARD.replace(/ /g, ''), CANARY_PROMPT]) expect(await storedAnywhere(v, p.project.id)).toEqual([]);
   });
 
   it('flag: dispatched as sent, with the action, the event (category only) and the header', async () => {
