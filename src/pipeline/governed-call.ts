@@ -27,7 +27,7 @@ import type { Span } from '@opentelemetry/api';
 import { genAiCallAttributes, setGenAiOutcome } from '../telemetry/gen-ai';
 import { inSpan } from '../telemetry/tracing';
 
-export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 /** Beyond the dispatch deadline: how long reconciliation may take to close a dead process's call. */
 const RECONCILIATION_MARGIN_MS = 75_000;

@@ -13,7 +13,7 @@ type Filters = Partial<Record<Filter, string>>;
 /** How often the newest page is fetched again, so calls appear as they arrive. */
 const LIVE_MS = 3000;
 
-export function filtersOf(query: URLSearchParams): Filters {
+function filtersOf(query: URLSearchParams): Filters {
   const f: Filters = {};
   for (const k of FILTERS) {
     const v = query.get(k);
@@ -209,7 +209,7 @@ interface Bar {
  * request), one bar per provider attempt (a fallback is a bar of its own), recording (the last
  * answer to completion); a denial is a mark with its reason code.
  */
-export function barsOf(events: TimelineEvent[]): Bar[] {
+function barsOf(events: TimelineEvent[]): Bar[] {
   const t = (e: TimelineEvent) => Date.parse(e.timestamp);
   if (events.length === 0) return [];
   const t0 = Math.min(...events.map(t));

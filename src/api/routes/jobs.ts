@@ -6,8 +6,8 @@ import { routeFamily } from '../route-table';
 import { jobListSchema, jobSchema } from '../schemas/jobs';
 import { JOB_STATUSES, listJobs } from '../../db/repositories/jobs';
 import { planExecution } from '../../executions/routing';
-import { ExecutionRequest, executionRequestSchema, WORKFLOW_ID_PATTERN } from '../../executions/schema';
-import { IDEMPOTENCY_KEY_PATTERN } from '../../pipeline/governed-call';
+import { ExecutionRequest, executionRequestSchema } from '../../executions/schema';
+import { callerOf } from '../../executions/service';
 import { cancelJob, readJob, submitJob, type JobServiceDeps } from '../../jobs/service';
 import { jobView } from '../../jobs/view';
 import { temporalServiceDeps } from '../deps';
@@ -74,15 +74,8 @@ export const jobRoutes = routeFamily(
         else if (parsed.data.mode === 'stream') issues.push({ path: 'mode', message: 'Jobs run asynchronously; mode must be "sync" or omitted', code: 'custom' });
         if (issues.length > 0 || !parsed.success || !meta.success || !retry.success) throw errors.validation(issues);
         const body = parsed.data as ExecutionRequest;
-        const key = ctx.get('idempotency-key') || null;
-        if (key !== null && !IDEMPOTENCY_KEY_PATTERN.test(key)) {
-          throw errors.validation([{ path: 'headers.idempotency-key', message: 'Idempotency-Key must be 1 to 255 visible ASCII characters', code: 'invalid_format' }]);
-        }
-        // Joins the job's call to a workflow intent, as on /v1/executions.
-        const workflowId = ctx.get('x-svc-workflow-id') || null;
-        if (workflowId !== null && !WORKFLOW_ID_PATTERN.test(workflowId)) {
-          throw errors.validation([{ path: 'headers.x-svc-workflow-id', message: 'X-Svc-Workflow-Id must be 1 to 255 characters of [A-Za-z0-9_-]', code: 'invalid_format' }]);
-        }
+        // The call headers as /v1/executions checks them; X-Svc-Workflow-Id joins the job's call to an intent.
+        const { idempotencyKey: key, workflowId } = callerOf(auth, (name) => ctx.get(name));
         const reply = await submitJob(svc, { projectId: auth.projectId, keyId: auth.keyId, idempotencyKey: key, workflowId }, {
           // Bound to the Idempotency-Key only when set, so keys used before the option keep their hash.
           body: { ...body, metadata: meta.data, ...(retry.data ? { retry_on_interrupt: true } : {}) },
