@@ -13,7 +13,6 @@
 import type { Clock } from '../src/clock';
 import type { Db } from '../src/db/pool';
 import type { NewEvent } from '../src/db/repositories/events';
-import type { InflightCall } from '../src/db/repositories/inflight-calls';
 import { outputCeilingSpec } from '../src/executions/output-ceiling';
 import { normalizedRequest, recordExecution, type RecordOptions } from '../src/executions/record';
 import { recordReservationDenial } from '../src/executions/reservation-denial';
@@ -22,7 +21,8 @@ import type { DispatchOutcome, ExecutionInput, GovernOutcome, RecordInput } from
 import type { Governance } from '../src/governance';
 import type { GovernanceRequest } from '../src/governance/types';
 import type { Logger } from '../src/logger';
-import { dispatchStartEvents, dispatchWithFallback } from '../src/pipeline/fallback';
+import { dispatchWithFallback } from '../src/pipeline/fallback';
+import type { DispatchStart } from '../src/executions/lifecycle';
 import { closingOf } from '../src/pipeline/inflight';
 import type { PricingCatalog } from '../src/pricing/types';
 import { estimatedUsage } from '../src/providers/shared/usage';
@@ -57,8 +57,9 @@ export interface GovernSpec {
   redact?: GovernanceRequest['redact'];
   permitMetadata: Record<string, unknown>;
   /**
-   * In-process pipeline: write the first try's events and the in-flight row with the allow (one
-   * statement), so a process that dies mid-call leaves a record reconciliation closes.
+   * In-process pipeline: write the in-flight marker on the allow's permit (one statement), so a
+   * process that dies mid-call leaves a permit reconciliation closes; the call's lifecycle events
+   * are derived from its permit and record (src/executions/lifecycle.ts), not stored.
    * `idempotency` says what closing it does with the call's key.
    */
   inProcess?: {
@@ -99,21 +100,18 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
     }
     const est = inSpanSync('governance.estimate', {}, () => pricing.estimate(request));
     const now = clock.now();
-    let onAllow: { events: NewEvent[]; inflight: InflightCall } | undefined;
+    let onAllow: { closing: Record<string, unknown>; deadline: Date } | undefined;
+    let dispatch: DispatchStart | undefined;
     if (spec.inProcess) {
-      onAllow = {
-        events: dispatchStartEvents(input, now, {
-          operation: request.operation, mode: input.mode, stream: input.mode === 'stream', routing: spec.inProcess.routingMeta, started: spec.inProcess.startedMeta,
-        }),
-        inflight: {
-          executionId: input.executionId,
-          projectId: input.projectId,
-          permitId: input.permitId,
-          startedAt: now,
-          deadline: new Date(now.getTime() + input.dispatchTimeoutMs),
-          closing: closingOf(input, est.input_tokens, spec.inProcess.idempotency ?? null),
-        },
+      const t = input.routing.primary;
+      dispatch = {
+        at: now.toISOString(),
+        primary: { provider: t.provider, model: t.model },
+        routing: { reason_code: input.routing.reason_code, requested_provider: input.routing.requested_provider, requested_model: input.routing.requested_model, ...spec.inProcess.routingMeta },
+        started: { operation: request.operation, mode: input.mode, ...spec.inProcess.startedMeta },
+        stream: input.mode === 'stream',
       };
+      onAllow = { closing: closingOf(input, est.input_tokens, spec.inProcess.idempotency ?? null, dispatch), deadline: new Date(now.getTime() + input.dispatchTimeoutMs) };
     }
     const d = await governance.evaluate(
       {
@@ -134,6 +132,7 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
       { persist: true, permitId: input.permitId, permitMetadata: spec.permitMetadata, ...(onAllow ? { onAllow } : {}) },
     );
     const out: GovernResult = { decision: d.decision, reason_code: d.reason_code, display_reason: d.display_reason, actions: d.actions, estimatedInputTokens: est.input_tokens };
+    if (dispatch && d.decision === 'allow') out.dispatch = dispatch;
     if (d.retry_after_seconds !== undefined) out.retry_after_seconds = d.retry_after_seconds;
     if (d.max_output_tokens !== undefined) out.max_output_tokens = d.max_output_tokens;
     const fw = d.metadata.firewall as { mode?: string; redacted?: string[]; flagged?: string[] } | undefined;

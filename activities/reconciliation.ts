@@ -1,7 +1,7 @@
 /**
  * Reconciliation of governed calls whose process died mid-dispatch (SIGKILL, crash, lost host).
- * The in-process pipeline writes an in-flight row with the permit before dispatch and deletes it
- * when it records the call; a row past its dispatch deadline can no longer be running (the
+ * The in-process pipeline marks the permit in flight before dispatch (`closing`) and the record
+ * clears the mark; a permit still marked past its dispatch deadline can no longer be running (the
  * process enforces that timeout), so it is closed here: recorded `failed` with `error.code`
  * `dispatch_interrupted`, usage estimated from the pre-dispatch input estimate (output unknown,
  * counted 0), spend settled at that estimate and the rest of the reservation released,
@@ -9,7 +9,7 @@
  * statement is the same one the live process would run, guarded by the executions row, so a
  * process that was only slow and records later changes nothing (docs/decisions.md).
  */
-import { deleteInflightCall, findOverdueCalls } from '../src/db/repositories/inflight-calls';
+import { clearInflightCall, findOverdueCalls } from '../src/db/repositories/inflight-calls';
 import { findPermit } from '../src/db/repositories/permits';
 import type { IdempotencyCompletion } from '../src/executions/record';
 import type { GovernOutcome } from '../src/executions/types';
@@ -37,6 +37,7 @@ export function createReconciliationActivities(deps: ActivityDeps) {
             reason_code: permit?.reason_code ?? 'policy.active_policy_candidate',
             display_reason: permit?.display_reason ?? 'Allowed by the active project policy',
             actions: permit?.actions ?? [],
+            dispatch: closing.dispatch,
           };
           const idem = closing.idempotency;
           const idempotency: IdempotencyCompletion | undefined = idem
@@ -51,7 +52,7 @@ export function createReconciliationActivities(deps: ActivityDeps) {
                       : { status: env.status_code, headers: { 'x-svc-permit-id': row.permit_id }, body: Buffer.from(JSON.stringify(env)) },
               }
             : undefined;
-          const startedAt = new Date(row.started_at).toISOString();
+          const startedAt = closing.dispatch?.at ?? 'an unknown time';
           await calls.record(
             input,
             {
@@ -62,8 +63,8 @@ export function createReconciliationActivities(deps: ActivityDeps) {
             },
             idempotency ? { idempotency } : {},
           );
-          // A row the live process recorded meanwhile is gone already; one still here was closed now.
-          await deleteInflightCall(db, row.execution_id);
+          // A call the live process recorded meanwhile is unmarked already; one still marked was closed now.
+          await clearInflightCall(db, row.permit_id);
           closed += 1;
           logger.warn({ executionId: row.execution_id, projectId: row.project_id }, 'closed a governed call interrupted by a process exit');
         }

@@ -115,3 +115,88 @@ export function buildEnvelope(i: BuildEnvelopeInput): ExecutionEnvelope {
   return env;
 }
 
+
+/**
+ * The envelope as the execution row stores it: only what its columns do not hold (the output,
+ * routing's request and reason, governance, total tokens and metrics, the error message, the
+ * resolved alias). `envelopeOfRow` rebuilds the whole envelope, member for member in the order
+ * `buildEnvelope` writes it. Rows stored before hold the whole envelope (`object` present), which
+ * is returned as it is.
+ */
+export interface StoredEnvelope {
+  output?: ExecutionOutput | null;
+  output_assets?: OutputAsset[];
+  routing: Pick<EnvelopeRouting, 'requested_provider' | 'requested_model' | 'reason_code' | 'fallback_occurred'>;
+  governance: Pick<EnvelopeGovernance, 'decision' | 'reason' | 'actions'>;
+  usage: { total_tokens: number; metrics?: UsageMetric[] };
+  error_message?: string;
+  resolved?: ExecutionEnvelope['resolved'];
+}
+
+export function storedEnvelope(e: ExecutionEnvelope): StoredEnvelope {
+  const s: StoredEnvelope = {
+    routing: { requested_provider: e.routing.requested_provider, requested_model: e.routing.requested_model, reason_code: e.routing.reason_code, fallback_occurred: e.routing.fallback_occurred },
+    governance: { decision: e.governance.decision, reason: e.governance.reason, actions: e.governance.actions },
+    usage: { total_tokens: e.usage.total_tokens, ...(e.usage.metrics ? { metrics: e.usage.metrics } : {}) },
+  };
+  if (e.output !== null) s.output = e.output;
+  if (e.output_assets.length > 0) s.output_assets = e.output_assets;
+  if (e.error) s.error_message = e.error.message;
+  if (e.resolved) s.resolved = e.resolved;
+  return s;
+}
+
+/** The execution row's columns the envelope is rebuilt from. */
+export interface EnvelopeColumns {
+  id: string;
+  route: string;
+  status: ExecutionStatus;
+  status_code: number;
+  provider: string | null;
+  model: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd_micros: number | string;
+  estimated_final: boolean;
+  error_code: string | null;
+  created_at: Date | string;
+  completed_at: Date | string;
+  duration_ms: number;
+  envelope: StoredEnvelope | ExecutionEnvelope;
+}
+
+export function envelopeOfRow(r: EnvelopeColumns): ExecutionEnvelope {
+  if ('object' in r.envelope) return r.envelope;
+  const s = r.envelope;
+  const usage: EnvelopeUsage = {
+    input_tokens: r.input_tokens,
+    output_tokens: r.output_tokens,
+    total_tokens: s.usage.total_tokens,
+    cost_usd_micros: Number(r.cost_usd_micros),
+    estimated_final: r.estimated_final,
+  };
+  if (s.usage.metrics) usage.metrics = s.usage.metrics;
+  const env: ExecutionEnvelope = {
+    id: r.id,
+    object: 'execution',
+    created_at: new Date(r.created_at).toISOString(),
+    status: r.status,
+    status_code: r.status_code,
+    output: s.output ?? null,
+    output_assets: s.output_assets ?? [],
+    routing: {
+      requested_provider: s.routing.requested_provider,
+      requested_model: s.routing.requested_model,
+      selected_provider: r.provider,
+      selected_model: r.model,
+      reason_code: s.routing.reason_code,
+      fallback_occurred: s.routing.fallback_occurred,
+    },
+    governance: { ...s.governance, constraints: null, budgets: null },
+    usage,
+    timing: { started_at: new Date(r.created_at).toISOString(), completed_at: new Date(r.completed_at).toISOString(), duration_ms: r.duration_ms },
+    error: r.error_code !== null ? { code: r.error_code, message: s.error_message ?? '' } : null,
+  };
+  if (s.resolved) env.resolved = s.resolved;
+  return env;
+}

@@ -16,11 +16,12 @@ import { createProjectBatcher, type ProjectBatcher } from '../pipeline/batcher';
 import type { PricingCatalog } from '../pricing/types';
 import { estimateInputTokens, makeUsage } from '../providers/shared/usage';
 import type { NormalizedRequest, ProviderResult, Usage } from '../providers/types';
-import { buildEnvelope, ExecutionEnvelope, ExecutionStatus } from './envelope';
+import { buildEnvelope, ExecutionEnvelope, ExecutionStatus, storedEnvelope } from './envelope';
+import { EXECUTION_EVENT_SOURCE, type Lifecycle } from './lifecycle';
 import type { Target } from './routing';
 import type { ExecutionInput, RecordInput } from './types';
 
-export const EXECUTION_EVENT_SOURCE = 'execution_events';
+export { EXECUTION_EVENT_SOURCE };
 
 export interface RecordDeps {
   db: Db;
@@ -211,6 +212,24 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
     else releaseReason = error?.code ?? 'failed';
   }
   if (settle && (!Number.isInteger(settle.cost) || settle.cost < 0)) throw new Error('recordExecution: cost must be a non-negative integer');
+  // A call of the in-process pipeline keeps its lifecycle on the record, which its events derive
+  // from (src/executions/lifecycle.ts): no event rows. Other records (denials, jobs) store theirs.
+  let lifecycle: Lifecycle | null = null;
+  if (gov.dispatch && rec.kind !== 'governed_out') {
+    const attempts = rec.kind === 'dispatched' ? rec.outcome.attempts : [];
+    lifecycle = {
+      dispatch: gov.dispatch,
+      attempts: attempts.map((a) => ({
+        provider: a.provider, model: a.model, sent_at: a.sentAt, received_at: a.receivedAt, ok: a.ok, status: a.status, ...(a.failureKind ? { failure_kind: a.failureKind } : {}),
+      })),
+      end:
+        rec.kind === 'interrupted'
+          ? { kind: 'interrupted' }
+          : rec.outcome.ok
+            ? { kind: 'ok', finish_reason: rec.outcome.result.finish_reason ?? null }
+            : { kind: 'failed', failure_kind: rec.outcome.failure.kind, status: rec.outcome.failure.status },
+    };
+  }
   const row = {
     id: input.executionId,
     project_id: input.projectId,
@@ -234,7 +253,8 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
     created_at: input.createdAt,
     completed_at: completedAt.toISOString(),
     duration_ms: envelope.timing.duration_ms,
-    envelope,
+    envelope: storedEnvelope(envelope),
+    ...(lifecycle ? { lifecycle } : {}),
   };
   let idem: Record<string, unknown> | null = null;
   let idemBody: Buffer | null = null;
@@ -248,7 +268,7 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
       idemBody = r.body;
     }
   }
-  const events = opts.fallbackEvents?.length ? [...opts.fallbackEvents, ...tail] : tail;
+  const events = lifecycle ? [] : opts.fallbackEvents?.length ? [...opts.fallbackEvents, ...tail] : tail;
   const ok = await finishBatcher(db).submit(input.projectId, {
     row,
     ...batchEvents(events),

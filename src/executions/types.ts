@@ -5,6 +5,7 @@
 import type { ProviderId } from '../config';
 import type { ChatMessage, InputItem, Operation, ProviderFailure, ProviderResult, Usage } from '../providers/types';
 import type { ExecutionEnvelope, ExecutionRoute } from './envelope';
+import type { DispatchStart } from './lifecycle';
 import type { RoutingReason, Target } from './routing';
 
 export interface ExecutionInput {
@@ -54,6 +55,8 @@ export interface GovernOutcome {
   max_output_tokens?: number;
   /** An allowed call the prompt firewall let through: categories masked before dispatch (the surface sends its masked copy) and flagged. */
   firewall?: { redacted: string[]; flagged: string[] };
+  /** An allowed call of the in-process pipeline: its dispatch start, which its record keeps (src/executions/lifecycle.ts). */
+  dispatch?: DispatchStart;
 }
 
 /** A provider call that was made (one per target tried). */

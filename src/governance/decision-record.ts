@@ -3,7 +3,6 @@
  * permit events, and the decision shape (from an evaluation outcome or rebuilt from a stored permit).
  */
 import type { NewEvent } from '../db/repositories/events';
-import type { InflightCall } from '../db/repositories/inflight-calls';
 import type { NewPermit, PermitRecord } from '../db/repositories/permits';
 import type { EvalContext, Outcome } from './evaluate';
 import { OUTCOME_LABEL } from './evaluate';
@@ -30,10 +29,12 @@ export interface EvaluateOptions {
   /** Added to the decision's `metadata` (e.g. where a permit's estimate came from); not evaluated. */
   decisionMetadata?: Record<string, unknown>;
   /**
-   * Written in the same statement as an allow (and only with one): the governed-call pipeline's
-   * dispatch-start events and in-flight row, so the allow path costs one round trip before dispatch.
+   * The governed-call pipeline's in-flight marker, written on the permit of an allow (and only of
+   * one) in the same statement: what closing the call needs and its deadline. The permit's
+   * decision events and the dispatch's first events are then not stored: they are derived from the
+   * permit and the call's record (src/executions/lifecycle.ts).
    */
-  onAllow?: { events: NewEvent[]; inflight: InflightCall };
+  onAllow?: { closing: Record<string, unknown>; deadline: Date };
 }
 
 export function decisionFromOutcome(
@@ -87,6 +88,9 @@ export function decisionFromPermit(p: PermitRecord): PermitDecision {
   if (p.decision === 'allow' && typeof ceiling?.applied === 'number') d.max_output_tokens = ceiling.applied;
   return d;
 }
+
+/** A pipeline call's permit events that its record derives (src/executions/lifecycle.ts) instead of storing. */
+const DERIVED_PERMIT_EVENTS = new Set(['permit.allowed', 'permit.expiry_scheduled']);
 
 export function permitEvents(req: GovernanceRequest, p: Pick<PermitRecord, 'id' | 'expires_at'>, o: Outcome, at: Date): NewEvent[] {
   const base = { projectId: req.projectId, provider: req.provider, model: req.model, permitId: p.id, requestId: req.requestId, timestamp: at };
@@ -167,5 +171,11 @@ export function permitWrite(req: GovernanceRequest, opts: EvaluateOptions, permi
     metadata: { ...(opts.permitMetadata ?? {}), request_metadata: req.metadata ?? {}, decision_metadata: decision.metadata },
   };
   const rateItems = ctx.policy.rate_limits.map((rl) => ({ limitId: rl.id, windowSeconds: rl.window_seconds, amount: rl.metric === 'requests' ? 1 : tokens }));
-  return { decision, row, cost, periodKeys, rateItems, events: permitEvents(req, { id: permitId, expires_at: expiresAt }, o, now) };
+  let events = permitEvents(req, { id: permitId, expires_at: expiresAt }, o, now);
+  if (allow && opts.onAllow) {
+    row.closing = opts.onAllow.closing;
+    row.dispatch_deadline = opts.onAllow.deadline;
+    events = events.filter((e) => !DERIVED_PERMIT_EVENTS.has(e.eventType));
+  }
+  return { decision, row, cost, periodKeys, rateItems, events };
 }

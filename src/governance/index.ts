@@ -13,7 +13,6 @@ import type { Clock } from '../clock';
 import { Db, Queryable, withTransaction } from '../db/pool';
 import { newId } from '../ids';
 import { appendEvents, batchEvents } from '../db/repositories/events';
-import { inflightRow, insertInflightCall } from '../db/repositories/inflight-calls';
 import { findPermit, findPermitForUpdate, findPermitProjectId, insertPermit, listExpiredActivePermitIds, markPermitRevoked, PermitRecord } from '../db/repositories/permits';
 import { lockProjectGovernance } from '../db/repositories/policies';
 import { addToSpend, consumeRates, purgeRateEvents, releasePermitSpend, settlePermitSpend } from '../db/repositories/spend';
@@ -85,7 +84,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
     }
     // Optimistic path: decide without locking, then apply an allow with one statement that takes
     // the lock, re-checks plan, policy version and every counter against the allow's bounds and
-    // writes everything (permit, reservation, rate windows, events, in-flight row), so no lock is
+    // writes everything (permit with its in-flight marker, reservation, rate windows, events), so no lock is
     // held across a client round trip. Plan and policy come from the process cache (the statement
     // re-checks both). Counters are not read: every counter-dependent check is in the bounds, so
     // the prediction uses zeros, unless this project recently went stale (near a cap or a rate
@@ -114,8 +113,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
         rates: bounds.rates.map(({ rl, amount, maxUsed }) => ({
           limit_id: rl.id, window_seconds: rl.window_seconds, amount, max_used: maxUsed,
         })),
-        ...batchEvents(opts.onAllow ? [...w.events, ...opts.onAllow.events] : w.events),
-        inflight: opts.onAllow ? inflightRow(opts.onAllow.inflight) : null,
+        ...batchEvents(w.events),
       }));
       if (r === 'applied') return w.decision;
       if (r === 'exists') return decisionFromPermit((await findPermit(db, req.projectId, permitId))!);
@@ -140,9 +138,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
         await addToSpend(c, req.projectId, w.periodKeys, { reserved: w.cost, requests: 1 });
         await consumeRates(c, req.projectId, w.rateItems);
       }
-      const allowExtras = o.decision === 'allow' ? opts.onAllow : undefined;
-      await appendEvents(c, allowExtras ? [...w.events, ...allowExtras.events] : w.events);
-      if (allowExtras) await insertInflightCall(c, allowExtras.inflight);
+      await appendEvents(c, w.events);
       return w.decision;
     }));
   }

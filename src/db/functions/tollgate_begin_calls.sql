@@ -140,11 +140,6 @@ BEGIN
     SELECT p.* FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS t(c, pos)
      CROSS JOIN LATERAL jsonb_populate_record(NULL::permits, t.c->'permit') AS p
      WHERE t.pos = ANY(applied);
-    INSERT INTO inflight_calls (execution_id, project_id, permit_id, started_at, deadline, closing)
-    SELECT t.c->'inflight'->>'execution_id', t.c->>'project', t.c->'permit'->>'id', (t.c->'inflight'->>'started_at')::timestamptz,
-           (t.c->'inflight'->>'deadline')::timestamptz, t.c->'inflight'->'closing'
-      FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS t(c, pos)
-     WHERE t.pos = ANY(applied) AND jsonb_typeof(t.c->'inflight') = 'object';
   END IF;
   INSERT INTO spend_counters (project_id, period_kind, period_start, reserved_micros, settled_micros, requests)
   SELECT u.project_id, u.kind, u.start, u.reserved, 0, u.n

@@ -34,12 +34,18 @@ DECLARE
   exec_base executions;
 BEGIN
   exec_base.recorded_at := now();
+  -- A record with a lifecycle (the in-process pipeline's) takes a seq and is queued for the chain
+  -- sequencer as one leaf; its events are derived from it (src/executions/lifecycle.ts).
   WITH ins AS (
     INSERT INTO executions
-    SELECT r.* FROM jsonb_array_elements(p_calls) AS t(c)
-     CROSS JOIN LATERAL jsonb_populate_record(exec_base, t.c->'row') AS r
+    SELECT r.* FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS t(c, ord)
+     CROSS JOIN LATERAL jsonb_populate_record(exec_base, CASE WHEN t.c->'row' ? 'lifecycle'
+                          THEN t.c->'row' || jsonb_build_object('seq', nextval('events_seq_seq')) ELSE t.c->'row' END) AS r
     ON CONFLICT (id) DO NOTHING
-    RETURNING id
+    RETURNING id, project_id, seq
+  ), queued AS (
+    INSERT INTO event_chain_pending (project_id, first_seq, seqs)
+    SELECT project_id, min(seq), array_agg(seq ORDER BY seq) FROM ins WHERE seq IS NOT NULL GROUP BY project_id
   )
   SELECT coalesce(array_agg(id), '{}') INTO inserted FROM ins;
   FOR c, pos IN SELECT t.value, t.ordinality::int FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS t LOOP
@@ -71,9 +77,6 @@ BEGIN
   END LOOP;
 
   IF cardinality(with_events) > 0 THEN PERFORM tollgate_insert_batch_events(p_calls, with_events, '{row,project_id}'); END IF;
-  IF cardinality(done_ids) > 0 THEN
-    DELETE FROM inflight_calls WHERE execution_id = ANY(done_ids);
-  END IF;
 
   -- Settlements and releases last, under each project's lock, which is held to the commit.
   FOR c IN SELECT t.c FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS t(c, pos) WHERE t.pos = ANY(settling) ORDER BY t.pos LOOP
@@ -97,13 +100,17 @@ BEGIN
       d_settled := (settle->>'cost')::bigint;
       UPDATE permits SET reservation_state = 'settled', actual_cost_micros = (settle->>'cost')::bigint,
              actual_input_tokens = (settle->>'input')::int, actual_output_tokens = (settle->>'output')::int,
-             settled_at = now(), reservation_periods = periods
+             settled_at = now(), reservation_periods = periods, closing = NULL, dispatch_deadline = NULL
        WHERE id = p.id;
     ELSIF settle IS NULL AND p.reservation_state = 'active' THEN
       periods := p.reservation_periods;
       d_reserved := -p.reserved_cost_micros;
-      UPDATE permits SET reservation_state = 'released', released_at = now(), release_reason = c->>'release_reason'
+      UPDATE permits SET reservation_state = 'released', released_at = now(), release_reason = c->>'release_reason',
+             closing = NULL, dispatch_deadline = NULL
        WHERE id = p.id;
+    ELSIF p.closing IS NOT NULL THEN
+      -- Recorded, its reservation already closed otherwise (expired, revoked): no longer in flight.
+      UPDATE permits SET closing = NULL, dispatch_deadline = NULL WHERE id = p.id;
     END IF;
     IF periods IS NOT NULL THEN
       FOR k IN SELECT value FROM jsonb_array_elements(periods) LOOP

@@ -1,5 +1,6 @@
 import { Queryable } from '../pool';
-import type { ExecutionEnvelope } from '../../executions/envelope';
+import { envelopeOfRow, type ExecutionEnvelope } from '../../executions/envelope';
+import type { Lifecycle } from '../../executions/lifecycle';
 
 export interface ExecutionRecord {
   id: string;
@@ -24,21 +25,29 @@ export interface ExecutionRecord {
   created_at: Date;
   completed_at: Date;
   duration_ms: number;
+  /** Rebuilt from the stored part and the columns (envelopeOfRow) by the reads here. */
   envelope: ExecutionEnvelope;
   recorded_at: Date;
+  /** The record's place in its project's log (migration 0170); null for records whose events are stored rows. */
+  seq: string | null;
+  lifecycle: Lifecycle | null;
 }
 
 export type NewExecution = Omit<ExecutionRecord, 'recorded_at'>;
 
+function withEnvelope(r: ExecutionRecord): ExecutionRecord {
+  return { ...r, envelope: envelopeOfRow(r) };
+}
+
 
 export async function findExecution(db: Queryable, projectId: string, id: string): Promise<ExecutionRecord | null> {
   const { rows } = await db.query<ExecutionRecord>('SELECT * FROM executions WHERE project_id = $1 AND id = $2', [projectId, id]);
-  return rows[0] ?? null;
+  return rows[0] ? withEnvelope(rows[0]) : null;
 }
 
 export async function findExecutionById(db: Queryable, id: string): Promise<ExecutionRecord | null> {
   const { rows } = await db.query<ExecutionRecord>('SELECT * FROM executions WHERE id = $1', [id]);
-  return rows[0] ?? null;
+  return rows[0] ? withEnvelope(rows[0]) : null;
 }
 
 export interface ExecutionMetrics {

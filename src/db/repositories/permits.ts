@@ -37,6 +37,10 @@ export interface PermitRecord {
   parent_permit_id: string | null;
   idempotency_key: string | null;
   metadata: Record<string, unknown>;
+  /** A pipeline call in flight: what closing it needs if its process dies (src/pipeline/inflight.ts); cleared when recorded. */
+  closing: Record<string, unknown> | null;
+  /** With `closing`: after this the call can no longer be running (its process enforces the dispatch timeout). */
+  dispatch_deadline: Date | null;
 }
 
 export type NewPermit = Pick<PermitRecord, 'id' | 'project_id' | 'route' | 'decision' | 'reason_code' | 'display_reason' | 'decision_details' | 'actions' | 'issued_at'> &
@@ -58,10 +62,12 @@ export type NewPermit = Pick<PermitRecord, 'id' | 'project_id' | 'route' | 'deci
       | 'parent_permit_id'
       | 'idempotency_key'
       | 'metadata'
+      | 'closing'
+      | 'dispatch_deadline'
     >
   >;
 
-const JSON_COLS = new Set(['decision_details', 'actions', 'reservation_periods', 'metadata']);
+const JSON_COLS = new Set(['decision_details', 'actions', 'reservation_periods', 'metadata', 'closing']);
 
 export async function insertPermit(db: Queryable, p: NewPermit): Promise<PermitRecord> {
   const entries = Object.entries(p).filter(([, v]) => v !== undefined);
