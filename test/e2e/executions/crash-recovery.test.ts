@@ -9,6 +9,8 @@ import path from 'node:path';
 import { emulatorEnv, say } from './helpers';
 import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
 import { RECONCILIATION_WORKFLOW_ID } from '../../../workflows/reconciliation';
+import { findExecutionById } from '../../../src/db/repositories/executions';
+import { inFlightEvents, recordEvents } from '../../../src/executions/lifecycle';
 import { createTestProject, http, startTestTollgate, TestProject } from '../../support/tollgate';
 import { waitUntil as waitFor } from '../../support/wait';
 import { SOURCE_NODE_ARGS } from '../../../scripts/lib/source-node-args';
@@ -61,16 +63,19 @@ describe('a Tollgate process killed mid-call', () => {
 
   async function state(p: TestProject, executionId: string) {
     const db = survivor.db;
+    // The call's events: the stored ones and those its record (or, in flight, its permit) derives.
     const ev = await db.query('SELECT event_type FROM events WHERE project_id = $1 AND request_id = $2 ORDER BY seq', [p.project.id, executionId]);
-    const permit = await db.query('SELECT reservation_state, reserved_cost_micros, actual_cost_micros FROM permits WHERE request_id = $1', [executionId]);
+    const permit = await db.query('SELECT * FROM permits WHERE request_id = $1', [executionId]);
+    const record = await findExecutionById(db, executionId);
+    const derived = record ? recordEvents({ ...record, envelope: (await db.query('SELECT envelope FROM executions WHERE id = $1', [executionId])).rows[0].envelope }, permit.rows[0] ?? null) : permit.rows[0] ? inFlightEvents(permit.rows[0]) : [];
     const spend = await db.query("SELECT reserved_micros, settled_micros FROM spend_counters WHERE project_id = $1 AND period_kind = 'month'", [p.project.id]);
-    const inflight = await db.query('SELECT 1 FROM inflight_calls WHERE execution_id = $1', [executionId]);
-    return { events: ev.rows.map((r) => r.event_type), permit: permit.rows[0], spend: spend.rows[0], inflight: inflight.rowCount };
+    const inflight = await db.query('SELECT 1 FROM permits WHERE request_id = $1 AND closing IS NOT NULL', [executionId]);
+    return { events: [...ev.rows.map((r) => r.event_type), ...derived.map((e) => e.event_type)], permit: permit.rows[0], spend: spend.rows[0], inflight: inflight.rowCount };
   }
 
   async function expectClosed(p: TestProject, executionId: string, killedAt: number) {
     const db = survivor.db;
-    const row = await waitFor(async () => (await db.query('SELECT envelope, completed_at FROM executions WHERE id = $1', [executionId])).rows[0], 90_000);
+    const row = await waitFor(async () => findExecutionById(db, executionId), 90_000);
     // Closed within 60 s of the dispatch deadline (35 s after the call started).
     expect(new Date(row.completed_at).getTime() - killedAt).toBeLessThan(35_000 + 60_000);
     expect(row.envelope).toMatchObject({ id: executionId, status: 'failed', status_code: 502, error: { code: 'dispatch_interrupted' } });

@@ -1,4 +1,4 @@
-import { derivedEventId, derivedEventRef, inFlightEvents, recordEvents, recordLeafEvent, type Lifecycle, type PermitColumns, type RecordColumns } from '../../../src/executions/lifecycle';
+import { derivedEventId, derivedEventRef, inFlightEvents, lifecycleOf, recordEvents, recordLeafEvent, type DispatchStart, type Lifecycle, type PermitColumns, type RecordColumns } from '../../../src/executions/lifecycle';
 import { buildEnvelope, envelopeOfRow, storedEnvelope } from '../../../src/executions/envelope';
 
 const permit: PermitColumns = {
@@ -19,13 +19,22 @@ const permit: PermitColumns = {
   metadata: {},
 };
 
-const dispatch: Lifecycle['dispatch'] = {
+const dispatch: DispatchStart = {
   at: '2026-01-01T00:00:00.005Z',
   primary: { provider: 'openai', model: 'gpt-4o-mini' },
-  routing: { reason_code: 'explicit', requested_provider: 'openai', requested_model: 'gpt-4o-mini' },
-  started: { operation: 'chat', mode: 'sync' },
+  routing: { reason_code: 'explicit_request', requested_provider: 'openai', requested_model: 'gpt-4o-mini', route: 'proxy:openai' },
+  started: { operation: 'chat', mode: 'sync', native_path: '/v1/chat/completions' },
   stream: false,
 };
+
+const CREATED = '2026-01-01T00:00:00.000Z';
+type Attempt = Parameters<typeof lifecycleOf>[2][number];
+type End = Parameters<typeof lifecycleOf>[3];
+const ok = (provider = 'openai', model = 'gpt-4o-mini', sentAt = dispatch.at, receivedAt = '2026-01-01T00:00:00.250Z'): Attempt => ({ provider, model, sentAt, receivedAt, status: 200 });
+
+function lifecycle(attempts: Attempt[], end: End, envelopeReason = 'explicit_request'): Lifecycle {
+  return lifecycleOf(CREATED, dispatch, attempts, end, envelopeReason);
+}
 
 function record(lifecycle: Lifecycle, over: Partial<RecordColumns> = {}): RecordColumns {
   return {
@@ -34,13 +43,16 @@ function record(lifecycle: Lifecycle, over: Partial<RecordColumns> = {}): Record
     seq: '6400',
     permit_id: 'pmt_1',
     job_id: null,
+    operation: 'chat',
+    mode: 'sync',
+    created_at: new Date(CREATED),
+    envelope: { routing: { requested_provider: 'openai', requested_model: 'gpt-4o-mini', reason_code: 'explicit_request', fallback_occurred: false } },
     status: 'completed',
     status_code: 200,
     provider: 'openai',
     model: 'gpt-4o-mini',
     input_tokens: 10,
     output_tokens: 5,
-    total_tokens: 15,
     cost_usd_micros: '42',
     estimated_final: false,
     error_code: null,
@@ -53,7 +65,7 @@ function record(lifecycle: Lifecycle, over: Partial<RecordColumns> = {}): Record
 describe('call lifecycle events derived from the record', () => {
   it('rebuilds a completed call: the permit decision, the dispatch, the response, usage and completion, in seq order', () => {
     const events = recordEvents(
-      record({ dispatch, attempts: [{ provider: 'openai', model: 'gpt-4o-mini', sent_at: dispatch.at, received_at: '2026-01-01T00:00:00.250Z', ok: true, status: 200 }], end: { kind: 'ok', finish_reason: 'stop' } }),
+      record(lifecycle([ok()], { kind: 'ok', finishReason: 'stop' })),
       permit,
       7,
     );
@@ -70,28 +82,34 @@ describe('call lifecycle events derived from the record', () => {
       operation: 'chat', workflow_id: null, reserved_cost_usd_micros: 1200,
     });
     expect(events[1].metadata).toEqual({ expires_at: '2026-01-01T00:10:00.010Z' });
-    expect(events[2]).toMatchObject({ source: 'execution_events', phase: 'routing', metadata: dispatch.routing, timestamp: new Date(dispatch.at) });
+    expect(events[2]).toMatchObject({ source: 'execution_events', phase: 'routing', timestamp: new Date(dispatch.at) });
+    expect(events[2].metadata).toEqual(dispatch.routing);
+    expect(events[3].metadata).toEqual(dispatch.started);
     expect(events[4].metadata).toEqual({ attempt: 1, stream: false });
     expect(events[5]).toMatchObject({ timestamp: new Date('2026-01-01T00:00:00.250Z'), metadata: { ok: true, status: 200, attempt: 1, finish_reason: 'stop' } });
     expect(events[6].metadata).toEqual({ input_tokens: 10, output_tokens: 5, total_tokens: 15, cost_usd_micros: 42, estimated_final: false });
+    // What the record keeps beyond its columns is small: no key per attempt, instants as offsets.
+    expect(JSON.stringify(record(lifecycle([ok()], { kind: 'ok', finishReason: 'stop' })).lifecycle).length).toBeLessThan(200);
     expect(events[7]).toMatchObject({ phase: 'completion', metadata: { status_code: 200 }, timestamp: new Date('2026-01-01T00:00:00.300Z') });
   });
 
   it('rebuilds fallback tries from the attempts: the failed response, fallback.triggered, the next target and its request', () => {
     const events = recordEvents(
       record(
-        {
-          dispatch,
-          attempts: [
-            { provider: 'openai', model: 'gpt-4o-mini', sent_at: dispatch.at, received_at: '2026-01-01T00:00:00.100Z', ok: false, status: 503, failure_kind: 'overloaded' },
-            { provider: 'anthropic', model: 'claude-haiku', sent_at: '2026-01-01T00:00:00.101Z', received_at: '2026-01-01T00:00:00.200Z', ok: true, status: 200 },
+        lifecycle(
+          [
+            { provider: 'openai', model: 'gpt-4o-mini', sentAt: dispatch.at, receivedAt: '2026-01-01T00:00:00.100Z', status: 503, failureKind: 'overloaded' },
+            ok('anthropic', 'claude-haiku', '2026-01-01T00:00:00.101Z', '2026-01-01T00:00:00.200Z'),
           ],
-          end: { kind: 'ok', finish_reason: 'stop' },
-        },
-        { provider: 'anthropic', model: 'claude-haiku' },
+          { kind: 'ok', finishReason: 'stop' },
+          'explicit_fallback',
+        ),
+        { provider: 'anthropic', model: 'claude-haiku', envelope: { routing: { requested_provider: 'openai', requested_model: 'gpt-4o-mini', reason_code: 'explicit_fallback', fallback_occurred: true } } },
       ),
       permit,
     );
+    // The first target's routing reason, not the envelope's explicit_fallback.
+    expect(events[2].metadata).toEqual(dispatch.routing);
     const tail = events.slice(5);
     expect(tail.map((e) => e.event_type)).toEqual([
       'provider.response_received', 'fallback.triggered', 'fallback.selected_model', 'provider.request_sent',
@@ -106,12 +124,13 @@ describe('call lifecycle events derived from the record', () => {
 
   it('rebuilds an interrupted call as request.errored with the interrupted response', () => {
     const events = recordEvents(
-      record({ dispatch, attempts: [], end: { kind: 'interrupted' } }, { status: 'failed', status_code: 502, error_code: 'dispatch_interrupted', output_tokens: 0 }),
+      record(lifecycle([], { kind: 'interrupted' }), { status: 'failed', status_code: 502, error_code: 'dispatch_interrupted', output_tokens: 0 }),
       permit,
     );
+    expect(events[4]).toMatchObject({ provider: 'openai', model: 'gpt-4o-mini' });
     expect(events.slice(5).map((e) => [e.event_type, e.metadata])).toEqual([
       ['provider.response_received', { ok: false, failure_kind: 'interrupted' }],
-      ['usage.recorded', { input_tokens: 10, output_tokens: 0, total_tokens: 15, cost_usd_micros: 42, estimated_final: false }],
+      ['usage.recorded', { input_tokens: 10, output_tokens: 0, total_tokens: 10, cost_usd_micros: 42, estimated_final: false }],
       ['request.errored', { status_code: 502, error_code: 'dispatch_interrupted' }],
     ]);
   });
@@ -133,13 +152,14 @@ describe('call lifecycle events derived from the record', () => {
   });
 
   it('makes the record one event-shaped leaf whose metadata changes with any column or the permit decision', () => {
-    const row = { ...record({ dispatch, attempts: [], end: { kind: 'interrupted' } }), envelope: { usage: { total_tokens: 15 } }, recorded_at: new Date() };
+    const row = { ...record(lifecycle([], { kind: 'interrupted' })), recorded_at: new Date() };
     const leaf = recordLeafEvent(row, permit);
     expect(leaf).toMatchObject({ event_type: 'call.recorded', id: 'exec_req_1', seq: 6400, request_id: 'exec_req_1', permit_id: 'pmt_1' });
     const record0 = (leaf.metadata as { record: Record<string, unknown> }).record;
     expect(record0.cost_usd_micros).toBe(42);
     expect(record0).not.toHaveProperty('recorded_at');
     expect(recordLeafEvent({ ...row, cost_usd_micros: '43' }, permit).metadata).not.toEqual(leaf.metadata);
+    expect(recordLeafEvent({ ...row, lifecycle: { ...row.lifecycle!, dispatched_ms: 6 } }, permit).metadata).not.toEqual(leaf.metadata);
     expect(recordLeafEvent(row, { ...permit, reason_code: 'edited' }).metadata).not.toEqual(leaf.metadata);
   });
 });
@@ -161,6 +181,13 @@ describe('the stored envelope', () => {
     };
     expect(JSON.stringify(envelopeOfRow(row))).toBe(JSON.stringify(env));
     expect(JSON.stringify(row.envelope).length).toBeLessThan(JSON.stringify(env).length / 2);
+    // A plain allow's action and the token meters are not stored, and come back.
+    const plain = { ...env, status: 'completed' as const, status_code: 200, error: null, governance: { ...env.governance, actions: [{ type: 'proceed', message: 'The request may proceed' }] },
+      usage: { ...env.usage, total_tokens: 4, metrics: [{ meter: 'input_tokens', quantity: 3, unit: 'tokens' }, { meter: 'output_tokens', quantity: 1, unit: 'tokens' }] } };
+    const stored = storedEnvelope(plain);
+    expect(stored.governance).not.toHaveProperty('actions');
+    expect(stored.usage).toEqual({});
+    expect(JSON.stringify(envelopeOfRow({ ...row, status: 'completed', status_code: 200, error_code: null, envelope: stored }))).toBe(JSON.stringify(plain));
     // A row stored before the compact form holds the whole envelope: returned as it is.
     expect(envelopeOfRow({ ...row, envelope: env })).toBe(env);
   });
