@@ -1,7 +1,7 @@
 /**
  * The compliance log (issue 15): signing keys, the stored Merkle nodes of each project's event log,
  * signed checkpoints, and the chain-ordered reads they are built from. Leaf i of a project's tree
- * is the event at event_chain.chain_pos = i + 1. Reads go through event_chain's
+ * is the event or call record at event_chain.chain_pos = i + 1. Reads go through event_chain's
  * (project_id, chain_pos) index; nothing here writes to `events` or `event_chain`.
  */
 import type { Queryable } from '../pool';
@@ -79,7 +79,10 @@ export async function chainHeads(db: Queryable, projectIds: string[]): Promise<M
   return new Map(rows.map((r) => [r.project_id, Number(r.head ?? 0)]));
 }
 
-/** A chain position with its event's canonical columns, all null (seq too) when the event row is gone. */
+/**
+ * A chain position with its event's canonical columns, all null (seq too) when no event row holds
+ * its seq: a call record's position (read with `readRecordLeaves`) or a deleted event's.
+ */
 export type ChainedColumnsRow = { [K in keyof CanonicalColumns]: CanonicalColumns[K] | null } & {
   chain_seq: string;
   chain_pos: string;
