@@ -148,6 +148,12 @@ export async function readChainLeavesPacked(db: Queryable, projectId: string, af
   return rows[0];
 }
 
+/** The chain position and link of a chained seq (an event's or a call record's); null before it is chained. */
+export async function chainLinkOf(db: Queryable, projectId: string, seq: string | number): Promise<{ chain_pos: string; prev_hash: string } | null> {
+  const { rows } = await db.query<{ chain_pos: string; prev_hash: string }>('SELECT chain_pos, prev_hash FROM event_chain WHERE seq = $1 AND project_id = $2', [seq, projectId]);
+  return rows[0] ?? null;
+}
+
 export async function chainRowAt(db: Queryable, projectId: string, pos: number): Promise<{ hash: string } | null> {
   const { rows } = await db.query<{ hash: string }>('SELECT hash FROM event_chain WHERE project_id = $1 AND chain_pos = $2', [projectId, pos]);
   return rows[0] ?? null;
