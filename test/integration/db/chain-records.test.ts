@@ -16,7 +16,7 @@ import { readTar } from '../../../src/compliance/tar';
 import { verifyExport } from '../../../src/compliance/verify-export';
 import type { Db } from '../../../src/db/pool';
 import { insertExport } from '../../../src/db/repositories/compliance-exports';
-import { appendEvents, canonicalRecord, chainAllProjectEvents, GENESIS_HASH, verifyEventChain } from '../../../src/db/repositories/events';
+import { appendEvents, canonicalRecord, chainAllProjectEvents, chainEvents, GENESIS_HASH, verifyEventChain } from '../../../src/db/repositories/events';
 import { createProject } from '../../../src/db/repositories/projects';
 import { readRecordLeafById } from '../../../src/db/repositories/record-leaves';
 import { createGovernance } from '../../../src/governance';
@@ -97,6 +97,33 @@ describe('call records in the chain', () => {
     expect(Number((await issueCheckpoint(own.db, signer, projectId)).issued?.tree_size)).toBe(chain.length);
     const log = await verifyLog(own.db, projectId);
     expect(log).toMatchObject({ ok: true, events_verified: chain.length, broken_at_seq: null, checkpoint: { tree_size: chain.length, signature: 'valid', root: 'matches_chain' } });
+
+    // A record's chain row without its stored leaf hash: the checkpoint's recomputation writes the leaf out from the record.
+    await own.db.query('UPDATE event_chain SET leaf_hash = NULL WHERE seq = $1', [records[1].seq]);
+    await expect(verifyLog(own.db, projectId)).resolves.toMatchObject({ ok: true, checkpoint: { root: 'matches_chain' } });
+    await own.db.query('UPDATE executions SET output_tokens = output_tokens + 1 WHERE id = $1', [records[1].id]);
+    const edited = await verifyLog(own.db, projectId);
+    expect(edited).toMatchObject({ ok: false, broken_at_seq: records[1].seq, checkpoint: { root: 'chain_broken' } });
+    expect(edited.failures[1]).toMatch(new RegExp(`the call record \\(${records[1].id}\\) no longer matches its chain hash`));
+  });
+
+  it('chains the records of several projects in one round, each after its own head', async () => {
+    const [a, b] = [await createProject(own.db, { name: 'round a', plan: 'production' }), await createProject(own.db, { name: 'round b', plan: 'production' })];
+    await appendEvents(own.db, [event(a.id, 0)]);
+    await pipelineCall(own.db, b.id);
+    await pipelineCall(own.db, a.id);
+    await appendEvents(own.db, [event(b.id, 1)]);
+    await pipelineCall(own.db, b.id);
+    const eventsOf = async (project: string) => Number((await own.db.query<{ n: string }>('SELECT count(*) AS n FROM events WHERE project_id = $1', [project])).rows[0].n);
+    const [na, nb] = [(await eventsOf(a.id)) + 1, (await eventsOf(b.id)) + 2];
+    const round = await chainEvents(own.db, [a.id, b.id]);
+    expect(round).toEqual({ events: na + nb, fullProjects: [] });
+    for (const [project, n] of [[a.id, na], [b.id, nb]] as const) {
+      const chain = await chainOf(project);
+      expect(chain).toHaveLength(n);
+      expect(chain.map((c) => Number(c.seq))).toEqual(chain.map((c) => Number(c.seq)).sort((x, y) => x - y));
+      await expect(verifyEventChain(own.db, project)).resolves.toMatchObject({ ok: true, count: n });
+    }
   });
 
   it('reports an edit of any column of a chained record, or of its permit decision, at that record', async () => {
