@@ -2,7 +2,7 @@
  * tollgate_finish_calls inserts a batch's execution rows in one statement (migration 0114) and
  * answers, per call, whether its row was recorded now. A call whose row exists already (a retried
  * record, reconciliation racing a slow process), or whose execution came earlier in the same batch,
- * records nothing else: no second settlement, no second completion events.
+ * records nothing else: no second settlement, no second chain leaf.
  */
 import { createGovernedCallActivities } from '../../../activities/governed-call';
 import { callInput, instantProvider } from '../../../bench/lib/governed-calls';
@@ -46,11 +46,17 @@ describe('tollgate_finish_calls (real PostgreSQL)', () => {
 
     const { rows: executions } = await db.query<{ id: string }>('SELECT id FROM executions WHERE project_id = $1 ORDER BY id', [projectId]);
     expect(executions.map((e) => e.id).sort()).toEqual([a.input.executionId, b.input.executionId].sort());
+    // Completion is the record itself (its events derive from it): each record is logged once, as
+    // one chain leaf (chained, or still queued for the sequencer), and no completion event rows are written.
     const { rows: completions } = await db.query<{ permit_id: string; n: string }>(
-      "SELECT permit_id, count(*) AS n FROM events WHERE project_id = $1 AND event_type IN ('request.completed', 'usage.recorded') GROUP BY permit_id",
+      `SELECT x.permit_id, (SELECT count(*) FROM event_chain c WHERE c.seq = x.seq)
+                         + (SELECT count(*) FROM event_chain_pending p WHERE p.project_id = x.project_id AND x.seq = ANY(p.seqs)) AS n
+         FROM executions x WHERE x.project_id = $1`,
       [projectId],
     );
-    expect(completions.map((c) => [c.permit_id, Number(c.n)]).sort()).toEqual([[a.input.permitId, 2], [b.input.permitId, 2]].sort());
+    expect(completions.map((c) => [c.permit_id, Number(c.n)]).sort()).toEqual([[a.input.permitId, 1], [b.input.permitId, 1]].sort());
+    const { rows: completionRows } = await db.query("SELECT 1 FROM events WHERE project_id = $1 AND event_type IN ('request.completed', 'usage.recorded')", [projectId]);
+    expect(completionRows).toHaveLength(0);
     const { rows: permits } = await db.query<{ state: string; actual: string }>(
       "SELECT reservation_state AS state, actual_cost_micros AS actual FROM permits WHERE project_id = $1 AND decision = 'allow'",
       [projectId],
@@ -65,7 +71,7 @@ describe('tollgate_finish_calls (real PostgreSQL)', () => {
     );
     expect(counters.length).toBeGreaterThan(0);
     for (const c of counters) expect([c.kind, Number(c.reserved), Number(c.settled), Number(c.requests)]).toEqual([c.kind, 0, settledTotal, 2]);
-    const { rows: inflight } = await db.query('SELECT 1 FROM inflight_calls WHERE project_id = $1', [projectId]);
+    const { rows: inflight } = await db.query('SELECT 1 FROM permits WHERE project_id = $1 AND closing IS NOT NULL', [projectId]);
     expect(inflight).toHaveLength(0);
   });
 });
