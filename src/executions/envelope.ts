@@ -210,7 +210,7 @@ export function envelopeOfRow(r: EnvelopeColumns): ExecutionEnvelope {
       reason_code: s.routing.reason_code,
       fallback_occurred: s.routing.fallback_occurred,
     },
-    governance: { decision: s.governance.decision, reason: s.governance.reason, actions: s.governance.actions ?? JSON.parse(PROCEED_ACTIONS), constraints: null, budgets: null },
+    governance: { decision: s.governance.decision, reason: s.governance.reason, actions: s.governance.actions ?? (JSON.parse(PROCEED_ACTIONS) as EnvelopeGovernance['actions']), constraints: null, budgets: null },
     usage,
     timing: { started_at: new Date(r.created_at).toISOString(), completed_at: new Date(r.completed_at).toISOString(), duration_ms: r.duration_ms },
     error: r.error_code !== null ? { code: r.error_code, message: s.error_message ?? '' } : null,
