@@ -1,12 +1,13 @@
 /**
- * The process serving a governed call dies mid-dispatch (SIGKILL). Its in-flight row stays; the
+ * The process serving a governed call dies mid-dispatch (SIGKILL). Its in-flight marker (on the permit) stays; the
  * reconciliation workflow closes the call once its dispatch deadline passes: recorded failed
  * (dispatch_interrupted), reservation released (the estimated input settled), request.errored on
  * the timeline, the Idempotency-Key answering with that result. The provider is not called again.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { emulatorEnv, say } from './helpers';
+import { emulatorEnv, say, sentRequest } from './helpers';
+import { requestEvents } from '../../../src/db/repositories/log-events';
 import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
 import { RECONCILIATION_WORKFLOW_ID } from '../../../workflows/reconciliation';
 import { createTestProject, http, startTestTollgate, TestProject } from '../../support/tollgate';
@@ -61,11 +62,11 @@ describe('a Tollgate process killed mid-call', () => {
 
   async function state(p: TestProject, executionId: string) {
     const db = survivor.db;
-    const ev = await db.query('SELECT event_type FROM events WHERE project_id = $1 AND request_id = $2 ORDER BY seq', [p.project.id, executionId]);
+    const ev = await requestEvents(db, p.project.id, executionId);
     const permit = await db.query('SELECT reservation_state, reserved_cost_micros, actual_cost_micros FROM permits WHERE request_id = $1', [executionId]);
     const spend = await db.query("SELECT reserved_micros, settled_micros FROM spend_counters WHERE project_id = $1 AND period_kind = 'month'", [p.project.id]);
-    const inflight = await db.query('SELECT 1 FROM inflight_calls WHERE execution_id = $1', [executionId]);
-    return { events: ev.rows.map((r) => r.event_type), permit: permit.rows[0], spend: spend.rows[0], inflight: inflight.rowCount };
+    const inflight = await db.query('SELECT 1 FROM permits WHERE request_id = $1 AND closing IS NOT NULL', [executionId]);
+    return { events: ev.map((r) => r.event_type), permit: permit.rows[0], spend: spend.rows[0], inflight: inflight.rowCount };
   }
 
   async function expectClosed(p: TestProject, executionId: string, killedAt: number) {
@@ -100,7 +101,7 @@ describe('a Tollgate process killed mid-call', () => {
     const killedAt = Date.now();
     expect(String(await pending)).toMatch(/fetch failed|terminated|socket/i); // the connection died with the process
     // Written with the permit before the provider was called.
-    const sent = (await survivor.db.query("SELECT request_id FROM events WHERE project_id = $1 AND event_type = 'provider.request_sent'", [p.project.id])).rows[0];
+    const sent = await sentRequest(survivor.db, p.project.id);
     const envelope = await expectClosed(p, sent.request_id, killedAt);
     const retry = await http(survivor.url!)('POST', '/v1/executions', { key: p.clientKey, body, headers: { 'idempotency-key': 'crash-sync-1' } });
     expect(retry.status).toBe(502);

@@ -60,7 +60,7 @@ describe('the merged event log', () => {
         permitId = `permit_${randomUUID().replace(/-/g, '')}`;
         const p = await insertPermit(db, {
           id: permitId, project_id: projectId, route: 'executions', decision: 'allow', reason_code: 'policy.active_policy_candidate',
-          display_reason: 'allowed', decision_details: {}, actions: [], issued_at: at(i * 10 + 4), request_id: id, operation: 'generate.text',
+          display_reason: 'allowed', decision_details: {} as PermitRecord['decision_details'], actions: [], issued_at: at(i * 10 + 4), request_id: id, operation: 'generate.text',
           provider: 'openai', model: 'gpt-4o-mini', reserved_cost_micros: 10, expires_at: at(i * 10 + 9), metadata: {},
         });
         permits.set(permitId, p);
@@ -147,7 +147,7 @@ describe('the merged event log', () => {
     await appendEvents(db, [{ projectId, eventType: 'firewall.flagged', source: 'firewall', phase: 'firewall', requestId: executionId, permitId, metadata: { categories: ['pii'] } }]);
     await insertPermit(db, {
       id: permitId, project_id: projectId, route: 'executions', decision: 'allow', reason_code: 'policy.active_policy_candidate',
-      display_reason: 'allowed', decision_details: {}, actions: [], issued_at: at(200), request_id: executionId, operation: 'generate.text',
+      display_reason: 'allowed', decision_details: {} as PermitRecord['decision_details'], actions: [], issued_at: at(200), request_id: executionId, operation: 'generate.text',
       provider: 'openai', model: 'gpt-4o-mini', reserved_cost_micros: 10, metadata: {},
       closing: { input: { executionId }, dispatch: lifecycle(200, false).dispatch }, dispatch_deadline: at(300),
     });
