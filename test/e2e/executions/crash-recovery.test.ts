@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { emulatorEnv, say, sentRequest } from './helpers';
+import { findExecutionById } from '../../../src/db/repositories/executions';
 import { requestEvents } from '../../../src/db/repositories/log-events';
 import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
 import { RECONCILIATION_WORKFLOW_ID } from '../../../workflows/reconciliation';
@@ -71,7 +72,8 @@ describe('a Tollgate process killed mid-call', () => {
 
   async function expectClosed(p: TestProject, executionId: string, killedAt: number) {
     const db = survivor.db;
-    const row = await waitFor(async () => (await db.query('SELECT envelope, completed_at FROM executions WHERE id = $1', [executionId])).rows[0], 90_000);
+    // The envelope as the API answers it (the row stores its compact part: findExecutionById rebuilds it).
+    const row = await waitFor(async () => findExecutionById(db, executionId), 90_000);
     // Closed within 60 s of the dispatch deadline (35 s after the call started).
     expect(new Date(row.completed_at).getTime() - killedAt).toBeLessThan(35_000 + 60_000);
     expect(row.envelope).toMatchObject({ id: executionId, status: 'failed', status_code: 502, error: { code: 'dispatch_interrupted' } });

@@ -1,4 +1,5 @@
 import { listLogEvents, requestEvents } from '../../../src/db/repositories/log-events';
+import { inFlightEvents, type PermitColumns } from '../../../src/executions/lifecycle';
 import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
 import { createTestProject, http, startTestTollgate, TestProject } from '../../support/tollgate';
 
@@ -57,9 +58,11 @@ export async function sentRequest(db: TestTollgate['db'], projectId: string): Pr
   throw new Error(`no request of ${projectId} has provider.request_sent`);
 }
 
-/** How many events of a type the project's log holds (stored rows and events derived from call records). */
+/** How many events of a type the project has: in its log (stored rows and derived from call records) and of calls in flight. */
 export async function countEvents(tg: Pick<TestTollgate, 'db'>, projectId: string, eventType: string): Promise<number> {
-  return (await listLogEvents(tg.db, projectId, { eventTypes: [eventType], order: 'asc', limit: 10_000 })).length;
+  const logged = await listLogEvents(tg.db, projectId, { eventTypes: [eventType], order: 'asc', limit: 10_000 });
+  const { rows: running } = await tg.db.query<PermitColumns>('SELECT * FROM permits WHERE project_id = $1 AND closing IS NOT NULL', [projectId]);
+  return logged.length + running.flatMap((p) => inFlightEvents(p)).filter((e) => e.event_type === eventType).length;
 }
 
 /** Sets the project's policy with the admin key (PATCH /v1/projects/:id/policy, merge patch). */

@@ -7,10 +7,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../../src/db/pool';
 import { appendEvents, type EventRecord } from '../../../src/db/repositories/events';
-import { findLogEvent, listLogEvents, permitsEvents, requestEvents } from '../../../src/db/repositories/log-events';
+import { chainedEventsAfter, findLogEvent, listLogEvents, permitsEvents, requestEvents } from '../../../src/db/repositories/log-events';
 import { insertPermit, type PermitRecord } from '../../../src/db/repositories/permits';
 import { recordEvents, type Lifecycle, type RecordColumns } from '../../../src/executions/lifecycle';
 import type { EventFilter } from '../../../src/events/merge';
+import { governanceEventView } from '../../../src/events/view';
 import { projectWithPolicy, testPool } from '../governance/helpers';
 
 const BASE = Date.parse('2026-03-01T00:00:00Z');
@@ -155,5 +156,59 @@ describe('the merged event log', () => {
     expect(inFlight.map((e) => e.event_type)).toEqual(['firewall.flagged', 'permit.allowed', 'routing.selected_model', 'execution.started', 'provider.request_sent']);
     expect(inFlight.slice(1).every((e) => e.seq === null && e.request_id === executionId && e.permit_id === permitId)).toBe(true);
     expect((await permitsEvents(db, projectId, [permitId])).map((e) => e.event_type)).toEqual(inFlight.map((e) => e.event_type));
+  });
+});
+
+describe('the chain read: a record chained as one leaf stands for its derived events', () => {
+  let db: Db;
+  beforeAll(() => {
+    db = testPool(2);
+  });
+  afterAll(async () => db?.end());
+
+  it('expands a record\'s chain row to its events, all at its position, narrowed by type and range', async () => {
+    const projectId = await projectWithPolicy(db);
+    await appendEvents(db, [{ projectId, eventType: 'policy.updated', source: 'test', phase: 'test', timestamp: at(0) }]);
+    const id = `exec_${randomUUID().replace(/-/g, '')}`;
+    await db.query(
+      `INSERT INTO executions (id, project_id, route, operation, mode, status, status_code, provider, model, created_at, completed_at, duration_ms, envelope, seq, lifecycle)
+       VALUES ($1, $2, 'executions', 'generate.text', 'sync', 'completed', 200, 'openai', 'gpt-4o-mini', $3, $4, 1000, '{"usage":{"total_tokens":0}}', nextval('events_seq_seq'), $5)`,
+      [id, projectId, at(1), at(2), JSON.stringify(lifecycle(1, false))],
+    );
+    await appendEvents(db, [{ projectId, eventType: 'budget.cap_exceeded', source: 'test', phase: 'test', timestamp: at(3) }]);
+    // Chain rows as the sequencer writes them (hashes made up: this reads them, it does not verify them).
+    const { rows: seqs } = await db.query<{ seq: string }>(
+      'SELECT seq FROM events WHERE project_id = $1 UNION ALL SELECT seq FROM executions WHERE project_id = $1 ORDER BY seq',
+      [projectId],
+    );
+    const hashOf = (i: number) => String(i).repeat(64);
+    for (const [i, r] of seqs.entries()) {
+      await db.query('INSERT INTO event_chain (seq, project_id, chain_pos, prev_hash, hash) VALUES ($1, $2, $3, $4, $5)', [r.seq, projectId, i + 1, hashOf(i), hashOf(i + 1)]);
+    }
+    const all = await chainedEventsAfter(db, projectId, { afterPos: 0, limit: 10 });
+    expect(all.to).toBe(3);
+    expect(all.events.map((e) => [e.chain_pos, e.event_type])).toEqual([
+      [1, 'policy.updated'],
+      [2, 'routing.selected_model'],
+      [2, 'execution.started'],
+      [2, 'provider.request_sent'],
+      [2, 'provider.response_received'],
+      [2, 'usage.recorded'],
+      [2, 'request.completed'],
+      [3, 'budget.cap_exceeded'],
+    ]);
+    // A derived event shows its record's place in the chain; a stored one its own.
+    const completed = all.events.find((e) => e.event_type === 'request.completed')!;
+    expect(governanceEventView(completed)).toMatchObject({ id: `evt_${id}.6`, position: 2, chain: { seq: Number(seqs[1].seq), prev_hash: hashOf(1), hash: hashOf(2) } });
+    expect(governanceEventView(all.events[0])).toMatchObject({ position: 1, chain: { seq: Number(seqs[0].seq), prev_hash: hashOf(0), hash: hashOf(1) } });
+    expect(await findLogEvent(db, projectId, completed.id)).toMatchObject({ chain_pos: 2, link: { hash: hashOf(2) } });
+
+    const typed = await chainedEventsAfter(db, projectId, { afterPos: 0, types: ['request.completed', 'budget.cap_exceeded'] });
+    expect(typed.events.map((e) => [e.chain_pos, e.event_type])).toEqual([[2, 'request.completed'], [3, 'budget.cap_exceeded']]);
+    const storedOnly = await chainedEventsAfter(db, projectId, { afterPos: 0, types: ['budget.cap_exceeded'] });
+    expect(storedOnly.events.map((e) => e.chain_pos)).toEqual([3]);
+    const firstTwo = await chainedEventsAfter(db, projectId, { afterPos: 0, toPos: 2 });
+    expect(firstTwo.events.map((e) => e.chain_pos)).toEqual([1, 2, 2, 2, 2, 2, 2]);
+    expect((await chainedEventsAfter(db, projectId, { afterPos: 3 })).to).toBeNull();
   });
 });
