@@ -10,6 +10,7 @@ import { systemClock } from '../../../src/clock';
 import type { Db } from '../../../src/db/pool';
 import { createGovernance } from '../../../src/governance';
 import { createLogger } from '../../../src/logger';
+import { permitsEvents } from '../../../src/db/repositories/log-events';
 import { pricing } from '../../../src/pricing';
 import { projectWithPolicy, testPool } from '../../unit/governance/helpers';
 
@@ -46,11 +47,11 @@ describe('tollgate_finish_calls (real PostgreSQL)', () => {
 
     const { rows: executions } = await db.query<{ id: string }>('SELECT id FROM executions WHERE project_id = $1 ORDER BY id', [projectId]);
     expect(executions.map((e) => e.id).sort()).toEqual([a.input.executionId, b.input.executionId].sort());
-    const { rows: completions } = await db.query<{ permit_id: string; n: string }>(
-      "SELECT permit_id, count(*) AS n FROM events WHERE project_id = $1 AND event_type IN ('request.completed', 'usage.recorded') GROUP BY permit_id",
-      [projectId],
-    );
-    expect(completions.map((c) => [c.permit_id, Number(c.n)]).sort()).toEqual([[a.input.permitId, 2], [b.input.permitId, 2]].sort());
+    // The completion events of each permit's call (derived from its record: one record, one of each).
+    const events = await permitsEvents(db, projectId, [a.input.permitId, b.input.permitId]);
+    const completions = new Map<string, number>();
+    for (const e of events) if (e.event_type === 'request.completed' || e.event_type === 'usage.recorded') completions.set(e.permit_id!, (completions.get(e.permit_id!) ?? 0) + 1);
+    expect([...completions].sort()).toEqual([[a.input.permitId, 2], [b.input.permitId, 2]].sort());
     const { rows: permits } = await db.query<{ state: string; actual: string }>(
       "SELECT reservation_state AS state, actual_cost_micros AS actual FROM permits WHERE project_id = $1 AND decision = 'allow'",
       [projectId],
@@ -65,7 +66,7 @@ describe('tollgate_finish_calls (real PostgreSQL)', () => {
     );
     expect(counters.length).toBeGreaterThan(0);
     for (const c of counters) expect([c.kind, Number(c.reserved), Number(c.settled), Number(c.requests)]).toEqual([c.kind, 0, settledTotal, 2]);
-    const { rows: inflight } = await db.query('SELECT 1 FROM inflight_calls WHERE project_id = $1', [projectId]);
+    const { rows: inflight } = await db.query('SELECT 1 FROM permits WHERE project_id = $1 AND closing IS NOT NULL', [projectId]);
     expect(inflight).toHaveLength(0);
   });
 });
