@@ -21,7 +21,7 @@ type RecordRow = RecordColumns & { chain_pos: string | null; link_prev_hash: str
  */
 const RECORDS_SQL = `
   SELECT x.id, x.project_id, x.seq, x.permit_id, x.job_id, x.status, x.status_code, x.provider, x.model,
-         x.input_tokens, x.output_tokens, coalesce((x.envelope->'usage'->>'total_tokens')::int, x.input_tokens + x.output_tokens) AS total_tokens,
+         x.input_tokens, x.output_tokens, (x.envelope->'usage'->>'total_tokens')::int AS total_tokens,
          x.cost_usd_micros, x.estimated_final, x.error_code, x.completed_at, x.lifecycle,
          c.chain_pos, c.prev_hash AS link_prev_hash, c.hash AS link_hash
     FROM executions x LEFT JOIN event_chain c ON c.seq = x.seq`;
