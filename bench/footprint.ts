@@ -60,6 +60,21 @@ async function settle(db: Db): Promise<void> {
   await db.query('SELECT pg_stat_clear_snapshot()');
 }
 
+/** What one call's rows hold: the average stored size of a row and of its widest columns. */
+async function printRowSizes(db: Db): Promise<void> {
+  const columns: Record<string, string[]> = {
+    executions: ['envelope', 'lifecycle'],
+    permits: ['decision_details', 'metadata', 'actions', 'reservation_periods', 'closing'],
+    event_chain: ['prev_hash', 'hash', 'leaf_hash'],
+  };
+  console.log(`\naverage stored bytes per row (pg_column_size):`);
+  for (const [table, cols] of Object.entries(columns)) {
+    const parts = cols.map((c) => `coalesce(avg(pg_column_size(t.${c})), 0)::int AS ${c}`).join(', ');
+    const { rows } = await db.query<Record<string, number>>(`SELECT avg(pg_column_size(t.*))::int AS row, ${parts} FROM ${table} t`);
+    console.log(`${table.padEnd(14)} row ${rows[0].row ?? 0}; ${cols.map((c) => `${c} ${rows[0][c]}`).join(', ')}`);
+  }
+}
+
 async function main(): Promise<void> {
   const teardown = new Teardown();
   teardown.onSignals();
@@ -109,6 +124,7 @@ async function main(): Promise<void> {
     console.log(`${'total'.padEnd(28)}${f(total.bytes, 0)}${f(total.ins)}${f(total.upd)}${f(total.del)}`);
     console.log(`\nplain VACUUM ${VACUUM_MS > 0 ? `every ${VACUUM_MS} ms and once at the end` : 'never run'}; server autovacuum ${autovacuum}`);
     console.log(`row writes per call: ${(total.ins + total.upd + total.del).toFixed(2)}; bytes per call: ${total.bytes.toFixed(0)}`);
+    await printRowSizes(stack.db);
   } finally {
     await teardown.run();
   }

@@ -67,7 +67,8 @@ export async function startStack(opts: {
   const serverUrl = await ensurePostgres(dataDir, log);
   const database = `tollgate_bench_${opts.name}_${Date.now()}`;
   await createDatabaseIfMissing(serverUrl, database);
-  teardown.add('drop database', () => dropDatabase(serverUrl, database));
+  // BENCH_KEEP_DB=1 keeps the database for inspection (psql) after the run.
+  if (process.env.BENCH_KEEP_DB !== '1') teardown.add('drop database', () => dropDatabase(serverUrl, database));
   const databaseUrl = withDatabase(serverUrl, database);
   await migrate(databaseUrl);
 

@@ -2,20 +2,23 @@
  * Building a compliance export bundle (run by the complianceExportWorkflow's activities).
  *
  * Files: events.ndjson (one line per logged event of the window's position range: the event's
- * canonical bytes, exactly the Merkle leaf), proofs.ndjson (one line per log index: seq, leaf hash,
+ * canonical bytes, exactly the Merkle leaf; for a call record, its leaf event `call.recorded`,
+ * src/executions/lifecycle.ts, so offline verifiers check it as any event), proofs.ndjson (one line per log index: seq, leaf hash,
  * inclusion proof against the checkpoint), checkpoint.note (the signed checkpoint covering the
  * range), permits/executions/usage/workflow_intents.ndjson (RFC 8785 JSON rows whose time falls in
  * the window), and manifest.note: a signed note whose text is the manifest (each file's sha256,
  * byte count and record count, the window, the range, the checkpoint). Leaf hashes and proofs come
- * from the stored tree, the events from the events table as it is now: an event altered or
- * deleted after it was logged shows in the bundle as a leaf that does not match.
+ * from the stored tree, the events from the events table (records from the executions and permits
+ * tables) as it is now: an event or record altered or deleted after it was logged shows in the
+ * bundle as a leaf that does not match.
  */
 import { createHash } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import canonicalize from 'canonicalize';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
-import { canonicalOfStored, chainAllProjectEvents, type CanonicalColumns } from '../db/repositories/events';
+import { canonicalOfStored, canonicalRecord, chainAllProjectEvents, type CanonicalColumns } from '../db/repositories/events';
+import { readRecordLeaves } from '../db/repositories/record-leaves';
 import {
   exportRows,
   findExport,
@@ -109,7 +112,11 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
     for (let lo = first; lo <= last; lo += BATCH) {
       const hi = Math.min(lo + BATCH - 1, last);
       // Positions lo+1 .. hi+1, from the chain's side (a deleted event row comes back with seq null).
-      const chained = new Map((await readChainRangeColumns(deps.db, row.project_id, lo, hi + 1, BATCH)).map((r) => [Number(r.chain_pos), r]));
+      const chainRows = await readChainRangeColumns(deps.db, row.project_id, lo, hi + 1, BATCH);
+      const chained = new Map(chainRows.map((r) => [Number(r.chain_pos), r]));
+      // Positions no event row answers for are call records' (or deleted rows): their records in one statement.
+      const notEvents = chainRows.filter((r) => r.seq === null).map((r) => r.chain_seq);
+      const records = new Map((await readRecordLeaves(deps.db, notEvents.map(() => row.project_id), notEvents)).map((r) => [r.seq, r]));
       const indexes = Array.from({ length: hi - lo + 1 }, (_, i) => lo + i);
       const recorded: SubtreeMemo = new Map();
       const needed = nodesNeeded((get) => {
@@ -126,7 +133,9 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
         // The worker shares the API process unless it runs apart: let requests in between slices.
         if (i > lo && (i - lo) % EVENTS_PER_TURN === 0) await nextTurn();
         const r = chained.get(i + 1);
-        if (r && r.seq !== null && r.id !== null) eventLines.push(await canonicalOfStored(deps.db, r as CanonicalColumns, r.prev_hash));
+        const record = r && r.seq === null ? records.get(String(r.chain_seq)) : undefined;
+        if (record) eventLines.push(canonicalRecord(record, r!.prev_hash));
+        else if (r && r.seq !== null && r.id !== null) eventLines.push(await canonicalOfStored(deps.db, r as CanonicalColumns, r.prev_hash));
         proofLines.push(
           JSON.stringify({
             index: i,

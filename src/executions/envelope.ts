@@ -127,18 +127,35 @@ export interface StoredEnvelope {
   output?: ExecutionOutput | null;
   output_assets?: OutputAsset[];
   routing: Pick<EnvelopeRouting, 'requested_provider' | 'requested_model' | 'reason_code' | 'fallback_occurred'>;
-  governance: Pick<EnvelopeGovernance, 'decision' | 'reason' | 'actions'>;
-  usage: { total_tokens: number; metrics?: UsageMetric[] };
+  /** `actions` absent: the one action of a plain allow (PROCEED_ACTIONS). */
+  governance: Pick<EnvelopeGovernance, 'decision' | 'reason'> & { actions?: EnvelopeGovernance['actions'] };
+  /** `total_tokens` absent: input + output; `metrics` absent: the two token meters of the columns (an `executions` envelope). */
+  usage: { total_tokens?: number; metrics?: UsageMetric[] };
   error_message?: string;
   resolved?: ExecutionEnvelope['resolved'];
 }
 
+/** The actions of a plain allow, which most calls carry: not stored. */
+const PROCEED_ACTIONS = JSON.stringify([{ type: 'proceed', message: 'The request may proceed' }]);
+
+/** The metrics `makeUsage` writes for plain token counts (src/providers/shared/usage.ts), in its order. */
+function tokenMetrics(input: number, output: number): UsageMetric[] {
+  return [
+    { meter: 'input_tokens', quantity: input, unit: 'tokens' },
+    { meter: 'output_tokens', quantity: output, unit: 'tokens' },
+  ];
+}
+
 export function storedEnvelope(e: ExecutionEnvelope): StoredEnvelope {
+  const u = e.usage;
   const s: StoredEnvelope = {
     routing: { requested_provider: e.routing.requested_provider, requested_model: e.routing.requested_model, reason_code: e.routing.reason_code, fallback_occurred: e.routing.fallback_occurred },
-    governance: { decision: e.governance.decision, reason: e.governance.reason, actions: e.governance.actions },
-    usage: { total_tokens: e.usage.total_tokens, ...(e.usage.metrics ? { metrics: e.usage.metrics } : {}) },
+    governance: { decision: e.governance.decision, reason: e.governance.reason },
+    usage: {},
   };
+  if (JSON.stringify(e.governance.actions) !== PROCEED_ACTIONS) s.governance.actions = e.governance.actions;
+  if (u.total_tokens !== u.input_tokens + u.output_tokens) s.usage.total_tokens = u.total_tokens;
+  if (u.metrics && JSON.stringify(u.metrics) !== JSON.stringify(tokenMetrics(u.input_tokens, u.output_tokens))) s.usage.metrics = u.metrics;
   if (e.output !== null) s.output = e.output;
   if (e.output_assets.length > 0) s.output_assets = e.output_assets;
   if (e.error) s.error_message = e.error.message;
@@ -171,11 +188,12 @@ export function envelopeOfRow(r: EnvelopeColumns): ExecutionEnvelope {
   const usage: EnvelopeUsage = {
     input_tokens: r.input_tokens,
     output_tokens: r.output_tokens,
-    total_tokens: s.usage.total_tokens,
+    total_tokens: s.usage.total_tokens ?? r.input_tokens + r.output_tokens,
     cost_usd_micros: Number(r.cost_usd_micros),
     estimated_final: r.estimated_final,
   };
   if (s.usage.metrics) usage.metrics = s.usage.metrics;
+  else if (r.route === 'executions') usage.metrics = tokenMetrics(r.input_tokens, r.output_tokens);
   const env: ExecutionEnvelope = {
     id: r.id,
     object: 'execution',
@@ -192,7 +210,7 @@ export function envelopeOfRow(r: EnvelopeColumns): ExecutionEnvelope {
       reason_code: s.routing.reason_code,
       fallback_occurred: s.routing.fallback_occurred,
     },
-    governance: { ...s.governance, constraints: null, budgets: null },
+    governance: { decision: s.governance.decision, reason: s.governance.reason, actions: s.governance.actions ?? JSON.parse(PROCEED_ACTIONS), constraints: null, budgets: null },
     usage,
     timing: { started_at: new Date(r.created_at).toISOString(), completed_at: new Date(r.completed_at).toISOString(), duration_ms: r.duration_ms },
     error: r.error_code !== null ? { code: r.error_code, message: s.error_message ?? '' } : null,

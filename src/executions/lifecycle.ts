@@ -29,23 +29,40 @@ export interface DispatchStart {
   stream: boolean;
 }
 
-/** One provider attempt as the record keeps it. */
-export interface LifecycleAttempt {
-  provider: string;
-  model: string;
-  sent_at: string;
-  received_at: string;
-  ok: boolean;
-  status: number | null;
+/**
+ * One provider attempt as the record keeps it: target, sent and received as milliseconds after the
+ * record's `created_at`, the HTTP status (null when none came back), and the failure kind of a
+ * failed try. An array, not an object: the record is the one row a call leaves, so every key
+ * repeated per attempt would be stored bytes on every call.
+ */
+export type LifecycleAttempt = [provider: string, model: string, sentMs: number, receivedMs: number, status: number | null, failureKind?: string];
+
+/**
+ * The execution row's `lifecycle` column: what the call's events hold beyond the row's columns and
+ * its stored envelope. Instants are milliseconds after `created_at`.
+ */
+export interface Lifecycle {
+  /** routing.selected_model, execution.started and the first provider.request_sent. */
+  dispatched_ms: number;
+  attempts: LifecycleAttempt[];
+  /** How the last try ended: a response (ok), a failure (failed, with `failure_kind`/`failure_status`), or no report (interrupted). */
+  end: 'ok' | 'failed' | 'interrupted';
+  finish_reason?: string | null;
   failure_kind?: string;
+  failure_status?: number | null;
+  /** The first target, when no attempt names it (an interrupted call). */
+  primary?: [provider: string, model: string];
+  /** The routing reason of the first target, when the envelope's is `explicit_fallback`. */
+  routing_reason?: string;
+  /** The surface's own members of routing.selected_model and of execution.started (e.g. a proxy's route and path). */
+  routing?: Record<string, unknown>;
+  started?: Record<string, unknown>;
 }
 
-/** The execution row's `lifecycle` column. */
-export interface Lifecycle {
-  dispatch: DispatchStart;
-  attempts: LifecycleAttempt[];
-  /** How the last try ended as the record saw it: `finish_reason` (ok), the failure (failed), or no report (interrupted). */
-  end: { kind: 'ok'; finish_reason: string | null } | { kind: 'failed'; failure_kind: string; status: number | null } | { kind: 'interrupted' };
+/** The stored envelope's members the dispatch events read (src/executions/envelope.ts, StoredEnvelope). */
+interface StoredRouting {
+  routing?: { requested_provider: string | null; requested_model: string | null; reason_code: string };
+  usage?: { total_tokens?: number };
 }
 
 /** The columns of an execution row the derived events read. */
@@ -55,18 +72,75 @@ export interface RecordColumns {
   seq: number | string | null;
   permit_id: string | null;
   job_id?: string | null;
+  operation: string;
+  mode: string;
   status: string;
   status_code: number;
   provider: string | null;
   model: string | null;
   input_tokens: number;
   output_tokens: number;
-  total_tokens: number;
   cost_usd_micros: number | string;
   estimated_final: boolean;
   error_code: string | null;
+  created_at: Date | string;
   completed_at: Date | string;
+  envelope: StoredRouting | Record<string, unknown>;
   lifecycle: Lifecycle | null;
+}
+
+/** The record's lifecycle from a finished dispatch (the pipeline's attempts and how the last ended). */
+export function lifecycleOf(
+  createdAt: string,
+  dispatch: DispatchStart,
+  attempts: { provider: string; model: string; sentAt: string; receivedAt: string; status: number | null; failureKind?: string }[],
+  end: { kind: 'ok'; finishReason: string | null } | { kind: 'failed'; failureKind: string; status: number | null } | { kind: 'interrupted' },
+  envelopeReason: string,
+): Lifecycle {
+  const t0 = new Date(createdAt).getTime();
+  const ms = (at: string) => new Date(at).getTime() - t0;
+  const { reason_code: routingReason, requested_provider: _p, requested_model: _m, ...routingExtra } = dispatch.routing;
+  const { operation: _o, mode: _mode, ...startedExtra } = dispatch.started;
+  const l: Lifecycle = {
+    dispatched_ms: ms(dispatch.at),
+    attempts: attempts.map((a) => {
+      const row: LifecycleAttempt = [a.provider, a.model, ms(a.sentAt), ms(a.receivedAt), a.status];
+      if (a.failureKind) row.push(a.failureKind);
+      return row;
+    }),
+    end: end.kind,
+  };
+  if (end.kind === 'ok') l.finish_reason = end.finishReason;
+  if (end.kind === 'failed') {
+    l.failure_kind = end.failureKind;
+    l.failure_status = end.status;
+  }
+  if (attempts.length === 0) l.primary = [dispatch.primary.provider, dispatch.primary.model];
+  if (routingReason !== envelopeReason) l.routing_reason = routingReason as string;
+  if (Object.keys(routingExtra).length > 0) l.routing = routingExtra;
+  if (Object.keys(startedExtra).length > 0) l.started = startedExtra;
+  return l;
+}
+
+/** The dispatch start a record's lifecycle keeps, rebuilt with the row's columns and stored envelope. */
+export function dispatchOfRecord(r: RecordColumns, l: Lifecycle): DispatchStart {
+  const t0 = new Date(r.created_at).getTime();
+  const routing = (r.envelope as StoredRouting).routing ?? { requested_provider: null, requested_model: null, reason_code: '' };
+  const first = l.attempts[0];
+  const primary = first ? { provider: first[0], model: first[1] } : { provider: l.primary?.[0] ?? r.provider ?? '', model: l.primary?.[1] ?? r.model ?? '' };
+  return {
+    at: new Date(t0 + l.dispatched_ms).toISOString(),
+    primary,
+    routing: { reason_code: l.routing_reason ?? routing.reason_code, requested_provider: routing.requested_provider, requested_model: routing.requested_model, ...l.routing },
+    started: { operation: r.operation, mode: r.mode, ...l.started },
+    stream: r.mode === 'stream',
+  };
+}
+
+/** total_tokens as the envelope holds it: stored when the provider's differs from input + output. */
+function totalTokens(r: RecordColumns): number {
+  const u = (r.envelope as StoredRouting).usage;
+  return u?.total_tokens ?? r.input_tokens + r.output_tokens;
 }
 
 /** The permit columns its decision events read. */
@@ -144,33 +218,37 @@ function dispatchDrafts(d: DispatchStart): Draft[] {
 }
 
 /** Everything after the first request: fallback tries, the last response, usage and completion. */
-function recordDrafts(r: RecordColumns, l: Lifecycle): Draft[] {
+function recordDrafts(r: RecordColumns, l: Lifecycle, stream: boolean): Draft[] {
   const out: Draft[] = [];
+  const t0 = new Date(r.created_at).getTime();
+  const at = (ms: number) => new Date(t0 + ms).toISOString();
   const a = l.attempts;
   for (let i = 0; i + 1 < a.length; i++) {
-    const t = { provider: a[i].provider, model: a[i].model };
-    const next = a[i + 1];
-    const nextTarget = { provider: next.provider, model: next.model };
-    out.push(exec('provider.response_received', 'execution', a[i].received_at, t, { ok: false, status: a[i].status, failure_kind: a[i].failure_kind, attempt: i + 1 }));
-    out.push(exec('fallback.triggered', 'routing', next.sent_at, t, { failure_kind: a[i].failure_kind, status: a[i].status ?? null, next_provider: next.provider, next_model: next.model }));
-    out.push(exec('fallback.selected_model', 'routing', next.sent_at, nextTarget, { position: i + 1 }));
-    out.push(exec('provider.request_sent', 'execution', next.sent_at, nextTarget, { attempt: i + 2, stream: l.dispatch.stream }));
+    const [provider, model, , received, status, failureKind] = a[i];
+    const [nextProvider, nextModel, nextSent] = a[i + 1];
+    const t = { provider, model };
+    const nextTarget = { provider: nextProvider, model: nextModel };
+    out.push(exec('provider.response_received', 'execution', at(received), t, { ok: false, status, failure_kind: failureKind, attempt: i + 1 }));
+    out.push(exec('fallback.triggered', 'routing', at(nextSent), t, { failure_kind: failureKind, status: status ?? null, next_provider: nextProvider, next_model: nextModel }));
+    out.push(exec('fallback.selected_model', 'routing', at(nextSent), nextTarget, { position: i + 1 }));
+    out.push(exec('provider.request_sent', 'execution', at(nextSent), nextTarget, { attempt: i + 2, stream }));
   }
   const completedAt = iso(r.completed_at);
   const target = { provider: r.provider, model: r.model };
   const last = a[a.length - 1];
-  if (l.end.kind === 'ok') {
-    out.push(exec('provider.response_received', 'execution', last.received_at, target, { ok: true, status: 200, attempt: a.length, finish_reason: l.end.finish_reason }));
-  } else if (l.end.kind === 'failed') {
-    out.push(exec('provider.response_received', 'execution', last?.received_at ?? completedAt, target, { ok: false, status: l.end.status, failure_kind: l.end.failure_kind, attempt: a.length }));
+  if (l.end === 'ok') {
+    out.push(exec('provider.response_received', 'execution', at(last[3]), target, { ok: true, status: 200, attempt: a.length, finish_reason: l.finish_reason ?? null }));
+  } else if (l.end === 'failed') {
+    out.push(exec('provider.response_received', 'execution', last ? at(last[3]) : completedAt, target, { ok: false, status: l.failure_status ?? null, failure_kind: l.failure_kind, attempt: a.length }));
   } else {
-    out.push(exec('provider.response_received', 'execution', completedAt, l.dispatch.primary, { ok: false, failure_kind: 'interrupted' }));
+    const primary = dispatchOfRecord(r, l).primary;
+    out.push(exec('provider.response_received', 'execution', completedAt, primary, { ok: false, failure_kind: 'interrupted' }));
   }
   out.push(
     exec('usage.recorded', 'usage', completedAt, target, {
       input_tokens: r.input_tokens,
       output_tokens: r.output_tokens,
-      total_tokens: r.total_tokens,
+      total_tokens: totalTokens(r),
       cost_usd_micros: Number(r.cost_usd_micros),
       estimated_final: r.estimated_final,
     }),
@@ -226,7 +304,8 @@ export function recordEvents(r: RecordColumns, permit: PermitColumns | null, cha
   const seq = r.seq === null ? null : Number(r.seq);
   const base = { seq, projectId: r.project_id, permitId: r.permit_id, requestId: r.id, jobId: r.job_id ?? null, idOf: (n: number) => derivedEventId(r.id, n) };
   const own = permit ? permitDrafts(permit) : [];
-  const drafts = [...own, ...dispatchDrafts(r.lifecycle.dispatch), ...recordDrafts(r, r.lifecycle)];
+  const dispatch = dispatchOfRecord(r, r.lifecycle);
+  const drafts = [...own, ...dispatchDrafts(dispatch), ...recordDrafts(r, r.lifecycle, dispatch.stream)];
   return materialize(drafts, base, 'record', 0).map((e, i) => ({ ...e, derived_from: i < own.length ? 'permit' : 'record', chain_pos: chainPos }));
 }
 

@@ -17,7 +17,7 @@ import type { PricingCatalog } from '../pricing/types';
 import { estimateInputTokens, makeUsage } from '../providers/shared/usage';
 import type { NormalizedRequest, ProviderResult, Usage } from '../providers/types';
 import { buildEnvelope, ExecutionEnvelope, ExecutionStatus, storedEnvelope } from './envelope';
-import { EXECUTION_EVENT_SOURCE, type Lifecycle } from './lifecycle';
+import { EXECUTION_EVENT_SOURCE, lifecycleOf, type Lifecycle } from './lifecycle';
 import type { Target } from './routing';
 import type { ExecutionInput, RecordInput } from './types';
 
@@ -218,19 +218,17 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
   // from (src/executions/lifecycle.ts): no event rows. Other records (denials, jobs) store theirs.
   let lifecycle: Lifecycle | null = null;
   if (gov.dispatch && rec.kind !== 'governed_out') {
-    const attempts = rec.kind === 'dispatched' ? rec.outcome.attempts : [];
-    lifecycle = {
-      dispatch: gov.dispatch,
-      attempts: attempts.map((a) => ({
-        provider: a.provider, model: a.model, sent_at: a.sentAt, received_at: a.receivedAt, ok: a.ok, status: a.status, ...(a.failureKind ? { failure_kind: a.failureKind } : {}),
-      })),
-      end:
-        rec.kind === 'interrupted'
-          ? { kind: 'interrupted' }
-          : rec.outcome.ok
-            ? { kind: 'ok', finish_reason: rec.outcome.result.finish_reason ?? null }
-            : { kind: 'failed', failure_kind: rec.outcome.failure.kind, status: rec.outcome.failure.status },
-    };
+    lifecycle = lifecycleOf(
+      input.createdAt,
+      gov.dispatch,
+      rec.kind === 'dispatched' ? rec.outcome.attempts : [],
+      rec.kind === 'interrupted'
+        ? { kind: 'interrupted' }
+        : rec.outcome.ok
+          ? { kind: 'ok', finishReason: rec.outcome.result.finish_reason ?? null }
+          : { kind: 'failed', failureKind: rec.outcome.failure.kind, status: rec.outcome.failure.status },
+      envelope.routing.reason_code,
+    );
   }
   const row = {
     id: input.executionId,

@@ -162,7 +162,8 @@ export function permitWrite(req: GovernanceRequest, opts: EvaluateOptions, permi
     estimated_output_tokens: outputTokens,
     estimated_cost_micros: estimatedCost,
     reservation_state: allow ? 'active' : 'none',
-    reservation_periods: allow ? periodKeys : [],
+    // The periods of issued_at (tollgate_permit_periods): not stored.
+    reservation_periods: [],
     reserved_cost_micros: cost,
     issued_at: now,
     expires_at: expiresAt,

@@ -1,9 +1,9 @@
 /**
  * Each project's event log as an RFC 6962 Merkle tree, and its signed checkpoints.
  *
- * Leaf i is the event at chain position i + 1; the leaf bytes are the event's canonical form
- * (`canonicalEvent` in src/db/repositories/events.ts, RFC 8785 JSON including prev_hash), the same
- * bytes the hash chain hashes. The sequencer stores each event's leaf hash as it chains it
+ * Leaf i is the event or call record at chain position i + 1; the leaf bytes are the event's
+ * canonical form (`canonicalEvent` in src/db/repositories/events.ts, RFC 8785 JSON including
+ * prev_hash; a record's is its leaf event's, `canonicalRecord`), the same bytes the hash chain hashes. The sequencer stores each event's leaf hash as it chains it
  * (event_chain.leaf_hash), so a checkpoint signs what was chained: it reads the chain rows in
  * order, checks their links (positions without gaps, each prev_hash the hash before), and builds
  * the tree from the stored leaf hashes; an event row altered or removed after chaining no longer
@@ -22,7 +22,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Db, Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
-import { canonicalOfStored, eventHash, GENESIS_HASH, type CanonicalColumns } from '../db/repositories/events';
+import { canonicalOfStored, canonicalRecord, eventHash, GENESIS_HASH, type CanonicalColumns } from '../db/repositories/events';
+import { readRecordLeaves } from '../db/repositories/record-leaves';
 import {
   chainHead,
   chainRowAt,
@@ -95,16 +96,27 @@ export class LogIntegrityError extends Error {
 }
 
 /**
- * Checks a chain row against its event (whose link the caller checked); returns the leaf bytes (the event's
- * canonical form, prev_hash included), written from the row's columns or, for a timestamp they
- * cannot carry, from the whole event row.
+ * Checks a chain row without a stored leaf hash against its event (whose link the caller
+ * checked); returns the leaf bytes (the event's canonical form, prev_hash included), written from
+ * the row's columns or, for a timestamp they cannot carry, from the whole event row. Rows chained
+ * before leaf hashes were stored are all events; a call record's row (the sequencer always stores
+ * its leaf hash) is written out from its record should its leaf hash be missing all the same.
  */
 async function checkedLeaf(db: Queryable, projectId: string, r: ChainedColumnsRow, prev: string): Promise<string> {
   const pos = Number(r.chain_pos);
-  if (r.seq === null || r.id === null) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event row (seq ${r.chain_seq}) is missing`);
-  if (r.project_id !== projectId) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event belongs to another project`);
-  const bytes = await canonicalOfStored(db, r as CanonicalColumns, r.prev_hash);
-  if (eventHash(prev, bytes) !== r.hash) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event (${r.id}) no longer matches its chain hash`);
+  let bytes: string;
+  let name: string;
+  if (r.seq === null || r.id === null) {
+    const [record] = await readRecordLeaves(db, [projectId], [r.chain_seq]);
+    if (!record) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event or call record (seq ${r.chain_seq}) is missing`);
+    bytes = canonicalRecord(record, r.prev_hash);
+    name = `call record (${record.row.id})`;
+  } else {
+    if (r.project_id !== projectId) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event belongs to another project`);
+    bytes = await canonicalOfStored(db, r as CanonicalColumns, r.prev_hash);
+    name = `event (${r.id})`;
+  }
+  if (eventHash(prev, bytes) !== r.hash) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the ${name} no longer matches its chain hash`);
   return bytes;
 }
 

@@ -17,9 +17,9 @@ export interface LogVerification {
   object: 'log_verification';
   project_id: string;
   ok: boolean;
-  /** Events whose chain hash (and stored leaf hash) matched, in chain order, before the first that did not. */
+  /** Leaves (events and call records) whose chain hash (and stored leaf hash) matched, in chain order, before the first that did not. */
   events_verified: number;
-  /** The first event that no longer matches the chain: edited, removed or reordered after it was logged. */
+  /** The first event or call record that no longer matches the chain: edited, removed or reordered after it was logged. */
   broken_at_seq: number | null;
   checkpoint: {
     tree_size: number;
@@ -34,7 +34,7 @@ export interface LogVerification {
 export async function verifyLog(db: Pool, projectId: string): Promise<LogVerification> {
   const failures: string[] = [];
   const chain = await verifyEventChain(db, projectId);
-  if (!chain.ok) failures.push(`the event at seq ${chain.broken_at_seq} no longer matches the hash chain (edited, removed or reordered after it was logged)`);
+  if (!chain.ok) failures.push(`the event or call record at seq ${chain.broken_at_seq} no longer matches the hash chain (edited, removed or reordered after it was logged)`);
   const cp = await latestCheckpoint(db, projectId);
   let checkpoint: LogVerification['checkpoint'] = null;
   if (cp) {

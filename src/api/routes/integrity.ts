@@ -5,12 +5,14 @@ import { authOf } from '../middleware/auth';
 import { checkpointPublicKeySchema, checkpointSchema, consistencyProofSchema, inclusionProofSchema, verificationKeyListSchema } from '../schemas/integrity';
 import { routeFamily } from '../route-table';
 import { findGovernanceEvent } from '../../db/repositories/governance-events';
-import { checkpointAtSize, latestCheckpoint, listComplianceKeys, type CheckpointRow } from '../../db/repositories/integrity-log';
+import { chainLinkOf, checkpointAtSize, latestCheckpoint, listComplianceKeys, type CheckpointRow } from '../../db/repositories/integrity-log';
+import { readRecordLeafById } from '../../db/repositories/record-leaves';
+import { derivedEventRef } from '../../executions/lifecycle';
 import { integritySigner } from '../../intents/signing';
 import { complianceSigner, COMPLIANCE_KEY_PURPOSE } from '../../integrity/keys';
 import { logOrigin, proveConsistency, proveInclusion, rootAt, storedTreeSize } from '../../integrity/log';
 import { verifierKey } from '../../integrity/note';
-import { canonicalEvent } from '../../db/repositories/events';
+import { canonicalEvent, canonicalRecord } from '../../db/repositories/events';
 
 const b64 = (b: Buffer) => b.toString('base64');
 
@@ -171,7 +173,17 @@ export const integrityRoutes = routeFamily(
         let position = q.position;
         let leaf: string | null = null;
         let eventId: string | null = null;
-        if (q.event_id !== undefined) {
+        const derived = q.event_id === undefined ? null : derivedEventRef(q.event_id);
+        if (derived) {
+          // A lifecycle event derived from a call record is logged as its record: the proof is the record's leaf.
+          const record = await readRecordLeafById(deps.db, projectId, derived.executionId);
+          if (!record) throw errors.notFound('Governance event', q.event_id);
+          const link = await chainLinkOf(deps.db, projectId, record.seq);
+          if (!link) throw errors.conflict('event_not_yet_logged', 'The event is not chained yet; retry in a moment');
+          position = Number(link.chain_pos);
+          leaf = canonicalRecord(record, link.prev_hash);
+          eventId = q.event_id!;
+        } else if (q.event_id !== undefined) {
           const e = await findGovernanceEvent(deps.db, projectId, q.event_id);
           if (!e) throw errors.notFound('Governance event', q.event_id);
           if (e.chain_pos === null || e.chain_pos === undefined) throw errors.conflict('event_not_yet_logged', 'The event is not chained yet; retry in a moment');

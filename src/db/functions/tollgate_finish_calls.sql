@@ -93,17 +93,15 @@ BEGIN
     IF p.id IS NULL THEN
       NULL;
     ELSIF settle IS NOT NULL AND p.reservation_state <> 'settled' THEN
-      periods := CASE WHEN jsonb_array_length(p.reservation_periods) > 0 THEN p.reservation_periods ELSE (
-        SELECT jsonb_agg(jsonb_build_object('kind', pk, 'start', to_char(date_trunc(pk, p.issued_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD')) ORDER BY o)
-          FROM unnest(ARRAY['day', 'week', 'month', 'quarter']) WITH ORDINALITY AS t(pk, o)) END;
+      periods := tollgate_permit_periods(p.reservation_periods, p.issued_at);
       d_reserved := -(CASE WHEN p.reservation_state = 'active' THEN p.reserved_cost_micros ELSE 0 END);
       d_settled := (settle->>'cost')::bigint;
       UPDATE permits SET reservation_state = 'settled', actual_cost_micros = (settle->>'cost')::bigint,
              actual_input_tokens = (settle->>'input')::int, actual_output_tokens = (settle->>'output')::int,
-             settled_at = now(), reservation_periods = periods, closing = NULL, dispatch_deadline = NULL
+             settled_at = now(), closing = NULL, dispatch_deadline = NULL
        WHERE id = p.id;
     ELSIF settle IS NULL AND p.reservation_state = 'active' THEN
-      periods := p.reservation_periods;
+      periods := tollgate_permit_periods(p.reservation_periods, p.issued_at);
       d_reserved := -p.reserved_cost_micros;
       UPDATE permits SET reservation_state = 'released', released_at = now(), release_reason = c->>'release_reason',
              closing = NULL, dispatch_deadline = NULL

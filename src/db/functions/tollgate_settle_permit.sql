@@ -10,13 +10,11 @@ BEGIN
   PERFORM pg_advisory_xact_lock(p_lock_class, hashtext(proj));
   SELECT * INTO p FROM permits WHERE id = p_permit FOR UPDATE;
   IF p.reservation_state = 'settled' THEN RETURN true; END IF;
-  periods := CASE WHEN jsonb_array_length(p.reservation_periods) > 0 THEN p.reservation_periods ELSE (
-    SELECT jsonb_agg(jsonb_build_object('kind', k, 'start', to_char(date_trunc(k, p.issued_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD')) ORDER BY o)
-      FROM unnest(ARRAY['day', 'week', 'month', 'quarter']) WITH ORDINALITY AS t(k, o)) END;
+  periods := tollgate_permit_periods(p.reservation_periods, p.issued_at);
   PERFORM tollgate_add_spend(p.project_id, periods,
                              -(CASE WHEN p.reservation_state = 'active' THEN p.reserved_cost_micros ELSE 0 END), p_cost, 0);
   UPDATE permits SET reservation_state = 'settled', actual_cost_micros = p_cost, actual_input_tokens = p_input,
-         actual_output_tokens = p_output, settled_at = p_at, reservation_periods = periods
+         actual_output_tokens = p_output, settled_at = p_at
    WHERE id = p_permit;
   RETURN true;
 END;

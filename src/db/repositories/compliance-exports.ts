@@ -138,12 +138,19 @@ export async function readExportChunk(db: Queryable, exportId: string, name: str
   return rows[0].content;
 }
 
-/** Chain positions of the project's chained events whose timestamp falls in [since, until). */
+/**
+ * Chain positions of the project's chained leaves whose time falls in [since, until): events by
+ * their timestamp, call records by `completed_at` (their leaf event's timestamp). A record was
+ * created before it completed, so `created_at < until` only lets its index narrow the read.
+ */
 export async function windowPositions(db: Queryable, projectId: string, since: Date, until: Date): Promise<{ first: number | null; last: number | null; count: number }> {
   const { rows } = await db.query<{ first: number | null; last: number | null; count: number }>(
-    `SELECT min(c.chain_pos) AS first, max(c.chain_pos) AS last, count(*)::int AS count
-       FROM events e JOIN event_chain c ON c.seq = e.seq
-      WHERE e.project_id = $1 AND e.timestamp >= $2 AND e.timestamp < $3`,
+    `SELECT min(w.chain_pos) AS first, max(w.chain_pos) AS last, count(*)::int AS count
+       FROM (SELECT c.chain_pos FROM events e JOIN event_chain c ON c.seq = e.seq
+              WHERE e.project_id = $1 AND e.timestamp >= $2 AND e.timestamp < $3
+             UNION ALL
+             SELECT c.chain_pos FROM executions x JOIN event_chain c ON c.seq = x.seq
+              WHERE x.project_id = $1 AND x.seq IS NOT NULL AND x.created_at < $3 AND x.completed_at >= $2 AND x.completed_at < $3) w`,
     [projectId, since, until],
   );
   return { first: rows[0].first === null ? null : Number(rows[0].first), last: rows[0].last === null ? null : Number(rows[0].last), count: rows[0].count };

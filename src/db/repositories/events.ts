@@ -4,6 +4,8 @@ import type { Pool, PoolClient } from 'pg';
 import { Queryable } from '../pool';
 import { newId } from '../../ids';
 import { leafHash, leafHashHex } from '../../integrity/merkle';
+import { recordLeafEvent } from '../../executions/lifecycle';
+import { readRecordLeaves, type StoredRecordLeaf } from './record-leaves';
 
 /**
  * The append-only event log timelines are rebuilt from. Each project has its own hash chain:
@@ -17,6 +19,12 @@ import { leafHash, leafHashHex } from '../../integrity/merkle';
  * leaf hash, migration 0115, which the checkpoint builds its tree from). An event row is never
  * updated. Readers use the `events_chained` view: timelines read events by `seq` whether or not
  * they are chained yet; verification walks `chain_pos`.
+ *
+ * A call record with a lifecycle (an `executions` row with a `seq`, migration 0170) is a leaf of
+ * the same chain: `tollgate_finish_calls` queues its seq in `event_chain_pending` like an event's,
+ * and the sequencer chains it among the project's events in seq order as one event-shaped leaf
+ * (`canonicalRecord`: `recordLeafEvent` of src/executions/lifecycle.ts). `event_chain.seq` is then
+ * the record's seq, which no event row holds.
  *
  * Size: the events table and its chain are one aggregate (insert, chain, verify, read).
  */
@@ -158,6 +166,15 @@ function canonicalMetadata(text: string): string {
   return canonical;
 }
 
+/**
+ * The canonical form of a call record's leaf: its record and permit as one event
+ * (`recordLeafEvent`), linked to `prevHash`. Written from the stored rows each time, so an edit
+ * of any column the leaf carries changes it.
+ */
+export function canonicalRecord(r: StoredRecordLeaf, prevHash: string | null): string {
+  return canonicalEvent({ ...recordLeafEvent(r.row, r.permit), prev_hash: prevHash });
+}
+
 export function eventHash(prevHash: string, canonical: string): string {
   // The one-shot form: no Hash object per event (~0.4 µs of the sequencer's ~9 µs per event).
   return hash('sha256', prevHash + canonical, 'hex');
@@ -229,7 +246,7 @@ export async function appendEvent(db: Queryable, ev: NewEvent): Promise<void> {
 
 /** What one chaining transaction did. */
 export interface ChainedBatch {
-  /** Events chained; 0 when another process holds the project's chain lock or nothing is pending. */
+  /** Leaves chained (events and call records); 0 when another process holds the project's chain lock or nothing is pending. */
   events: number;
   /** The batch was full: more pending statements may be waiting now. */
   full: boolean;
@@ -240,7 +257,7 @@ const HASH_SLICE = 200;
 
 /** What one chaining transaction over several projects did. */
 export interface ChainedRound {
-  /** Events chained, all projects together. */
+  /** Leaves chained (events and call records), all projects together. */
   events: number;
   /** Projects whose share of the batch was full: more of their pending statements may be waiting. */
   fullProjects: string[];
@@ -309,13 +326,17 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
     // estimated so loosely that the planner chose a hash join over all of `events` once the batch
     // spanned projects (docs/performance.md, fifth session of 2026-11-26). Rows carry their
     // project's place in `projects` (1-based, as SQL arrays are) and sort by it.
+    const seqLists = pending.map((p) => p.seqs.slice(1, -1)).filter((s) => s !== '');
     const { rows } = await client.query<PendingEvent>(
       `SELECT e.seq, array_position($2::text[], e.project_id) AS pn, ${CANONICAL_COLUMNS_SQL}
          FROM events e WHERE e.seq = ANY($1::bigint[])
         ORDER BY 2, e.seq`,
-      [arrayText(pending.map((p) => p.seqs.slice(1, -1)).filter((s) => s !== '')), projects],
+      [arrayText(seqLists), projects],
     );
-    const links = await linkInOrder(client, rows, (pn) => headOf.get(projects[pn - 1]));
+    // A pending seq no event row holds is a call record's: the round's records are read in one
+    // statement, and only when the events did not account for every pending seq.
+    const leaves = rows.length === seqCount(seqLists) ? rows : mergeInOrder(rows, await pendingRecords(client, pending, rows, projects));
+    const links = await linkInOrder(client, leaves, (pn) => headOf.get(projects[pn - 1]));
     await client.query(
       `INSERT INTO event_chain (seq, project_id, chain_pos, prev_hash, hash, leaf_hash)
        SELECT v.seq, ($6::text[])[v.pn], v.pos, coalesce(v.head, lag(v.hash) OVER (ORDER BY v.ord)), v.hash, decode(v.leaf, 'hex')
@@ -329,7 +350,7 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
       [pendingProjects, firstSeqs],
     );
     await client.query('COMMIT');
-    return { events: rows.length, fullProjects };
+    return { events: leaves.length, fullProjects };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
@@ -341,17 +362,75 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
 /** A pending event as the sequencer reads it: its canonical columns and its project's number in the round. */
 type PendingEvent = CanonicalColumns & { seq: string; pn: number };
 
+/** A pending call record: its row and permit, and its project's number in the round. */
+interface PendingRecord {
+  seq: string;
+  pn: number;
+  record: StoredRecordLeaf;
+}
+
+type PendingLeaf = PendingEvent | PendingRecord;
+
+/** Elements of PostgreSQL array texts without their braces ("1,2,3"). */
+function seqCount(lists: string[]): number {
+  let n = 0;
+  for (const l of lists) n += l.split(',').length;
+  return n;
+}
+
+/**
+ * The call records among the round's pending seqs (those no event row answered for), ordered as
+ * the events are: by the project's number in the round, then seq. A seq that is neither an event's
+ * nor a record's (its row deleted before it was chained) is left out, as a missing event is.
+ */
+async function pendingRecords(client: PoolClient, pending: { project_id: string; seqs: string }[], events: PendingEvent[], projects: string[]): Promise<PendingRecord[]> {
+  const found = new Set(events.map((e) => String(e.seq)));
+  const keyProjects: string[] = [];
+  const keySeqs: string[] = [];
+  for (const p of pending) {
+    for (const seq of p.seqs.slice(1, -1).split(',')) {
+      if (seq !== '' && !found.has(seq)) {
+        keyProjects.push(p.project_id);
+        keySeqs.push(seq);
+      }
+    }
+  }
+  const numberOf = new Map(projects.map((p, i) => [p, i + 1]));
+  return (await readRecordLeaves(client, keyProjects, keySeqs))
+    .map((record) => ({ seq: record.seq, pn: numberOf.get(record.project_id)!, record }))
+    .sort((a, b) => a.pn - b.pn || Number(a.seq) - Number(b.seq));
+}
+
+/** Two lists ordered by (project number, seq) as one. */
+function mergeInOrder(events: PendingEvent[], records: PendingRecord[]): PendingLeaf[] {
+  const out: PendingLeaf[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < events.length || j < records.length) {
+    const e = events[i];
+    const r = records[j];
+    if (r === undefined || (e !== undefined && (e.pn - r.pn || Number(e.seq) - Number(r.seq)) < 0)) {
+      out.push(e);
+      i += 1;
+    } else {
+      out.push(r);
+      j += 1;
+    }
+  }
+  return out;
+}
+
 /** PostgreSQL's array text of elements that need no quoting (numbers, hex digests, NULL). */
 function arrayText(elements: ReadonlyArray<string | number>): string {
   return `{${elements.join(',')}}`;
 }
 
 /**
- * Hashes the round's events in order (grouped by project number, each group after its project's
- * head): per event its hash, leaf hash, project number and chain position, and for the first event of each
+ * Hashes the round's events and call records in order (grouped by project number, each group after its project's
+ * head): per leaf its hash, leaf hash, project number and chain position, and for the first event of each
  * project the head hash it links to (the others link to the event before them).
  */
-async function linkInOrder(client: PoolClient, rows: PendingEvent[], headOf: (projectNumber: number) => { chain_pos: number; hash: string } | undefined) {
+async function linkInOrder(client: PoolClient, rows: PendingLeaf[], headOf: (projectNumber: number) => { chain_pos: number; hash: string } | undefined) {
   const out = { seqs: [] as string[], hashes: [] as string[], leafHashes: [] as string[], projectNumbers: [] as number[], chainPos: [] as number[], linkTo: [] as (string | null)[] };
   let pn = 0;
   let prev = GENESIS_HASH;
@@ -366,7 +445,7 @@ async function linkInOrder(client: PoolClient, rows: PendingEvent[], headOf: (pr
       prev = head?.hash ?? GENESIS_HASH;
       pos = Number(head?.chain_pos ?? 0);
     }
-    const canonical = await canonicalOfStored(client, r, prev);
+    const canonical = 'record' in r ? canonicalRecord(r.record, prev) : await canonicalOfStored(client, r, prev);
     const hash = eventHash(prev, canonical);
     out.seqs.push(r.seq);
     out.hashes.push(hash);
@@ -447,15 +526,17 @@ export async function listEvents(
 export interface ChainVerification {
   ok: boolean;
   count: number;
-  /** seq of the first event whose prev_hash, hash or leaf hash does not verify. */
+  /** seq of the first event or call record whose prev_hash, hash or leaf hash does not verify. */
   broken_at_seq: number | null;
   head_hash: string;
 }
 
 /**
- * Brings the project's chain up to date (chains pending events), then recomputes it from the
- * genesis hash in `chain_pos` order, each event's stored leaf hash with it; any edited, removed or
- * reordered row breaks it.
+ * Brings the project's chain up to date (chains pending events and records), then recomputes it
+ * from the genesis hash in `chain_pos` order, each leaf's stored leaf hash with it: an event from
+ * its row, a call record from its execution row and permit (`canonicalRecord`). Any edited, removed
+ * or reordered row breaks it; so does an event or record with a seq that is neither chained nor
+ * waiting to be.
  */
 export async function verifyEventChain(db: Pool, projectId: string): Promise<ChainVerification> {
   await chainAllProjectEvents(db, projectId);
@@ -464,32 +545,48 @@ export async function verifyEventChain(db: Pool, projectId: string): Promise<Cha
   let afterPos = 0;
   for (;;) {
     // From the chain's side, so an event row deleted after chaining is a gap (e.seq IS NULL).
-    const { rows } = await db.query<Omit<EventRecord, 'seq'> & { seq: number | null; chain_seq: number; chain_pos: number; leaf_hash: Buffer | null }>(
+    const { rows } = await db.query<Omit<EventRecord, 'seq'> & { seq: number | null; chain_seq: string; chain_pos: number; leaf_hash: Buffer | null }>(
       `SELECT e.*, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash, c.leaf_hash
          FROM event_chain c LEFT JOIN events e ON e.seq = c.seq
         WHERE c.project_id = $1 AND c.chain_pos > $2 ORDER BY c.chain_pos LIMIT 1000`,
       [projectId, afterPos],
     );
     if (rows.length === 0) break;
+    // Positions no event row answers for are call records' (or gaps): their rows in one statement.
+    const notEvents = rows.filter((r) => r.seq === null).map((r) => r.chain_seq);
+    const records = new Map((await readRecordLeaves(db, notEvents.map(() => projectId), notEvents)).map((r) => [r.seq, r]));
     for (const r of rows) {
-      if (r.seq === null || r.project_id !== projectId) return { ok: false, count, broken_at_seq: Number(r.chain_seq), head_hash: prev };
-      const canonical = canonicalEvent({ ...r, seq: r.seq, prev_hash: prev });
-      // The leaf hash the sequencer stored (migration 0115) is what checkpoints sign: it must be this event's too.
-      if (r.prev_hash !== prev || r.hash !== eventHash(prev, canonical) || (r.leaf_hash !== null && !r.leaf_hash.equals(leafHash(canonical)))) {
-        return { ok: false, count, broken_at_seq: Number(r.seq), head_hash: prev };
+      const broken = { ok: false, count, broken_at_seq: Number(r.chain_seq), head_hash: prev };
+      let canonical: string;
+      if (r.seq !== null) {
+        if (r.project_id !== projectId) return broken;
+        canonical = canonicalEvent({ ...r, seq: r.seq, prev_hash: prev });
+      } else {
+        const record = records.get(String(r.chain_seq));
+        if (!record) return broken;
+        canonical = canonicalRecord(record, prev);
       }
+      // The leaf hash the sequencer stored (migration 0115) is what checkpoints sign: it must be this leaf's too.
+      if (r.prev_hash !== prev || r.hash !== eventHash(prev, canonical) || (r.leaf_hash !== null && !r.leaf_hash.equals(leafHash(canonical)))) return broken;
       prev = r.hash;
       count += 1;
       afterPos = Number(r.chain_pos);
     }
   }
-  // An event neither chained nor waiting to be: its chain row was removed.
+  // An event or call record neither chained nor waiting to be: its chain row was removed.
   const { rows: orphans } = await db.query<{ seq: string }>(
-    `SELECT e.seq FROM events e
-      WHERE e.project_id = $1
-        AND NOT EXISTS (SELECT 1 FROM event_chain c WHERE c.seq = e.seq)
-        AND NOT EXISTS (SELECT 1 FROM event_chain_pending p WHERE p.project_id = e.project_id AND e.seq = ANY(p.seqs))
-      ORDER BY e.seq LIMIT 1`,
+    `(SELECT e.seq FROM events e
+       WHERE e.project_id = $1
+         AND NOT EXISTS (SELECT 1 FROM event_chain c WHERE c.seq = e.seq)
+         AND NOT EXISTS (SELECT 1 FROM event_chain_pending p WHERE p.project_id = e.project_id AND e.seq = ANY(p.seqs))
+       ORDER BY e.seq LIMIT 1)
+     UNION ALL
+     (SELECT x.seq FROM executions x
+       WHERE x.project_id = $1 AND x.seq IS NOT NULL
+         AND NOT EXISTS (SELECT 1 FROM event_chain c WHERE c.seq = x.seq)
+         AND NOT EXISTS (SELECT 1 FROM event_chain_pending p WHERE p.project_id = x.project_id AND x.seq = ANY(p.seqs))
+       ORDER BY x.seq LIMIT 1)
+     ORDER BY seq LIMIT 1`,
     [projectId],
   );
   if (orphans.length > 0) return { ok: false, count, broken_at_seq: Number(orphans[0].seq), head_hash: prev };

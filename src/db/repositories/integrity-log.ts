@@ -1,7 +1,7 @@
 /**
  * The compliance log (issue 15): signing keys, the stored Merkle nodes of each project's event log,
  * signed checkpoints, and the chain-ordered reads they are built from. Leaf i of a project's tree
- * is the event at event_chain.chain_pos = i + 1. Reads go through event_chain's
+ * is the event or call record at event_chain.chain_pos = i + 1. Reads go through event_chain's
  * (project_id, chain_pos) index; nothing here writes to `events` or `event_chain`.
  */
 import type { Queryable } from '../pool';
@@ -79,7 +79,10 @@ export async function chainHeads(db: Queryable, projectIds: string[]): Promise<M
   return new Map(rows.map((r) => [r.project_id, Number(r.head ?? 0)]));
 }
 
-/** A chain position with its event's canonical columns, all null (seq too) when the event row is gone. */
+/**
+ * A chain position with its event's canonical columns, all null (seq too) when no event row holds
+ * its seq: a call record's position (read with `readRecordLeaves`) or a deleted event's.
+ */
 export type ChainedColumnsRow = { [K in keyof CanonicalColumns]: CanonicalColumns[K] | null } & {
   chain_seq: string;
   chain_pos: string;
@@ -143,6 +146,12 @@ export async function readChainLeavesPacked(db: Queryable, projectId: string, af
     [projectId, afterPos, toPos, limit],
   );
   return rows[0];
+}
+
+/** The chain position and link of a chained seq (an event's or a call record's); null before it is chained. */
+export async function chainLinkOf(db: Queryable, projectId: string, seq: string | number): Promise<{ chain_pos: string; prev_hash: string } | null> {
+  const { rows } = await db.query<{ chain_pos: string; prev_hash: string }>('SELECT chain_pos, prev_hash FROM event_chain WHERE seq = $1 AND project_id = $2', [seq, projectId]);
+  return rows[0] ?? null;
 }
 
 export async function chainRowAt(db: Queryable, projectId: string, pos: number): Promise<{ hash: string } | null> {

@@ -16,13 +16,14 @@ import { filterReachesRecords, matchesFilter, mergeBySeq, timelineOf, type Event
 type RecordRow = RecordColumns & { chain_pos: string | null; link_prev_hash: string | null; link_hash: string | null };
 
 /**
- * The record columns the derived events read (not the envelope: only its total_tokens, which is no
- * column), with the record's chain row. Only records with a lifecycle: the others' events are rows.
+ * The record columns the derived events read (of the stored envelope only its routing and usage,
+ * which the dispatch and usage events read), with the record's chain row. Only records with a
+ * lifecycle: the others' events are rows.
  */
 const RECORDS_SQL = `
-  SELECT x.id, x.project_id, x.seq, x.permit_id, x.job_id, x.status, x.status_code, x.provider, x.model,
-         x.input_tokens, x.output_tokens, (x.envelope->'usage'->>'total_tokens')::int AS total_tokens,
-         x.cost_usd_micros, x.estimated_final, x.error_code, x.completed_at, x.lifecycle,
+  SELECT x.id, x.project_id, x.seq, x.permit_id, x.job_id, x.operation, x.mode, x.status, x.status_code, x.provider, x.model,
+         x.input_tokens, x.output_tokens, x.cost_usd_micros, x.estimated_final, x.error_code, x.created_at, x.completed_at,
+         jsonb_build_object('routing', x.envelope->'routing', 'usage', x.envelope->'usage') AS envelope, x.lifecycle,
          c.chain_pos, c.prev_hash AS link_prev_hash, c.hash AS link_hash
     FROM executions x LEFT JOIN event_chain c ON c.seq = x.seq`;
 const RECORD_IS_DERIVING = 'x.seq IS NOT NULL AND x.lifecycle IS NOT NULL';

@@ -2,7 +2,7 @@
  * tollgate_finish_calls inserts a batch's execution rows in one statement (migration 0114) and
  * answers, per call, whether its row was recorded now. A call whose row exists already (a retried
  * record, reconciliation racing a slow process), or whose execution came earlier in the same batch,
- * records nothing else: no second settlement, no second completion events.
+ * records nothing else: no second settlement, no second record (whose events derive from it).
  */
 import { createGovernedCallActivities } from '../../../activities/governed-call';
 import { callInput, instantProvider } from '../../../bench/lib/governed-calls';
@@ -10,7 +10,7 @@ import { systemClock } from '../../../src/clock';
 import type { Db } from '../../../src/db/pool';
 import { createGovernance } from '../../../src/governance';
 import { createLogger } from '../../../src/logger';
-import { permitsEvents } from '../../../src/db/repositories/log-events';
+import { recordEvents, type RecordColumns } from '../../../src/executions/lifecycle';
 import { pricing } from '../../../src/pricing';
 import { projectWithPolicy, testPool } from '../../unit/governance/helpers';
 
@@ -47,11 +47,13 @@ describe('tollgate_finish_calls (real PostgreSQL)', () => {
 
     const { rows: executions } = await db.query<{ id: string }>('SELECT id FROM executions WHERE project_id = $1 ORDER BY id', [projectId]);
     expect(executions.map((e) => e.id).sort()).toEqual([a.input.executionId, b.input.executionId].sort());
-    // The completion events of each permit's call (derived from its record: one record, one of each).
-    const events = await permitsEvents(db, projectId, [a.input.permitId, b.input.permitId]);
-    const completions = new Map<string, number>();
-    for (const e of events) if (e.event_type === 'request.completed' || e.event_type === 'usage.recorded') completions.set(e.permit_id!, (completions.get(e.permit_id!) ?? 0) + 1);
-    expect([...completions].sort()).toEqual([[a.input.permitId, 2], [b.input.permitId, 2]].sort());
+    // One record each, so one completion each: the events derive from the record (none is stored).
+    const { rows: stored } = await db.query("SELECT 1 FROM events WHERE project_id = $1 AND event_type IN ('request.completed', 'usage.recorded')", [projectId]);
+    expect(stored).toHaveLength(0);
+    const { rows: records } = await db.query<RecordColumns>('SELECT * FROM executions WHERE project_id = $1', [projectId]);
+    const completions = records.map((r) => [r.permit_id, recordEvents(r, null).filter((e) => ['request.completed', 'usage.recorded'].includes(e.event_type)).length]);
+    expect(completions.sort()).toEqual([[a.input.permitId, 2], [b.input.permitId, 2]].sort());
+    expect(records.every((r) => r.seq !== null)).toBe(true);
     const { rows: permits } = await db.query<{ state: string; actual: string }>(
       "SELECT reservation_state AS state, actual_cost_micros AS actual FROM permits WHERE project_id = $1 AND decision = 'allow'",
       [projectId],
@@ -66,6 +68,7 @@ describe('tollgate_finish_calls (real PostgreSQL)', () => {
     );
     expect(counters.length).toBeGreaterThan(0);
     for (const c of counters) expect([c.kind, Number(c.reserved), Number(c.settled), Number(c.requests)]).toEqual([c.kind, 0, settledTotal, 2]);
+    // Recorded: no permit is marked in flight any more.
     const { rows: inflight } = await db.query('SELECT 1 FROM permits WHERE project_id = $1 AND closing IS NOT NULL', [projectId]);
     expect(inflight).toHaveLength(0);
   });

@@ -9,7 +9,7 @@ import type { Db } from '../../../src/db/pool';
 import { appendEvents, type EventRecord } from '../../../src/db/repositories/events';
 import { chainedEventsAfter, findLogEvent, listLogEvents, permitsEvents, requestEvents } from '../../../src/db/repositories/log-events';
 import { insertPermit, type PermitRecord } from '../../../src/db/repositories/permits';
-import { recordEvents, type Lifecycle, type RecordColumns } from '../../../src/executions/lifecycle';
+import { lifecycleOf, recordEvents, type DispatchStart, type Lifecycle, type RecordColumns } from '../../../src/executions/lifecycle';
 import type { EventFilter } from '../../../src/events/merge';
 import { governanceEventView } from '../../../src/events/view';
 import { projectWithPolicy, testPool } from '../governance/helpers';
@@ -17,20 +17,30 @@ import { projectWithPolicy, testPool } from '../governance/helpers';
 const BASE = Date.parse('2026-03-01T00:00:00Z');
 const at = (minute: number) => new Date(BASE + minute * 60_000);
 
+/** A call dispatched `minute` minutes after BASE (its record's created_at). */
+function dispatchAt(minute: number): DispatchStart {
+  return {
+    at: new Date(BASE + minute * 60_000).toISOString(),
+    primary: { provider: 'openai', model: 'gpt-4o-mini' },
+    routing: { reason_code: 'explicit_request', requested_provider: 'openai', requested_model: 'gpt-4o-mini' },
+    started: { operation: 'generate.text', mode: 'sync' },
+    stream: false,
+  };
+}
+
 function lifecycle(minute: number, fallback: boolean): Lifecycle {
   const t = (s: number) => new Date(BASE + minute * 60_000 + s * 1000).toISOString();
   const attempts = fallback
     ? [
-        { provider: 'openai', model: 'gpt-4o-mini', sent_at: t(0), received_at: t(1), ok: false, status: 500, failure_kind: 'http_5xx' },
-        { provider: 'anthropic', model: 'claude-haiku-4-5', sent_at: t(2), received_at: t(3), ok: true, status: 200 },
+        { provider: 'openai', model: 'gpt-4o-mini', sentAt: t(0), receivedAt: t(1), status: 500, failureKind: 'http_5xx' },
+        { provider: 'anthropic', model: 'claude-haiku-4-5', sentAt: t(2), receivedAt: t(3), status: 200 },
       ]
-    : [{ provider: 'openai', model: 'gpt-4o-mini', sent_at: t(0), received_at: t(1), ok: true, status: 200 }];
-  return {
-    dispatch: { at: t(0), primary: { provider: 'openai', model: 'gpt-4o-mini' }, routing: { reason_code: 'requested' }, started: { operation: 'generate.text' }, stream: false },
-    attempts,
-    end: { kind: 'ok', finish_reason: 'stop' },
-  };
+    : [{ provider: 'openai', model: 'gpt-4o-mini', sentAt: t(0), receivedAt: t(1), status: 200 }];
+  return lifecycleOf(at(minute).toISOString(), dispatchAt(minute), attempts, { kind: 'ok', finishReason: 'stop' }, 'explicit_request');
 }
+
+/** The stored envelope's members the derived events read. */
+const ENVELOPE = JSON.stringify({ routing: { requested_provider: 'openai', requested_model: 'gpt-4o-mini', reason_code: 'explicit_request' }, usage: { total_tokens: 30 } });
 
 describe('the merged event log', () => {
   let db: Db;
@@ -71,10 +81,10 @@ describe('the merged event log', () => {
         `INSERT INTO executions (id, project_id, route, operation, mode, status, status_code, permit_id, provider, model, input_tokens, output_tokens,
                                  cost_usd_micros, estimated_final, created_at, completed_at, duration_ms, envelope, seq, lifecycle)
          VALUES ($1, $2, 'executions', 'generate.text', 'sync', 'completed', 200, $3, $4, $5, 10, 20, 30, false, $6, $7, 1000, $8, nextval('events_seq_seq'), $9)
-         RETURNING id, project_id, seq, permit_id, job_id, status, status_code, provider, model, input_tokens, output_tokens, 30 AS total_tokens,
-                   cost_usd_micros, estimated_final, error_code, completed_at, lifecycle`,
+         RETURNING id, project_id, seq, permit_id, job_id, operation, mode, status, status_code, provider, model, input_tokens, output_tokens,
+                   cost_usd_micros, estimated_final, error_code, created_at, completed_at, envelope, lifecycle`,
         [id, projectId, permitId, i % 4 === 1 ? 'anthropic' : 'openai', i % 4 === 1 ? 'claude-haiku-4-5' : 'gpt-4o-mini', at(minute), at(minute + 1),
-          JSON.stringify({ usage: { total_tokens: 30 } }), JSON.stringify(lifecycle(minute, i % 4 === 1))],
+          ENVELOPE, JSON.stringify(lifecycle(minute, i % 4 === 1))],
       );
       records.push(rows[0]);
     }
@@ -150,7 +160,7 @@ describe('the merged event log', () => {
       id: permitId, project_id: projectId, route: 'executions', decision: 'allow', reason_code: 'policy.active_policy_candidate',
       display_reason: 'allowed', decision_details: {} as PermitRecord['decision_details'], actions: [], issued_at: at(200), request_id: executionId, operation: 'generate.text',
       provider: 'openai', model: 'gpt-4o-mini', reserved_cost_micros: 10, metadata: {},
-      closing: { input: { executionId }, dispatch: lifecycle(200, false).dispatch }, dispatch_deadline: at(300),
+      closing: { input: { executionId }, dispatch: dispatchAt(200) }, dispatch_deadline: at(300),
     });
     const inFlight = await requestEvents(db, projectId, executionId);
     expect(inFlight.map((e) => e.event_type)).toEqual(['firewall.flagged', 'permit.allowed', 'routing.selected_model', 'execution.started', 'provider.request_sent']);
@@ -172,8 +182,8 @@ describe('the chain read: a record chained as one leaf stands for its derived ev
     const id = `exec_${randomUUID().replace(/-/g, '')}`;
     await db.query(
       `INSERT INTO executions (id, project_id, route, operation, mode, status, status_code, provider, model, created_at, completed_at, duration_ms, envelope, seq, lifecycle)
-       VALUES ($1, $2, 'executions', 'generate.text', 'sync', 'completed', 200, 'openai', 'gpt-4o-mini', $3, $4, 1000, '{"usage":{"total_tokens":0}}', nextval('events_seq_seq'), $5)`,
-      [id, projectId, at(1), at(2), JSON.stringify(lifecycle(1, false))],
+       VALUES ($1, $2, 'executions', 'generate.text', 'sync', 'completed', 200, 'openai', 'gpt-4o-mini', $3, $4, 1000, $5, nextval('events_seq_seq'), $6)`,
+      [id, projectId, at(1), at(2), ENVELOPE, JSON.stringify(lifecycle(1, false))],
     );
     await appendEvents(db, [{ projectId, eventType: 'budget.cap_exceeded', source: 'test', phase: 'test', timestamp: at(3) }]);
     // Chain rows as the sequencer writes them (hashes made up: this reads them, it does not verify them).

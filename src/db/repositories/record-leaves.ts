@@ -1,0 +1,85 @@
+/**
+ * Call records as chain leaves: the execution rows (with a `seq`, migration 0170) and the permit
+ * decisions that `recordLeafEvent` (src/executions/lifecycle.ts) hashes. The sequencer, the chain's
+ * verification, the checkpoint's written-out leaves and an export's events file all read records
+ * through `readRecordLeaves`, so all of them hash the same columns the same way.
+ */
+import type { Queryable } from '../pool';
+import type { PermitColumns, RecordColumns } from '../../executions/lifecycle';
+
+/** A chained (or pending) call record as its leaf is written from. */
+export interface StoredRecordLeaf {
+  project_id: string;
+  seq: string;
+  row: RecordColumns & Record<string, unknown>;
+  permit: PermitColumns | null;
+}
+
+/**
+ * The record's persisted columns, named one by one: a column a later migration adds is not in
+ * records chained before it, so it must not appear in their leaves when they are verified.
+ * `recorded_at` is left to `recordLeafEvent`'s own exclusions (the insert's clock, not the call's).
+ * Of the permit, the decision columns the leaf carries; of its metadata, only the firewall decision.
+ */
+const RECORD_LEAF_SQL = `
+  x.id, x.project_id, x.seq, x.route, x.operation, x.mode, x.status, x.status_code, x.permit_id, x.provider, x.model,
+  x.workflow_intent_id, x.idempotency_key, x.key_id, x.job_id, x.input_tokens, x.output_tokens, x.cost_usd_micros,
+  x.estimated_final, x.error_code, x.created_at, x.completed_at, x.duration_ms, x.envelope, x.lifecycle,
+  p.id AS p_id, p.project_id AS p_project_id, p.request_id AS p_request_id, p.route AS p_route, p.operation AS p_operation,
+  p.provider AS p_provider, p.model AS p_model, p.workflow_id AS p_workflow_id, p.decision AS p_decision,
+  p.reason_code AS p_reason_code, p.display_reason AS p_display_reason, p.reserved_cost_micros AS p_reserved_cost_micros,
+  p.issued_at AS p_issued_at, p.expires_at AS p_expires_at, p.metadata->'decision_metadata'->'firewall' AS p_firewall`;
+
+type RecordLeafRow = Record<string, unknown> & {
+  project_id: string;
+  seq: string;
+  envelope: { usage?: { total_tokens?: number } } | null;
+  p_id: string | null;
+};
+
+function leafOf(r: RecordLeafRow): StoredRecordLeaf {
+  const row: Record<string, unknown> = {};
+  const permit: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(r)) {
+    if (k.startsWith('p_')) permit[k.slice(2)] = v;
+    else row[k] = v;
+  }
+  // Not a column: the stored envelope keeps it (src/executions/envelope.ts, storedEnvelope).
+  row.total_tokens = r.envelope?.usage?.total_tokens ?? null;
+  const firewall = permit.firewall;
+  delete permit.firewall;
+  permit.metadata = { decision_metadata: { firewall } };
+  return {
+    project_id: r.project_id,
+    seq: String(r.seq),
+    row: row as StoredRecordLeaf['row'],
+    permit: r.p_id === null ? null : (permit as unknown as PermitColumns),
+  };
+}
+
+/**
+ * The records at (project, seq) keys, with their permits, in one statement (through the
+ * executions_project_seq_idx index); keys no record holds are absent from the answer.
+ */
+export async function readRecordLeaves(db: Queryable, projectIds: readonly string[], seqs: ReadonlyArray<string | number>): Promise<StoredRecordLeaf[]> {
+  if (seqs.length === 0) return [];
+  const { rows } = await db.query<RecordLeafRow>(
+    `SELECT ${RECORD_LEAF_SQL}
+       FROM unnest($1::text[], $2::bigint[]) AS k(project_id, seq)
+       JOIN executions x ON x.project_id = k.project_id AND x.seq = k.seq
+       LEFT JOIN permits p ON p.id = x.permit_id`,
+    [projectIds, seqs.map(String)],
+  );
+  return rows.map(leafOf);
+}
+
+/** The record of an execution id with a seq, as its leaf is written from; null for a record outside the chain. */
+export async function readRecordLeafById(db: Queryable, projectId: string, executionId: string): Promise<StoredRecordLeaf | null> {
+  const { rows } = await db.query<RecordLeafRow>(
+    `SELECT ${RECORD_LEAF_SQL}
+       FROM executions x LEFT JOIN permits p ON p.id = x.permit_id
+      WHERE x.project_id = $1 AND x.id = $2 AND x.seq IS NOT NULL`,
+    [projectId, executionId],
+  );
+  return rows[0] ? leafOf(rows[0]) : null;
+}
