@@ -1,4 +1,5 @@
 import type { EventRecord } from '../db/repositories/events';
+import type { LogEvent } from './merge';
 
 /** The spec's timeline event: persisted columns only. */
 export function timelineEventView(e: EventRecord) {
@@ -21,15 +22,18 @@ export function timelineEventView(e: EventRecord) {
  * A governance event as the API shows it (docs/decisions.md, "Governance events"): the persisted
  * columns, the event's id and its place in the project's log. `position` is the chain position
  * (1, 2, 3, … per project; the Merkle leaf index is position − 1), null for the fraction of a
- * second before the sequencer chains the event; `chain` carries the hash-chain links.
+ * second before the sequencer chains the event; `chain` carries the hash-chain links. An event
+ * derived from a call record has no hash of its own: its position and links are its record's, the
+ * leaf that holds it (`chain.seq` is then the record's seq).
  */
-export function governanceEventView(e: EventRecord) {
+export function governanceEventView(e: LogEvent) {
   const position = e.chain_pos === null || e.chain_pos === undefined ? null : Number(e.chain_pos);
+  const link = e.derived_from ? e.link ?? null : { seq: Number(e.seq), prev_hash: e.prev_hash, hash: e.hash };
   return {
     id: e.id,
     object: 'governance_event' as const,
     position,
     ...timelineEventView(e),
-    chain: position === null ? null : { seq: Number(e.seq), prev_hash: e.prev_hash, hash: e.hash },
+    chain: position === null || link === null ? null : link,
   };
 }

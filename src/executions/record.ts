@@ -131,12 +131,14 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
   } else if (rec.kind === 'interrupted') {
     // The dispatch activity never reported back (its worker died, or it timed out): the
     // provider may have received and billed the call, so it is not repeated. Usage is the
-    // estimated input of the request when the call was sent (provider.request_sent persisted).
+    // estimated input of the request when the call was sent: a pipeline call's dispatch start
+    // (its provider.request_sent is derived from it), another call's stored provider.request_sent.
     status = 'failed';
     statusCode = 502;
     let inputTokens = rec.estimatedInputTokens;
     if (inputTokens === undefined) {
-      if (await requestHasEvent(db, input.projectId, input.executionId, 'provider.request_sent')) inputTokens = estimateInputTokens(normalizedRequest(input, primary));
+      const sent = gov.dispatch !== undefined || (await requestHasEvent(db, input.projectId, input.executionId, 'provider.request_sent'));
+      if (sent) inputTokens = estimateInputTokens(normalizedRequest(input, primary));
     }
     if (inputTokens !== undefined) {
       usage = makeUsage({ input_tokens: inputTokens, output_tokens: 0 }, true);

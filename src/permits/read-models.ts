@@ -2,7 +2,8 @@
  * Permit read models: the timeline (stored events plus the expiry events derived from
  * expires_at), the bundle, the lineage and the NDJSON export.
  */
-import { chainAllProjectEvents, listEventsByPermit, listEventsForPermits } from '../db/repositories/events';
+import { chainAllProjectEvents } from '../db/repositories/events';
+import { permitsEvents } from '../db/repositories/log-events';
 import { decodeCursor, listChildPermits, listPermitLineage, listPermits, PermitRecord, listPermitsForExport } from '../db/repositories/permits';
 import { errors } from '../errors';
 import type { z } from 'zod';
@@ -18,19 +19,22 @@ import type { PermitContext } from './context';
 export function permitReadModels(ctx: PermitContext) {
   const { db, clock, getPermit, loadAttestation } = ctx;
 
-  /** Stored events of a permit plus the expiry events derived from expires_at when not stored. */
+  /**
+   * Events of a permit (stored, and derived from its call's record) plus the expiry events derived
+   * from expires_at when neither holds them.
+   */
   async function timelineEvents(p: PermitRecord, attestation: AttestationRecord | null) {
-    const stored = (await listEventsByPermit(db, p.project_id, p.id)).map((e) => eventView(e));
-    const out: Array<ReturnType<typeof eventView> | ReturnType<typeof derivedEvent>> = [...stored];
+    const logged = (await permitsEvents(db, p.project_id, [p.id])).map((e) => eventView(e));
+    const out: Array<ReturnType<typeof eventView> | ReturnType<typeof derivedEvent>> = [...logged];
     const now = clock.now();
     if (p.expires_at) {
       const exp = new Date(p.expires_at);
-      if (!stored.some((e) => e.event_type === 'permit.expiry_scheduled')) out.push(derivedEvent(p, 'permit.expiry_scheduled', new Date(p.issued_at), { expires_at: exp.toISOString() }));
+      if (!logged.some((e) => e.event_type === 'permit.expiry_scheduled')) out.push(derivedEvent(p, 'permit.expiry_scheduled', new Date(p.issued_at), { expires_at: exp.toISOString() }));
       const consumedBefore = (d: Date | null) => d !== null && new Date(d).getTime() < exp.getTime();
       const closedEarly =
         consumedBefore(p.settled_at) || consumedBefore(p.revoked_at) || (p.reservation_state === 'released' && consumedBefore(p.released_at)) ||
         (attestation !== null && attestation.permit_id === p.id && new Date(attestation.recorded_at).getTime() < exp.getTime());
-      if (exp.getTime() <= now.getTime() && !closedEarly && !stored.some((e) => e.event_type === 'permit.expired')) {
+      if (exp.getTime() <= now.getTime() && !closedEarly && !logged.some((e) => e.event_type === 'permit.expired')) {
         out.push(derivedEvent(p, 'permit.expired', exp, { expires_at: exp.toISOString() }));
       }
     }
@@ -102,7 +106,7 @@ export function permitReadModels(ctx: PermitContext) {
     for (;;) {
       const page = await listPermitsForExport(db, projectId, window, after, 200);
       if (page.length === 0) break;
-      const events = includeEvents ? await listEventsForPermits(db, projectId, page.map((p) => p.id)) : [];
+      const events = includeEvents ? await permitsEvents(db, projectId, page.map((p) => p.id)) : [];
       for (const p of page) {
         const line: Record<string, unknown> = { ...permitView(p, now) };
         if (includeEvents) line.events = events.filter((e) => e.permit_id === p.id).map((e) => eventView(e));

@@ -112,7 +112,8 @@ export function attestationView(a: AttestationRecord) {
 export function eventView(e: EventRecord, derived = false) {
   return {
     id: e.id,
-    seq: Number(e.seq),
+    // Null for the first events of a call still in flight: they take their seqs when it is recorded.
+    seq: e.seq === null || e.seq === undefined ? null : Number(e.seq),
     ...timelineEventView(e),
     metadata: e.metadata,
     /** Null until the sequencer chains the event (well under a second after it is written). */

@@ -5,9 +5,10 @@ import { authOf } from '../middleware/auth';
 import { routeFamily } from '../route-table';
 import { cursorPage } from '../cursor';
 import { governanceEventListSchema, governanceEventSchema } from '../schemas/events';
-import { findGovernanceEvent, listGovernanceEvents, readChainedEventsAfter } from '../../db/repositories/governance-events';
+import { chainedEventsAfter, findLogEvent, listLogEvents } from '../../db/repositories/log-events';
 import { chainHead } from '../../db/repositories/integrity-log';
 import { createEventFollower, type EventFollower } from '../../events/stream';
+import { streamFrames } from '../../events/merge';
 import { governanceEventView } from '../../events/view';
 
 const LIST_LIMIT_DEFAULT = 50;
@@ -107,12 +108,11 @@ export const governanceEventRoutes = routeFamily(
       res.write(`retry: 2000\n: tollgate governance events after position ${pos}\n\n`);
       try {
         while (!abort.signal.aborted) {
-          const rows = await readChainedEventsAfter(deps.db, projectId, pos, STREAM_BATCH);
-          if (rows.length > 0) {
-            for (const r of rows) {
-              pos = Number(r.chain_pos);
-              if (types && !types.has(r.event_type)) continue;
-              res.write(`id: ${pos}\ndata: ${JSON.stringify(governanceEventView(r))}\n\n`);
+          const { events, to } = await chainedEventsAfter(deps.db, projectId, { afterPos: pos, limit: STREAM_BATCH });
+          if (to !== null) {
+            pos = to;
+            for (const { event, id } of streamFrames(events, types)) {
+              res.write(`${id === null ? '' : `id: ${id}\n`}data: ${JSON.stringify(governanceEventView(event))}\n\n`);
             }
             if (!(await waitDrain(res, deps.config.eventStream.drainTimeoutMs, abort.signal))) {
               if (!abort.signal.aborted) {
@@ -149,7 +149,7 @@ export const governanceEventRoutes = routeFamily(
       handler: async (ctx, { deps }) => {
         const auth = authOf(ctx);
         const q = parseOrThrow(listSchema, ctx.query, 'query');
-        const rows = await listGovernanceEvents(deps.db, auth.projectId, {
+        const rows = await listLogEvents(deps.db, auth.projectId, {
           eventTypes: q.event_type,
           since: q.since ? new Date(q.since) : undefined,
           until: q.until ? new Date(q.until) : undefined,
@@ -200,7 +200,7 @@ export const governanceEventRoutes = routeFamily(
       response: governanceEventSchema,
       handler: async (ctx, { deps }) => {
         const auth = authOf(ctx);
-        const e = await findGovernanceEvent(deps.db, auth.projectId, ctx.params.event_id);
+        const e = await findLogEvent(deps.db, auth.projectId, ctx.params.event_id);
         if (!e) throw errors.notFound('Governance event', ctx.params.event_id);
         ctx.body = governanceEventView(e);
       },

@@ -2,7 +2,7 @@ import { errors } from '../errors';
 import { authOf } from '../middleware/auth';
 import { routeFamily } from '../route-table';
 import { permitTimelineSchema, requestTimelineSchema } from '../schemas/events';
-import { listEventsByPermit, listEventsByRequest } from '../../db/repositories/events';
+import { permitsEvents, requestEvents } from '../../db/repositories/log-events';
 import { timelineEventView as eventView } from '../../events/view';
 import { findPermit, listChildPermits, listPermitsByRequest, PermitRecord } from '../../db/repositories/permits';
 
@@ -21,7 +21,10 @@ function endpointOf(route: string): string {
   return route;
 }
 
-/** Timelines are rebuilt only from persisted events and permits; nothing is synthesised. */
+/**
+ * Timelines are rebuilt only from persisted events, call records and permits (a record's events are
+ * derived from its columns, src/executions/lifecycle.ts); nothing is synthesised.
+ */
 export const timelineRoutes = routeFamily(
   'Timelines',
   () => ({}),
@@ -39,7 +42,7 @@ export const timelineRoutes = routeFamily(
         const auth = authOf(ctx);
         const requestId = ctx.params.request_id;
         const [events, permits] = await Promise.all([
-          listEventsByRequest(deps.db, auth.projectId, requestId),
+          requestEvents(deps.db, auth.projectId, requestId),
           listPermitsByRequest(deps.db, auth.projectId, requestId),
         ]);
         if (events.length === 0 && permits.length === 0) throw errors.notFound('Request', requestId);
@@ -66,7 +69,7 @@ export const timelineRoutes = routeFamily(
         const permit = await findPermit(deps.db, auth.projectId, ctx.params.permit_id);
         if (!permit) throw errors.notFound('Permit', ctx.params.permit_id);
         const [events, children] = await Promise.all([
-          listEventsByPermit(deps.db, auth.projectId, permit.id),
+          permitsEvents(deps.db, auth.projectId, [permit.id]),
           listChildPermits(deps.db, auth.projectId, permit.id),
         ]);
         const related = distinct([permit.parent_permit_id, ...children.map((c: PermitRecord) => c.id)]);

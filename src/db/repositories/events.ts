@@ -479,12 +479,19 @@ export async function chainAllProjectEvents(db: Pool, projectId: string): Promis
   }
 }
 
-/** Whether a request has an event of this type (e.g. provider.request_sent: the call may have reached the provider). */
+/**
+ * Whether a request has a stored event of this type (e.g. provider.request_sent: the call may have
+ * reached the provider). A pipeline call's events are not stored: its dispatch start says it.
+ */
 export async function requestHasEvent(db: Queryable, projectId: string, requestId: string, eventType: string): Promise<boolean> {
   const { rowCount } = await db.query('SELECT 1 FROM events WHERE project_id = $1 AND request_id = $2 AND event_type = $3 LIMIT 1', [projectId, requestId, eventType]);
   return (rowCount ?? 0) > 0;
 }
 
+/**
+ * Stored event rows of a request, by seq. A pipeline call's events are derived from its record, not
+ * stored: readers use log-events.ts's requestEvents, which merges both.
+ */
 export async function listEventsByRequest(db: Queryable, projectId: string, requestId: string): Promise<EventRecord[]> {
   const { rows } = await db.query<EventRecord>(
     'SELECT * FROM events_chained WHERE project_id = $1 AND request_id = $2 ORDER BY seq',
@@ -493,6 +500,7 @@ export async function listEventsByRequest(db: Queryable, projectId: string, requ
   return rows;
 }
 
+/** Stored event rows of a permit, by seq (readers: log-events.ts's permitsEvents, which adds the derived ones). */
 export async function listEventsByPermit(db: Queryable, projectId: string, permitId: string): Promise<EventRecord[]> {
   const { rows } = await db.query<EventRecord>(
     'SELECT * FROM events_chained WHERE project_id = $1 AND permit_id = $2 ORDER BY seq',
@@ -501,6 +509,7 @@ export async function listEventsByPermit(db: Queryable, projectId: string, permi
   return rows;
 }
 
+/** Stored event rows of a project after a seq (the governance list, log-events.ts's listLogEvents, adds the derived ones). */
 export async function listEvents(
   db: Queryable,
   projectId: string,
@@ -584,7 +593,7 @@ export async function verifyEventChain(db: Pool, projectId: string): Promise<Cha
   return { ok: true, count, broken_at_seq: null, head_hash: prev };
 }
 
-/** Events of several permits, in chain order. */
+/** Stored event rows of several permits, by seq (readers: log-events.ts's permitsEvents, which adds the derived ones). */
 export async function listEventsForPermits(db: Queryable, projectId: string, permitIds: string[]): Promise<EventRecord[]> {
   if (permitIds.length === 0) return [];
   const { rows } = await db.query<EventRecord>(

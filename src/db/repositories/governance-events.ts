@@ -1,7 +1,7 @@
 /**
- * Reads of the governance event log (GET /v1/governance/events…). Lists go through the existing
- * events indexes ((project_id, seq), (project_id, request_id, seq), (project_id, permit_id, seq));
- * the stream follows event_chain's (project_id, chain_pos) index. No index is added to `events`.
+ * The stored rows of the governance event log (GET /v1/governance/events…), through the existing
+ * events indexes ((project_id, seq), (project_id, request_id, seq), (project_id, permit_id, seq)).
+ * Readers see them merged with the events derived from call records (src/db/repositories/log-events.ts).
  */
 import type { Queryable } from '../pool';
 import type { EventRecord } from './events';
@@ -14,7 +14,7 @@ export interface GovernanceEventFilter {
   permitId?: string;
 }
 
-/** One page, by seq (the insertion order; chain order differs only for events chained in the same round). */
+/** One page of stored rows, by seq (the insertion order; chain order differs only for events chained in the same round). */
 export async function listGovernanceEvents(
   db: Queryable,
   projectId: string,
@@ -37,19 +37,8 @@ export async function listGovernanceEvents(
   return rows;
 }
 
+/** A stored event by id (a derived event's id names its record: log-events.ts's findLogEvent). */
 export async function findGovernanceEvent(db: Queryable, projectId: string, eventId: string): Promise<EventRecord | null> {
   const { rows } = await db.query<EventRecord>('SELECT * FROM events_chained WHERE id = $1 AND project_id = $2', [eventId, projectId]);
   return rows[0] ?? null;
-}
-
-/** Chained events after `afterPos`, in chain order (what the stream sends). */
-export async function readChainedEventsAfter(db: Queryable, projectId: string, afterPos: number, limit: number): Promise<(EventRecord & { chain_pos: number })[]> {
-  const { rows } = await db.query<EventRecord & { chain_pos: number }>(
-    `SELECT e.*, c.chain_pos, c.prev_hash, c.hash
-       FROM event_chain c JOIN events e ON e.seq = c.seq
-      WHERE c.project_id = $1 AND c.chain_pos > $2
-      ORDER BY c.chain_pos LIMIT $3`,
-    [projectId, afterPos, limit],
-  );
-  return rows;
 }

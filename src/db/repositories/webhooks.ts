@@ -5,6 +5,7 @@
 import type { Db, Queryable } from '../pool';
 import { withTransaction } from '../pool';
 import { appendEvents, type EventRecord, type NewEvent } from './events';
+import { chainedEventsAfter } from './log-events';
 
 export interface WebhookSubscriptionRecord {
   id: string;
@@ -127,14 +128,16 @@ export async function enabledSubscriptions(db: Queryable, projectId: string): Pr
 
 /**
  * The chain's order (chain_pos per project in `event_chain`, migration 0103; assigned in commit
- * order by the sequencer, unlike seq) is the order the fan-out follows.
+ * order by the sequencer, unlike seq) is the order the fan-out follows. A chain row holds a stored
+ * event or a call record, whose events are derived from it (src/db/repositories/log-events.ts).
  */
 const SUBS_START = '(SELECT min(created_at) FROM webhook_subscriptions WHERE project_id = $1)';
 const CHAIN = {
-  start: `SELECT COALESCE(max(c.chain_pos), 0) AS chain_pos FROM event_chain c JOIN events e ON e.seq = c.seq WHERE c.project_id = $1 AND e.timestamp < ${SUBS_START}`,
+  // A stored event by its timestamp, a record by its completion (the last of its events).
+  start: `SELECT COALESCE(max(c.chain_pos), 0) AS chain_pos
+            FROM event_chain c LEFT JOIN events e ON e.seq = c.seq LEFT JOIN executions x ON e.seq IS NULL AND x.project_id = c.project_id AND x.seq = c.seq
+           WHERE c.project_id = $1 AND coalesce(e.timestamp, x.completed_at) < ${SUBS_START}`,
   head: 'SELECT max(chain_pos) AS pos FROM (SELECT chain_pos FROM event_chain WHERE project_id = $1 AND chain_pos > $2 ORDER BY chain_pos LIMIT $3) s',
-  events: `SELECT e.*, c.chain_pos FROM event_chain c JOIN events e ON e.seq = c.seq
-            WHERE c.project_id = $1 AND c.chain_pos > $2 AND c.chain_pos <= $3 AND e.event_type = ANY($4) ORDER BY c.chain_pos`,
 };
 
 /** Lock class of a project's fan-out (pg_try_advisory_xact_lock(class, hashtext(project))). */
@@ -168,7 +171,7 @@ export async function fanOutProjectEvents(
     const { rows: head } = await c.query<{ pos: number | null }>(CHAIN.head, [projectId, from, batch]);
     const to = head[0].pos === null ? null : Number(head[0].pos);
     if (to === null) return { from, to: from };
-    const { rows: events } = await c.query<EventRecord>(CHAIN.events, [projectId, from, to, types]);
+    const { events } = await chainedEventsAfter(c, projectId, { afterPos: from, toPos: to, types });
     if (events.length > 0) await plan(c, events);
     return { from, to };
   });

@@ -1,16 +1,16 @@
 /**
- * The process serving a governed call dies mid-dispatch (SIGKILL). Its in-flight row stays; the
+ * The process serving a governed call dies mid-dispatch (SIGKILL). Its in-flight marker (on the permit) stays; the
  * reconciliation workflow closes the call once its dispatch deadline passes: recorded failed
  * (dispatch_interrupted), reservation released (the estimated input settled), request.errored on
  * the timeline, the Idempotency-Key answering with that result. The provider is not called again.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { emulatorEnv, say } from './helpers';
+import { emulatorEnv, say, sentRequest } from './helpers';
+import { findExecutionById } from '../../../src/db/repositories/executions';
+import { requestEvents } from '../../../src/db/repositories/log-events';
 import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
 import { RECONCILIATION_WORKFLOW_ID } from '../../../workflows/reconciliation';
-import { findExecutionById } from '../../../src/db/repositories/executions';
-import { inFlightEvents, recordEvents } from '../../../src/executions/lifecycle';
 import { createTestProject, http, startTestTollgate, TestProject } from '../../support/tollgate';
 import { waitUntil as waitFor } from '../../support/wait';
 import { SOURCE_NODE_ARGS } from '../../../scripts/lib/source-node-args';
@@ -63,18 +63,16 @@ describe('a Tollgate process killed mid-call', () => {
 
   async function state(p: TestProject, executionId: string) {
     const db = survivor.db;
-    // The call's events: the stored ones and those its record (or, in flight, its permit) derives.
-    const ev = await db.query('SELECT event_type FROM events WHERE project_id = $1 AND request_id = $2 ORDER BY seq', [p.project.id, executionId]);
-    const permit = await db.query('SELECT * FROM permits WHERE request_id = $1', [executionId]);
-    const record = await findExecutionById(db, executionId);
-    const derived = record ? recordEvents({ ...record, envelope: (await db.query('SELECT envelope FROM executions WHERE id = $1', [executionId])).rows[0].envelope }, permit.rows[0] ?? null) : permit.rows[0] ? inFlightEvents(permit.rows[0]) : [];
+    const ev = await requestEvents(db, p.project.id, executionId);
+    const permit = await db.query('SELECT reservation_state, reserved_cost_micros, actual_cost_micros FROM permits WHERE request_id = $1', [executionId]);
     const spend = await db.query("SELECT reserved_micros, settled_micros FROM spend_counters WHERE project_id = $1 AND period_kind = 'month'", [p.project.id]);
     const inflight = await db.query('SELECT 1 FROM permits WHERE request_id = $1 AND closing IS NOT NULL', [executionId]);
-    return { events: [...ev.rows.map((r) => r.event_type), ...derived.map((e) => e.event_type)], permit: permit.rows[0], spend: spend.rows[0], inflight: inflight.rowCount };
+    return { events: ev.map((r) => r.event_type), permit: permit.rows[0], spend: spend.rows[0], inflight: inflight.rowCount };
   }
 
   async function expectClosed(p: TestProject, executionId: string, killedAt: number) {
     const db = survivor.db;
+    // The envelope as the API answers it (the row stores its compact part: findExecutionById rebuilds it).
     const row = await waitFor(async () => findExecutionById(db, executionId), 90_000);
     // Closed within 60 s of the dispatch deadline (35 s after the call started).
     expect(new Date(row.completed_at).getTime() - killedAt).toBeLessThan(35_000 + 60_000);
@@ -105,7 +103,7 @@ describe('a Tollgate process killed mid-call', () => {
     const killedAt = Date.now();
     expect(String(await pending)).toMatch(/fetch failed|terminated|socket/i); // the connection died with the process
     // Written with the permit before the provider was called.
-    const sent = (await survivor.db.query("SELECT request_id FROM events WHERE project_id = $1 AND event_type = 'provider.request_sent'", [p.project.id])).rows[0];
+    const sent = await sentRequest(survivor.db, p.project.id);
     const envelope = await expectClosed(p, sent.request_id, killedAt);
     const retry = await http(survivor.url!)('POST', '/v1/executions', { key: p.clientKey, body, headers: { 'idempotency-key': 'crash-sync-1' } });
     expect(retry.status).toBe(502);

@@ -8,6 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { startHarness, Harness, say, patchPolicy, parseSse } from './helpers';
+import { requestEvents } from '../../../src/db/repositories/log-events';
 import { CANARY_PROMPT } from '../../support/test-logs';
 import type { TestProject } from '../../support/tollgate';
 
@@ -118,9 +119,9 @@ afterAll(async () => h?.close());
 /** What the emulator received whose body holds `marker`. */
 const receivedWith = (marker: string) => h.emu.received().filter((r) => JSON.stringify(r.body).includes(marker));
 
+/** A request's events: stored rows (the firewall's) and those derived from its call record. */
 async function events(projectId: string, requestId: string): Promise<{ event_type: string; metadata: any }[]> {
-  const { rows } = await h.tg.db.query('SELECT event_type, metadata FROM events WHERE project_id = $1 AND request_id = $2 ORDER BY seq', [projectId, requestId]);
-  return rows;
+  return requestEvents(h.tg.db, projectId, requestId);
 }
 
 /** Rows of every table a governed call writes whose text (or stored response body) contains `value`. */

@@ -1,3 +1,5 @@
+import { listLogEvents, requestEvents } from '../../../src/db/repositories/log-events';
+import { inFlightEvents, type PermitColumns } from '../../../src/executions/lifecycle';
 import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
 import { createTestProject, http, startTestTollgate, TestProject } from '../../support/tollgate';
 
@@ -44,9 +46,23 @@ export async function startHarness(env: NodeJS.ProcessEnv = {}): Promise<Harness
 
 export const say = (text: string) => [{ role: 'user', content: text }];
 
+/** A request's event types in order: stored rows and those derived from its call record (its timeline's). */
 export async function eventTypes(tg: TestTollgate, projectId: string, requestId: string): Promise<string[]> {
-  const { rows } = await tg.db.query('SELECT event_type FROM events WHERE project_id = $1 AND request_id = $2 ORDER BY seq', [projectId, requestId]);
-  return rows.map((r) => r.event_type);
+  return (await requestEvents(tg.db, projectId, requestId)).map((e) => e.event_type);
+}
+
+/** A request of the project whose provider.request_sent is logged (stored, derived from its record, or of a call in flight). */
+export async function sentRequest(db: TestTollgate['db'], projectId: string): Promise<{ request_id: string }> {
+  const { rows } = await db.query<{ request_id: string }>('SELECT DISTINCT request_id FROM permits WHERE project_id = $1 AND request_id IS NOT NULL', [projectId]);
+  for (const r of rows) if ((await requestEvents(db, projectId, r.request_id)).some((e) => e.event_type === 'provider.request_sent')) return r;
+  throw new Error(`no request of ${projectId} has provider.request_sent`);
+}
+
+/** How many events of a type the project has: in its log (stored rows and derived from call records) and of calls in flight. */
+export async function countEvents(tg: Pick<TestTollgate, 'db'>, projectId: string, eventType: string): Promise<number> {
+  const logged = await listLogEvents(tg.db, projectId, { eventTypes: [eventType], order: 'asc', limit: 10_000 });
+  const { rows: running } = await tg.db.query<PermitColumns>('SELECT * FROM permits WHERE project_id = $1 AND closing IS NOT NULL', [projectId]);
+  return logged.length + running.flatMap((p) => inFlightEvents(p)).filter((e) => e.event_type === eventType).length;
 }
 
 /** Sets the project's policy with the admin key (PATCH /v1/projects/:id/policy, merge patch). */

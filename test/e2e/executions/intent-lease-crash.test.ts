@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { emulatorEnv, say } from './helpers';
+import { countEvents, emulatorEnv, say } from './helpers';
 import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
 import { createTestProject, http, startTestTollgate } from '../../support/tollgate';
 import { waitUntil as waitFor } from '../../support/wait';
@@ -92,8 +92,7 @@ describe('an API process killed while it holds an intent lease', () => {
     expect(st.leases?.[leaseId]).toBeUndefined();
     const allowed = await survivor.db.query(`SELECT count(*)::int AS n FROM permits WHERE project_id = $1 AND workflow_id = 'agent' AND decision = 'allow'`, [p.project.id]);
     expect(allowed.rows[0].n).toBe(30);
-    const sent = await survivor.db.query(`SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND event_type = 'provider.request_sent'`, [p.project.id]);
-    expect(sent.rows[0].n).toBe(30);
+    expect(await countEvents(survivor, p.project.id, 'provider.request_sent')).toBe(30);
 
     const done = await api('POST', '/v1/workflows/agent/complete', { key: p.clientKey, body: {} });
     expect(done.json).toMatchObject({ actual_calls: 30, reconciliation: { authoritative_actual_calls: 30, cached_actual_calls: 30, counter_divergence_detected: false } });

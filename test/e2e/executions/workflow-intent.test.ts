@@ -1,4 +1,4 @@
-import { startHarness, Harness } from './helpers';
+import { countEvents, startHarness, Harness } from './helpers';
 
 /** X-Svc-Workflow-Id: executions reserve calls against a declared intent's ceiling. */
 describe('executions attributed to a workflow intent', () => {
@@ -54,10 +54,6 @@ describe('executions attributed to a workflow intent', () => {
     );
     expect(results.filter((r) => r.status === 200)).toHaveLength(5);
     expect(results.filter((r) => r.status === 403)).toHaveLength(15);
-    const sent = await h.tg.db.query(
-      `SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND event_type = 'provider.request_sent'`,
-      [p.project.id],
-    );
-    expect(sent.rows[0].n).toBe(5);
+    expect(await countEvents(h.tg, p.project.id, 'provider.request_sent')).toBe(5);
   });
 });

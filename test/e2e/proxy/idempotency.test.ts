@@ -1,6 +1,6 @@
 /** Idempotency-Key on the proxy routes: replay (sync and stream), 409 on a different payload, in-flight duplicates dispatch once. */
 import OpenAI from 'openai';
-import { startHarness, Harness } from '../executions/helpers';
+import { countEvents, startHarness, Harness } from '../executions/helpers';
 import type { TestProject } from '../../support/tollgate';
 
 let h: Harness;
@@ -10,8 +10,7 @@ beforeAll(async () => {
 afterAll(async () => h?.close());
 
 async function sentCount(projectId: string): Promise<number> {
-  const { rows } = await h.tg.db.query(`SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND event_type = 'provider.request_sent'`, [projectId]);
-  return rows[0].n;
+  return countEvents(h.tg, projectId, 'provider.request_sent');
 }
 
 async function post(p: TestProject, path: string, body: unknown, headers: Record<string, string> = {}) {
