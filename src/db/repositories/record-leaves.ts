@@ -33,7 +33,6 @@ const RECORD_LEAF_SQL = `
 type RecordLeafRow = Record<string, unknown> & {
   project_id: string;
   seq: string;
-  envelope: { usage?: { total_tokens?: number } } | null;
   p_id: string | null;
 };
 
@@ -44,8 +43,6 @@ function leafOf(r: RecordLeafRow): StoredRecordLeaf {
     if (k.startsWith('p_')) permit[k.slice(2)] = v;
     else row[k] = v;
   }
-  // Not a column: the stored envelope keeps it (src/executions/envelope.ts, storedEnvelope).
-  row.total_tokens = r.envelope?.usage?.total_tokens ?? null;
   const firewall = permit.firewall;
   delete permit.firewall;
   permit.metadata = { decision_metadata: { firewall } };
