@@ -25,11 +25,36 @@ export function startEventChainer(deps: { db: Db; logger: Logger; intervalMs?: n
     // sequencer running continuously, each tiny batch paying the transaction's fixed statements.
     let projects = await projectsWithUnchainedEvents(deps.db);
     while (projects.length > 0) {
-      const batch = await chainEvents(deps.db, projects);
+      const batch = await chainAll(projects);
       total += batch.events;
       projects = batch.fullProjects;
     }
     return total;
+  }
+
+  /**
+   * All projects in one transaction; if that fails, each project in its own, so a project whose
+   * pending rows cannot be chained (its failure is logged every round) does not stop the chain,
+   * and with it the event stream and webhook fan-out, of every other project.
+   */
+  async function chainAll(projects: string[]): Promise<{ events: number; fullProjects: string[] }> {
+    try {
+      return await chainEvents(deps.db, projects);
+    } catch (err) {
+      if (projects.length === 1) throw err;
+      let events = 0;
+      const fullProjects: string[] = [];
+      for (const project of projects) {
+        try {
+          const r = await chainEvents(deps.db, [project]);
+          events += r.events;
+          fullProjects.push(...r.fullProjects);
+        } catch (projectErr) {
+          deps.logger.warn({ err: projectErr, project_id: project }, 'chaining a project\'s events failed; retried next round');
+        }
+      }
+      return { events, fullProjects };
+    }
   }
 
   return startPeriodicRound(round, { intervalMs, logger: deps.logger, failureMessage: 'event chaining round failed; retried next round' });

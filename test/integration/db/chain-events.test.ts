@@ -9,6 +9,8 @@
  */
 import { Pool } from 'pg';
 import { appendEvents, CHAIN_LOCK_CLASS, chainEvents, chainProjectEvents, verifyEventChain, type NewEvent } from '../../../src/db/repositories/events';
+import { startEventChainer } from '../../../src/events/chainer';
+import type { Logger } from '../../../src/logger';
 import { createOwnDatabase, type OwnDatabase } from '../../support/own-database';
 
 describe('chainEvents (several projects in one transaction)', () => {
@@ -71,6 +73,26 @@ describe('chainEvents (several projects in one transaction)', () => {
     await expect(verifyEventChain(db, a)).resolves.toMatchObject({ ok: true, count: 15 });
     await expect(verifyEventChain(db, b)).resolves.toMatchObject({ ok: true, count: 6 });
     await expect(verifyEventChain(db, c)).resolves.toMatchObject({ ok: true, count: 1 });
+  });
+
+  it('the sequencer chains every other project when one project\'s pending rows cannot be chained', async () => {
+    const [bad, good] = ['bad', 'good'].map((p) => `proj_chain_events_${p}_${tag}`);
+    await appendEvents(db, statement(bad, 1, 'bad'));
+    expect((await chainProjectEvents(db, bad)).events).toBe(1);
+    // A pending row for a seq that is chained already: its round would insert the chain row twice.
+    await db.query('INSERT INTO event_chain_pending (project_id, first_seq, seqs) SELECT project_id, seq, ARRAY[seq] FROM event_chain WHERE project_id = $1', [bad]);
+    await appendEvents(db, statement(good, 2, 'good'));
+    const warnings: unknown[] = [];
+    const logger = { warn: (o: unknown) => warnings.push(o), info: () => undefined, error: () => undefined, debug: () => undefined } as unknown as Logger;
+    const chainer = startEventChainer({ db, logger, intervalMs: 60_000 });
+    try {
+      await chainer.runOnce();
+    } finally {
+      await chainer.close();
+    }
+    expect(await chainedCount(good)).toBe(2);
+    expect(warnings).toEqual([expect.objectContaining({ project_id: bad })]);
+    await db.query('DELETE FROM event_chain_pending WHERE project_id = $1', [bad]);
   });
 
   it('does nothing for no projects', async () => {

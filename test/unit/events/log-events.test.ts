@@ -178,14 +178,18 @@ describe('the chain read: a record chained as one leaf stands for its derived ev
 
   it('expands a record\'s chain row to its events, all at its position, narrowed by type and range', async () => {
     const projectId = await projectWithPolicy(db);
-    await appendEvents(db, [{ projectId, eventType: 'policy.updated', source: 'test', phase: 'test', timestamp: at(0) }]);
+    // Stored without queueing them for the sequencer: this test writes their chain rows itself, and
+    // a sequencer of a server sharing the database must not chain them too.
+    const storeUnqueued = (eventType: string, timestamp: Date) =>
+      db.query("INSERT INTO events (id, project_id, timestamp, event_type, source, phase) VALUES ($1, $2, $3, $4, 'test', 'test')", [`evt_${randomUUID().replace(/-/g, '')}`, projectId, timestamp, eventType]);
+    await storeUnqueued('policy.updated', at(0));
     const id = `exec_${randomUUID().replace(/-/g, '')}`;
     await db.query(
       `INSERT INTO executions (id, project_id, route, operation, mode, status, status_code, provider, model, created_at, completed_at, duration_ms, envelope, seq, lifecycle)
        VALUES ($1, $2, 'executions', 'generate.text', 'sync', 'completed', 200, 'openai', 'gpt-4o-mini', $3, $4, 1000, $5, nextval('events_seq_seq'), $6)`,
       [id, projectId, at(1), at(2), ENVELOPE, JSON.stringify(lifecycle(1, false))],
     );
-    await appendEvents(db, [{ projectId, eventType: 'budget.cap_exceeded', source: 'test', phase: 'test', timestamp: at(3) }]);
+    await storeUnqueued('budget.cap_exceeded', at(3));
     // Chain rows as the sequencer writes them (hashes made up: this reads them, it does not verify them).
     const { rows: seqs } = await db.query<{ seq: string }>(
       'SELECT seq FROM events WHERE project_id = $1 UNION ALL SELECT seq FROM executions WHERE project_id = $1 ORDER BY seq',
