@@ -160,7 +160,9 @@ describe('the merged event log', () => {
       id: permitId, project_id: projectId, route: 'executions', decision: 'allow', reason_code: 'policy.active_policy_candidate',
       display_reason: 'allowed', decision_details: {} as PermitRecord['decision_details'], actions: [], issued_at: at(200), request_id: executionId, operation: 'generate.text',
       provider: 'openai', model: 'gpt-4o-mini', reserved_cost_micros: 10, metadata: {},
-      closing: { input: { executionId }, dispatch: dispatchAt(200) }, dispatch_deadline: at(300),
+      // A deadline far ahead: reconciliation of a server sharing the database must leave this
+      // fabricated call alone (its marker lacks what closing a real call needs).
+      closing: { input: { executionId }, dispatch: dispatchAt(200) }, dispatch_deadline: new Date('2999-01-01T00:00:00Z'),
     });
     const inFlight = await requestEvents(db, projectId, executionId);
     expect(inFlight.map((e) => e.event_type)).toEqual(['firewall.flagged', 'permit.allowed', 'routing.selected_model', 'execution.started', 'provider.request_sent']);
