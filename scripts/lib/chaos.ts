@@ -330,7 +330,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     let inflightRowsLeft = -1;
     let reservationsHeld = -1;
     while (Date.now() - loadEnded < 120_000) {
-      inflightRowsLeft = Number((await db.query('SELECT count(*) AS n FROM inflight_calls WHERE project_id = $1', [project.id])).rows[0].n);
+      inflightRowsLeft = Number((await db.query('SELECT count(*) AS n FROM permits WHERE project_id = $1 AND closing IS NOT NULL', [project.id])).rows[0].n);
       reservationsHeld = Number((await db.query("SELECT count(*) AS n FROM permits WHERE project_id = $1 AND reservation_state = 'active'", [project.id])).rows[0].n);
       if (inflightRowsLeft === 0 && reservationsHeld === 0) {
         settledAfterSeconds = Math.round((Date.now() - loadEnded) / 1000);
@@ -346,8 +346,17 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     }
     const kindOf = new Map(results.map((r) => [r.nonce, r.kind]));
     const doubleDispatches = [...counts].filter(([, n]) => n > 1).map(([nonce, n]) => `${nonce} (${kindOf.get(nonce) ?? 'probe'}) ×${n}`);
+    // provider.request_sent as the timeline has it: stored rows (jobs), one per attempt of a
+    // pipeline call's record (at least its first, for an interrupted one), one per call in flight.
     const recordedDispatches = Number(
-      (await db.query("SELECT count(*) AS n FROM events WHERE project_id = $1 AND event_type = 'provider.request_sent'", [project.id])).rows[0].n,
+      (
+        await db.query(
+          `SELECT (SELECT count(*) FROM events WHERE project_id = $1 AND event_type = 'provider.request_sent')
+                + (SELECT coalesce(sum(greatest(jsonb_array_length(lifecycle->'attempts'), 1)), 0) FROM executions WHERE project_id = $1 AND lifecycle IS NOT NULL)
+                + (SELECT count(*) FROM permits WHERE project_id = $1 AND closing IS NOT NULL) AS n`,
+          [project.id],
+        )
+      ).rows[0].n,
     );
     const chain = await verifyEventChain(db, project.id);
     return {
