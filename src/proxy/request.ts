@@ -1,7 +1,7 @@
 /** A proxy request: its raw body, the idempotency hash of what it asks, and the routing headers (openai and anthropic proxies). */
 import { createHash } from 'node:crypto';
 import type { ParameterizedContext } from 'koa';
-import { jsonDepth, MAX_JSON_DEPTH } from '../api/json-depth';
+import { jsonDepth, MAX_JSON_DEPTH } from '../json-depth';
 import type { ProviderId } from '../config';
 import type { Target } from '../executions/routing';
 import { multipartFields, type ParsedBody, type ProxyCall } from './infer';

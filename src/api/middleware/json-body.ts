@@ -1,7 +1,7 @@
 import { Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import { ApiError } from '../errors';
-import { jsonDepth, MAX_JSON_DEPTH } from '../json-depth';
+import { jsonDepth, MAX_JSON_DEPTH } from '../../json-depth';
 
 
 /** Payment-provider webhooks (src/api/routes/billing.ts): their signature covers the exact bytes, so they read the raw body. */
