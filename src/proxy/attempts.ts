@@ -2,7 +2,6 @@
  * One dispatch attempt of a proxy call: the native body passed through byte for byte (a stream piped
  * back as it arrives, usage read on the way) or translated for a cross-provider target.
  */
-import type { ParameterizedContext } from 'koa';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { Target } from '../executions/routing';
 import { providerModules, type SseEvent } from '../providers';
@@ -16,6 +15,8 @@ import { forwardRequestHeaders, passBackHeaders } from './upstream';
 import { deadline, releaseWithBody } from '../providers/deadline';
 import { jsonReply, type Reply } from './reply';
 import type { ProxyDeps } from './deps';
+import type { RequestHeaders } from './request';
+import type { StreamSink } from './sink';
 
 export interface Attempt {
   ok: boolean;
@@ -55,7 +56,8 @@ export function failureOf(err: unknown, signal: AbortSignal): ProviderFailure {
 
 /** The native body, byte for byte (model replaced when a same-provider target model is set), to the provider. */
 export async function passThrough(
-  ctx: ParameterizedContext,
+  requestHeaders: RequestHeaders,
+  sink: StreamSink,
   deps: ProxyDeps,
   call: ProxyCall,
   body: ParsedBody,
@@ -65,7 +67,7 @@ export async function passThrough(
   clientSignal: AbortSignal,
   ceiling: number | undefined,
 ): Promise<Attempt> {
-  const endpoint = deps.api.config.providers[call.provider];
+  const endpoint = deps.config.providers[call.provider];
   if (!endpoint?.apiKey || !endpoint.baseUrl) {
     const failure: ProviderFailure = { kind: 'http_error', status: null, retryable: false, message: `provider ${call.provider} has no API key configured` };
     return { ok: false, failure, reply: jsonReply(502, nativeErrorBody(call.provider, 502, 'provider_not_configured', failure.message), extraHeaders) };
@@ -76,11 +78,11 @@ export async function passThrough(
     if (ceiling !== undefined) json = withNativeCeiling(call.provider, call.pathname, json, ceiling);
     bytes = Buffer.from(JSON.stringify(json));
   }
-  const d = deadline(deps.api.config.providerTimeouts.totalMs, clientSignal);
+  const d = deadline(deps.config.providerTimeouts.totalMs, clientSignal);
   const mod = providerModules[call.provider];
   let res;
   try {
-    res = await deps.upstream.send({ provider: call.provider, baseUrl: endpoint.baseUrl, apiKey: endpoint.apiKey, path: call.path, headers: forwardRequestHeaders(ctx.req.headers), body: bytes, signal: d.signal });
+    res = await deps.upstream.send({ provider: call.provider, baseUrl: endpoint.baseUrl, apiKey: endpoint.apiKey, path: call.path, headers: forwardRequestHeaders(requestHeaders), body: bytes, signal: d.signal });
     releaseWithBody(d, res.body);
   } catch (err) {
     d.release();
@@ -91,7 +93,7 @@ export async function passThrough(
   const headers = { ...passBackHeaders(res.headers), ...extraHeaders };
   const contentType = String(res.headers['content-type'] ?? '');
   if (res.statusCode < 400 && contentType.includes('text/event-stream')) {
-    return pipeStream(ctx, call, req, res, headers, clientSignal);
+    return pipeStream(sink, call, req, res, headers, clientSignal);
   }
   let buf: Buffer;
   try {
@@ -124,7 +126,7 @@ function responseModelOf(json: unknown): { model?: string } {
 
 /** Pipes a native SSE stream to the caller unchanged, extracting usage from the events on the way. */
 export async function pipeStream(
-  ctx: ParameterizedContext,
+  sink: StreamSink,
   call: ProxyCall,
   req: NormalizedRequest,
   res: { statusCode: number; body: AsyncIterable<unknown> & { destroy(err?: Error): unknown } },
@@ -148,17 +150,14 @@ export async function pipeStream(
     },
   });
   const decoder = new TextDecoder();
-  ctx.respond = false;
-  const out = ctx.res;
-  out.writeHead(res.statusCode, { ...headers, 'cache-control': headers['cache-control'] ?? 'no-cache', 'x-accel-buffering': 'no' });
-  out.flushHeaders();
+  sink.open(res.statusCode, { ...headers, 'cache-control': headers['cache-control'] ?? 'no-cache', 'x-accel-buffering': 'no' });
   const captured: Buffer[] = [];
   let broken: unknown = null;
   try {
     for await (const chunk of res.body) {
       const b = chunk as Buffer;
       captured.push(b);
-      if (!out.destroyed) out.write(b);
+      sink.write(b);
       sse.feed(decoder.decode(b, { stream: true }));
     }
     sse.feed(decoder.decode());
@@ -168,15 +167,15 @@ export async function pipeStream(
   const usage = mod.extractStreamUsage(events);
   const partial = () => ({ ...(usage ?? estimatedUsage(req, text)), estimated: true });
   if (clientSignal.aborted) {
-    out.destroy();
+    sink.destroy();
     return { ok: false, aborted: true, streamed: true, failure: { kind: 'aborted', status: null, retryable: false, message: 'client disconnected' }, partial: partial() };
   }
   if (broken) {
     // Pass the break on: the caller's SDK sees a stream cut short, as it would from the provider.
-    out.destroy();
+    sink.destroy();
     return { ok: false, streamed: true, failure: { kind: 'stream_broken', status: res.statusCode, retryable: true, message: 'provider stream broke before it finished' }, partial: partial() };
   }
-  const finish = () => out.end();
+  const finish = () => sink.end();
   const body = Buffer.concat(captured);
   const reply: Reply = { status: res.statusCode, headers, body };
   if (streamError || !parser.snapshot().done) {
@@ -190,8 +189,8 @@ export async function pipeStream(
 export async function translated(deps: ProxyDeps, call: ProxyCall, target: Target, signal: AbortSignal, extraHeaders: Record<string, string>): Promise<Attempt> {
   const req = translatedRequest(call, target);
   try {
-    const result = await deps.api.providers.dispatch(req, { signal });
-    const body = renderNative(call.provider, target, result, Math.floor(deps.api.clock.now().getTime() / 1000));
+    const result = await deps.providers.dispatch(req, { signal });
+    const body = renderNative(call.provider, target, result, Math.floor(deps.clock.now().getTime() / 1000));
     return { ok: true, usage: result.usage, reply: jsonReply(200, body, extraHeaders), ...(result.provider_model ? { model: result.provider_model } : {}) };
   } catch (err) {
     const failure = failureOf(err, signal);

@@ -1,6 +1,10 @@
 /** What every part of the proxies shares: their dependencies and the names of what they serve. */
-import type { ApiDeps } from '../api/deps';
-import type { ProviderId } from '../config';
+import type { Clock } from '../clock';
+import type { Config, ProviderId } from '../config';
+import type { Logger } from '../logger';
+import type { PipelineDeps } from '../pipeline/governed-call';
+import type { ProviderGateway } from '../providers/types';
+import type { GenAiMetrics } from '../telemetry/gen-ai';
 import type { UpstreamClient } from './upstream';
 
 /** What governance did to an allowed call (e.g. lowered its output ceiling): its `governance.actions` other than `proceed`, as JSON. */
@@ -13,8 +17,15 @@ export const PROXY_PROVIDERS: readonly ProviderId[] = ['openai', 'anthropic', 'g
 /** Providers whose proxies accept the routing headers (spec: routing controls on <provider_1>, <provider_2>). */
 export const ROUTABLE_PROVIDERS: readonly ProviderId[] = ['openai', 'anthropic'];
 
-export interface ProxyDeps {
-  api: ApiDeps;
+/** What the proxies take from the process: the pipeline's dependencies and the proxies' own. */
+export interface ProxyDeps extends PipelineDeps {
+  config: Pick<Config, 'providers' | 'providerTimeouts' | 'idempotencyRetentionHours' | 'bodyLimitBytes'>;
+  logger: Logger;
+  clock: Clock;
+  /** Observed per provider attempt, pass-through and translated alike. */
+  genAi: GenAiMetrics;
+  /** Translated attempts (a cross-provider target) go through the provider adapters. */
+  providers: Pick<ProviderGateway, 'dispatch'>;
   /** Pass-through connection pools (native bytes to the provider). */
   upstream: UpstreamClient;
 }

@@ -7,15 +7,13 @@
  * request rate limits, are forwarded with Tollgate's managed key, answered with the provider's
  * bytes, and counted per provider and route in `tollgate_proxy_reads_total`. Every other path stays a native 404 (docs/decisions.md, "Proxies").
  */
-import type { ParameterizedContext } from 'koa';
 import { Counter, type Registry } from 'prom-client';
-import { authOf } from '../api/middleware/auth';
 import type { ProviderId } from '../config';
 import { consumeReadRate } from '../db/repositories/spend';
 import { nativeErrorBody, ProxyError } from './native-errors';
 import type { ProxyDeps } from './deps';
-import { authenticateNative } from './native-auth';
-import { proxyErrorReply, send } from './reply';
+import { proxyErrorReply, type Reply } from './reply';
+import type { ProxyRequest } from './request';
 import { forwardRequestHeaders, passBackHeaders } from './upstream';
 import { deadline, releaseWithBody } from '../providers/deadline';
 
@@ -72,49 +70,45 @@ export function createReadCounter(registry: Registry): Counter<'provider' | 'rou
 
 const READ_BODY_LIMIT = 1024 * 1024;
 
-async function readBody(ctx: ParameterizedContext): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of ctx.req) {
-    size += (c as Buffer).length;
-    if (size > READ_BODY_LIMIT) throw new ProxyError(413, 'payload_too_large', `A token-counting body is limited to ${READ_BODY_LIMIT} bytes`);
-    chunks.push(c as Buffer);
-  }
-  return Buffer.concat(chunks);
+async function readBody(request: ProxyRequest): Promise<Buffer> {
+  const raw = await request.readBody(READ_BODY_LIMIT);
+  if (!raw) throw new ProxyError(413, 'payload_too_large', `A token-counting body is limited to ${READ_BODY_LIMIT} bytes`);
+  return raw;
 }
 
+/** A read route's answer: the provider's bytes, or a native error. */
 export async function handleProxyRead(
-  ctx: ParameterizedContext,
   deps: ProxyDeps,
   counter: Counter<'provider' | 'route' | 'status'>,
   provider: ProviderId,
-  nativePath: string,
   route: ReadRoute,
-): Promise<void> {
+  request: ProxyRequest,
+): Promise<Reply> {
+  const { nativePath } = request;
   try {
-    await authenticateNative(ctx, deps, provider);
+    const auth = await request.authenticate();
     // Reads count against the project's request rate limits, like every governed call.
-    const rate = await consumeReadRate(deps.api.db, authOf(ctx).projectId, deps.api.clock.now());
+    const rate = await consumeReadRate(deps.db, auth.projectId, deps.clock.now());
     if (!rate.ok) {
       const status = rate.action === 'deny' ? 403 : 429;
       const code = rate.action === 'deny' ? 'budget.rate_limit_exceeded' : 'budget.rate_limit_throttled';
       throw new ProxyError(status, code, `Rate limit ${rate.limit_id} (${rate.limit} requests per ${rate.window_seconds} s) reached`, status === 429 ? { 'retry-after': String(rate.retry_after_seconds) } : {});
     }
-    const endpoint = deps.api.config.providers[provider];
+    const endpoint = deps.config.providers[provider];
     if (!endpoint?.apiKey || !endpoint.baseUrl) throw new ProxyError(502, 'provider_not_configured', `provider ${provider} has no API key configured`);
-    const query = new URLSearchParams(ctx.querystring);
+    const query = new URLSearchParams(request.querystring);
     query.delete('key');
     const qs = query.toString();
-    const body = route.method === 'POST' ? await readBody(ctx) : undefined;
+    const body = route.method === 'POST' ? await readBody(request) : undefined;
     let res;
-    const d = deadline(deps.api.config.providerTimeouts.totalMs);
+    const d = deadline(deps.config.providerTimeouts.totalMs);
     try {
       res = await deps.upstream.send({
         provider,
         baseUrl: endpoint.baseUrl,
         apiKey: endpoint.apiKey,
         path: nativePath + (qs ? `?${qs}` : ''),
-        headers: forwardRequestHeaders(ctx.req.headers),
+        headers: forwardRequestHeaders(request.headers),
         body,
         method: route.method,
         signal: d.signal,
@@ -126,16 +120,16 @@ export async function handleProxyRead(
     }
     const bytes = Buffer.from(await res.body.arrayBuffer());
     counter.inc({ provider, route: route.name, status: String(res.statusCode) });
-    send(ctx, { status: res.statusCode, headers: passBackHeaders(res.headers), body: bytes });
+    return { status: res.statusCode, headers: passBackHeaders(res.headers), body: bytes };
   } catch (err) {
     const e = err instanceof ProxyError ? err : new ProxyError(500, 'internal_error', 'An internal error occurred; retry later');
-    if (!(err instanceof ProxyError)) deps.api.logger.error({ err, provider }, 'proxy read failed');
+    if (!(err instanceof ProxyError)) deps.logger.error({ err, provider }, 'proxy read failed');
     counter.inc({ provider, route: route.name, status: String(e.status) });
-    send(ctx, proxyErrorReply(provider, e));
+    return proxyErrorReply(provider, e);
   }
 }
 
 /** A native 404 for a path the proxy neither governs nor reads. */
-export function unsupportedPath(ctx: ParameterizedContext, provider: ProviderId, nativePath: string): void {
-  send(ctx, { status: 404, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(nativeErrorBody(provider, 404, 'unsupported_proxy_path', `${ctx.method} ${nativePath.split('?')[0]} is not a ${provider} endpoint the Tollgate proxy serves`))) });
+export function unsupportedPath(provider: ProviderId, method: string, nativePath: string): Reply {
+  return { status: 404, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(nativeErrorBody(provider, 404, 'unsupported_proxy_path', `${method} ${nativePath.split('?')[0]} is not a ${provider} endpoint the Tollgate proxy serves`))) };
 }

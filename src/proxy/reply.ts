@@ -1,10 +1,8 @@
 /** What a proxy answers: a native JSON reply, provider-native errors, and replays of stored responses. */
-import type { ParameterizedContext } from 'koa';
 import type { ProviderId } from '../config';
 import type { StoredResponse } from '../db/repositories/idempotency';
 import { nativeErrorBody, ProxyError } from './native-errors';
 import { FIREWALL_HEADER, GOVERNANCE_ACTIONS_HEADER } from './deps';
-
 
 export interface Reply {
   status: number;
@@ -16,11 +14,13 @@ export function jsonReply(status: number, body: unknown, headers: Record<string,
   return { status, headers: { 'content-type': 'application/json', ...headers }, body: Buffer.from(JSON.stringify(body)) };
 }
 
-export function send(ctx: ParameterizedContext, r: Reply): void {
-  ctx.status = r.status;
-  for (const [k, v] of Object.entries(r.headers)) ctx.set(k, v);
-  ctx.body = r.body;
-  if (r.headers['content-type']) ctx.type = r.headers['content-type'];
+/**
+ * What the HTTP side sends for a proxy call: the reply, and the ids a failed call carries, set
+ * after the reply's own headers and body.
+ */
+export interface Outgoing {
+  reply: Reply;
+  ids?: Record<string, string>;
 }
 
 export function proxyErrorReply(provider: ProviderId, err: ProxyError): Reply {

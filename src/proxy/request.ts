@@ -1,6 +1,6 @@
 /** A proxy request: its raw body, the idempotency hash of what it asks, and the routing headers (openai and anthropic proxies). */
 import { createHash } from 'node:crypto';
-import type { ParameterizedContext } from 'koa';
+import type { AuthContext } from '../auth-context';
 import { jsonDepth, MAX_JSON_DEPTH } from '../json-depth';
 import type { ProviderId } from '../config';
 import type { Target } from '../executions/routing';
@@ -9,20 +9,40 @@ import { ProxyError } from './native-errors';
 import { ROUTABLE_PROVIDERS } from './deps';
 
 
-export async function readRaw(ctx: ParameterizedContext, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of ctx.req) {
-    size += (c as Buffer).length;
-    if (size > limit) throw new ProxyError(413, 'payload_too_large', `The request body exceeds ${limit} bytes`);
-    chunks.push(c as Buffer);
-  }
-  return Buffer.concat(chunks);
+/** Request headers as the HTTP side hands them over: names in lower case. */
+export type RequestHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
+/** One header's value, '' when absent. */
+export function headerOf(headers: RequestHeaders, name: string): string {
+  const v = headers[name];
+  return Array.isArray(v) ? v.join(', ') : v ?? '';
 }
 
-export async function parseBody(ctx: ParameterizedContext, limit: number): Promise<ParsedBody> {
-  const raw = await readRaw(ctx, limit);
-  const contentType = ctx.get('content-type');
+/**
+ * A proxy request as the HTTP side hands it over: plain values, and the two steps that read the
+ * connection (run by the proxy in its own order, so their refusals come in the order callers see).
+ */
+export interface ProxyRequest {
+  method: string;
+  /** The path below /v1/proxy/{provider}, as the provider's SDK sent it. */
+  nativePath: string;
+  /** The query string without its "?" (the caller's `key` parameter included). */
+  querystring: string;
+  headers: RequestHeaders;
+  /** The project key where the provider's SDK sends it; refusals are thrown as ProxyErrors. */
+  authenticate(): Promise<AuthContext>;
+  /** The raw body, or null once it grows past `limit` bytes (the rest is left unread). */
+  readBody(limit: number): Promise<Buffer | null>;
+}
+
+/** The body of a governed call, read within the body limit. */
+export async function readCallBody(request: ProxyRequest, limit: number): Promise<Buffer> {
+  const raw = await request.readBody(limit);
+  if (!raw) throw new ProxyError(413, 'payload_too_large', `The request body exceeds ${limit} bytes`);
+  return raw;
+}
+
+export async function parseBody(raw: Buffer, contentType: string): Promise<ParsedBody> {
   if (/^multipart\/form-data/i.test(contentType)) {
     try {
       return { kind: 'multipart', raw, contentType, json: await multipartFields(raw, contentType) };
@@ -72,10 +92,10 @@ export interface RoutingPlan {
   headers: Record<string, string>;
 }
 
-export function planRouting(ctx: ParameterizedContext, call: ProxyCall): RoutingPlan {
-  const tp = ctx.get('x-svc-target-provider').trim();
-  const tm = ctx.get('x-svc-target-model').trim();
-  const chain = ctx.get('x-svc-fallback-chain').trim();
+export function planRouting(requestHeaders: RequestHeaders, call: ProxyCall): RoutingPlan {
+  const tp = headerOf(requestHeaders, 'x-svc-target-provider').trim();
+  const tm = headerOf(requestHeaders, 'x-svc-target-model').trim();
+  const chain = headerOf(requestHeaders, 'x-svc-fallback-chain').trim();
   const headers: Record<string, string> = {};
   if (tp) headers.provider = tp;
   if (tm) headers.model = tm;

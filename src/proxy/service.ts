@@ -9,11 +9,11 @@
  *   the way → recordExecution (the executions path's recording: envelope row, spend settle or
  *   release, timeline events) → idempotency completion.
  *
- * Parts: native-auth.ts (the key where each SDK sends it), request.ts (body, idempotency hash,
- * routing headers), attempts.ts (pass-through, streams, translation), reply.ts (native replies).
+ * Parts: request.ts (the request as the HTTP side hands it over, body, idempotency hash, routing
+ * headers), attempts.ts (pass-through, streams, translation), reply.ts (native replies), sink.ts
+ * (where a stream goes). Authentication, reading the connection and writing the response are the
+ * HTTP side's (src/api/routes/proxy.ts, src/api/proxy/).
  */
-import type { ParameterizedContext } from 'koa';
-import { authOf } from '../api/middleware/auth';
 import type { ProviderId } from '../config';
 import { dispatchWithFallback } from '../pipeline/fallback';
 import { providerAttempt } from '../telemetry/gen-ai';
@@ -28,39 +28,39 @@ import { nativeErrorBody, ProxyError } from './native-errors';
 import { translatedRequest } from './translate';
 import { FIREWALL_HEADER, GOVERNANCE_ACTIONS_HEADER, type ProxyDeps } from './deps';
 import { firewallHeader, surfaceRedaction } from '../governance/firewall';
-import { authenticateNative } from './native-auth';
-import { parseBody, payloadHash, planRouting, type RoutingPlan } from './request';
-import { jsonReply, send, proxyErrorReply, replayReply, cacheable, storedHeaders, type Reply } from './reply';
+import { headerOf, parseBody, payloadHash, planRouting, readCallBody, type ProxyRequest, type RoutingPlan } from './request';
+import { jsonReply, proxyErrorReply, replayReply, cacheable, storedHeaders, type Outgoing, type Reply } from './reply';
+import type { StreamSink } from './sink';
 import { passThrough, translated, type Attempt } from './attempts';
 
 export { PROXY_PROVIDERS, type ProxyDeps } from './deps';
 
-export async function handleProxy(ctx: ParameterizedContext, deps: ProxyDeps, provider: ProviderId, nativePath: string): Promise<void> {
-  const { config, logger } = deps.api;
+/** Runs one governed proxy call; what to send back, or null when the answer already went out through `sink`. */
+export async function handleProxy(deps: ProxyDeps, provider: ProviderId, request: ProxyRequest, sink: StreamSink): Promise<Outgoing | null> {
+  const { config, logger } = deps;
   const permitId = newId('permit');
   const executionId = newId('exec_req');
   let projectId: string | null = null;
   /** Set once governance wrote the permit: only then does a Tollgate error name it. */
   const state = { governed: false };
   try {
-    await authenticateNative(ctx, deps, provider);
-    const auth = authOf(ctx);
+    const auth = await request.authenticate();
     projectId = auth.projectId;
-    const body = await parseBody(ctx, config.bodyLimitBytes);
-    const query = new URLSearchParams(ctx.querystring);
+    const body = await parseBody(await readCallBody(request, config.bodyLimitBytes), headerOf(request.headers, 'content-type'));
+    const query = new URLSearchParams(request.querystring);
     query.delete('key');
     const qs = query.toString();
-    const path = nativePath + (qs ? `?${qs}` : '');
+    const path = request.nativePath + (qs ? `?${qs}` : '');
     const call = inferCall(provider, path, body);
-    const plan = planRouting(ctx, call);
-    const headers = checkCallHeaders({ workflowId: ctx.get('x-svc-workflow-id') || null, idempotencyKey: ctx.get('idempotency-key') || null }, PROXY_ERRORS);
+    const plan = planRouting(request.headers, call);
+    const headers = checkCallHeaders({ workflowId: headerOf(request.headers, 'x-svc-workflow-id') || null, idempotencyKey: headerOf(request.headers, 'idempotency-key') || null }, PROXY_ERRORS);
     const input: ExecutionInput = {
       executionId,
       permitId,
       projectId,
       route: 'proxy',
       mode: call.stream ? 'stream' : 'sync',
-      createdAt: deps.api.clock.now().toISOString(),
+      createdAt: deps.clock.now().toISOString(),
       request: call.request,
       routing: { requested_provider: plan.requested.provider, requested_model: plan.requested.model, reason_code: plan.reason, primary: plan.primary, fallback: plan.fallback },
       workflowIntentId: headers.workflowId,
@@ -70,24 +70,25 @@ export async function handleProxy(ctx: ParameterizedContext, deps: ProxyDeps, pr
       heartbeatTimeoutMs: 0,
     };
     const scope = `proxy:${provider}`;
-    const surface = proxySurface(ctx, deps, call, plan, body, input, state);
-    const answer = await runGovernedCall(deps.api, input, {
+    const surface = proxySurface(request, sink, deps, call, plan, body, input, state);
+    const answer = await runGovernedCall(deps, input, {
       ...surface,
       requestHash: () => payloadHash(provider, path, body, headers.workflowId ? { ...plan.headers, workflow_id: headers.workflowId } : plan.headers),
       scope,
     });
-    if (answer.reply && !answer.sent) send(ctx, answer.reply);
+    return answer.reply && !answer.sent ? { reply: answer.reply } : null;
   } catch (err) {
-    if (ctx.respond === false || ctx.headerSent) {
+    if (sink.started) {
       logger.warn({ err }, 'proxy call failed after its response started');
-      return;
+      return null;
     }
     const pe = err instanceof ProxyError ? err : null;
     if (!pe) logger.error({ err, provider }, 'proxy call failed');
     const e = pe ?? new ProxyError(500, 'internal_error', 'An internal error occurred; retry later');
-    send(ctx, proxyErrorReply(provider, e));
-    if (projectId) ctx.set('x-svc-request-id', executionId);
-    if (state.governed) ctx.set('x-svc-permit-id', permitId);
+    const ids: Record<string, string> = {};
+    if (projectId) ids['x-svc-request-id'] = executionId;
+    if (state.governed) ids['x-svc-permit-id'] = permitId;
+    return { reply: proxyErrorReply(provider, e), ids };
   }
 }
 
@@ -108,7 +109,8 @@ interface ProxyAnswer {
 
 /** The proxy surface: native answers, the native attempt (pass-through or translated), native replays. */
 function proxySurface(
-  ctx: ParameterizedContext,
+  request: ProxyRequest,
+  sink: StreamSink,
   deps: ProxyDeps,
   call: ProxyCall,
   plan: RoutingPlan,
@@ -116,7 +118,7 @@ function proxySurface(
   input: ExecutionInput,
   state: { governed: boolean },
 ): Omit<Surface<ProxyAnswer>, 'requestHash' | 'scope'> {
-  const { clock } = deps.api;
+  const { clock } = deps;
   const { permitId, executionId } = input;
   const route = `proxy:${call.provider}`;
   const tollgateHeaders: Record<string, string> = { 'x-svc-permit-id': permitId, 'x-svc-request-id': executionId };
@@ -171,19 +173,16 @@ function proxySurface(
       if (fw) tollgateHeaders[FIREWALL_HEADER] = fw;
 
       const abort = new AbortController();
-      const onClose = () => {
-        if (!ctx.res.writableFinished) abort.abort();
-      };
-      ctx.res.on('close', onClose);
+      const stopListening = sink.onClientGone(() => abort.abort());
       let run;
       try {
         run = await dispatchWithFallback<Attempt>(input, [plan.primary, ...plan.fallback], clock, async (target, i) => {
           const routingHeaders: Record<string, string> = plan.headers.provider || plan.headers.model || plan.headers.chain ? { 'x-svc-selected-provider': target.provider, 'x-svc-selected-model': target.model, 'x-svc-fallback-occurred': String(i > 0) } : {};
           const extraHeaders = { ...tollgateHeaders, ...routingHeaders };
-          const a = await providerAttempt(deps.api.genAi, { operation: call.operation, provider: target.provider, model: target.model, attempt: i + 1 }, async (span) => {
+          const a = await providerAttempt(deps.genAi, { operation: call.operation, provider: target.provider, model: target.model, attempt: i + 1 }, async (span) => {
             const r =
               target.provider === call.provider
-                ? await passThrough(ctx, deps, sent, m.body, target, normalizedFor(sent, target), extraHeaders, abort.signal, ceiling)
+                ? await passThrough(request.headers, sink, deps, sent, m.body, target, normalizedFor(sent, target), extraHeaders, abort.signal, ceiling)
                 : await translated(deps, sent, target, abort.signal, extraHeaders);
             if (!r.ok) span.setAttribute('tollgate.failure', r.failure?.kind ?? 'unknown');
             return r;
@@ -191,7 +190,7 @@ function proxySurface(
           return { ...a, final: Boolean(a.streamed || a.aborted) };
         }, { stream: call.stream, signal: abort.signal });
       } finally {
-        ctx.res.off('close', onClose);
+        stopListening();
       }
       const { last: attempt, target, attempts, fallbackOccurred } = run;
       let outcome: DispatchOutcome;

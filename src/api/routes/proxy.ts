@@ -3,6 +3,8 @@ import { handleProxy, PROXY_PROVIDERS, type ProxyDeps } from '../../proxy/servic
 import { createUpstreamClient } from '../../proxy/upstream';
 import { createReadCounter, handleProxyRead, readRouteOf, unsupportedPath } from '../../proxy/reads';
 import type { ApiDeps } from '../deps';
+import { proxyRequest } from '../proxy/request';
+import { send, streamSink } from '../proxy/response';
 import { routeFamily, type RouteContext, type RouteDef, type Stability } from '../route-table';
 
 /** The spec numbers providers in Tollgate's provider order: openai, anthropic, google, deepseek, mistral. */
@@ -19,7 +21,8 @@ function proxyContext(deps: ApiDeps) {
   // Built on first use: the upstream pools and the gateway exist only in processes that proxy.
   const proxyDeps = (): ProxyDeps => {
     if (!proxy) {
-      proxy = { api: deps, upstream: createUpstreamClient(deps.config.providerTimeouts) };
+      const { db, config, logger, clock, genAi, providers, calls, intentReservations } = deps;
+      proxy = { db, config, logger, clock, genAi, providers, calls, intentReservations, upstream: createUpstreamClient(config.providerTimeouts) };
       const built = proxy;
       deps.onClose(async () => {
         await built.upstream.close();
@@ -27,7 +30,7 @@ function proxyContext(deps: ApiDeps) {
     }
     return proxy;
   };
-  return { proxyDeps, reads: createReadCounter(deps.metrics) };
+  return { proxyDeps, keys: deps.keys, reads: createReadCounter(deps.metrics) };
 }
 type ProxyContext = ReturnType<typeof proxyContext>;
 
@@ -38,17 +41,18 @@ const nativePath = (ctx: RouteContext, provider: ProviderId) => ctx.path.slice(`
  * deepseek and mistral. `/v1/proxy/{provider}` stands in for the provider's host, so an SDK's base
  * URL is `{base}/v1/proxy/openai/v1`, `{base}/v1/proxy/anthropic`, `{base}/v1/proxy/google`,
  * `{base}/v1/proxy/deepseek`, `{base}/v1/proxy/mistral`. See src/proxy/service.ts. Bodies and
- * errors are provider-native; authentication happens inside the proxy (provider-shaped 401s).
+ * errors are provider-native; the key is checked where each provider's SDK sends it
+ * (src/api/proxy/native-auth.ts), when the proxy asks, so its refusals are provider-shaped 401s.
  */
 function providerRoutes(provider: ProviderId): RouteDef<ProxyContext>[] {
   const pattern = new RegExp(`^/v1/proxy/${provider}(/.*)$`);
   const path = `/v1/proxy/${provider}/:native_path`;
   // Model lists and details, stored responses: authenticated, forwarded, not governed (src/proxy/reads.ts).
-  const readOnly = async (ctx: RouteContext, { proxyDeps, reads }: ProxyContext) => {
+  const readOnly = async (ctx: RouteContext, { proxyDeps, keys, reads }: ProxyContext) => {
     const native = nativePath(ctx, provider);
     const read = readRouteOf(provider, ctx.method, native);
-    if (read) return handleProxyRead(ctx, proxyDeps(), reads, provider, native, read);
-    unsupportedPath(ctx, provider, native);
+    if (read) return send(ctx, { reply: await handleProxyRead(proxyDeps(), reads, provider, read, proxyRequest(ctx, keys, provider, native)) });
+    send(ctx, { reply: unsupportedPath(provider, ctx.method, native) });
   };
   return [
     {
@@ -59,11 +63,13 @@ function providerRoutes(provider: ProviderId): RouteDef<ProxyContext>[] {
       auth: 'native',
       nativeErrors: true,
       summary: `Governed pass-through to ${provider} (provider-native request and response)`,
-      handler: async (ctx, { proxyDeps, reads }) => {
+      handler: async (ctx, { proxyDeps, keys, reads }) => {
         const native = nativePath(ctx, provider);
+        const request = proxyRequest(ctx, keys, provider, native);
         const read = readRouteOf(provider, 'POST', native);
-        if (read) return handleProxyRead(ctx, proxyDeps(), reads, provider, native, read);
-        await handleProxy(ctx, proxyDeps(), provider, native);
+        if (read) return send(ctx, { reply: await handleProxyRead(proxyDeps(), reads, provider, read, request) });
+        const out = await handleProxy(proxyDeps(), provider, request, streamSink(ctx));
+        if (out) send(ctx, out);
       },
     },
     { method: 'get', path, pattern, stability: 'Beta', auth: 'native', nativeErrors: true, summary: `Pass-through read routes of ${provider} (for example models)`, handler: readOnly },

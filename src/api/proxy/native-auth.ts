@@ -1,11 +1,11 @@
 /** Authentication on the proxies: the project API key where each provider's SDK puts its own key. */
 import type { ParameterizedContext } from 'koa';
-import { ApiError } from '../api/errors';
-import { authenticate, type KeyExtractor } from '../api/middleware/auth';
-import type { ProviderId } from '../config';
-import { ProxyError } from './native-errors';
-import type { ProxyDeps } from './deps';
-
+import type { AuthContext } from '../../auth-context';
+import type { ProviderId } from '../../config';
+import { ProxyError } from '../../proxy/native-errors';
+import { ApiError } from '../errors';
+import type { KeyLookup } from '../key-cache';
+import { authenticate, authOf, type KeyExtractor } from '../middleware/auth';
 
 export const bearer = (ctx: ParameterizedContext): string | null => {
   const h = ctx.get('authorization');
@@ -30,9 +30,10 @@ export const AUTH_HINT: Record<ProviderId, string> = {
   google: 'Send the Tollgate project API key in the "x-goog-api-key" header or the "key" query parameter',
 };
 
-export async function authenticateNative(ctx: ParameterizedContext, deps: ProxyDeps, provider: ProviderId): Promise<void> {
+/** The caller's project; a refusal is thrown as a provider-native ProxyError. */
+export async function authenticateNative(ctx: ParameterizedContext, keys: KeyLookup, provider: ProviderId): Promise<AuthContext> {
   try {
-    await authenticate(deps.api.keys, { extract: PROXY_KEY_EXTRACTORS[provider] })(ctx, async () => undefined);
+    await authenticate(keys, { extract: PROXY_KEY_EXTRACTORS[provider] })(ctx, async () => undefined);
   } catch (err) {
     if (err instanceof ApiError) {
       const message = err.code === 'authentication_required' ? `${AUTH_HINT[provider]}` : err.message;
@@ -40,5 +41,5 @@ export async function authenticateNative(ctx: ParameterizedContext, deps: ProxyD
     }
     throw err;
   }
+  return authOf(ctx);
 }
-
