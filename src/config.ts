@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { deprecatedRoutesEnvSchema, type DeprecationNotice } from './api/deprecation';
+import { deprecatedRoutesEnvSchema, type DeprecationNotice } from './deprecation-notices';
 
 /**
  * Configuration is read once from the environment and validated here; every other module receives
@@ -118,7 +118,7 @@ const baseEnvSchema = z.object({
   STRIPE_PRICE_ENTERPRISE: z.string().optional(),
   BILLING_SUCCESS_URL: url.default('http://127.0.0.1:8080/billing/success'),
   BILLING_CANCEL_URL: url.default('http://127.0.0.1:8080/billing/cancel'),
-  /** Routes answered with Deprecation/Sunset/Link headers (JSON array, src/api/deprecation.ts). */
+  /** Routes answered with Deprecation/Sunset/Link headers (JSON array, src/deprecation-notices.ts; the headers: src/api/deprecation.ts). */
   TOLLGATE_DEPRECATED_ROUTES: deprecatedRoutesEnvSchema,
 });
 
