@@ -1,4 +1,4 @@
-/** A proxy request: its raw body, the idempotency hash of what it asks, and the routing headers (openai and anthropic proxies). */
+/** A proxy request as the HTTP side hands it over: its body parsed, the idempotency hash of what it asks, and the routing headers (openai and anthropic proxies). */
 import { createHash } from 'node:crypto';
 import type { AuthContext } from '../auth-context';
 import { jsonDepth, MAX_JSON_DEPTH } from '../json-depth';
