@@ -108,7 +108,17 @@ export const ARCHIVE_ALIGNMENT = 16;
 const ARCHIVE_PARTS: ExportPart[] = ['events', 'permits', 'executions', 'usage'];
 
 const DEFAULT_BATCH = 1000;
-const EPOCH = new Date(0);
+
+/** The time of the project's oldest row that retention archives (before `cutoff`), or null. */
+async function oldestRow(db: Queryable, projectId: string, cutoff: Date): Promise<Date | null> {
+  const { rows } = await db.query<{ at: Date | null }>(
+    `SELECT least((SELECT min(timestamp) FROM events WHERE project_id = $1 AND timestamp < $2),
+                  (SELECT min(created_at) FROM executions WHERE project_id = $1 AND created_at < $2),
+                  (SELECT min(issued_at) FROM permits WHERE project_id = $1 AND issued_at < $2)) AS at`,
+    [projectId, cutoff],
+  );
+  return rows[0].at ? new Date(rows[0].at) : null;
+}
 
 export async function runRetention(deps: RetentionDeps, opts: RetentionOptions): Promise<RetentionReport> {
   const projects = await projectsInScope(deps.db, deps.config.retention.days, opts);
@@ -171,8 +181,10 @@ async function retainLocked(deps: RetentionDeps, p: { id: string; days: number |
 async function planArchive(deps: RetentionDeps, projectId: string, cutoff: Date): Promise<ArchiveRow | null> {
   const { db } = deps;
   const base = await lastCompletedArchive(db, projectId);
-  const since = base ? new Date(base.window_until) : EPOCH;
-  if (since.getTime() >= cutoff.getTime()) return null;
+  // A project's first window starts at its oldest row, not at the epoch: an id made before it (a
+  // mistyped or invented one) is not reported as archived.
+  const since = base ? new Date(base.window_until) : await oldestRow(db, projectId, cutoff);
+  if (!since || since.getTime() >= cutoff.getTime()) return null;
   const from = base ? Number(base.last_index) + 1 : 0; // positions 1..from are archived already
   await chainAllProjectEvents(db, projectId);
   // A leaf whose time cannot be read (no row answers for it) counts as recent: nothing is deleted past it.
