@@ -17,8 +17,8 @@ export function idInstant(id: string): Date | null {
 }
 
 /** `404 archived` with the archive's id when `id` falls in an archived window of the project, else `404 not_found`. */
-export async function notFoundOrArchived(db: Queryable, projectId: string, what: string, id: string): Promise<ApiError> {
-  const at = idInstant(id);
+export async function notFoundOrArchived(db: Queryable, projectId: string, what: string, id: string, timeId: string = id): Promise<ApiError> {
+  const at = idInstant(timeId);
   const archive = at ? await archiveHolding(db, projectId, at) : null;
   if (!archive) return errors.notFound(what, id);
   return new ApiError(404, 'archived', `${what} ${id} is older than the project's retention: it was archived and deleted`, {

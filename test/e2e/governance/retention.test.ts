@@ -12,6 +12,7 @@ import { readTar } from '../../../src/compliance/tar';
 import { verifyExportCommand } from '../../../src/compliance/verify-command';
 import { claimIdempotencyKey } from '../../../src/db/repositories/idempotency';
 import { chainAllProjectEvents } from '../../../src/db/repositories/events';
+import { derivedEventId } from '../../../src/executions/lifecycle';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';
 import { verifierKey } from '../../../src/integrity/note';
@@ -130,6 +131,11 @@ describe('retention: archive, verify, then delete', () => {
     await expect(verifyLog(h.tg.db, projectId)).resolves.toMatchObject({ ok: true, events_verified: 11, checkpoint: { tree_size: 27, root: 'matches_chain' } });
     const proof = await h.call('GET', '/v1/integrity/proofs/inclusion?position=20', { key: p.clientKey });
     expect(proof.status).toBe(200);
+    // An archived position's proof is the archive's.
+    for (const q of ['position=3', `event_id=${encodeURIComponent(derivedEventId(gone.id, 1))}`]) {
+      const res = await h.call('GET', `/v1/integrity/proofs/inclusion?${q}`, { key: p.clientKey });
+      expect({ q, status: res.status, code: res.json.error?.code, archive: res.json.error?.details?.archive_id }).toEqual({ q, status: 404, code: 'archived', archive: archive.id });
+    }
 
     // A second run with the same cutoff does nothing.
     const again = await runRetention(deps(), { projectId, before: cutoff, now: new Date() });
