@@ -322,6 +322,18 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
         CROSS JOIN LATERAL (SELECT chain_pos, hash FROM event_chain WHERE project_id = t.p ORDER BY chain_pos DESC LIMIT 1) h`,
       [[...pendingOf.keys()]],
     );
+    // A project without chain rows is new, or retention archived and deleted every one of them:
+    // then its chain continues from the latest archive's head (docs/decisions.md, "Retention and archives").
+    const headless = [...pendingOf.keys()].filter((p) => !heads.some((h) => h.project_id === p));
+    if (headless.length > 0) {
+      const { rows: archived } = await client.query<{ project_id: string; chain_pos: number; hash: string }>(
+        `SELECT DISTINCT ON (project_id) project_id, (last_index + 1)::int8 AS chain_pos, head_hash AS hash
+           FROM archives WHERE project_id = ANY($1::text[]) AND status IN ('verified', 'completed')
+          ORDER BY project_id, last_index DESC`,
+        [headless],
+      );
+      heads.push(...archived.map((a) => ({ ...a, chain_pos: Number(a.chain_pos) })));
+    }
     const headOf = new Map(heads.map((h) => [h.project_id, h]));
     // One index scan for every pending seq (`= ANY`, seqscan off above): a join from the pending rows' arrays was
     // estimated so loosely that the planner chose a hash join over all of `events` once the batch

@@ -15,6 +15,7 @@ import { chainAllProjectEvents } from '../../../src/db/repositories/events';
 import { derivedEventId } from '../../../src/executions/lifecycle';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';
+import { latestCheckpoint } from '../../../src/db/repositories/integrity-log';
 import { verifierKey } from '../../../src/integrity/note';
 import { verifyLog } from '../../../src/integrity/verify-log';
 import { idInstant } from '../../../src/retention/archived';
@@ -47,6 +48,20 @@ describe('retention: archive, verify, then delete', () => {
   };
   const records = async (projectId: string) =>
     (await h.tg.db.query<{ id: string; permit_id: string; seq: string }>('SELECT id, permit_id, seq FROM executions WHERE project_id = $1 ORDER BY seq', [projectId])).rows;
+  /**
+   * Issues checkpoints until one covers `size` leaves (a call's record may be written just after
+   * its response, and the background round may issue the checkpoint first); returns its size.
+   */
+  const checkpointSize = async (projectId: string, size: number) => {
+    const signer = await complianceSigner(h.tg.db, h.tg.config);
+    const latest = async () => Number((await latestCheckpoint(h.tg.db, projectId))?.tree_size ?? 0);
+    for (let i = 0; i < 100 && (await latest()) < size; i++) {
+      await chainAllProjectEvents(h.tg.db, projectId);
+      await issueCheckpoint(h.tg.db, signer, projectId);
+      await pause(100);
+    }
+    return latest();
+  };
   const count = async (sql: string, projectId: string) => Number((await h.tg.db.query<{ n: string }>(sql, [projectId])).rows[0].n);
 
   it('archives the records before the cutoff, deletes them, answers 404 archived, and the log still verifies', async () => {
@@ -125,9 +140,7 @@ describe('retention: archive, verify, then delete', () => {
     await expect(verifyLog(h.tg.db, projectId)).resolves.toMatchObject({ ok: true, archived_through: 16, archive_id: archive.id, events_verified: 9, checkpoint: { root: 'matches_chain', signature: 'valid' } });
     await calls(p.clientKey, 2);
     await chainAllProjectEvents(h.tg.db, projectId);
-    const signer = await complianceSigner(h.tg.db, h.tg.config);
-    const issued = await issueCheckpoint(h.tg.db, signer, projectId);
-    expect(issued.issued && Number(issued.issued.tree_size)).toBe(27);
+    expect(await checkpointSize(projectId, 27)).toBe(27);
     await expect(verifyLog(h.tg.db, projectId)).resolves.toMatchObject({ ok: true, events_verified: 11, checkpoint: { tree_size: 27, root: 'matches_chain' } });
     const proof = await h.call('GET', '/v1/integrity/proofs/inclusion?position=20', { key: p.clientKey });
     expect(proof.status).toBe(200);
@@ -213,6 +226,11 @@ describe('retention: archive, verify, then delete', () => {
     const run = await runRetention(deps(), { projectId, now: new Date(Date.now() + 31 * 86_400_000) });
     expect(run.projects[0]).toMatchObject({ outcome: 'archived', archive: { status: 'completed', log_range: { first_index: 0, last_index: 15 } } });
     expect(await records(projectId)).toHaveLength(0);
+    // Every leaf is archived: the next checkpoint continues from the archive's head hash.
+    await calls(p.clientKey, 1);
+    await chainAllProjectEvents(h.tg.db, projectId);
+    expect(await checkpointSize(projectId, 17)).toBe(17);
+    await expect(verifyLog(h.tg.db, projectId)).resolves.toMatchObject({ ok: true, archived_through: 16, events_verified: 1, checkpoint: { tree_size: 17, root: 'matches_chain' } });
 
     const reset = await h.call('PATCH', `/v1/projects/${projectId}`, { key: p.adminKey, body: { retention_days: null } });
     expect(reset.json.retention_days).toBeNull();
