@@ -12,8 +12,15 @@ export function createMaintenanceActivities({ db, clock, governance, config }: P
      */
     async runRetention(): Promise<Pick<RetentionReport, 'object'> & { archived: string[] }> {
       const ctx = Context.current();
-      const report = await runRetention({ db, config }, { now: clock.now(), onStep: () => ctx.heartbeat() });
-      return { object: report.object, archived: report.projects.flatMap((p) => (p.archive ? [p.archive.id] : [])) };
+      // Building one archive can take longer than the heartbeat timeout: beat on a timer too.
+      const timer = setInterval(() => ctx.heartbeat(), 10_000);
+      timer.unref?.();
+      try {
+        const report = await runRetention({ db, config }, { now: clock.now(), onStep: () => ctx.heartbeat() });
+        return { object: report.object, archived: report.projects.flatMap((p) => (p.archive ? [p.archive.id] : [])) };
+      } finally {
+        clearInterval(timer);
+      }
     },
     /** Deletes one batch of expired idempotency records; returns the number deleted. */
     async purgeExpiredIdempotencyKeys(): Promise<number> {
