@@ -1,8 +1,27 @@
+import { Context } from '@temporalio/activity';
 import { purgeExpiredIdempotencyKeys } from '../src/db/repositories/idempotency';
+import { runRetention, type RetentionReport } from '../src/retention/run';
 import type { ActivityDeps } from './deps';
 
-export function createMaintenanceActivities({ db, clock, governance }: Pick<ActivityDeps, 'db' | 'clock' | 'governance'>) {
+export function createMaintenanceActivities({ db, clock, governance, config }: Pick<ActivityDeps, 'db' | 'clock' | 'governance' | 'config'>) {
   return {
+    /**
+     * Archives and deletes every project's records older than its retention (src/retention/run.ts).
+     * Heartbeats between steps, so a worker that dies is noticed and the run retried; a retry
+     * finishes what the dead one started.
+     */
+    async runRetention(): Promise<Pick<RetentionReport, 'object'> & { archived: string[] }> {
+      const ctx = Context.current();
+      // Building one archive can take longer than the heartbeat timeout: beat on a timer too.
+      const timer = setInterval(() => ctx.heartbeat(), 10_000);
+      timer.unref?.();
+      try {
+        const report = await runRetention({ db, config }, { now: clock.now(), onStep: () => ctx.heartbeat() });
+        return { object: report.object, archived: report.projects.flatMap((p) => (p.archive ? [p.archive.id] : [])) };
+      } finally {
+        clearInterval(timer);
+      }
+    },
     /** Deletes one batch of expired idempotency records; returns the number deleted. */
     async purgeExpiredIdempotencyKeys(): Promise<number> {
       return purgeExpiredIdempotencyKeys(db, clock.now());

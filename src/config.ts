@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { z } from 'zod';
 import { deprecatedRoutesEnvSchema, type DeprecationNotice } from './deprecation-notices';
 
@@ -52,6 +53,10 @@ const baseEnvSchema = z.object({
   TEMPORAL_WORKFLOW_BUNDLE: z.string().optional(),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
   IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24),
+  /** Days a call's records are kept before they are archived and deleted (unset or empty: kept forever); a project may override it. */
+  RETENTION_DAYS: z.preprocess((v) => (v === undefined || (typeof v === 'string' && v.trim() === '') ? undefined : v), z.coerce.number().int().min(1).max(36500).optional()),
+  /** Where retention writes its sealed archives (created when missing). */
+  ARCHIVE_DIR: z.string().optional(),
   /** 32 bytes, base64: encrypts provider keys at rest and seeds the signing key in development. */
   TOLLGATE_MASTER_KEY: optionalSecret,
   /** Bearer token GET /metrics requires; without one, /metrics is open except in production (403). */
@@ -154,6 +159,8 @@ export interface Config {
   };
   bodyLimitBytes: number;
   idempotencyRetentionHours: number;
+  /** Retention (docs/decisions.md, "Retention and archives"): days kept (undefined: forever) and the archive directory. */
+  retention: { days?: number; archiveDir: string };
   masterKey?: string;
   metricsToken?: string;
   providerTimeouts: { connectMs: number; totalMs: number };
@@ -256,6 +263,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     idempotencyRetentionHours: e.IDEMPOTENCY_RETENTION_HOURS,
+    retention: { days: e.RETENTION_DAYS, archiveDir: path.resolve(e.ARCHIVE_DIR ?? path.join('.data', 'archives')) },
     masterKey: e.TOLLGATE_MASTER_KEY,
     metricsToken: e.METRICS_TOKEN,
     providerTimeouts: { connectMs: e.PROVIDER_CONNECT_TIMEOUT_MS, totalMs: e.PROVIDER_TIMEOUT_MS },

@@ -6,6 +6,12 @@ const { purgeExpiredIdempotencyKeys, expireStaleReservations } = proxyActivities
   retry: { maximumAttempts: 5 },
 });
 
+const { runRetention } = proxyActivities<MaintenanceActivities>({
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '2 minutes',
+  retry: { initialInterval: '10 seconds', maximumInterval: '10 minutes', maximumAttempts: 5 },
+});
+
 export interface MaintenanceLoopInput {
   intervalSeconds: number;
   /** Rounds per run before continue-as-new keeps the history bounded. */
@@ -14,6 +20,7 @@ export interface MaintenanceLoopInput {
 
 export const IDEMPOTENCY_CLEANUP_WORKFLOW_ID = 'tollgate-maintenance-idempotency-cleanup';
 export const RESERVATION_EXPIRY_WORKFLOW_ID = 'tollgate-maintenance-reservation-expiry';
+export const RETENTION_WORKFLOW_ID = 'tollgate-maintenance-retention';
 
 /**
  * Deletes idempotency records past their retention window, forever, one round per interval.
@@ -32,6 +39,17 @@ export async function idempotencyCleanupWorkflow(input: MaintenanceLoopInput): P
 export async function reservationExpiryWorkflow(input: MaintenanceLoopInput): Promise<void> {
   await loop(input, async () => {
     await expireStaleReservations();
+  });
+}
+
+/**
+ * Ages out records past their project's retention: archive, verify, then delete
+ * (src/retention/run.ts). A round that fails is retried by the activity's policy and otherwise
+ * left to the next round, which resumes the unfinished archive.
+ */
+export async function retentionWorkflow(input: MaintenanceLoopInput): Promise<void> {
+  await loop(input, async () => {
+    await runRetention();
   });
 }
 

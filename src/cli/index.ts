@@ -10,6 +10,7 @@ import { getPolicy, PolicyValidationError, updatePolicy } from '../db/repositori
 import { verifyExportCommand } from '../compliance/verify-command';
 import { rotateComplianceSigner } from '../integrity/keys';
 import { verifyLog } from '../integrity/verify-log';
+import { runRetention } from '../retention/run';
 import { addMember, createUser, UserInputError } from '../auth/users';
 import { rotateProviderKeyKek } from '../management/provider-keys';
 
@@ -36,6 +37,11 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   integrity verify --project <id>                 checks the project's events against the hash chain and their
                                                   leaf hashes, and its latest checkpoint against the chain;
                                                   exits 1 and names what failed
+  retention run [--project <id>] [--before <ISO time>]
+                                                  archives each project's records older than its retention
+                                                  (RETENTION_DAYS or the project's retention_days; --before:
+                                                  that cutoff instead) to ARCHIVE_DIR, verifies the archive,
+                                                  then deletes them
   user create --email <email>                     password from $TOLLGATE_USER_PASSWORD or the first line of stdin
   user add --email <email> --project <id> --role owner|admin|viewer
                                                   adds the user to a project (or changes the role)
@@ -89,6 +95,7 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
       key: { type: 'string' },
       email: { type: 'string' },
       role: { type: 'string' },
+      before: { type: 'string' },
     },
   });
   const [noun, verb] = positionals;
@@ -158,6 +165,15 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
         const projectId = need(values.project, 'project');
         if (!(await findProject(db, projectId))) throw new UsageError(`project ${projectId} not found`);
         return await verifyLog(db, projectId);
+      }
+      case 'retention run': {
+        let before: Date | undefined;
+        if (values.before !== undefined) {
+          before = new Date(values.before);
+          if (Number.isNaN(before.getTime())) throw new UsageError('--before must be an ISO 8601 time');
+        }
+        if (values.project && !(await findProject(db, values.project))) throw new UsageError(`project ${values.project} not found`);
+        return await runRetention({ db, config }, { projectId: values.project, before, now: new Date() });
       }
       case 'user create':
         return await createUser(db, { email: need(values.email, 'email'), password: env.TOLLGATE_USER_PASSWORD ?? (await readStdinLine()) });

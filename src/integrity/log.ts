@@ -24,6 +24,7 @@ import type { Db, Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
 import { canonicalOfStored, canonicalRecord, eventHash, GENESIS_HASH, type CanonicalColumns } from '../db/repositories/events';
 import { readRecordLeaves } from '../db/repositories/record-leaves';
+import { logAnchor } from '../db/repositories/archives';
 import {
   chainHead,
   chainRowAt,
@@ -164,7 +165,7 @@ export interface LeafBatch {
  * the first position that fails.
  */
 export async function* chainedLeaves(db: Queryable, projectId: string, from: number, to: number): AsyncGenerator<LeafBatch> {
-  let prev = from === 0 ? GENESIS_HASH : (await chainRowAt(db, projectId, from))?.hash;
+  let prev = from === 0 ? GENESIS_HASH : ((await chainRowAt(db, projectId, from))?.hash ?? (await archivedHeadAt(db, projectId, from)));
   if (prev === undefined) throw new LogIntegrityError(projectId, from, `chain position ${from} is missing`);
   let n = from;
   while (n < to) {
@@ -209,6 +210,12 @@ export async function* chainedLeaves(db: Queryable, projectId: string, from: num
   }
 }
 
+/** The chain hash at `pos` when its row was deleted by retention: the head hash of the archive ending there. */
+async function archivedHeadAt(db: Queryable, projectId: string, pos: number): Promise<string | undefined> {
+  const anchor = await logAnchor(db, projectId);
+  return anchor && anchor.position === pos ? anchor.headHash : undefined;
+}
+
 /** The root of a tree from its compact range (left to right, largest first). */
 function rootOfRange(range: Buffer[]): Buffer {
   if (range.length === 0) return EMPTY_ROOT;
@@ -244,9 +251,13 @@ async function extendTree(db: Queryable, projectId: string, size: number, max: n
  * stored node): what a checkpoint of that size must have signed.
  */
 export async function rootFromChain(db: Queryable, projectId: string, size: number): Promise<Buffer> {
-  let range: Buffer[] = [];
-  let n = 0;
-  for await (const { leaves } of chainedLeaves(db, projectId, 0, size)) {
+  // Leaves archived by retention are gone: the tree of the archived prefix is its compact range,
+  // recorded from the chain when the archive was made (docs/decisions.md, "Retention and archives").
+  const anchor = await logAnchor(db, projectId);
+  const fromAnchor = anchor !== null && anchor.position <= size;
+  let range: Buffer[] = fromAnchor ? anchor.range : [];
+  let n = fromAnchor ? anchor.position : 0;
+  for await (const { leaves } of chainedLeaves(db, projectId, n, size)) {
     const out = appendLeaves(n, range, leaves);
     range = out.range;
     n = out.size;

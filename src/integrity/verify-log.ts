@@ -10,6 +10,7 @@
 import type { Pool } from 'pg';
 import { verifyEventChain } from '../db/repositories/events';
 import { latestCheckpoint, listComplianceKeys } from '../db/repositories/integrity-log';
+import { logAnchor } from '../db/repositories/archives';
 import { LogIntegrityError, logOrigin, rootFromChain } from './log';
 import { openNote, parseCheckpointText, parseVerifierKey, verifierKey } from './note';
 
@@ -17,6 +18,9 @@ export interface LogVerification {
   object: 'log_verification';
   project_id: string;
   ok: boolean;
+  /** Positions archived by retention (checked by their archive, `verify-export`): verification starts after them. */
+  archived_through: number;
+  archive_id: string | null;
   /** Leaves (events and call records) whose chain hash (and stored leaf hash) matched, in chain order, before the first that did not. */
   events_verified: number;
   /** The first event or call record that no longer matches the chain: edited, removed or reordered after it was logged. */
@@ -36,6 +40,7 @@ export async function verifyLog(db: Pool, projectId: string): Promise<LogVerific
   const chain = await verifyEventChain(db, projectId);
   if (!chain.ok) failures.push(`the event or call record at seq ${chain.broken_at_seq} no longer matches the hash chain (edited, removed or reordered after it was logged)`);
   const cp = await latestCheckpoint(db, projectId);
+  const anchor = await logAnchor(db, projectId);
   let checkpoint: LogVerification['checkpoint'] = null;
   if (cp) {
     const size = Number(cp.tree_size);
@@ -62,6 +67,8 @@ export async function verifyLog(db: Pool, projectId: string): Promise<LogVerific
     object: 'log_verification',
     project_id: projectId,
     ok: failures.length === 0,
+    archived_through: anchor?.position ?? 0,
+    archive_id: anchor?.archiveId ?? null,
     events_verified: chain.count,
     broken_at_seq: chain.broken_at_seq,
     checkpoint,

@@ -6,8 +6,8 @@ import { cursorPage, encodeCursor } from '../api/cursor';
 
 const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
 
-export function projectView(p: Project, role: Role | null) {
-  return { id: p.id, object: 'project', name: p.name, plan: p.plan, role, created_at: iso(p.created_at) };
+export function projectView(p: Omit<Project, 'retention_days'> & { retention_days?: number | null }, role: Role | null) {
+  return { id: p.id, object: 'project', name: p.name, plan: p.plan, retention_days: p.retention_days ?? null, role, created_at: iso(p.created_at) };
 }
 
 export function apiKeyView(k: ApiKeyRecord, now = new Date()) {

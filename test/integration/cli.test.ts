@@ -5,6 +5,7 @@ import { runCli } from '../../src/cli';
 import { createPool } from '../../src/db/pool';
 import { findApiKeyByKey, hashApiKey } from '../../src/db/repositories/api-keys';
 import { findProject } from '../../src/db/repositories/projects';
+import { writeEvents } from '../e2e/governance/helpers';
 
 /** The operators' CLI against the run's database (same process, same code path as `npm run cli`). */
 describe('operators CLI', () => {
@@ -69,6 +70,26 @@ describe('operators CLI', () => {
       const read = (await runCli(['policy', 'get', '--project', project.id], env)) as any;
       expect(read.document.budgets.monthly_usd_micros).toBe(7_000_000);
     });
+  });
+
+  it('runs retention for one project: its stored events before --before are archived to ARCHIVE_DIR and deleted', async () => {
+    const archiveDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-cli-archives-'));
+    const withDir = { ...env, ARCHIVE_DIR: archiveDir };
+    const project = (await runCli(['project', 'create', '--name', `cli-retention-${Date.now()}`, '--plan', 'production'], env)) as any;
+    await writeEvents(db, project.id, 20);
+    await new Promise((r) => setTimeout(r, 20));
+    const before = new Date().toISOString();
+    await writeEvents(db, project.id, 3);
+    const run = (await runCli(['retention', 'run', '--project', project.id, '--before', before], withDir)) as any;
+    expect(run.projects[0]).toMatchObject({ project_id: project.id, outcome: 'archived', archive: { status: 'completed', log_range: { first_index: 0, last_index: 15 }, deleted: { events: 16 } } });
+    expect(run.projects[0].archive.path.startsWith(path.join(archiveDir, project.id))).toBe(true);
+    expect(fs.existsSync(run.projects[0].archive.path)).toBe(true);
+    const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE project_id = $1', [project.id]);
+    expect(rows[0].n).toBe(7);
+    expect(await runCli(['integrity', 'verify', '--project', project.id], env)).toMatchObject({ ok: true, archived_through: 16, events_verified: 7 });
+    expect(((await runCli(['retention', 'run', '--project', project.id, '--before', before], withDir)) as any).projects[0].outcome).toBe('nothing_to_archive');
+    await expect(runCli(['retention', 'run', '--project', project.id, '--before', 'yesterday'], env)).rejects.toThrow(/--before must be an ISO 8601 time/);
+    await expect(runCli(['retention', 'run', '--project', 'proj_missing'], env)).rejects.toThrow(/project proj_missing not found/);
   });
 
   it('refuses bad usage with a message naming the problem', async () => {

@@ -12,6 +12,7 @@ import {
   callSchema,
 } from '../schemas/calls';
 import { callMetrics, findCall, listCalls, type CallRecord } from '../../db/repositories/calls';
+import { notFoundOrArchived } from '../../retention/archived';
 
 function callView(r: CallRecord) {
   return {
@@ -85,7 +86,7 @@ export const callRoutes = routeFamily('Calls', () => ({}), [
     handler: async (ctx, { deps }) => {
       const auth = authOf(ctx);
       const row = await findCall(deps.db, auth.projectId, ctx.params.call_id);
-      if (!row) throw errors.notFound('Call', ctx.params.call_id);
+      if (!row) throw await notFoundOrArchived(deps.db, auth.projectId, 'Call', ctx.params.call_id);
       ctx.body = callView(row);
     },
   },

@@ -10,6 +10,7 @@ import { planExecution } from '../../executions/routing';
 import { ExecuteRequest, executeRequestSchema, ExecutionRequest, executionRequestSchema } from '../../executions/schema';
 import { callerOf, runExecution, type PreparedExecution, type StreamSink } from '../../executions/service';
 import type { ParameterizedContext } from 'koa';
+import { notFoundOrArchived } from '../../retention/archived';
 
 const metricsQuery = z
   .object({
@@ -128,7 +129,7 @@ export const executionRoutes = routeFamily(
       handler: async (ctx, { deps }) => {
         const auth = authOf(ctx);
         const record = await findExecution(deps.db, auth.projectId, ctx.params.request_id);
-        if (!record) throw errors.notFound('Execution', ctx.params.request_id);
+        if (!record) throw await notFoundOrArchived(deps.db, auth.projectId, 'Execution', ctx.params.request_id);
         if (record.permit_id) ctx.set('x-svc-permit-id', record.permit_id);
         ctx.body = record.envelope;
       },

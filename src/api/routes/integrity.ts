@@ -13,6 +13,8 @@ import { complianceSigner, COMPLIANCE_KEY_PURPOSE } from '../../integrity/keys';
 import { logOrigin, proveConsistency, proveInclusion, rootAt, storedTreeSize } from '../../integrity/log';
 import { verifierKey } from '../../integrity/note';
 import { canonicalEvent, canonicalRecord } from '../../db/repositories/events';
+import { logAnchor } from '../../db/repositories/archives';
+import { notFoundOrArchived } from '../../retention/archived';
 
 const b64 = (b: Buffer) => b.toString('base64');
 
@@ -177,7 +179,7 @@ export const integrityRoutes = routeFamily(
         if (derived) {
           // A lifecycle event derived from a call record is logged as its record: the proof is the record's leaf.
           const record = await readRecordLeafById(deps.db, projectId, derived.executionId);
-          if (!record) throw errors.notFound('Governance event', q.event_id);
+          if (!record) throw await notFoundOrArchived(deps.db, projectId, 'Governance event', q.event_id!, derived.executionId);
           const link = await chainLinkOf(deps.db, projectId, record.seq);
           if (!link) throw errors.conflict('event_not_yet_logged', 'The event is not chained yet; retry in a moment');
           position = Number(link.chain_pos);
@@ -191,6 +193,8 @@ export const integrityRoutes = routeFamily(
           leaf = canonicalEvent(e);
           eventId = e.id;
         }
+        const anchor = await logAnchor(deps.db, projectId);
+        if (anchor && position! <= anchor.position) throw archivedPositions(anchor.archiveId, position!);
         const { size: treeSize, checkpoint } = await treeSizeOr(projectId, q.tree_size);
         if (position! > treeSize) throw errors.conflict('event_not_yet_checkpointed', `Position ${position} is not covered by a tree of ${treeSize} leaves yet; retry after the next checkpoint`, { position, tree_size: treeSize });
         const p = await proveInclusion(deps.db, projectId, position! - 1, treeSize);
@@ -225,7 +229,12 @@ export const integrityRoutes = routeFamily(
           proveConsistency(deps.db, projectId, q.first, second),
           rootAt(deps.db, projectId, q.first),
           checkpointAtSize(deps.db, projectId, q.first),
-        ]);
+        ]).catch(async (err: unknown) => {
+          // A tree size inside an archived prefix may need leaves retention deleted: its proofs are the archive's.
+          const anchor = await logAnchor(deps.db, projectId);
+          if (anchor && q.first < anchor.position && err instanceof Error && /is not stored/.test(err.message)) throw archivedPositions(anchor.archiveId, q.first);
+          throw err;
+        });
         ctx.body = {
           object: 'consistency_proof',
           first: q.first,
@@ -240,3 +249,8 @@ export const integrityRoutes = routeFamily(
     },
   ],
 );
+
+/** A position or tree size inside the log's archived prefix: its leaves were deleted by retention, its proofs are in the archive. */
+function archivedPositions(archiveId: string, position: number): ApiError {
+  return new ApiError(404, 'archived', `Position ${position} of the log is older than the project's retention: its proof is in archive ${archiveId}`, { position, archive_id: archiveId });
+}

@@ -16,6 +16,7 @@ import {
   permitUsageRollupSchema,
 } from '../schemas/permits';
 import { attestSchema, evidenceSchema, exportQuerySchema, listQuerySchema, permitRequestSchema, revokeSchema, usageSchema } from '../../permits/schemas';
+import { orArchived } from '../../retention/archived';
 
 const body = (ctx: ParameterizedContext) => ctx.request.body ?? {};
 const query = (ctx: ParameterizedContext) => ({ ...ctx.query }) as Record<string, unknown>;
@@ -27,7 +28,7 @@ const query = (ctx: ParameterizedContext) => ({ ...ctx.query }) as Record<string
  */
 export const permitRoutes = routeFamily(
   'Permits',
-  (deps) => ({ svc: deps.permits }),
+  (deps) => ({ svc: deps.permits, db: deps.db }),
   [
     {
       method: 'post',
@@ -105,8 +106,9 @@ export const permitRoutes = routeFamily(
       members: true,
       summary: 'A permit',
       response: permitSchema,
-      handler: async (ctx, { svc }) => {
-        ctx.body = await svc.view(await svc.getPermit(authOf(ctx).projectId, ctx.params.permit_id));
+      handler: async (ctx, { svc, db }) => {
+        const projectId = authOf(ctx).projectId;
+        ctx.body = await svc.view(await orArchived(db, projectId, 'Permit', ctx.params.permit_id, () => svc.getPermit(projectId, ctx.params.permit_id)));
       },
     },
     {

@@ -5,7 +5,7 @@ import { apiKeyListSchema, apiKeySchema, createdApiKeySchema, projectListSchema,
 import { routeFamily } from '../route-table';
 import { actorOf, hasRole, managementAuthorizer, principalOf, projectOf } from '../middleware/user-auth';
 import { withTransaction } from '../../db/pool';
-import { createProject, findProject, PLANS, renameProject, setProjectPlan } from '../../db/repositories/projects';
+import { createProject, findProject, PLANS, renameProject, setProjectPlan, setProjectRetention } from '../../db/repositories/projects';
 import { createApiKey, listApiKeys, pageApiKeys, revokeApiKey } from '../../db/repositories/api-keys';
 import { listUserProjects, upsertMember } from '../../db/repositories/users';
 import { apiKeyView, listPage, projectView } from '../../management/views';
@@ -23,9 +23,14 @@ export const createKeySchema = z
 export const createProjectSchema = z.object({ name: z.string().trim().min(1).max(200) }).strict();
 
 export const updateProjectSchema = z
-  .object({ name: z.string().trim().min(1).max(200).optional(), plan: z.enum(PLANS as [string, ...string[]]).optional() })
+  .object({
+    name: z.string().trim().min(1).max(200).optional(),
+    plan: z.enum(PLANS as [string, ...string[]]).optional(),
+    /** Days the project's records are kept before they are archived and deleted; null: the gateway's RETENTION_DAYS. */
+    retention_days: z.number().int().min(1).max(36500).nullable().optional(),
+  })
   .strict()
-  .refine((b) => b.name !== undefined || b.plan !== undefined, { message: 'give name, plan or both' });
+  .refine((b) => b.name !== undefined || b.plan !== undefined || b.retention_days !== undefined, { message: 'give name, plan or retention_days' });
 
 export const cursorAfter = (cursor: string | undefined) => {
   if (!cursor) return undefined;
@@ -113,7 +118,7 @@ export const projectRoutes = routeFamily(
       path: '/v1/projects/:project_id',
       stability: 'Management',
       auth: 'native',
-      summary: 'Rename (admin) or change the plan (owner) of a project',
+      summary: 'Rename or set the retention (admin), or change the plan (owner) of a project',
       response: projectSchema,
       body: updateProjectSchema,
       handler: async (ctx, { deps, admin }) => {
@@ -126,6 +131,7 @@ export const projectRoutes = routeFamily(
         let project = await findProject(deps.db, projectId);
         if (!project) throw errors.notFound('Project', projectId);
         if (body.name !== undefined) project = (await renameProject(deps.db, projectId, body.name)) ?? project;
+        if (body.retention_days !== undefined) project = (await setProjectRetention(deps.db, projectId, body.retention_days)) ?? project;
         if (body.plan !== undefined && body.plan !== project.plan) {
           project = (await setProjectPlan(deps.db, projectId, body.plan as typeof project.plan)) ?? project;
           // Other processes drop cached keys on the database's change notice; this one at once.

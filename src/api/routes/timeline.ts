@@ -5,6 +5,7 @@ import { permitTimelineSchema, requestTimelineSchema } from '../schemas/events';
 import { permitsEvents, requestEvents } from '../../db/repositories/log-events';
 import { timelineEventView as eventView } from '../../events/view';
 import { findPermit, listChildPermits, listPermitsByRequest, PermitRecord } from '../../db/repositories/permits';
+import { notFoundOrArchived } from '../../retention/archived';
 
 const distinct = (values: (string | null)[]) => [...new Set(values.filter((v): v is string => typeof v === 'string'))];
 
@@ -45,7 +46,7 @@ export const timelineRoutes = routeFamily(
           requestEvents(deps.db, auth.projectId, requestId),
           listPermitsByRequest(deps.db, auth.projectId, requestId),
         ]);
-        if (events.length === 0 && permits.length === 0) throw errors.notFound('Request', requestId);
+        if (events.length === 0 && permits.length === 0) throw await notFoundOrArchived(deps.db, auth.projectId, 'Request', requestId);
         ctx.body = {
           project_id: auth.projectId,
           request_id: requestId,

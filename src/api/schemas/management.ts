@@ -23,7 +23,7 @@ export const logoutSchema = z.looseObject({ object: z.literal('logout'), revoked
 const role = z.enum(['owner', 'admin', 'viewer']);
 
 export const projectSchema = z
-  .looseObject({ id: z.string(), object: z.literal('project'), name: z.string(), plan: z.enum(['starter', 'production', 'enterprise']), role: role.nullable(), created_at: iso })
+  .looseObject({ id: z.string(), object: z.literal('project'), name: z.string(), plan: z.enum(['starter', 'production', 'enterprise']), retention_days: z.number().int().nullable(), role: role.nullable(), created_at: iso })
   .meta({ id: 'Project' });
 
 export const projectListSchema = z.looseObject({ object: z.literal('list'), data: z.array(projectSchema), next_cursor: z.string().nullable() }).meta({ id: 'ProjectList' });

@@ -6,6 +6,7 @@ import { newId } from '../../ids';
 import { leafHash, leafHashHex } from '../../integrity/merkle';
 import { recordLeafEvent } from '../../executions/lifecycle';
 import { readRecordLeaves, type StoredRecordLeaf } from './record-leaves';
+import { logAnchor } from './archives';
 
 /**
  * The append-only event log timelines are rebuilt from. Each project has its own hash chain:
@@ -321,6 +322,18 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
         CROSS JOIN LATERAL (SELECT chain_pos, hash FROM event_chain WHERE project_id = t.p ORDER BY chain_pos DESC LIMIT 1) h`,
       [[...pendingOf.keys()]],
     );
+    // A project without chain rows is new, or retention archived and deleted every one of them:
+    // then its chain continues from the latest archive's head (docs/decisions.md, "Retention and archives").
+    const headless = [...pendingOf.keys()].filter((p) => !heads.some((h) => h.project_id === p));
+    if (headless.length > 0) {
+      const { rows: archived } = await client.query<{ project_id: string; chain_pos: number; hash: string }>(
+        `SELECT DISTINCT ON (project_id) project_id, (last_index + 1)::int8 AS chain_pos, head_hash AS hash
+           FROM archives WHERE project_id = ANY($1::text[]) AND status IN ('verified', 'completed')
+          ORDER BY project_id, last_index DESC`,
+        [headless],
+      );
+      heads.push(...archived.map((a) => ({ ...a, chain_pos: Number(a.chain_pos) })));
+    }
     const headOf = new Map(heads.map((h) => [h.project_id, h]));
     // One index scan for every pending seq (`= ANY`, seqscan off above): a join from the pending rows' arrays was
     // estimated so loosely that the planner chose a hash join over all of `events` once the batch
@@ -540,9 +553,12 @@ export interface ChainVerification {
  */
 export async function verifyEventChain(db: Pool, projectId: string): Promise<ChainVerification> {
   await chainAllProjectEvents(db, projectId);
-  let prev = GENESIS_HASH;
+  // Records archived by retention are verified by their archive: the chain continues from its head.
+  const anchor = await logAnchor(db, projectId);
+  let prev = anchor?.headHash ?? GENESIS_HASH;
   let count = 0;
-  let afterPos = 0;
+  let afterPos = anchor?.position ?? 0;
+  const archivedSeq = anchor?.lastSeq ?? '-1';
   for (;;) {
     // From the chain's side, so an event row deleted after chaining is a gap (e.seq IS NULL).
     const { rows } = await db.query<Omit<EventRecord, 'seq'> & { seq: number | null; chain_seq: string; chain_pos: number; leaf_hash: Buffer | null }>(
@@ -576,18 +592,18 @@ export async function verifyEventChain(db: Pool, projectId: string): Promise<Cha
   // An event or call record neither chained nor waiting to be: its chain row was removed.
   const { rows: orphans } = await db.query<{ seq: string }>(
     `(SELECT e.seq FROM events e
-       WHERE e.project_id = $1
+       WHERE e.project_id = $1 AND e.seq > $2
          AND NOT EXISTS (SELECT 1 FROM event_chain c WHERE c.seq = e.seq)
          AND NOT EXISTS (SELECT 1 FROM event_chain_pending p WHERE p.project_id = e.project_id AND e.seq = ANY(p.seqs))
        ORDER BY e.seq LIMIT 1)
      UNION ALL
      (SELECT x.seq FROM executions x
-       WHERE x.project_id = $1 AND x.seq IS NOT NULL
+       WHERE x.project_id = $1 AND x.seq > $2
          AND NOT EXISTS (SELECT 1 FROM event_chain c WHERE c.seq = x.seq)
          AND NOT EXISTS (SELECT 1 FROM event_chain_pending p WHERE p.project_id = x.project_id AND x.seq = ANY(p.seqs))
        ORDER BY x.seq LIMIT 1)
      ORDER BY seq LIMIT 1`,
-    [projectId],
+    [projectId, archivedSeq],
   );
   if (orphans.length > 0) return { ok: false, count, broken_at_seq: Number(orphans[0].seq), head_hash: prev };
   return { ok: true, count, broken_at_seq: null, head_hash: prev };

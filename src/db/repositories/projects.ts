@@ -9,6 +9,8 @@ export interface Project {
   name: string;
   plan: Plan;
   created_at: Date;
+  /** Days its records are kept (null: the gateway's RETENTION_DAYS). */
+  retention_days: number | null;
 }
 
 export async function createProject(db: Queryable, input: { name: string; plan?: Plan }): Promise<Project> {
@@ -36,5 +38,11 @@ export async function findProjectPlan(db: Queryable, id: string): Promise<Plan |
 
 export async function renameProject(db: Queryable, id: string, name: string): Promise<Project | null> {
   const { rows } = await db.query<Project>('UPDATE projects SET name = $2 WHERE id = $1 RETURNING *', [id, name]);
+  return rows[0] ?? null;
+}
+
+/** Sets the project's retention override (null: the gateway's RETENTION_DAYS). */
+export async function setProjectRetention(db: Queryable, id: string, days: number | null): Promise<Project | null> {
+  const { rows } = await db.query<Project>('UPDATE projects SET retention_days = $2 WHERE id = $1 RETURNING *', [id, days]);
   return rows[0] ?? null;
 }

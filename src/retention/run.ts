@@ -1,0 +1,393 @@
+/**
+ * Retention with archives (docs/decisions.md, "Retention and archives"): for each project whose
+ * retention has passed some of its records, a sealed archive of them in the compliance export
+ * format is written to ARCHIVE_DIR, read back and verified by the offline verifier, recorded, and
+ * only then are the project's aged-out rows deleted, in short batches.
+ *
+ * Every step can be interrupted and run again. An archive row is `building` until its file has
+ * verified (nothing is deleted meanwhile; a rerun rebuilds the file), `verified` while its rows are
+ * deleted (a rerun resumes the deletion), `completed` after. A project has at most one unfinished
+ * archive, and a run always finishes it before planning a new one.
+ */
+import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, readFile, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { once } from 'node:events';
+import type { Config } from '../config';
+import type { Db, Queryable } from '../db/pool';
+import { withTransaction } from '../db/pool';
+import { newId } from '../ids';
+import { buildExportPart, exportBundle, finalizeExport } from '../compliance/build';
+import { verifyExportCommand } from '../compliance/verify-command';
+import { findExport, insertExport, updateExport, type ExportPart } from '../db/repositories/compliance-exports';
+import { chainAllProjectEvents } from '../db/repositories/events';
+import { chainHead, latestCheckpoint } from '../db/repositories/integrity-log';
+import {
+  addArchiveDeleted,
+  insertArchive,
+  lastCompletedArchive,
+  markArchiveCompleted,
+  markArchiveVerified,
+  openArchive,
+  type ArchiveRow,
+} from '../db/repositories/archives';
+import { complianceSigner } from '../integrity/keys';
+import { chainedLeaves, issueCheckpoint } from '../integrity/log';
+import { appendLeaves } from '../integrity/merkle';
+import { verifierKey } from '../integrity/note';
+
+export interface RetentionDeps {
+  db: Db;
+  config: Pick<Config, 'env' | 'masterKey' | 'databaseUrl' | 'retention'>;
+}
+
+export interface RetentionOptions {
+  /** One project (an operator's run, e.g. an account closing); default: every project with a retention. */
+  projectId?: string;
+  /** Cutoff instead of now − the retention (applies to every project the run covers). */
+  before?: Date;
+  now: Date;
+  /** Rows per delete statement. */
+  batchSize?: number;
+  /** Called after each step; a test throws from it to stop a run there, as a killed process would. */
+  onStep?: (step: 'archived' | 'verified' | 'batch', archiveId: string) => void | Promise<void>;
+}
+
+export interface ProjectRetention {
+  project_id: string;
+  cutoff: string | null;
+  /** `locked`: another process is running retention for the project. */
+  outcome: 'archived' | 'nothing_to_archive' | 'no_retention' | 'locked';
+  archive: ArchiveView | null;
+}
+
+export interface RetentionReport {
+  object: 'retention_run';
+  projects: ProjectRetention[];
+}
+
+export interface ArchiveView {
+  id: string;
+  object: 'archive';
+  project_id: string;
+  status: string;
+  window: { since: string; until: string };
+  log_range: { first_index: number; last_index: number; checkpoint_size: number };
+  path: string;
+  sha256: string | null;
+  bytes: number | null;
+  deleted: Record<string, number>;
+}
+
+export function archiveView(a: ArchiveRow): ArchiveView {
+  return {
+    id: a.id,
+    object: 'archive',
+    project_id: a.project_id,
+    status: a.status,
+    window: { since: new Date(a.window_since).toISOString(), until: new Date(a.window_until).toISOString() },
+    log_range: { first_index: Number(a.first_index), last_index: Number(a.last_index), checkpoint_size: Number(a.checkpoint_size) },
+    path: a.path,
+    sha256: a.sha256,
+    bytes: a.bytes === null ? null : Number(a.bytes),
+    deleted: a.deleted,
+  };
+}
+
+/**
+ * An archive's leaf range ends on a multiple of 16 leaves: the tree's nodes of levels 1–3 are not
+ * stored but hashed from their leaves when a proof needs them (src/integrity/log.ts, `treeNodes`),
+ * so every such node must lie wholly inside the archived prefix (never needed again: every
+ * retained leaf's proof and every later checkpoint uses the stored nodes of level 4 and up there)
+ * or wholly after it (its leaves retained).
+ */
+export const ARCHIVE_ALIGNMENT = 16;
+
+/** The parts an archive holds: the log range and the rows of the window that retention deletes. */
+const ARCHIVE_PARTS: ExportPart[] = ['events', 'permits', 'executions', 'usage'];
+
+const DEFAULT_BATCH = 1000;
+
+/** The time of the project's oldest row that retention archives (before `cutoff`), or null. */
+async function oldestRow(db: Queryable, projectId: string, cutoff: Date): Promise<Date | null> {
+  const { rows } = await db.query<{ at: Date | null }>(
+    `SELECT least((SELECT min(timestamp) FROM events WHERE project_id = $1 AND timestamp < $2),
+                  (SELECT min(created_at) FROM executions WHERE project_id = $1 AND created_at < $2),
+                  (SELECT min(issued_at) FROM permits WHERE project_id = $1 AND issued_at < $2)) AS at`,
+    [projectId, cutoff],
+  );
+  return rows[0].at ? new Date(rows[0].at) : null;
+}
+
+export async function runRetention(deps: RetentionDeps, opts: RetentionOptions): Promise<RetentionReport> {
+  const projects = await projectsInScope(deps.db, deps.config.retention.days, opts);
+  const out: ProjectRetention[] = [];
+  for (const p of projects) out.push(await retainProject(deps, p, opts));
+  return { object: 'retention_run', projects: out };
+}
+
+async function projectsInScope(db: Queryable, globalDays: number | undefined, opts: RetentionOptions): Promise<{ id: string; days: number | null }[]> {
+  const { rows } = await db.query<{ id: string; retention_days: number | null }>(
+    `SELECT id, retention_days FROM projects
+      WHERE ($1::text IS NULL OR id = $1)
+        AND ($1::text IS NOT NULL OR $2::boolean OR retention_days IS NOT NULL OR $3::int IS NOT NULL
+             OR EXISTS (SELECT 1 FROM archives a WHERE a.project_id = projects.id AND a.status <> 'completed'))
+      ORDER BY id`,
+    [opts.projectId ?? null, opts.before !== undefined, globalDays ?? null],
+  );
+  return rows.map((r) => ({ id: r.id, days: r.retention_days ?? globalDays ?? null }));
+}
+
+/** Session advisory lock class of a project's retention run (one runner per project across processes). */
+const RETENTION_LOCK = 7403;
+
+async function retainProject(deps: RetentionDeps, p: { id: string; days: number | null }, opts: RetentionOptions): Promise<ProjectRetention> {
+  const client = await deps.db.connect();
+  try {
+    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [RETENTION_LOCK, p.id]);
+    if (!rows[0].ok) return { project_id: p.id, cutoff: null, outcome: 'locked', archive: null };
+    try {
+      return await retainLocked(deps, p, opts);
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [RETENTION_LOCK, p.id]);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+async function retainLocked(deps: RetentionDeps, p: { id: string; days: number | null }, opts: RetentionOptions): Promise<ProjectRetention> {
+  // An unfinished archive is finished first, whatever this run's cutoff: its rows may be half deleted.
+  const open = await openArchive(deps.db, p.id);
+  if (open) {
+    const done = await finishArchive(deps, open, opts);
+    return { project_id: p.id, cutoff: new Date(open.window_until).toISOString(), outcome: 'archived', archive: archiveView(done) };
+  }
+  const cutoff = opts.before ?? (p.days === null ? null : new Date(opts.now.getTime() - p.days * 86_400_000));
+  if (!cutoff) return { project_id: p.id, cutoff: null, outcome: 'no_retention', archive: null };
+  const planned = await planArchive(deps, p.id, cutoff);
+  if (!planned) return { project_id: p.id, cutoff: cutoff.toISOString(), outcome: 'nothing_to_archive', archive: null };
+  const done = await finishArchive(deps, planned, opts);
+  return { project_id: p.id, cutoff: cutoff.toISOString(), outcome: 'archived', archive: archiveView(done) };
+}
+
+/**
+ * Fixes the next archive's range: from the end of the last one to the last position before the
+ * first leaf (event or call record) at or after the cutoff, within the latest checkpoint (issued
+ * now if the chain grew), rounded down to ARCHIVE_ALIGNMENT. Records the chain's head hash and
+ * the tree's compact range there, computed from the chain before anything is deleted.
+ */
+async function planArchive(deps: RetentionDeps, projectId: string, cutoff: Date): Promise<ArchiveRow | null> {
+  const { db } = deps;
+  const base = await lastCompletedArchive(db, projectId);
+  // A project's first window starts at its oldest row, not at the epoch: an id made before it (a
+  // mistyped or invented one) is not reported as archived.
+  const since = base ? new Date(base.window_until) : await oldestRow(db, projectId, cutoff);
+  if (!since || since.getTime() >= cutoff.getTime()) return null;
+  const from = base ? Number(base.last_index) + 1 : 0; // positions 1..from are archived already
+  await chainAllProjectEvents(db, projectId);
+  // A leaf whose time cannot be read (no row answers for it) counts as recent: nothing is deleted past it.
+  const { rows } = await db.query<{ pos: string | null }>(
+    `SELECT min(c.chain_pos) AS pos
+       FROM event_chain c
+       LEFT JOIN events e ON e.seq = c.seq
+       LEFT JOIN executions x ON x.project_id = c.project_id AND x.seq = c.seq
+      WHERE c.project_id = $1 AND c.chain_pos > $2
+        AND coalesce(e.timestamp, x.completed_at, 'infinity'::timestamptz) >= $3`,
+    [projectId, from, cutoff],
+  );
+  let end = rows[0].pos === null ? await chainHead(db, projectId) : Number(rows[0].pos) - 1;
+  const signer = await complianceSigner(db, deps.config);
+  for (let i = 0; i < 20; i++) {
+    const cp = await latestCheckpoint(db, projectId);
+    if (cp && Number(cp.tree_size) >= end) break;
+    const r = await issueCheckpoint(db, signer, projectId);
+    if (!r.issued && r.reason === 'up_to_date') break;
+    if (!r.issued) await new Promise((res) => setTimeout(res, 200));
+  }
+  const cp = await latestCheckpoint(db, projectId);
+  if (!cp) return null;
+  end = Math.min(end, Number(cp.tree_size));
+  end -= end % ARCHIVE_ALIGNMENT;
+  if (end <= from) return null;
+
+  let range: Buffer[] = base ? base.compact_range.map((h) => Buffer.from(h, 'base64')) : [];
+  let n = from;
+  for await (const { leaves } of chainedLeaves(db, projectId, from, end)) {
+    const next = appendLeaves(n, range, leaves);
+    range = next.range;
+    n = next.size;
+  }
+  const { rows: last } = await db.query<{ seq: string; hash: string }>('SELECT seq, hash FROM event_chain WHERE project_id = $1 AND chain_pos = $2', [projectId, end]);
+  const head = last[0] ?? null;
+  if (!head) throw new Error(`project ${projectId}: chain position ${end} is missing`);
+  const id = newId('arch');
+  return insertArchive(db, {
+    id,
+    project_id: projectId,
+    window_since: since,
+    window_until: cutoff,
+    first_index: from,
+    last_index: end - 1,
+    last_seq: head.seq,
+    head_hash: head.hash,
+    compact_range: range.map((h) => h.toString('base64')),
+    checkpoint_size: Number(cp.tree_size),
+    path: path.join(deps.config.retention.archiveDir, projectId, `${id}.tar`),
+  });
+}
+
+async function finishArchive(deps: RetentionDeps, a: ArchiveRow, opts: RetentionOptions): Promise<ArchiveRow> {
+  if (a.status === 'building') {
+    const { sha256, bytes } = await writeArchive(deps, a);
+    await opts.onStep?.('archived', a.id);
+    await verifyArchiveFile(deps, a, sha256);
+    await markArchiveVerified(deps.db, a.id, sha256, bytes);
+    await opts.onStep?.('verified', a.id);
+  }
+  await deleteArchived(deps.db, a, opts);
+  const done = await markArchiveCompleted(deps.db, a.id);
+  return done!;
+}
+
+/**
+ * Builds the archive with the compliance export's code (an export row of the archive's id, its
+ * range fixed to the archive's), streams the bundle to a temporary file, renames it into place,
+ * then drops the export's rows: the archive lives in ARCHIVE_DIR, not in PostgreSQL.
+ */
+async function writeArchive(deps: RetentionDeps, a: ArchiveRow): Promise<{ sha256: string; bytes: number }> {
+  const { db } = deps;
+  const build = { db, config: deps.config };
+  await db.query('DELETE FROM compliance_exports WHERE id = $1', [a.id]);
+  await insertExport(db, { id: a.id, projectId: a.project_id, since: new Date(a.window_since), until: new Date(a.window_until), include: ARCHIVE_PARTS, requestedBy: 'retention' });
+  await updateExport(db, a.id, { status: 'running', started: true, first_index: Number(a.first_index), last_index: Number(a.last_index), checkpoint_size: Number(a.checkpoint_size) });
+  if (!(await findExport(db, null, a.id))) throw new Error(`archive ${a.id}: its export row disappeared`);
+  for (const part of ARCHIVE_PARTS) await buildExportPart(build, a.id, part);
+  await finalizeExport(build, a.id);
+  await mkdir(path.dirname(a.path), { recursive: true });
+  const tmp = `${a.path}.partial`;
+  const hash = createHash('sha256');
+  let bytes = 0;
+  const file = createWriteStream(tmp);
+  try {
+    const bundle = await exportBundle(db, a.id);
+    for await (const piece of bundle.pieces) {
+      hash.update(piece);
+      bytes += piece.length;
+      if (!file.write(piece)) await once(file, 'drain');
+    }
+    file.end();
+    await once(file, 'finish');
+  } catch (err) {
+    file.destroy();
+    await rm(tmp, { force: true });
+    throw err;
+  }
+  await rename(tmp, a.path);
+  await db.query('DELETE FROM compliance_exports WHERE id = $1', [a.id]);
+  return { sha256: hash.digest('hex'), bytes };
+}
+
+export class ArchiveVerificationError extends Error {}
+
+/** Reads the archive back from disk and verifies it as `verify-export` does, and that it is this archive's range. */
+async function verifyArchiveFile(deps: RetentionDeps, a: ArchiveRow, sha256: string): Promise<void> {
+  const signer = await complianceSigner(deps.db, deps.config);
+  const result = verifyExportCommand(a.path, verifierKey(signer.keyName, signer.publicKey32));
+  const expected = Number(a.last_index) - Number(a.first_index) + 1;
+  if (!result.ok || result.project_id !== a.project_id || result.events_verified !== expected || result.checkpoint?.tree_size !== Number(a.checkpoint_size)) {
+    const why = result.failures[0]?.message ?? `${result.events_verified} of ${expected} records verified`;
+    throw new ArchiveVerificationError(`archive ${a.id} (${a.path}) did not verify: ${why}`);
+  }
+  const onDisk = createHash('sha256').update(await readFile(a.path)).digest('hex');
+  if (onDisk !== sha256) throw new ArchiveVerificationError(`archive ${a.id}: the file on disk is not the one written`);
+}
+
+/**
+ * Deletes the archived rows, a short transaction per batch: the leaves of the archived range (the
+ * event or call record and its chain row together, in chain order, so the retained log never has a
+ * chain row without its record), then the rows older than the cutoff that are no leaf (call
+ * records without a place in the log, permits no retained record or event names, their usage
+ * reports, evidence and attestations, idempotency keys). Checkpoints and the tree's stored nodes
+ * above the leaves stay: every archive keeps verifying against them.
+ */
+async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptions): Promise<void> {
+  const batch = opts.batchSize ?? DEFAULT_BATCH;
+  const project = a.project_id;
+  const end = Number(a.last_index) + 1;
+  const cutoff = new Date(a.window_until);
+  const step = async () => opts.onStep?.('batch', a.id);
+
+  for (;;) {
+    const n = await withTransaction(db, async (c) => {
+      const { rows } = await c.query<{ seq: string }>('SELECT seq FROM event_chain WHERE project_id = $1 AND chain_pos <= $2 ORDER BY chain_pos LIMIT $3', [project, end, batch]);
+      if (rows.length === 0) return 0;
+      const seqs = rows.map((r) => r.seq);
+      const ev = await c.query('DELETE FROM events WHERE project_id = $1 AND seq = ANY($2::bigint[])', [project, seqs]);
+      const ex = await c.query('DELETE FROM executions WHERE project_id = $1 AND seq = ANY($2::bigint[])', [project, seqs]);
+      const ch = await c.query('DELETE FROM event_chain WHERE project_id = $1 AND seq = ANY($2::bigint[])', [project, seqs]);
+      await addArchiveDeleted(c, a.id, 'events', ev.rowCount ?? 0);
+      await addArchiveDeleted(c, a.id, 'executions', ex.rowCount ?? 0);
+      await addArchiveDeleted(c, a.id, 'event_chain', ch.rowCount ?? 0);
+      return rows.length;
+    });
+    if (n === 0) break;
+    await step();
+  }
+  // Leaves written out into merkle_nodes (rows chained before leaf hashes were stored) go with their rows.
+  await drain(db, a.id, 'merkle_nodes', step, () =>
+    db.query(
+      `DELETE FROM merkle_nodes WHERE ctid = ANY(ARRAY(SELECT ctid FROM merkle_nodes WHERE project_id = $1 AND level = 0 AND idx < $2 LIMIT $3))`,
+      [project, end, batch],
+    ),
+  );
+  await drain(db, a.id, 'executions', step, () =>
+    db.query(
+      `DELETE FROM executions WHERE id = ANY(ARRAY(SELECT id FROM executions WHERE project_id = $1 AND seq IS NULL AND created_at < $2 LIMIT $3))`,
+      [project, cutoff, batch],
+    ),
+  );
+  // A permit stays while a retained record or event names it (a record's leaf holds its permit's
+  // decision fields) or a retained permit descends from it.
+  await drain(db, a.id, 'permits', step, () =>
+    withTransaction(db, async (c) => {
+      const { rows } = await c.query<{ id: string }>(
+        `SELECT p.id FROM permits p
+          WHERE p.project_id = $1 AND p.issued_at < $2
+            AND NOT EXISTS (SELECT 1 FROM executions x WHERE x.project_id = p.project_id AND x.permit_id = p.id)
+            AND NOT EXISTS (SELECT 1 FROM events e WHERE e.project_id = p.project_id AND e.permit_id = p.id)
+            AND NOT EXISTS (SELECT 1 FROM permits k WHERE k.parent_permit_id = p.id AND k.issued_at >= $2)
+          ORDER BY p.issued_at LIMIT $3`,
+        [project, cutoff, batch],
+      );
+      if (rows.length === 0) return { rowCount: 0 };
+      const ids = rows.map((r) => r.id);
+      await c.query('DELETE FROM permit_usage_reports WHERE permit_id = ANY($1::text[])', [ids]);
+      await c.query('DELETE FROM permit_evidence WHERE permit_id = ANY($1::text[])', [ids]);
+      await c.query('DELETE FROM permit_attestations WHERE permit_id = ANY($1::text[]) OR child_permit_id = ANY($1::text[])', [ids]);
+      // A child whose parent is in this batch goes first; a parent a later child still names waits for a later batch.
+      return c.query(
+        `DELETE FROM permits p WHERE p.id = ANY($1::text[])
+           AND NOT EXISTS (SELECT 1 FROM permits k WHERE k.parent_permit_id = p.id AND NOT (k.id = ANY($1::text[])))`,
+        [ids],
+      );
+    }),
+  );
+  await drain(db, a.id, 'idempotency_keys', step, () =>
+    db.query(
+      `DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(SELECT ctid FROM idempotency_keys WHERE project_id = $1 AND created_at < $2 LIMIT $3))`,
+      [project, cutoff, batch],
+    ),
+  );
+}
+
+async function drain(db: Db, archiveId: string, table: string, step: () => Promise<void>, once_: () => Promise<{ rowCount: number | null }>): Promise<void> {
+  for (;;) {
+    const r = await once_();
+    const n = r.rowCount ?? 0;
+    await addArchiveDeleted(db, archiveId, table, n);
+    if (n === 0) return;
+    await step();
+  }
+}
