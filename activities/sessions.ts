@@ -32,6 +32,11 @@ export function createSessionActivities(deps: ActivityDeps) {
     async closeSession(input: CloseSessionInput): Promise<void> {
       const session = await findSession(deps.db, input.projectId, input.sessionId);
       if (!session) return;
+      // Reservations first: once a reader sees the session closed, nothing of it is still held. A
+      // retry after a failure between the two releases nothing twice (only active ones are).
+      for (const permitId of await listUnsettledPermitIds(deps.db, input.sessionId)) {
+        await deps.governance.release(permitId, `session_${input.status}`);
+      }
       const at = deps.clock.now();
       await withTransaction(deps.db, (c) =>
         closeSessionRecord(
@@ -46,9 +51,6 @@ export function createSessionActivities(deps: ActivityDeps) {
           }, at),
         ),
       );
-      for (const permitId of await listUnsettledPermitIds(deps.db, input.sessionId)) {
-        await deps.governance.release(permitId, `session_${input.status}`);
-      }
     },
   };
 }

@@ -12,6 +12,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { startHarness, type Harness } from '../e2e/executions/helpers';
 import { PASSWORD, userWithRoles } from '../e2e/management/support';
 import type { TestProject } from '../support/tollgate';
+import { waitUntil } from '../support/wait';
 import { ensureDashboard } from '../../scripts/lib/dashboard';
 
 // The page.evaluate callbacks run in the browser; the test program itself has no DOM types.
@@ -90,6 +91,8 @@ describe('dashboard in Chromium', () => {
     await page.getByLabel('Status').selectOption('failed');
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.waitForURL(/#\/calls\?status=failed$/);
+    // The filtered page replaces the list: its top row was the failed call before too, so wait for the count.
+    await waitUntil(async () => (await rows.count()) === 1, 15_000, 100).catch(() => undefined);
     await expectText(rows.first(), /failed/);
     expect(await rows.count()).toBe(1);
     await page.reload();
