@@ -14006,6 +14006,10 @@ export interface components {
                 actual_calls: number;
                 expected_calls: number | null;
                 max_calls: number | null;
+                /** @description The projected cost stored with the intent (its projected_cost.amount_micros) */
+                projected_cost_usd_micros: number;
+                /** @description The cost of the calls recorded under the intent so far */
+                actual_cost_usd_micros: number;
                 declared_at: string;
                 expires_at: string | null;
             } & {

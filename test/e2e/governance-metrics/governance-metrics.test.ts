@@ -99,6 +99,36 @@ describe('GET /v1/metrics/governance (the Governance page aggregates)', () => {
     expect((await metrics(window('2026-01-01T00:00:00Z', '2026-01-31T00:00:00Z'))).status).toBe(200);
   });
 
+  it("lists an intent with its projected cost and the actual cost of its calls (the page's intents panel)", async () => {
+    const q = await h.project();
+    const declared = await h.call('POST', '/v1/workflows', { key: q.clientKey, body: { workflow_id: 'nightly-digest', intent: { expected_calls: 1, max_calls: 3 } } });
+    expect(declared.status).toBe(201);
+    for (let i = 0; i < 2; i++) {
+      const res = await h.call('POST', '/v1/executions', { key: q.clientKey, headers: { 'x-svc-workflow-id': 'nightly-digest' }, body: { operation: 'generate.text', messages: say(`step ${i}`) } });
+      expect(res.status).toBe(200);
+    }
+    const calls = (await h.call('GET', '/v1/calls?workflow_id=nightly-digest', { key: q.clientKey })).json.data as any[];
+    expect(calls).toHaveLength(2);
+    const spent = calls.reduce((n, c) => n + c.usage.cost_usd_micros, 0);
+    expect(spent).toBeGreaterThan(0);
+    // The listing mirrors the intent's call count a moment after the call.
+    let list: any[] = [];
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+      list = (await h.call('GET', '/v1/workflows?status=active', { key: q.clientKey })).json.data;
+      if (list[0]?.actual_calls === 2) break;
+    }
+    expect(list).toEqual([
+      expect.objectContaining({
+        workflow_id: 'nightly-digest',
+        actual_calls: 2,
+        expected_calls: 1,
+        max_calls: 3,
+        projected_cost_usd_micros: declared.json.projected_cost.amount_micros,
+        actual_cost_usd_micros: spent,
+      }),
+    ]);
+  });
+
   it("keeps projects apart: another project's key sees only its own denial", async () => {
     const m = (await metrics(window(), other.clientKey)).json;
     expect(m.totals).toEqual({ decisions: 1, allow: 0, deny: 1, review: 0, throttle: 0 });
