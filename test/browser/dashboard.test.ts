@@ -92,7 +92,8 @@ describe('dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.waitForURL(/#\/calls\?status=failed$/);
     await expectText(rows.first(), /failed/);
-    expect(await rows.count()).toBe(1);
+    // The newest call is failed in the unfiltered list too: wait for the filtered list to replace it.
+    await expectCount(rows, 1);
     await page.reload();
     await rows.first().waitFor();
     expect(await page.getByLabel('Status').inputValue()).toBe('failed');
@@ -304,6 +305,12 @@ async function expectText(locator: ReturnType<Page['locator']>, pattern: RegExp)
     await new Promise((r) => setTimeout(r, 100));
   }
   expect(text).toMatch(pattern);
+}
+
+async function expectCount(locator: ReturnType<Page['locator']>, n: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline && (await locator.count()) !== n) await new Promise((r) => setTimeout(r, 100));
+  expect(await locator.count()).toBe(n);
 }
 
 async function expectVisible(locator: ReturnType<Page['locator']>): Promise<void> {
