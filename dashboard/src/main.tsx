@@ -6,6 +6,7 @@ import { ErrorNote } from './components/ui';
 import type { ProjectView } from './project';
 import { CallView, Calls } from './pages/Calls';
 import { Events } from './pages/Events';
+import { Governance } from './pages/Governance';
 import { Intents } from './pages/Intents';
 import { Jobs } from './pages/Jobs';
 import { Keys } from './pages/Keys';
@@ -20,6 +21,7 @@ import { Timeline } from './pages/Timeline';
 const PAGES = [
   ['calls', 'Calls'],
   ['overview', 'Overview'],
+  ['governance', 'Governance'],
   ['spend', 'Spend'],
   ['keys', 'API keys'],
   ['providers', 'Provider keys'],
@@ -140,6 +142,8 @@ function PageView({ page, rest, query, project, user }: { page: Page; rest: stri
       return rest[0] ? <CallView id={rest[0]} /> : <Calls project={project} query={query} />;
     case 'overview':
       return <Overview project={project} query={query} />;
+    case 'governance':
+      return <Governance project={project} query={query} />;
     case 'spend':
       return <Spend project={project} />;
     case 'keys':

@@ -4284,6 +4284,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/metrics/governance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Governance page's aggregates: decisions by decision and reason code, firewall actions by action and category (counts only, never prompt text) */
+        get: {
+            parameters: {
+                query?: {
+                    from?: string;
+                    to?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Success */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GovernanceMetrics"];
+                    };
+                };
+                /** @description Invalid body, headers or field combination */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Hard deny, scope or configuration */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Resource absent for this project */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with an existing resource or replay contract */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled; Retry-After in seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal failure */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The database is unavailable (restart, failover); Retry-After in seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Any other failure, in the error shape */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/requests/{request_id}/timeline": {
         parameters: {
             query?: never;
@@ -13886,6 +14006,10 @@ export interface components {
                 actual_calls: number;
                 expected_calls: number | null;
                 max_calls: number | null;
+                /** @description The projected cost stored with the intent (its projected_cost.amount_micros) */
+                projected_cost_usd_micros: number;
+                /** @description The cost of the calls recorded under the intent so far */
+                actual_cost_usd_micros: number;
                 declared_at: string;
                 expires_at: string | null;
             } & {
@@ -14150,6 +14274,45 @@ export interface components {
             denied: number;
             p50_ms: number | null;
             p95_ms: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        GovernanceMetrics: {
+            /** @enum {string} */
+            object: "governance_metrics";
+            window: {
+                from: string;
+                to: string;
+            } & {
+                [key: string]: unknown;
+            };
+            totals: {
+                decisions: number;
+                allow: number;
+                deny: number;
+                review: number;
+                throttle: number;
+            } & {
+                [key: string]: unknown;
+            };
+            /** @description Governance decisions of the window by decision and reason code, most frequent first */
+            decisions: ({
+                /** @enum {string} */
+                decision: "allow" | "deny" | "review" | "throttle";
+                reason_code: string;
+                count: number;
+            } & {
+                [key: string]: unknown;
+            })[];
+            /** @description Firewall actions by action and category (a decision counts once per category it names); categories only, never text */
+            firewall: ({
+                /** @enum {string} */
+                action: "blocked" | "redacted" | "flagged";
+                category: string;
+                count: number;
+            } & {
+                [key: string]: unknown;
+            })[];
         } & {
             [key: string]: unknown;
         };

@@ -8,12 +8,12 @@ import type { ProjectView } from '../project';
  * The windows offered, each with a bucket size that keeps the series under the API's bucket limit
  * and a chart readable: minutes for the hour, five minutes for the day, hours for the week.
  */
-const WINDOWS = {
+export const WINDOWS = {
   '1h': { label: 'Last hour', seconds: 3600, bucket: 60 },
   '24h': { label: 'Last 24 h', seconds: 86400, bucket: 300 },
   '7d': { label: 'Last 7 days', seconds: 7 * 86400, bucket: 3600 },
 } as const;
-type WindowId = keyof typeof WINDOWS;
+export type WindowId = keyof typeof WINDOWS;
 
 /** How often the window is read again, so the charts follow the traffic. */
 const LIVE_MS = 15_000;

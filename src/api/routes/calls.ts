@@ -10,9 +10,13 @@ import {
   callMetricsQuery,
   callMetricsSchema,
   callSchema,
+  governanceMetricsQuery,
+  governanceMetricsSchema,
 } from '../schemas/calls';
 import { callMetrics, findCall, listCalls, type CallRecord } from '../../db/repositories/calls';
 import { notFoundOrArchived } from '../../retention/archived';
+import { governanceMetrics } from '../../db/repositories/governance-metrics';
+import type { Clock } from '../../clock';
 
 function callView(r: CallRecord) {
   return {
@@ -41,6 +45,16 @@ function callView(r: CallRecord) {
 function decodeCallCursor(cursor: string): { createdAt: string; id: string } {
   const c = decodeCursor(cursor, ['t', 'id'], (c) => !Number.isNaN(Date.parse(c.t)));
   return { createdAt: c.t, id: c.id };
+}
+
+/** A metrics window `[from, to)`: `to` defaults to now, `from` to an hour before it; at most 31 days. */
+function metricsWindow(q: { from?: string; to?: string }, clock: Clock): { from: Date; to: Date; invalid: (path: string, message: string) => Error } {
+  const to = q.to ? new Date(q.to) : clock.now();
+  const from = q.from ? new Date(q.from) : new Date(to.getTime() - 3600_000);
+  const invalid = (path: string, message: string) => errors.validation([{ path: `query.${path}`, message, code: 'invalid_window' }]);
+  if (from >= to) throw invalid('from', 'from must be before to');
+  if ((to.getTime() - from.getTime()) / 1000 > CALL_METRICS_MAX_WINDOW_SECONDS) throw invalid('from', 'the window is at most 31 days');
+  return { from, to, invalid };
 }
 
 export const callRoutes = routeFamily('Calls', () => ({}), [
@@ -102,18 +116,31 @@ export const callRoutes = routeFamily('Calls', () => ({}), [
     handler: async (ctx, { deps }) => {
       const auth = authOf(ctx);
       const q = parseOrThrow(callMetricsQuery, ctx.query, 'query');
-      const to = q.to ? new Date(q.to) : deps.clock.now();
-      const from = q.from ? new Date(q.from) : new Date(to.getTime() - 3600_000);
-      const invalid = (path: string, message: string) => errors.validation([{ path: `query.${path}`, message, code: 'invalid_window' }]);
-      if (from >= to) throw invalid('from', 'from must be before to');
+      const { from, to, invalid } = metricsWindow(q, deps.clock);
       const seconds = (to.getTime() - from.getTime()) / 1000;
-      if (seconds > CALL_METRICS_MAX_WINDOW_SECONDS) throw invalid('from', 'the window is at most 31 days');
       // Bounded so a chart stays readable and the series query stays small.
       if (Math.ceil(seconds / q.bucket_seconds) > CALL_METRICS_MAX_BUCKETS) {
         throw invalid('bucket_seconds', `at most ${CALL_METRICS_MAX_BUCKETS} buckets per window: use bucket_seconds >= ${Math.ceil(seconds / CALL_METRICS_MAX_BUCKETS)}`);
       }
       const m = await callMetrics(deps.db, auth.projectId, from, to, q.bucket_seconds);
       ctx.body = { object: 'call_metrics', window: { from: from.toISOString(), to: to.toISOString(), bucket_seconds: q.bucket_seconds }, ...m };
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/metrics/governance',
+    stability: 'Beta',
+    auth: 'key',
+    members: true,
+    summary: "The Governance page's aggregates: decisions by decision and reason code, firewall actions by action and category (counts only, never prompt text)",
+    query: governanceMetricsQuery,
+    response: governanceMetricsSchema,
+    handler: async (ctx, { deps }) => {
+      const auth = authOf(ctx);
+      const q = parseOrThrow(governanceMetricsQuery, ctx.query, 'query');
+      const { from, to } = metricsWindow(q, deps.clock);
+      const m = await governanceMetrics(deps.db, auth.projectId, from, to);
+      ctx.body = { object: 'governance_metrics', window: { from: from.toISOString(), to: to.toISOString() }, ...m };
     },
   },
 ]);

@@ -156,6 +156,8 @@ export const workflowRoutes = routeFamily(
             actual_calls: r.actual_calls,
             expected_calls: r.expected_calls,
             max_calls: r.max_calls,
+            projected_cost_usd_micros: Number((r.projected_cost as { amount_micros?: number }).amount_micros ?? 0),
+            actual_cost_usd_micros: Number(r.actual_cost_usd_micros),
             declared_at: r.declared_at.toISOString(),
             expires_at: r.expires_at ? r.expires_at.toISOString() : null,
           }),

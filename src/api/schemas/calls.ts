@@ -87,3 +87,24 @@ export const callMetricsSchema = z
     by_key: z.array(z.looseObject({ key_id: z.string().nullable(), calls: count, cost_usd_micros: count })),
   })
   .meta({ id: 'CallMetrics' });
+
+export const governanceMetricsQuery = z
+  .object({
+    from: z.iso.datetime({ offset: true }).optional(),
+    to: z.iso.datetime({ offset: true }).optional(),
+  })
+  .strict();
+
+export const governanceMetricsSchema = z
+  .looseObject({
+    object: z.literal('governance_metrics'),
+    window: z.looseObject({ from: z.string(), to: z.string() }),
+    totals: z.looseObject({ decisions: count, allow: count, deny: count, review: count, throttle: count }),
+    decisions: z
+      .array(z.looseObject({ decision: z.enum(['allow', 'deny', 'review', 'throttle']), reason_code: z.string(), count }))
+      .meta({ description: 'Governance decisions of the window by decision and reason code, most frequent first' }),
+    firewall: z
+      .array(z.looseObject({ action: z.enum(['blocked', 'redacted', 'flagged']), category: z.string(), count }))
+      .meta({ description: 'Firewall actions by action and category (a decision counts once per category it names); categories only, never text' }),
+  })
+  .meta({ id: 'GovernanceMetrics' });

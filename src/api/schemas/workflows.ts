@@ -77,6 +77,8 @@ export const workflowListSchema = z
         actual_calls: z.number().int(),
         expected_calls: z.number().int().nullable(),
         max_calls: z.number().int().nullable(),
+        projected_cost_usd_micros: z.number().int().meta({ description: 'The projected cost stored with the intent (its projected_cost.amount_micros)' }),
+        actual_cost_usd_micros: z.number().int().meta({ description: 'The cost of the calls recorded under the intent so far' }),
         declared_at: z.string(),
         expires_at: z.string().nullable(),
       }),

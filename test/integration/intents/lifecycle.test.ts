@@ -211,6 +211,8 @@ describe('workflow intent lifecycle: amend, complete, expire, list', () => {
         actual_calls: 0,
         expected_calls: null,
         max_calls: 5,
+        projected_cost_usd_micros: expect.any(Number),
+        actual_cost_usd_micros: 0,
         declared_at: declared[6].at,
         expires_at: null,
       });
