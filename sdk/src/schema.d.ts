@@ -659,7 +659,7 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Rename (admin) or change the plan (owner) of a project */
+        /** Rename or set the retention (admin), or change the plan (owner) of a project */
         patch: {
             parameters: {
                 query?: never;
@@ -675,6 +675,7 @@ export interface paths {
                         name?: string;
                         /** @enum {string} */
                         plan?: "starter" | "production" | "enterprise";
+                        retention_days?: number | null;
                     };
                 };
             };
@@ -13626,6 +13627,7 @@ export interface components {
             name: string;
             /** @enum {string} */
             plan: "starter" | "production" | "enterprise";
+            retention_days: number | null;
             /** @enum {string|null} */
             role: "owner" | "admin" | "viewer" | null;
             created_at: string;
