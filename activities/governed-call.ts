@@ -62,6 +62,12 @@ export interface GovernSpec {
    * are derived from its permit and record (src/executions/lifecycle.ts), not stored.
    * `idempotency` says what closing it does with the call's key.
    */
+  /**
+   * A call recorded with a lifecycle that keeps no in-flight mark (a job: its dispatch start is kept
+   * on the job, activities/jobs.ts): the allow's permit.allowed and permit.expiry_scheduled are
+   * derived from the permit and the record, not stored.
+   */
+  derivedPermitEvents?: boolean;
   inProcess?: {
     routingMeta?: Record<string, unknown>;
     startedMeta?: Record<string, unknown>;
@@ -129,7 +135,7 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
         ...(spec.redact ? { redact: spec.redact } : {}),
         output: outputCeilingSpec(pricing, input, request, est.input_tokens),
       },
-      { persist: true, permitId: input.permitId, permitMetadata: spec.permitMetadata, ...(onAllow ? { onAllow } : {}) },
+      { persist: true, permitId: input.permitId, permitMetadata: spec.permitMetadata, ...(onAllow ? { onAllow } : {}), ...(spec.derivedPermitEvents ? { derivePermitEvents: true } : {}) },
     );
     const out: GovernResult = { decision: d.decision, reason_code: d.reason_code, display_reason: d.display_reason, actions: d.actions, estimatedInputTokens: est.input_tokens };
     if (dispatch && d.decision === 'allow') out.dispatch = dispatch;
