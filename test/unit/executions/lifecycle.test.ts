@@ -1,4 +1,4 @@
-import { derivedEventId, derivedEventRef, inFlightEvents, lifecycleOf, recordEvents, recordLeafEvent, type DispatchStart, type Lifecycle, type PermitColumns, type RecordColumns } from '../../../src/executions/lifecycle';
+import { derivedEventId, derivedEventRef, inFlightEvents, lifecycleOf, permitEventRows, recordEvents, recordLeafEvent, type DispatchStart, type Lifecycle, type PermitColumns, type RecordColumns } from '../../../src/executions/lifecycle';
 import { buildEnvelope, envelopeOfRow, storedEnvelope } from '../../../src/executions/envelope';
 
 const permit: PermitColumns = {
@@ -178,6 +178,14 @@ describe('call lifecycle events derived from the record', () => {
     expect(waiting.job_attempts).toEqual([]);
     const types = recordEvents(record(waiting, { status: 'failed', status_code: 502, error_code: 'dispatch_interrupted' }), permit).slice(5).map((e) => [e.event_type, e.metadata.retried ?? e.metadata.failure_kind]);
     expect(types.slice(0, 2)).toEqual([['provider.response_received', true], ['provider.response_received', 'interrupted']]);
+  });
+
+  it('stores as rows the permit events a record would derive, for an allow recorded without a lifecycle', () => {
+    const derived = recordEvents(record(lifecycle([ok()], { kind: 'ok', finishReason: 'stop' })), permit).filter((e) => e.derived_from === 'permit');
+    const rows = permitEventRows(permit);
+    expect(rows.map((r) => [r.eventType, r.source, r.phase, r.provider, r.model, r.permitId, r.requestId, r.timestamp, r.metadata])).toEqual(
+      derived.map((e) => [e.event_type, e.source, e.phase, e.provider, e.model, e.permit_id, e.request_id, e.timestamp, e.metadata]),
+    );
   });
 
   it('derives nothing from a record whose events are stored rows', () => {
