@@ -2,9 +2,10 @@
  * The steps of a governed call, as activity functions built from their dependencies:
  *
  *   govern   → policy, budget, rate and firewall checks; the permit, its reservation and (for the
- *              in-process pipeline) the dispatch-start events and in-flight row, in one statement
+ *              in-process pipeline) its in-flight mark with the dispatch start, in one statement
  *   dispatch → the provider call in the normalized shape, through the one fallback engine
- *   record   → envelope, spend settled or released, completion events, idempotency: one statement
+ *   record   → the record (with its lifecycle when the call was dispatched), spend settled or
+ *              released, idempotency: one statement
  *
  * The API process runs them in process for every governed surface through one entry
  * (src/pipeline/governed-call.ts: executions, execute and the proxies, which bring their own native
@@ -148,8 +149,9 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
 
   /**
    * The provider call in the normalized shape, primary then the explicit fallback chain. Never
-   * throws for a provider failure: the outcome is data for `record`. Returns the events of fallback
-   * tries for `record` to write (the first try's were written by `govern`).
+   * throws for a provider failure: the outcome is data for `record`. Also returns the events of
+   * fallback tries, which `record` stores only for a call recorded without a lifecycle (the
+   * lifecycle's attempts hold them otherwise).
    */
   function dispatch(input: ExecutionInput, hooks: DispatchHooks = {}): Promise<{ outcome: DispatchOutcome; fallbackEvents: NewEvent[] }> {
     return inSpan('dispatch', { 'tollgate.execution_id': input.executionId, 'tollgate.stream': input.mode === 'stream' }, () => dispatchNow(input, hooks));

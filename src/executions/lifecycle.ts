@@ -2,9 +2,10 @@
  * A governed call's lifecycle events, derived from its record and its permit instead of stored as
  * event rows (docs/decisions.md, "The call record").
  *
- * The in-process pipeline writes no row per lifecycle step: the permit holds the decision (and,
- * while the call runs, `closing`, whose `dispatch` says when and how it was dispatched), and the
- * execution row holds `lifecycle` (below) with its columns (status, usage, cost, error, times).
+ * The in-process pipeline and a job write no row per lifecycle step: the permit holds the decision
+ * (and, while a pipeline call runs, `closing`, whose `dispatch` says when and how it was
+ * dispatched; a job keeps its dispatch starts on the job instead), and the execution row holds
+ * `lifecycle` (below) with its columns (status, usage, cost, error, times).
  * Every event here is rebuilt from those persisted columns: the same types, order, timestamps and
  * metadata the pipeline wrote as rows before, and nothing that is not stored ("no synthetic data").
  *
