@@ -7,7 +7,7 @@
  * not come here: the API runs the same steps in process.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { appendEvents, type NewEvent } from '../src/db/repositories/events';
+import { appendEvents, requestHasEvent, type NewEvent } from '../src/db/repositories/events';
 import { findExecutionById } from '../src/db/repositories/executions';
 import { acquireJobSlot, findJobDispatch, findJobRequest, finishJob, markJobDispatch, markJobQueued, setJobAttempts, type SlotOutcome } from '../src/db/repositories/jobs';
 import { findPermit } from '../src/db/repositories/permits';
@@ -75,6 +75,11 @@ export function createJobActivities(deps: ActivityDeps) {
     return { ...exec, request };
   }
 
+  /** Whether governance stored the allow's permit.allowed as a row (it ran before a job's call was recorded with a lifecycle). */
+  function decisionStored(input: ExecutionInput): Promise<boolean> {
+    return requestHasEvent(db, input.projectId, input.executionId, 'permit.allowed');
+  }
+
   /**
    * Records the job's call, once. When a dispatch attempt started (the job's dispatch starts, kept
    * before each attempt calls the provider), the record carries the lifecycle and the call's events
@@ -89,7 +94,7 @@ export function createJobActivities(deps: ActivityDeps) {
       const attempts = Object.entries(dispatch.attempts).map(([n, [at, priorTries]]) => ({ attempt: Number(n), at, priorTries }));
       return calls.record(input, { ...rec, gov: { ...rec.gov, dispatch: dispatch.start } }, { job: { priorAttempts, attempts } });
     }
-    if (rec.gov.decision !== 'allow') return calls.record(input, rec);
+    if (rec.gov.decision !== 'allow' || (await decisionStored(input))) return calls.record(input, rec);
     const permit = await findPermit(db, input.projectId, input.permitId);
     return calls.record(input, rec, permit ? { fallbackEvents: permitEventRows(permit) } : {});
   }
@@ -151,11 +156,24 @@ export function createJobActivities(deps: ActivityDeps) {
       ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
       try {
         const req = normalizedRequest(input, input.routing.primary);
-        // A job whose earlier attempts stored their events as rows keeps storing them.
-        const legacy = spec.prior.events.length > 0;
+        // A job whose governance or earlier attempts stored their events as rows (they ran before
+        // a job's call was recorded with a lifecycle) keeps storing them: the record would derive
+        // them a second time.
+        const legacy = spec.prior.events.length > 0 || (await decisionStored(input));
         if (legacy) {
           await setJobAttempts(db, spec.jobId, spec.attempt);
-          await appendEvents(db, [executionEvent(input, 'provider.request_sent', 'execution', clock.now(), input.routing.primary, { attempt: spec.prior.attempts.length + 1, stream: false, job_attempt: spec.attempt })]);
+          const t = input.routing.primary;
+          const now = clock.now();
+          await appendEvents(
+            db,
+            spec.attempt === 1
+              ? [
+                  executionEvent(input, 'routing.selected_model', 'routing', now, t, { reason_code: input.routing.reason_code, requested_provider: input.routing.requested_provider, requested_model: input.routing.requested_model }),
+                  executionEvent(input, 'execution.started', 'execution', now, t, { operation: req.operation, mode: input.mode, job_id: spec.jobId }),
+                  executionEvent(input, 'provider.request_sent', 'execution', now, t, { attempt: 1, stream: false }),
+                ]
+              : [executionEvent(input, 'provider.request_sent', 'execution', now, t, { attempt: spec.prior.attempts.length + 1, stream: false, job_attempt: spec.attempt })],
+          );
         } else {
           // Kept before the provider is called: whatever records the call knows it was sent, and
           // its dispatch events are derived from the record (recordCall).
