@@ -141,6 +141,9 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     const started = tl.json.events.find((e: any) => e.event_type === 'execution.started');
     expect(started.metadata).toEqual({ operation: 'generate.text', mode: 'sync', job_id: job.id });
     expect(tl.json.events.every((e: any) => e.request_id === job.request_id)).toBe(true);
+    expect(tl.json.job_ids).toEqual([job.id]);
+    const permitTl = await call('GET', `/v1/permits/${job.permit_id}/timeline`, { key: p.clientKey });
+    expect(permitTl.json.events.map((e: any) => e.event_type)).toEqual(expect.arrayContaining(['permit.allowed', 'permit.expiry_scheduled', 'request.completed']));
   });
 
   it('runs the firewall at processing time, not at submission: accepted, then failed with a denied envelope', async () => {
