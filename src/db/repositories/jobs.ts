@@ -173,7 +173,7 @@ export async function setJobAttempts(db: Queryable, jobId: string, attempts: num
   await db.query('UPDATE jobs SET attempts = GREATEST(attempts, $2) WHERE id = $1', [jobId, attempts]);
 }
 
-/** The job's dispatch starts (migration 0180): the first dispatch's start, each attempt's instant and prior tries. */
+/** The job's dispatch starts (migration 0190): the first dispatch's start, each attempt's instant and prior tries. */
 export interface JobDispatch {
   start: DispatchStart;
   attempts: Record<string, [at: string, priorTries: number]>;
@@ -198,7 +198,7 @@ export async function markJobDispatch(db: Queryable, jobId: string, attempt: num
   );
 }
 
-/** The job's dispatch starts, or null when no attempt started (or it started before migration 0180). */
+/** The job's dispatch starts, or null when no attempt started (or it started before migration 0190). */
 export async function findJobDispatch(db: Queryable, jobId: string): Promise<JobDispatch | null> {
   const { rows } = await db.query<{ dispatch: JobDispatch | null }>('SELECT dispatch FROM jobs WHERE id = $1', [jobId]);
   return rows[0]?.dispatch ?? null;
