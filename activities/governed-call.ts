@@ -2,9 +2,10 @@
  * The steps of a governed call, as activity functions built from their dependencies:
  *
  *   govern   → policy, budget, rate and firewall checks; the permit, its reservation and (for the
- *              in-process pipeline) the dispatch-start events and in-flight row, in one statement
+ *              in-process pipeline) its in-flight mark with the dispatch start, in one statement
  *   dispatch → the provider call in the normalized shape, through the one fallback engine
- *   record   → envelope, spend settled or released, completion events, idempotency: one statement
+ *   record   → the record (with its lifecycle when the call was dispatched), spend settled or
+ *              released, idempotency: one statement
  *
  * The API process runs them in process for every governed surface through one entry
  * (src/pipeline/governed-call.ts: executions, execute and the proxies, which bring their own native
@@ -62,6 +63,12 @@ export interface GovernSpec {
    * are derived from its permit and record (src/executions/lifecycle.ts), not stored.
    * `idempotency` says what closing it does with the call's key.
    */
+  /**
+   * A call recorded with a lifecycle that keeps no in-flight mark (a job: its dispatch start is kept
+   * on the job, activities/jobs.ts): the allow's permit.allowed and permit.expiry_scheduled are
+   * derived from the permit and the record, not stored.
+   */
+  derivedPermitEvents?: boolean;
   inProcess?: {
     routingMeta?: Record<string, unknown>;
     startedMeta?: Record<string, unknown>;
@@ -129,7 +136,7 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
         ...(spec.redact ? { redact: spec.redact } : {}),
         output: outputCeilingSpec(pricing, input, request, est.input_tokens),
       },
-      { persist: true, permitId: input.permitId, permitMetadata: spec.permitMetadata, ...(onAllow ? { onAllow } : {}) },
+      { persist: true, permitId: input.permitId, permitMetadata: spec.permitMetadata, ...(onAllow ? { onAllow } : {}), ...(spec.derivedPermitEvents ? { derivePermitEvents: true } : {}) },
     );
     const out: GovernResult = { decision: d.decision, reason_code: d.reason_code, display_reason: d.display_reason, actions: d.actions, estimatedInputTokens: est.input_tokens };
     if (dispatch && d.decision === 'allow') out.dispatch = dispatch;
@@ -142,8 +149,9 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
 
   /**
    * The provider call in the normalized shape, primary then the explicit fallback chain. Never
-   * throws for a provider failure: the outcome is data for `record`. Returns the events of fallback
-   * tries for `record` to write (the first try's were written by `govern`).
+   * throws for a provider failure: the outcome is data for `record`. Also returns the events of
+   * fallback tries, which `record` stores only for a call recorded without a lifecycle (the
+   * lifecycle's attempts hold them otherwise).
    */
   function dispatch(input: ExecutionInput, hooks: DispatchHooks = {}): Promise<{ outcome: DispatchOutcome; fallbackEvents: NewEvent[] }> {
     return inSpan('dispatch', { 'tollgate.execution_id': input.executionId, 'tollgate.stream': input.mode === 'stream' }, () => dispatchNow(input, hooks));

@@ -7,13 +7,15 @@
  * not come here: the API runs the same steps in process.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { appendEvents, type NewEvent } from '../src/db/repositories/events';
+import { appendEvents, requestHasEvent, type NewEvent } from '../src/db/repositories/events';
 import { findExecutionById } from '../src/db/repositories/executions';
-import { acquireJobSlot, findJobRequest, finishJob, markJobQueued, setJobAttempts, type SlotOutcome } from '../src/db/repositories/jobs';
+import { acquireJobSlot, findJobDispatch, findJobRequest, finishJob, markJobDispatch, markJobQueued, setJobAttempts, type SlotOutcome } from '../src/db/repositories/jobs';
+import { findPermit } from '../src/db/repositories/permits';
+import { permitEventRows, type DispatchStart } from '../src/executions/lifecycle';
 import type { ExecutionEnvelope } from '../src/executions/envelope';
 import { executionEvent, normalizedRequest } from '../src/executions/record';
 import type { AttemptRecord, DispatchOutcome, ExecutionInput, GovernOutcome, RecordInput } from '../src/executions/types';
-import { dispatchStartEvents, triggersFallback } from '../src/pipeline/fallback';
+import { triggersFallback } from '../src/pipeline/fallback';
 import { requestInspectable } from '../src/providers/shared/usage';
 import type { ActivityDeps } from './deps';
 import { createGovernedCallActivities } from './governed-call';
@@ -24,7 +26,11 @@ import { PERMIT_LEASE_KEY } from '../workflows/intent-messages';
 /** Governance route label of jobs (policy rules can match `route: "jobs"`). */
 export const JOB_GOVERNANCE_ROUTE = 'jobs';
 
-/** What earlier attempts of a job leave for the one that records: their provider calls and events. */
+/**
+ * What earlier attempts of a job leave for the one that records: their provider calls, and the
+ * events of attempts that stored theirs as rows (started before the job's call was recorded with a
+ * lifecycle; now always empty: the record's lifecycle holds them).
+ */
 export interface PriorAttempts {
   attempts: AttemptRecord[];
   events: NewEvent[];
@@ -69,6 +75,30 @@ export function createJobActivities(deps: ActivityDeps) {
     return { ...exec, request };
   }
 
+  /** Whether governance stored the allow's permit.allowed as a row (it ran before a job's call was recorded with a lifecycle). */
+  function decisionStored(input: ExecutionInput): Promise<boolean> {
+    return requestHasEvent(db, input.projectId, input.executionId, 'permit.allowed');
+  }
+
+  /**
+   * Records the job's call, once. When a dispatch attempt started (the job's dispatch starts, kept
+   * before each attempt calls the provider), the record carries the lifecycle and the call's events
+   * are derived from it and the permit, as for a pipeline call. Otherwise (a denial, an allow
+   * cancelled before dispatch) its events are stored rows, with the allow's permit events governance
+   * left to the record. `legacyEvents`: an attempt that stored its events as rows keeps doing so.
+   */
+  async function recordCall(input: ExecutionInput, rec: RecordInput, priorAttempts: AttemptRecord[], legacyEvents: NewEvent[]): Promise<ExecutionEnvelope> {
+    if (legacyEvents.length > 0) return calls.record(input, rec, { fallbackEvents: legacyEvents });
+    const dispatch = await findJobDispatch(db, input.jobId!);
+    if (dispatch && rec.kind !== 'governed_out') {
+      const attempts = Object.entries(dispatch.attempts).map(([n, [at, priorTries]]) => ({ attempt: Number(n), at, priorTries }));
+      return calls.record(input, { ...rec, gov: { ...rec.gov, dispatch: dispatch.start } }, { job: { priorAttempts, attempts } });
+    }
+    if (rec.gov.decision !== 'allow' || (await decisionStored(input))) return calls.record(input, rec);
+    const permit = await findPermit(db, input.projectId, input.permitId);
+    return calls.record(input, rec, permit ? { fallbackEvents: permitEventRows(permit) } : {});
+  }
+
   return {
     /** `job.queued`: the workflow took the job. */
     async jobQueued(jobId: string): Promise<void> {
@@ -89,6 +119,9 @@ export function createJobActivities(deps: ActivityDeps) {
         request: req,
         route: JOB_GOVERNANCE_ROUTE,
         inspectableText: requestInspectable(req),
+        // The call is recorded with a lifecycle (recordCall): permit.allowed and
+        // permit.expiry_scheduled are derived from the permit and the record.
+        derivedPermitEvents: true,
         permitMetadata: {
           execution_id: input.executionId, mode: input.mode, job_id: jobId, ...(keyId ? { key_id: keyId } : {}),
           ...(exec.intentLease ? { [PERMIT_LEASE_KEY]: exec.intentLease } : {}),
@@ -122,21 +155,46 @@ export function createJobActivities(deps: ActivityDeps) {
       };
       ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
       try {
-        await setJobAttempts(db, spec.jobId, spec.attempt);
         const req = normalizedRequest(input, input.routing.primary);
-        const start =
-          spec.attempt === 1
-            ? dispatchStartEvents(input, clock.now(), { operation: req.operation, mode: input.mode, stream: false, started: { job_id: spec.jobId } })
-            : [executionEvent(input, 'provider.request_sent', 'execution', clock.now(), input.routing.primary, { attempt: spec.prior.attempts.length + 1, stream: false, job_attempt: spec.attempt })];
-        await appendEvents(db, start);
+        // A job whose governance or earlier attempts stored their events as rows (they ran before
+        // a job's call was recorded with a lifecycle) keeps storing them: the record would derive
+        // them a second time.
+        const legacy = spec.prior.events.length > 0 || (await decisionStored(input));
+        if (legacy) {
+          await setJobAttempts(db, spec.jobId, spec.attempt);
+          const t = input.routing.primary;
+          const now = clock.now();
+          await appendEvents(
+            db,
+            spec.attempt === 1
+              ? [
+                  executionEvent(input, 'routing.selected_model', 'routing', now, t, { reason_code: input.routing.reason_code, requested_provider: input.routing.requested_provider, requested_model: input.routing.requested_model }),
+                  executionEvent(input, 'execution.started', 'execution', now, t, { operation: req.operation, mode: input.mode, job_id: spec.jobId }),
+                  executionEvent(input, 'provider.request_sent', 'execution', now, t, { attempt: 1, stream: false }),
+                ]
+              : [executionEvent(input, 'provider.request_sent', 'execution', now, t, { attempt: spec.prior.attempts.length + 1, stream: false, job_attempt: spec.attempt })],
+          );
+        } else {
+          // Kept before the provider is called: whatever records the call knows it was sent, and
+          // its dispatch events are derived from the record (recordCall).
+          const t = input.routing.primary;
+          const start: DispatchStart = {
+            at: clock.now().toISOString(),
+            primary: { provider: t.provider, model: t.model },
+            routing: { reason_code: input.routing.reason_code, requested_provider: input.routing.requested_provider, requested_model: input.routing.requested_model },
+            started: { operation: req.operation, mode: input.mode, job_id: spec.jobId },
+            stream: false,
+          };
+          await markJobDispatch(db, spec.jobId, spec.attempt, start, spec.prior.attempts.length);
+        }
         // Hard caps: the output ceiling governance set or lowered goes to every try.
         const { outcome, fallbackEvents } = await calls.dispatch(withOutputCeiling(input, gov), { signal: jobCancel.signal });
         const merged: DispatchOutcome = { ...outcome, attempts: [...spec.prior.attempts, ...outcome.attempts] };
-        const events = [...revived(spec.prior.events), ...fallbackEvents];
+        const events = legacy ? [...revived(spec.prior.events), ...fallbackEvents] : [];
         const retryable = !outcome.ok && outcome.kind === 'provider' && outcome.failure.kind !== 'aborted' && triggersFallback(outcome.failure) && !jobCancel.signal.aborted;
         if (retryable && !spec.final && !outcome.ok) {
           const last = outcome.attempts[outcome.attempts.length - 1];
-          events.push(
+          if (legacy) events.push(
             executionEvent(input, 'provider.response_received', 'execution', last?.receivedAt ?? clock.now(), outcome.target, {
               ok: false, status: outcome.failure.status, failure_kind: outcome.failure.kind, attempt: merged.attempts.length, job_attempt: spec.attempt, retried: true,
             }),
@@ -150,7 +208,7 @@ export function createJobActivities(deps: ActivityDeps) {
             },
           };
         }
-        return { recorded: await calls.record(input, { kind: 'dispatched', gov, outcome: merged }, { fallbackEvents: events }) };
+        return { recorded: await recordCall(input, { kind: 'dispatched', gov, outcome: merged }, spec.prior.attempts, events) };
       } finally {
         clearInterval(heartbeat);
         ctx.cancellationSignal.removeEventListener('abort', onCancel);
@@ -174,14 +232,14 @@ export function createJobActivities(deps: ActivityDeps) {
         await ctx.sleep(Math.min(500, left));
       }
       const rec: RecordInput = { kind: 'interrupted', gov, message: spec.message };
-      return calls.record(await withRequest(exec), rec, prior?.events.length ? { fallbackEvents: revived(prior.events) } : {});
+      return recordCall(await withRequest(exec), rec, prior?.attempts ?? [], revived(prior?.events ?? []));
     },
 
     /** Envelope, spend, completion events, once (denials, interrupted attempts). Safe to retry. */
     async jobRecord(exec: JobExecution, rec: RecordInput, prior?: PriorAttempts): Promise<ExecutionEnvelope> {
       const existing = await findExecutionById(db, exec.executionId);
       if (existing) return existing.envelope;
-      return calls.record(await withRequest(exec), rec, prior?.events.length ? { fallbackEvents: revived(prior.events) } : {});
+      return recordCall(await withRequest(exec), rec, prior?.attempts ?? [], revived(prior?.events ?? []));
     },
 
     /** Closes the job (`job.completed` / `job.failed` / `job.cancelled`); returns the queued job the freed slot wakes. */

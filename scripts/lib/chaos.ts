@@ -346,14 +346,22 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     }
     const kindOf = new Map(results.map((r) => [r.nonce, r.kind]));
     const doubleDispatches = [...counts].filter(([, n]) => n > 1).map(([nonce, n]) => `${nonce} (${kindOf.get(nonce) ?? 'probe'}) ×${n}`);
-    // provider.request_sent as the timeline has it: stored rows (jobs), one per attempt of a
-    // pipeline call's record (at least its first, for an interrupted one), one per call in flight.
+    // provider.request_sent as the timeline has it (src/executions/lifecycle.ts): stored rows; per
+    // record, one per provider try (at least its first, for an interrupted call) plus one per later
+    // job attempt, less the tries a job attempt began (its request_sent is the attempt's); one per
+    // pipeline call in flight; one per started attempt of a job not yet recorded.
     const recordedDispatches = Number(
       (
         await db.query(
           `SELECT (SELECT count(*) FROM events WHERE project_id = $1 AND event_type = 'provider.request_sent')
-                + (SELECT coalesce(sum(greatest(jsonb_array_length(lifecycle->'attempts'), 1)), 0) FROM executions WHERE project_id = $1 AND lifecycle IS NOT NULL)
-                + (SELECT count(*) FROM permits WHERE project_id = $1 AND closing IS NOT NULL) AS n`,
+                + (SELECT coalesce(sum(greatest(jsonb_array_length(lifecycle->'attempts'), 1)
+                        + coalesce(jsonb_array_length(lifecycle->'job_attempts'), 0)
+                        - (SELECT count(DISTINCT (j->>2)::int) FROM jsonb_array_elements(coalesce(lifecycle->'job_attempts', '[]'::jsonb)) j
+                            WHERE (j->>2)::int BETWEEN 1 AND jsonb_array_length(lifecycle->'attempts') - 1)), 0)
+                     FROM executions WHERE project_id = $1 AND lifecycle IS NOT NULL)
+                + (SELECT count(*) FROM permits WHERE project_id = $1 AND closing IS NOT NULL)
+                + (SELECT count(*) FROM jobs j, jsonb_object_keys(j.dispatch->'attempts') k
+                    WHERE j.project_id = $1 AND j.dispatch IS NOT NULL AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.id = j.request_id)) AS n`,
           [project.id],
         )
       ).rows[0].n,

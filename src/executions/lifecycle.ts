@@ -2,9 +2,10 @@
  * A governed call's lifecycle events, derived from its record and its permit instead of stored as
  * event rows (docs/decisions.md, "The call record").
  *
- * The in-process pipeline writes no row per lifecycle step: the permit holds the decision (and,
- * while the call runs, `closing`, whose `dispatch` says when and how it was dispatched), and the
- * execution row holds `lifecycle` (below) with its columns (status, usage, cost, error, times).
+ * The in-process pipeline and a job write no row per lifecycle step: the permit holds the decision
+ * (and, while a pipeline call runs, `closing`, whose `dispatch` says when and how it was
+ * dispatched; a job keeps its dispatch starts on the job instead), and the execution row holds
+ * `lifecycle` (below) with its columns (status, usage, cost, error, times).
  * Every event here is rebuilt from those persisted columns: the same types, order, timestamps and
  * metadata the pipeline wrote as rows before, and nothing that is not stored ("no synthetic data").
  *
@@ -13,7 +14,7 @@
  * as the rows they replace did. Ids: `evt_<execution id>.<n>` (`derivedEventRef` reads one back).
  */
 import canonicalize from 'canonicalize';
-import type { EventRecord } from '../db/repositories/events';
+import type { EventRecord, NewEvent } from '../db/repositories/events';
 
 export const EXECUTION_EVENT_SOURCE = 'execution_events';
 
@@ -57,7 +58,18 @@ export interface Lifecycle {
   /** The surface's own members of routing.selected_model and of execution.started (e.g. a proxy's route and path). */
   routing?: Record<string, unknown>;
   started?: Record<string, unknown>;
+  /**
+   * A job's dispatch attempts after its first (activities/jobs.ts): job attempt number, when it
+   * started (ms after `created_at`) and how many provider tries came before it. A job retries a
+   * retryable failure with a new dispatch attempt, not a fallback: the timeline shows the failed
+   * try's response as `retried` and the attempt's own provider.request_sent. An attempt that was
+   * lost (its worker died) has no tries of its own.
+   */
+  job_attempts?: JobAttemptStart[];
 }
+
+/** A job's later dispatch attempt: its number, its start in ms after `created_at`, the provider tries before it. */
+export type JobAttemptStart = [jobAttempt: number, sentMs: number, priorTries: number];
 
 /** The stored envelope's members the dispatch events read (src/executions/envelope.ts, StoredEnvelope). */
 interface StoredRouting {
@@ -96,6 +108,7 @@ export function lifecycleOf(
   attempts: { provider: string; model: string; sentAt: string; receivedAt: string; status: number | null; failureKind?: string }[],
   end: { kind: 'ok'; finishReason: string | null } | { kind: 'failed'; failureKind: string; status: number | null } | { kind: 'interrupted' },
   envelopeReason: string,
+  jobAttempts?: { attempt: number; at: string; priorTries: number }[],
 ): Lifecycle {
   const t0 = new Date(createdAt).getTime();
   const ms = (at: string) => new Date(at).getTime() - t0;
@@ -119,6 +132,8 @@ export function lifecycleOf(
   if (routingReason !== envelopeReason) l.routing_reason = routingReason as string;
   if (Object.keys(routingExtra).length > 0) l.routing = routingExtra;
   if (Object.keys(startedExtra).length > 0) l.started = startedExtra;
+  // Kept (even empty) on every job's record: it also says a try before the end was a retried one.
+  if (jobAttempts) l.job_attempts = jobAttempts.filter((j) => j.attempt > 1).sort((x, y) => x.attempt - y.attempt).map((j) => [j.attempt, ms(j.at), j.priorTries]);
   return l;
 }
 
@@ -204,6 +219,26 @@ function permitDrafts(p: PermitColumns): Draft[] {
   return out;
 }
 
+/**
+ * An allow's decision events as rows, for a call governance left them to but that is recorded
+ * without a lifecycle (a job cancelled before its dispatch started): the same events its record
+ * would have derived.
+ */
+export function permitEventRows(p: PermitColumns): NewEvent[] {
+  return permitDrafts(p).map((d) => ({
+    projectId: p.project_id,
+    eventType: d.type,
+    source: d.source,
+    phase: d.phase,
+    provider: d.target?.provider ?? null,
+    model: d.target?.model ?? null,
+    permitId: p.id,
+    requestId: p.request_id,
+    metadata: d.metadata,
+    timestamp: new Date(d.at),
+  }));
+}
+
 function exec(type: string, phase: string, at: string, target: Draft['target'], metadata: Record<string, unknown>): Draft {
   return { type, source: EXECUTION_EVENT_SOURCE, phase, at, target, metadata };
 }
@@ -223,7 +258,24 @@ function recordDrafts(r: RecordColumns, l: Lifecycle, stream: boolean): Draft[] 
   const t0 = new Date(r.created_at).getTime();
   const at = (ms: number) => new Date(t0 + ms).toISOString();
   const a = l.attempts;
+  const jobs = l.job_attempts;
+  // A job's later dispatch attempts: each one's own provider.request_sent, and the retried response
+  // of the try before it (as the job's dispatch activity wrote them as rows).
+  const startsAt = (n: number) => (jobs ?? []).filter((j) => j[2] === n);
+  const jobAttemptOf = (tryIndex: number) => Math.max(1, ...(jobs ?? []).filter((j) => j[2] <= tryIndex).map((j) => j[0]));
+  const jobSent = (j: JobAttemptStart, primary: Draft['target']) => exec('provider.request_sent', 'execution', at(j[1]), primary, { attempt: j[2] + 1, stream, job_attempt: j[0] });
+  const retried = (i: number) => {
+    const [provider, model, , received, status, failureKind] = a[i];
+    return exec('provider.response_received', 'execution', at(received), { provider, model }, { ok: false, status, failure_kind: failureKind, attempt: i + 1, job_attempt: jobAttemptOf(i), retried: true });
+  };
+  const primaryTarget = jobs ? dispatchOfRecord(r, l).primary : null;
+  for (const j of startsAt(0)) out.push(jobSent(j, primaryTarget));
   for (let i = 0; i + 1 < a.length; i++) {
+    if (jobs && startsAt(i + 1).length > 0) {
+      out.push(retried(i));
+      for (const j of startsAt(i + 1)) out.push(jobSent(j, primaryTarget));
+      continue;
+    }
     const [provider, model, , received, status, failureKind] = a[i];
     const [nextProvider, nextModel, nextSent] = a[i + 1];
     const t = { provider, model };
@@ -232,6 +284,11 @@ function recordDrafts(r: RecordColumns, l: Lifecycle, stream: boolean): Draft[] 
     out.push(exec('fallback.triggered', 'routing', at(nextSent), t, { failure_kind: failureKind, status: status ?? null, next_provider: nextProvider, next_model: nextModel }));
     out.push(exec('fallback.selected_model', 'routing', at(nextSent), nextTarget, { position: i + 1 }));
     out.push(exec('provider.request_sent', 'execution', at(nextSent), nextTarget, { attempt: i + 2, stream }));
+  }
+  if (jobs && a.length > 0) {
+    // A job that ended after a retried try (cancelled while waiting, or its next attempt lost).
+    if (startsAt(a.length).length > 0 || l.end === 'interrupted') out.push(retried(a.length - 1));
+    for (const j of startsAt(a.length)) out.push(jobSent(j, primaryTarget));
   }
   const completedAt = iso(r.completed_at);
   const target = { provider: r.provider, model: r.model };

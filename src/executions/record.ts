@@ -19,7 +19,7 @@ import type { NormalizedRequest, ProviderResult, Usage } from '../providers/type
 import { buildEnvelope, ExecutionEnvelope, ExecutionStatus, storedEnvelope } from './envelope';
 import { EXECUTION_EVENT_SOURCE, lifecycleOf, type Lifecycle } from './lifecycle';
 import type { Target } from './routing';
-import type { ExecutionInput, RecordInput } from './types';
+import type { AttemptRecord, ExecutionInput, RecordInput } from './types';
 
 export { EXECUTION_EVENT_SOURCE };
 
@@ -58,6 +58,12 @@ export interface RecordOptions {
   /** Events of fallback tries (src/pipeline/fallback.ts), written before the completion events. */
   fallbackEvents?: NewEvent[];
   idempotency?: IdempotencyCompletion;
+  /**
+   * A job's call (activities/jobs.ts): the provider tries of its earlier dispatch attempts (an
+   * interrupted record has no outcome to hold them) and when each later dispatch attempt started,
+   * which its lifecycle keeps.
+   */
+  job?: { priorAttempts: AttemptRecord[]; attempts: { attempt: number; at: string; priorTries: number }[] };
 }
 
 export function normalizedRequest(input: ExecutionInput, target: Target): NormalizedRequest {
@@ -214,20 +220,22 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
     else releaseReason = error?.code ?? 'failed';
   }
   if (settle && (!Number.isInteger(settle.cost) || settle.cost < 0)) throw new Error('recordExecution: cost must be a non-negative integer');
-  // A call of the in-process pipeline keeps its lifecycle on the record, which its events derive
-  // from (src/executions/lifecycle.ts): no event rows. Other records (denials, jobs) store theirs.
+  // A dispatched call (the in-process pipeline's, a job's) keeps its lifecycle on the record, which
+  // its events derive from (src/executions/lifecycle.ts): no event rows. Other records (denials, a
+  // job that never reached dispatch) store theirs.
   let lifecycle: Lifecycle | null = null;
   if (gov.dispatch && rec.kind !== 'governed_out') {
     lifecycle = lifecycleOf(
       input.createdAt,
       gov.dispatch,
-      rec.kind === 'dispatched' ? rec.outcome.attempts : [],
+      rec.kind === 'dispatched' ? rec.outcome.attempts : opts.job?.priorAttempts ?? [],
       rec.kind === 'interrupted'
         ? { kind: 'interrupted' }
         : rec.outcome.ok
           ? { kind: 'ok', finishReason: rec.outcome.result.finish_reason ?? null }
           : { kind: 'failed', failureKind: rec.outcome.failure.kind, status: rec.outcome.failure.status },
       envelope.routing.reason_code,
+      opts.job?.attempts,
     );
   }
   const row = {

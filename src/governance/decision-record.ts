@@ -35,6 +35,13 @@ export interface EvaluateOptions {
    * permit and the call's record (src/executions/lifecycle.ts).
    */
   onAllow?: { closing: Record<string, unknown>; deadline: Date };
+  /**
+   * The allow's call is recorded with a lifecycle by a caller that keeps no in-flight mark (a
+   * job: Temporal's activity timeouts detect its crashes): its permit.allowed and
+   * permit.expiry_scheduled are derived from the permit and the record, so they are not stored,
+   * and nothing is written on the permit for reconciliation.
+   */
+  derivePermitEvents?: boolean;
 }
 
 export function decisionFromOutcome(
@@ -89,7 +96,7 @@ export function decisionFromPermit(p: PermitRecord): PermitDecision {
   return d;
 }
 
-/** A pipeline call's permit events that its record derives (src/executions/lifecycle.ts) instead of storing. */
+/** A recorded call's permit events that its record derives (src/executions/lifecycle.ts) instead of storing. */
 const DERIVED_PERMIT_EVENTS = new Set(['permit.allowed', 'permit.expiry_scheduled']);
 
 export function permitEvents(req: GovernanceRequest, p: Pick<PermitRecord, 'id' | 'expires_at'>, o: Outcome, at: Date): NewEvent[] {
@@ -176,6 +183,8 @@ export function permitWrite(req: GovernanceRequest, opts: EvaluateOptions, permi
   if (allow && opts.onAllow) {
     row.closing = opts.onAllow.closing;
     row.dispatch_deadline = opts.onAllow.deadline;
+    events = events.filter((e) => !DERIVED_PERMIT_EVENTS.has(e.eventType));
+  } else if (allow && opts.derivePermitEvents) {
     events = events.filter((e) => !DERIVED_PERMIT_EVENTS.has(e.eventType));
   }
   return { decision, row, cost, periodKeys, rateItems, events };

@@ -35,25 +35,6 @@ export interface FallbackRun<A extends AttemptOutcome> {
 
 type EventInput = Pick<ExecutionInput, 'projectId' | 'permitId' | 'executionId'>;
 
-/**
- * The events of the first try, written with the permit before dispatch (tollgate_begin_calls):
- * routing.selected_model, execution.started, provider.request_sent.
- */
-export function dispatchStartEvents(
-  input: EventInput & Pick<ExecutionInput, 'routing'>,
-  at: Date,
-  meta: { operation: string; mode: string; stream: boolean; routing?: Record<string, unknown>; started?: Record<string, unknown> },
-): NewEvent[] {
-  const t = input.routing.primary;
-  return [
-    executionEvent(input, 'routing.selected_model', 'routing', at, t, {
-      reason_code: input.routing.reason_code, requested_provider: input.routing.requested_provider, requested_model: input.routing.requested_model, ...meta.routing,
-    }),
-    executionEvent(input, 'execution.started', 'execution', at, t, { operation: meta.operation, mode: meta.mode, ...meta.started }),
-    executionEvent(input, 'provider.request_sent', 'execution', at, t, { attempt: 1, stream: meta.stream }),
-  ];
-}
-
 export async function dispatchWithFallback<A extends AttemptOutcome>(
   input: EventInput,
   targets: Target[],

@@ -7,6 +7,7 @@ import type { Db, Queryable } from '../pool';
 import { withTransaction } from '../pool';
 import { appendEvents, type NewEvent } from './events';
 import type { ExecutionEnvelope } from '../../executions/envelope';
+import type { DispatchStart } from '../../executions/lifecycle';
 
 export const JOB_STATUSES = ['queued', 'processing', 'completed', 'failed', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -170,6 +171,37 @@ export async function acquireJobSlot(db: Db, jobId: string, limit: number, now: 
 /** Counts a dispatch attempt. */
 export async function setJobAttempts(db: Queryable, jobId: string, attempts: number): Promise<void> {
   await db.query('UPDATE jobs SET attempts = GREATEST(attempts, $2) WHERE id = $1', [jobId, attempts]);
+}
+
+/** The job's dispatch starts (migration 0190): the first dispatch's start, each attempt's instant and prior tries. */
+export interface JobDispatch {
+  start: DispatchStart;
+  attempts: Record<string, [at: string, priorTries: number]>;
+}
+
+/**
+ * Counts a dispatch attempt and keeps when it started, before the provider is called: the record
+ * built after it (by the attempt, or by the workflow when the attempt was lost) derives the call's
+ * dispatch events from it. The first dispatch's start is kept once; an attempt's entry is not
+ * rewritten.
+ */
+export async function markJobDispatch(db: Queryable, jobId: string, attempt: number, start: DispatchStart, priorTries: number): Promise<void> {
+  await db.query(
+    `UPDATE jobs SET attempts = GREATEST(attempts, $2),
+            dispatch = CASE
+              WHEN dispatch IS NULL THEN jsonb_build_object('start', $3::jsonb, 'attempts', jsonb_build_object($2::text, jsonb_build_array($4::text, $5::int)))
+              WHEN dispatch->'attempts' ? ($2::text) THEN dispatch
+              ELSE jsonb_set(dispatch, ARRAY['attempts', $2::text], jsonb_build_array($4::text, $5::int))
+            END
+      WHERE id = $1`,
+    [jobId, attempt, JSON.stringify(start), start.at, priorTries],
+  );
+}
+
+/** The job's dispatch starts, or null when no attempt started (or it started before migration 0190). */
+export async function findJobDispatch(db: Queryable, jobId: string): Promise<JobDispatch | null> {
+  const { rows } = await db.query<{ dispatch: JobDispatch | null }>('SELECT dispatch FROM jobs WHERE id = $1', [jobId]);
+  return rows[0]?.dispatch ?? null;
 }
 
 /**

@@ -118,6 +118,34 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     expect(permitTl.json.endpoint).toBe('POST /v1/jobs');
   });
 
+  it("records a job's call as one record: only the job's own events are rows, and the timeline reads as before", async () => {
+    const p = await createTestProject(tg.db);
+    const res = await submit(p, { operation: 'generate.text', messages: say('one record'), routing: { provider: 'anthropic' } });
+    const job = await finished(p, res.json.id);
+    expect(job.status).toBe('completed');
+    const stored = await tg.db.query('SELECT event_type FROM events WHERE request_id = $1 ORDER BY seq', [job.request_id]);
+    expect(stored.rows.map((r) => r.event_type)).toEqual(['job.submitted', 'job.queued', 'job.processing', 'job.completed']);
+    const rec = await tg.db.query('SELECT seq, lifecycle FROM executions WHERE id = $1', [job.request_id]);
+    expect(rec.rows[0].seq).not.toBeNull();
+    expect(rec.rows[0].lifecycle).toMatchObject({ end: 'ok', started: { job_id: job.id }, job_attempts: [] });
+    // The permit keeps no in-flight mark: Temporal's activity timeouts detect a job's crashes.
+    const permit = await tg.db.query('SELECT closing FROM permits WHERE id = $1', [job.permit_id]);
+    expect(permit.rows[0].closing).toBeNull();
+    const tl = await call('GET', `/v1/requests/${job.request_id}/timeline`, { key: p.clientKey });
+    expect(tl.json.events.map((e: any) => e.event_type)).toEqual([
+      'job.submitted', 'job.queued', 'job.processing',
+      'permit.allowed', 'permit.expiry_scheduled', 'routing.selected_model', 'execution.started', 'provider.request_sent',
+      'provider.response_received', 'usage.recorded', 'request.completed',
+      'job.completed',
+    ]);
+    const started = tl.json.events.find((e: any) => e.event_type === 'execution.started');
+    expect(started.metadata).toEqual({ operation: 'generate.text', mode: 'sync', job_id: job.id });
+    expect(tl.json.events.every((e: any) => e.request_id === job.request_id)).toBe(true);
+    expect(tl.json.job_ids).toEqual([job.id]);
+    const permitTl = await call('GET', `/v1/permits/${job.permit_id}/timeline`, { key: p.clientKey });
+    expect(permitTl.json.events.map((e: any) => e.event_type)).toEqual(expect.arrayContaining(['permit.allowed', 'permit.expiry_scheduled', 'request.completed']));
+  });
+
   it('runs the firewall at processing time, not at submission: accepted, then failed with a denied envelope', async () => {
     const p = await createTestProject(tg.db);
     const res = await submit(p, { operation: 'generate.text', messages: say(INJECTION) });
@@ -150,6 +178,19 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     const types: string[] = tl.json.events.map((e: any) => e.event_type);
     expect(types.filter((t) => t === 'provider.request_sent')).toHaveLength(3);
     expect(types.filter((t) => t === 'request.completed')).toHaveLength(1);
+    // Each retry: the failed try's response (retried), then the next attempt's request; no fallback events.
+    expect(types.filter((t) => !t.startsWith('job.'))).toEqual([
+      'permit.allowed', 'permit.expiry_scheduled', 'routing.selected_model', 'execution.started', 'provider.request_sent',
+      'provider.response_received', 'provider.request_sent', 'provider.response_received', 'provider.request_sent',
+      'provider.response_received', 'usage.recorded', 'request.completed',
+    ]);
+    const sent = tl.json.events.filter((e: any) => e.event_type === 'provider.request_sent').map((e: any) => e.metadata);
+    expect(sent).toEqual([{ attempt: 1, stream: false }, { attempt: 2, stream: false, job_attempt: 2 }, { attempt: 3, stream: false, job_attempt: 3 }]);
+    const retried = tl.json.events.filter((e: any) => e.event_type === 'provider.response_received' && e.metadata.retried).map((e: any) => e.metadata);
+    expect(retried).toEqual([
+      { ok: false, status: 429, failure_kind: 'rate_limited', attempt: 1, job_attempt: 1, retried: true },
+      { ok: false, status: 429, failure_kind: 'rate_limited', attempt: 2, job_attempt: 2, retried: true },
+    ]);
   });
 
   it('gives up after JOBS_MAX_ATTEMPTS retryable failures, and does not retry a non-retryable one', async () => {
@@ -255,7 +296,8 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     expect(c1.json).toMatchObject({ status: 'cancelled', cancel_requested: true, result: null });
 
     await waitUntil(async () => {
-      const { rows } = await tg.db.query("SELECT 1 FROM events WHERE request_id = (SELECT request_id FROM jobs WHERE id = $1) AND event_type = 'provider.request_sent'", [slow[0]]);
+      // The dispatch started: its start is kept on the job before the provider is called.
+      const { rows } = await tg.db.query('SELECT 1 FROM jobs WHERE id = $1 AND dispatch IS NOT NULL', [slow[0]]);
       return rows.length > 0;
     });
     const c2 = await call('POST', `/v1/jobs/${slow[0]}/cancel`, { key: p.clientKey });

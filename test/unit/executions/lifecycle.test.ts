@@ -1,4 +1,4 @@
-import { derivedEventId, derivedEventRef, inFlightEvents, lifecycleOf, recordEvents, recordLeafEvent, type DispatchStart, type Lifecycle, type PermitColumns, type RecordColumns } from '../../../src/executions/lifecycle';
+import { derivedEventId, derivedEventRef, inFlightEvents, lifecycleOf, permitEventRows, recordEvents, recordLeafEvent, type DispatchStart, type Lifecycle, type PermitColumns, type RecordColumns } from '../../../src/executions/lifecycle';
 import { buildEnvelope, envelopeOfRow, storedEnvelope } from '../../../src/executions/envelope';
 
 const permit: PermitColumns = {
@@ -133,6 +133,59 @@ describe('call lifecycle events derived from the record', () => {
       ['usage.recorded', { input_tokens: 10, output_tokens: 0, total_tokens: 10, cost_usd_micros: 42, estimated_final: false }],
       ['request.errored', { status_code: 502, error_code: 'dispatch_interrupted' }],
     ]);
+  });
+
+  it("rebuilds a job's retried attempts as its dispatch activity wrote them: the retried response, then the next attempt's request", () => {
+    const failed = (sentAt: string, receivedAt: string): Attempt => ({ provider: 'openai', model: 'gpt-4o-mini', sentAt, receivedAt, status: 429, failureKind: 'rate_limited' });
+    const l = lifecycleOf(
+      CREATED,
+      dispatch,
+      [failed(dispatch.at, '2026-01-01T00:00:00.020Z'), ok('openai', 'gpt-4o-mini', '2026-01-01T00:00:01.000Z', '2026-01-01T00:00:01.100Z')],
+      { kind: 'ok', finishReason: 'stop' },
+      'explicit_request',
+      [{ attempt: 1, at: dispatch.at, priorTries: 0 }, { attempt: 2, at: '2026-01-01T00:00:00.999Z', priorTries: 1 }],
+    );
+    expect(l.job_attempts).toEqual([[2, 999, 1]]);
+    const tail = recordEvents(record(l, { completed_at: new Date('2026-01-01T00:00:01.200Z') }), permit).slice(5);
+    expect(tail.map((e) => [e.event_type, e.timestamp.toISOString(), e.metadata])).toEqual([
+      ['provider.response_received', '2026-01-01T00:00:00.020Z', { ok: false, status: 429, failure_kind: 'rate_limited', attempt: 1, job_attempt: 1, retried: true }],
+      ['provider.request_sent', '2026-01-01T00:00:00.999Z', { attempt: 2, stream: false, job_attempt: 2 }],
+      ['provider.response_received', '2026-01-01T00:00:01.100Z', { ok: true, status: 200, attempt: 2, finish_reason: 'stop' }],
+      ['usage.recorded', '2026-01-01T00:00:01.200Z', expect.any(Object)],
+      ['request.completed', '2026-01-01T00:00:01.200Z', { status_code: 200 }],
+    ]);
+  });
+
+  it("rebuilds a job interrupted after a retried try and a lost attempt: the retried response, the lost attempt's request, the interrupted response", () => {
+    const l = lifecycleOf(
+      CREATED,
+      dispatch,
+      [{ provider: 'openai', model: 'gpt-4o-mini', sentAt: dispatch.at, receivedAt: '2026-01-01T00:00:00.020Z', status: 500, failureKind: 'upstream' }],
+      { kind: 'interrupted' },
+      'explicit_request',
+      [{ attempt: 1, at: dispatch.at, priorTries: 0 }, { attempt: 2, at: '2026-01-01T00:00:00.500Z', priorTries: 1 }],
+    );
+    const events = recordEvents(record(l, { status: 'failed', status_code: 502, error_code: 'dispatch_interrupted', output_tokens: 0 }), permit);
+    expect(events.map((e) => e.event_type)).toEqual([
+      'permit.allowed', 'permit.expiry_scheduled', 'routing.selected_model', 'execution.started', 'provider.request_sent',
+      'provider.response_received', 'provider.request_sent', 'provider.response_received', 'usage.recorded', 'request.errored',
+    ]);
+    expect(events[5].metadata).toMatchObject({ retried: true, job_attempt: 1, attempt: 1 });
+    expect(events[6].metadata).toEqual({ attempt: 2, stream: false, job_attempt: 2 });
+    expect(events[7].metadata).toEqual({ ok: false, failure_kind: 'interrupted' });
+    // Cancelled while waiting to retry: the retried response, then the interrupted one.
+    const waiting = lifecycleOf(CREATED, dispatch, l.attempts.map(([provider, model]) => ({ provider, model, sentAt: dispatch.at, receivedAt: '2026-01-01T00:00:00.020Z', status: 500, failureKind: 'upstream' })), { kind: 'interrupted' }, 'explicit_request', [{ attempt: 1, at: dispatch.at, priorTries: 0 }]);
+    expect(waiting.job_attempts).toEqual([]);
+    const types = recordEvents(record(waiting, { status: 'failed', status_code: 502, error_code: 'dispatch_interrupted' }), permit).slice(5).map((e) => [e.event_type, e.metadata.retried ?? e.metadata.failure_kind]);
+    expect(types.slice(0, 2)).toEqual([['provider.response_received', true], ['provider.response_received', 'interrupted']]);
+  });
+
+  it('stores as rows the permit events a record would derive, for an allow recorded without a lifecycle', () => {
+    const derived = recordEvents(record(lifecycle([ok()], { kind: 'ok', finishReason: 'stop' })), permit).filter((e) => e.derived_from === 'permit');
+    const rows = permitEventRows(permit);
+    expect(rows.map((r) => [r.eventType, r.source, r.phase, r.provider, r.model, r.permitId, r.requestId, r.timestamp, r.metadata])).toEqual(
+      derived.map((e) => [e.event_type, e.source, e.phase, e.provider, e.model, e.permit_id, e.request_id, e.timestamp, e.metadata]),
+    );
   });
 
   it('derives nothing from a record whose events are stored rows', () => {
