@@ -139,7 +139,8 @@ function skipToMain(e: Event): void {
 function PageView({ page, rest, query, project, user }: { page: Page; rest: string[]; query: URLSearchParams; project: ProjectView; user: string }) {
   switch (page) {
     case 'calls':
-      return rest[0] ? <CallView id={rest[0]} /> : <Calls project={project} query={query} />;
+      // Keyed by the call: another call's view is not kept (with its data) while this one loads.
+      return rest[0] ? <CallView key={rest[0]} id={rest[0]} /> : <Calls project={project} query={query} />;
     case 'overview':
       return <Overview project={project} query={query} />;
     case 'governance':

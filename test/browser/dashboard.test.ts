@@ -113,6 +113,9 @@ describe('dashboard in Chromium', () => {
     });
     expect(fell.json.routing.fallback_occurred).toBe(true);
     await go(`calls/${fell.json.id}`);
+    // The previous test left another call's view open: its waterfall stays until this call's
+    // timeline arrives, so wait for this call's own bars.
+    await page.getByRole('list', { name: `Timeline of ${fell.json.id}` }).waitFor();
     const bars = page.getByRole('list', { name: 'Waterfall' }).locator('li');
     await bars.first().waitFor();
     expect(await bars.evaluateAll((els) => els.map((e) => e.getAttribute('data-bar')))).toEqual(['governance', 'attempt 1: openai/gpt-4o-mini', 'attempt 2: anthropic/claude-haiku-4-5', 'recording']);
