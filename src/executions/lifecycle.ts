@@ -15,6 +15,7 @@
  */
 import canonicalize from 'canonicalize';
 import type { EventRecord, NewEvent } from '../db/repositories/events';
+import type { EnvelopeColumns } from './envelope';
 
 export const EXECUTION_EVENT_SOURCE = 'execution_events';
 
@@ -77,9 +78,9 @@ interface StoredRouting {
   usage?: { total_tokens?: number };
 }
 
-/** The columns of an execution row the derived events read. */
-export interface RecordColumns {
-  id: string;
+/** The columns of an execution row the derived events read: the envelope's columns and the record's own. */
+export interface RecordColumns
+  extends Pick<EnvelopeColumns, 'id' | 'status_code' | 'provider' | 'model' | 'input_tokens' | 'output_tokens' | 'cost_usd_micros' | 'estimated_final' | 'error_code' | 'created_at' | 'completed_at'> {
   project_id: string;
   seq: number | string | null;
   permit_id: string | null;
@@ -87,16 +88,6 @@ export interface RecordColumns {
   operation: string;
   mode: string;
   status: string;
-  status_code: number;
-  provider: string | null;
-  model: string | null;
-  input_tokens: number;
-  output_tokens: number;
-  cost_usd_micros: number | string;
-  estimated_final: boolean;
-  error_code: string | null;
-  created_at: Date | string;
-  completed_at: Date | string;
   envelope: StoredRouting | Record<string, unknown>;
   lifecycle: Lifecycle | null;
 }
