@@ -1,4 +1,5 @@
 import { Context } from '@temporalio/activity';
+import { ensureWeekPartitions } from '../src/db/partitions';
 import { purgeExpiredIdempotencyKeys } from '../src/db/repositories/idempotency';
 import { runRetention, type RetentionReport } from '../src/retention/run';
 import type { ActivityDeps } from './deps';
@@ -21,6 +22,10 @@ export function createMaintenanceActivities({ db, clock, governance, config }: P
       } finally {
         clearInterval(timer);
       }
+    },
+    /** Creates the coming weeks' partitions of the call record and the permit (src/db/partitions.ts). */
+    async ensurePartitions(): Promise<{ created: string[]; skipped: string[] }> {
+      return ensureWeekPartitions(db, clock.now());
     },
     /** Deletes one batch of expired idempotency records; returns the number deleted. */
     async purgeExpiredIdempotencyKeys(): Promise<number> {

@@ -1,5 +1,5 @@
 // Every workflow the worker serves. One file per workflow; this file only re-exports.
-export { idempotencyCleanupWorkflow, reservationExpiryWorkflow, retentionWorkflow } from './maintenance';
+export { idempotencyCleanupWorkflow, partitionMaintenanceWorkflow, reservationExpiryWorkflow, retentionWorkflow } from './maintenance';
 export { intentWorkflow } from './intent';
 export { jobWorkflow } from './job';
 export { webhookDeliveryWorkflow } from './webhook-delivery';

@@ -1,7 +1,7 @@
 import { continueAsNew, proxyActivities, sleep } from '@temporalio/workflow';
 import type { MaintenanceActivities } from '../activities/maintenance';
 
-const { purgeExpiredIdempotencyKeys, expireStaleReservations } = proxyActivities<MaintenanceActivities>({
+const { purgeExpiredIdempotencyKeys, expireStaleReservations, ensurePartitions } = proxyActivities<MaintenanceActivities>({
   startToCloseTimeout: '1 minute',
   retry: { maximumAttempts: 5 },
 });
@@ -21,6 +21,7 @@ export interface MaintenanceLoopInput {
 export const IDEMPOTENCY_CLEANUP_WORKFLOW_ID = 'tollgate-maintenance-idempotency-cleanup';
 export const RESERVATION_EXPIRY_WORKFLOW_ID = 'tollgate-maintenance-reservation-expiry';
 export const RETENTION_WORKFLOW_ID = 'tollgate-maintenance-retention';
+export const PARTITION_MAINTENANCE_WORKFLOW_ID = 'tollgate-maintenance-partitions';
 
 /**
  * Deletes idempotency records past their retention window, forever, one round per interval.
@@ -50,6 +51,16 @@ export async function reservationExpiryWorkflow(input: MaintenanceLoopInput): Pr
 export async function retentionWorkflow(input: MaintenanceLoopInput): Promise<void> {
   await loop(input, async () => {
     await runRetention();
+  });
+}
+
+/**
+ * Creates the week partitions of the weeks to come ahead of time (src/db/partitions.ts), so that no
+ * call ever waits for one; its first round runs as soon as a worker starts it.
+ */
+export async function partitionMaintenanceWorkflow(input: MaintenanceLoopInput): Promise<void> {
+  await loop(input, async () => {
+    await ensurePartitions();
   });
 }
 

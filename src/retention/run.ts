@@ -33,6 +33,7 @@ import {
   type ArchiveRow,
 } from '../db/repositories/archives';
 import { complianceSigner } from '../integrity/keys';
+import { dropAgedPartitions } from './partitions';
 import { chainedLeaves, issueCheckpoint } from '../integrity/log';
 import { appendLeaves } from '../integrity/merkle';
 import { verifierKey } from '../integrity/note';
@@ -65,6 +66,8 @@ export interface ProjectRetention {
 export interface RetentionReport {
   object: 'retention_run';
   projects: ProjectRetention[];
+  /** Week partitions dropped once every project's retention had passed them and they were empty. */
+  partitions_dropped: string[];
 }
 
 export interface ArchiveView {
@@ -124,7 +127,8 @@ export async function runRetention(deps: RetentionDeps, opts: RetentionOptions):
   const projects = await projectsInScope(deps.db, deps.config.retention.days, opts);
   const out: ProjectRetention[] = [];
   for (const p of projects) out.push(await retainProject(deps, p, opts));
-  return { object: 'retention_run', projects: out };
+  const dropped = await dropAgedPartitions(deps.db, deps.config.retention.days, opts.now);
+  return { object: 'retention_run', projects: out, partitions_dropped: dropped };
 }
 
 async function projectsInScope(db: Queryable, globalDays: number | undefined, opts: RetentionOptions): Promise<{ id: string; days: number | null }[]> {

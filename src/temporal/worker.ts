@@ -2,7 +2,7 @@ import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import { Client } from '@temporalio/client';
 import type { Activities } from '../../activities';
-import { IDEMPOTENCY_CLEANUP_WORKFLOW_ID, RESERVATION_EXPIRY_WORKFLOW_ID, RETENTION_WORKFLOW_ID } from '../../workflows/maintenance';
+import { IDEMPOTENCY_CLEANUP_WORKFLOW_ID, PARTITION_MAINTENANCE_WORKFLOW_ID, RESERVATION_EXPIRY_WORKFLOW_ID, RETENTION_WORKFLOW_ID } from '../../workflows/maintenance';
 import { RECONCILIATION_WORKFLOW_ID } from '../../workflows/reconciliation';
 import { CHECKPOINT_WORKFLOW_ID } from '../../workflows/checkpoint';
 
@@ -78,6 +78,8 @@ export async function ensureMaintenanceWorkflows(client: Client, taskQueue: stri
     { type: 'checkpointWorkflow', workflowId: CHECKPOINT_WORKFLOW_ID, intervalSeconds: 30 },
     // Retention: archives, verifies and deletes records past their project's retention (src/retention/run.ts).
     { type: 'retentionWorkflow', workflowId: RETENTION_WORKFLOW_ID, intervalSeconds: 3600 },
+    // The coming weeks' partitions of the call record and the permit (src/db/partitions.ts).
+    { type: 'partitionMaintenanceWorkflow', workflowId: PARTITION_MAINTENANCE_WORKFLOW_ID, intervalSeconds: 3600 },
   ];
   for (const w of singletons) {
     await client.workflow.start(w.type, {
