@@ -8,7 +8,9 @@ module.exports = {
   },
   // ESM-only packages are compiled to CommonJS with the rest (every other package stays untransformed):
   // jose 6, and the Vercel AI SDK (ai, @ai-sdk/*, and its @workflow/serde) that the agent-framework tests use.
-  transformIgnorePatterns: ['/node_modules/(?!(jose|ai|@ai-sdk|@workflow)/)'],
+  // The OTLP exporter's transport loads `http` with a dynamic import(), which jest's CommonJS runtime
+  // refuses; compiled, it is a require (test/e2e/telemetry/otlp-receiver.test.ts exports through it).
+  transformIgnorePatterns: ['/node_modules/(?!(jose|ai|@ai-sdk|@workflow|@opentelemetry/otlp-exporter-base)/)'],
   // The AI SDK imports `zod/v4/locales/en.js`, which zod's exports map to its ESM build even for require:
   // take the CommonJS twin, so one zod instance is loaded.
   moduleNameMapper: { '^zod/v4/locales/(.*)\\.js$': 'zod/v4/locales/$1.cjs' },

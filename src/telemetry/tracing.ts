@@ -1,7 +1,8 @@
 /**
  * OpenTelemetry traces, off by default. `TOLLGATE_TRACING=otlp` (or the standard
  * `OTEL_TRACES_EXPORTER=otlp`) exports spans over OTLP/HTTP to `OTEL_EXPORTER_OTLP_ENDPOINT`
- * (default http://localhost:4318), service name `OTEL_SERVICE_NAME` (default tollgate).
+ * (default http://localhost:4318), service name `OTEL_SERVICE_NAME` (default tollgate), further resource
+ * attributes from `OTEL_RESOURCE_ATTRIBUTES`.
  *
  * Spans: one server span per HTTP request (parent: the caller's `traceparent`), and inside it one
  * `governed.call` with `govern` (with `governance.estimate`, `governance.firewall`,
@@ -17,6 +18,8 @@ import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 const tracer = trace.getTracer('tollgate');
 
 export interface Tracing {
+  /** Exports every span ended so far (the batch processor otherwise waits up to its delay). */
+  flush(): Promise<void>;
   /** Flushes buffered spans and stops exporting. */
   shutdown(): Promise<void>;
 }
@@ -36,15 +39,23 @@ export function startTracing(env: NodeJS.ProcessEnv, opts: { exporter?: SpanExpo
   /* eslint-disable @typescript-eslint/no-require-imports */
   const { BatchSpanProcessor, NodeTracerProvider, SimpleSpanProcessor } = require('@opentelemetry/sdk-trace-node') as typeof import('@opentelemetry/sdk-trace-node');
   const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
-  const { resourceFromAttributes } = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
+  const { defaultResource, detectResources, envDetector, resourceFromAttributes } = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
   /* eslint-enable @typescript-eslint/no-require-imports */
   const exporter = opts.exporter ?? new OTLPTraceExporter();
+  // A resource given to the provider replaces the SDK's default one, so it is built on it: the
+  // telemetry.sdk.* attributes a receiver expects, then OTEL_RESOURCE_ATTRIBUTES (read from the
+  // process, as the exporter reads its variables), then the service name, OTEL_SERVICE_NAME first.
+  const resource = defaultResource()
+    .merge(resourceFromAttributes({ 'service.name': 'tollgate' }))
+    .merge(detectResources({ detectors: [envDetector] }))
+    .merge(env.OTEL_SERVICE_NAME ? resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME }) : null);
   const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME ?? 'tollgate' }),
+    resource,
     spanProcessors: [opts.exporter ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter)],
   });
   provider.register();
   return {
+    flush: () => provider.forceFlush(),
     async shutdown() {
       await provider.shutdown();
       trace.disable();

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ensureTemporalCli } from '../../scripts/lib/temporal-cli';
+import { ensureOtelCollector } from '../../scripts/lib/otel-collector';
 import { createDatabaseIfMissing, ensurePostgres, withDatabase } from '../../scripts/lib/postgres';
 import { freePort, startTemporalDevServer } from '../../scripts/lib/temporal-dev-server';
 import { migrate } from '../../src/db/migrate';
@@ -17,6 +18,13 @@ export default async function globalSetup(): Promise<void> {
   const dataDir = path.resolve(__dirname, '..', '..', '.data');
   fs.mkdirSync(dataDir, { recursive: true });
   const cli = await ensureTemporalCli(log);
+  // The OTLP receiver test/e2e/telemetry/otlp-receiver.test.ts starts: built here once per machine.
+  // Without Go that one test fails saying what to install; the rest of the suite runs.
+  try {
+    process.env.OTELCOL_PATH = ensureOtelCollector(log);
+  } catch (err) {
+    process.env.OTELCOL_UNAVAILABLE = (err as Error).message;
+  }
   const serverUrl = await ensurePostgres(dataDir, log);
   const database = `tollgate_test_${Date.now()}_${process.pid}`;
   await createDatabaseIfMissing(serverUrl, database);
