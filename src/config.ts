@@ -127,7 +127,8 @@ const baseEnvSchema = z.object({
   TOLLGATE_DEPRECATED_ROUTES: deprecatedRoutesEnvSchema,
 });
 
-const envSchema = baseEnvSchema.extend(
+/** Every setting read from the environment (docs/configuration.md lists each; test/unit/docs/configuration.test.ts holds them equal). */
+export const envSchema = baseEnvSchema.extend(
   Object.fromEntries(
     PROVIDER_IDS.flatMap((p) => [
       [`${PROVIDER_ENV_PREFIX[p]}_BASE_URL`, url.default(DEFAULT_PROVIDER_BASE_URLS[p])],

@@ -8,7 +8,8 @@ import http from 'node:http';
 import { z } from 'zod';
 
 const ms = z.coerce.number().int().min(100);
-const schema = z.object({
+/** The HTTP limits' settings (docs/configuration.md lists them with src/config.ts's). */
+export const httpLimitsEnvSchema = z.object({
   /** A client must send its complete request headers within this time (slowloris). */
   HTTP_HEADERS_TIMEOUT_MS: ms.max(120_000).default(10_000),
   /** ...and its complete request, body included, within this time (slow uploads); responses (streams) are not limited. */
@@ -31,7 +32,7 @@ export interface HttpLimits {
 }
 
 export function httpLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): HttpLimits {
-  const e = schema.parse(env);
+  const e = httpLimitsEnvSchema.parse(env);
   return {
     headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
     // Node requires headersTimeout <= requestTimeout.
