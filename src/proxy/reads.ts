@@ -20,7 +20,7 @@ import { deadline, releaseWithBody } from '../providers/deadline';
 interface ReadRoute {
   method: 'GET' | 'POST' | 'DELETE';
   pattern: RegExp;
-  /** The route template, for metrics and the README. */
+  /** The route template, for metrics. */
   name: string;
 }
 
