@@ -1,5 +1,5 @@
 /**
- * HTTP hardening limits (docs/decisions.md, "HTTP hardening"): slow-client timeouts of the Node
+ * HTTP hardening limits (docs/decisions/http-hardening.md): slow-client timeouts of the Node
  * server, the body limit of routes that take no model input, and the failed-authentication
  * budget per source address. Read from the environment here (not src/config.ts) so the server and
  * the app take them with one call each.
