@@ -7,7 +7,7 @@
  * counted 0), spend settled at that estimate and the rest of the reservation released,
  * `request.errored` on the timeline, and the Idempotency-Key resolved to that result. The record
  * statement is the same one the live process would run, guarded by the executions row, so a
- * process that was only slow and records later changes nothing (docs/decisions.md).
+ * process that was only slow and records later changes nothing (docs/decisions/crash-safety.md).
  */
 import { clearInflightCall, findOverdueCalls, type InflightRow } from '../src/db/repositories/inflight-calls';
 import { findPermit } from '../src/db/repositories/permits';

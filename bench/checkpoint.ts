@@ -5,7 +5,7 @@
  * builds the project's Merkle tree from the leaf hashes the sequencer stored and stores the tree's
  * new nodes.
  * It runs in the API process unless the worker runs apart, every 30 s, so its CPU per event is part
- * of what a governed call costs (eight events a call). On a throwaway database: a warm-up
+ * of what a governed call costs (a call leaves one leaf; denials and jobs also leave events). On a throwaway database: a warm-up
  * checkpoint of 5,000 events, then BENCH_ROUNDS (default 3) rounds of BENCH_EVENTS (default
  * 20,000) events appended, chained and checkpointed; each round prints the checkpoint's wall time,
  * this process's and PostgreSQL's CPU per event and the longest the event loop waited meanwhile (a 0 ms interval

@@ -140,7 +140,7 @@ async function main(): Promise<void> {
 
   ensureDashboard(log);
   // Workflow code is bundled here, not by the worker at start: webpack's memory then stays in this
-  // supervisor instead of the Tollgate process (docs/performance.md, "Memory under 250 MB").
+  // supervisor instead of the Tollgate process (docs/decisions/dev-stack-runs-compiled-code.md).
   if (!process.env.TEMPORAL_WORKFLOW_BUNDLE) {
     const bundlePath = path.join(dataDir, 'workflow-bundle.js');
     fs.writeFileSync(bundlePath, await bundleWorkflows());

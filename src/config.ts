@@ -63,13 +63,13 @@ const baseEnvSchema = z.object({
   METRICS_TOKEN: optionalSecret,
   PROVIDER_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(1).default(5000),
   PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(1).default(120000),
-  /** How the record of an in-process call commits: `async` skips the WAL flush wait (docs/decisions.md, "Recording commit"). */
+  /** How the record of an in-process call commits: `async` skips the WAL flush wait (docs/decisions/recording-commit.md). */
   RECORD_COMMIT: z.enum(['sync', 'async']).default('async'),
-  /** How calls joined to a workflow intent are reserved: `leased` call blocks (default), or `coalesced` Updates per call (docs/decisions.md, "Call leases"). */
+  /** How calls joined to a workflow intent are reserved: `leased` call blocks (default), or `coalesced` Updates per call (docs/decisions/call-leases.md). */
   INTENT_RESERVATIONS: z.enum(['coalesced', 'leased']).default('leased'),
-  /** A call lease is returned after this long without a call (docs/decisions.md, "Call leases"); unset, the reservations' own default (500 ms). */
+  /** A call lease is returned after this long without a call (docs/decisions/call-leases.md); unset, the reservations' own default (500 ms). */
   INTENT_LEASE_IDLE_MS: z.coerce.number().int().min(1).max(600_000).optional(),
-  /** Async jobs (docs/decisions.md, "Jobs"): per-project processing limit and the retry policy of upstream failures. */
+  /** Async jobs (docs/decisions/jobs.md): per-project processing limit and the retry policy of upstream failures. */
   JOBS_MAX_PROCESSING_PER_PROJECT: z.coerce.number().int().min(1).max(10_000).default(16),
   JOBS_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(4),
   JOBS_RETRY_BASE_MS: z.coerce.number().int().min(1).default(2000),
@@ -101,7 +101,7 @@ const baseEnvSchema = z.object({
   EVENT_STREAM_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   /** A compliance export step whose worker stopped heartbeating this long is retried on another worker. */
   COMPLIANCE_EXPORT_HEARTBEAT_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
-  /** Management sessions (docs/decisions.md, "Management API"): token lifetimes and login-failure limits. */
+  /** Management sessions (docs/decisions/management-api.md): token lifetimes and login-failure limits. */
   AUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(900).default(900),
   AUTH_REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(90 * 86_400).default(30 * 86_400),
   AUTH_LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(5),
@@ -127,7 +127,8 @@ const baseEnvSchema = z.object({
   TOLLGATE_DEPRECATED_ROUTES: deprecatedRoutesEnvSchema,
 });
 
-const envSchema = baseEnvSchema.extend(
+/** Every setting read from the environment (docs/configuration.md lists each; test/unit/docs/configuration.test.ts holds them equal). */
+export const envSchema = baseEnvSchema.extend(
   Object.fromEntries(
     PROVIDER_IDS.flatMap((p) => [
       [`${PROVIDER_ENV_PREFIX[p]}_BASE_URL`, url.default(DEFAULT_PROVIDER_BASE_URLS[p])],
@@ -159,7 +160,7 @@ export interface Config {
   };
   bodyLimitBytes: number;
   idempotencyRetentionHours: number;
-  /** Retention (docs/decisions.md, "Retention and archives"): days kept (undefined: forever) and the archive directory. */
+  /** Retention (docs/decisions/retention-and-archives.md): days kept (undefined: forever) and the archive directory. */
   retention: { days?: number; archiveDir: string };
   masterKey?: string;
   metricsToken?: string;
@@ -230,7 +231,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError([{ variable: 'TOLLGATE_MASTER_KEY', message: 'must be 32 bytes encoded as base64' }]);
   }
   // Without it production cannot seal the compliance signing key, webhook secrets or provider
-  // keys: checkpoints failed every round in the background, unnoticed (docs/decisions.md).
+  // keys: checkpoints failed every round in the background, unnoticed (docs/decisions/secrets-at-rest.md).
   if (e.NODE_ENV === 'production' && e.TOLLGATE_MASTER_KEY === undefined) {
     throw new ConfigError([
       { variable: 'TOLLGATE_MASTER_KEY', message: 'is required with NODE_ENV=production (32 bytes, base64): it seals the compliance signing key, webhook secrets and provider keys' },

@@ -4,7 +4,7 @@ import { INTENT_FAILURES, IntentState, LEASE_SETTLE_GRACE_MS, LEASE_TTL_MS, Leas
 
 /**
  * Marks runs whose lease requests reclaim every unused call before refusing (the requester's own
- * unseen block, repeated rounds): docs/decisions.md "Call leases".
+ * unseen block, repeated rounds): docs/decisions/call-leases.md.
  */
 const LEASE_RECLAIM_PATCH = 'intent-lease-reclaim-all';
 /** Largest block one lease request is granted beyond the calls its holder is waiting for. */

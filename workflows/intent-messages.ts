@@ -43,7 +43,7 @@ export interface IntentState {
   leases?: Record<string, CallLease>;
 }
 
-/** A block of calls granted to one API process (docs/decisions.md "Call leases"). */
+/** A block of calls granted to one API process (docs/decisions/call-leases.md). */
 export interface CallLease {
   /** The API process holding it (diagnostics). */
   holder: string;

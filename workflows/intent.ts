@@ -36,7 +36,7 @@ const acts = proxyActivities<IntentActivities>({
 
 /** Minimum time between two writes of the call counter to PostgreSQL. */
 const COUNTER_PERSIST_INTERVAL_MS = 1000;
-/** Marks runs with the call-lease main loop (docs/decisions.md "Call leases"). */
+/** Marks runs with the call-lease main loop (docs/decisions/call-leases.md). */
 const CALL_LEASES_PATCH = 'intent-call-leases';
 
 /**

@@ -139,7 +139,7 @@ export async function startStack(opts: {
     TEMPORAL_ADDRESS: temporal.address,
     TEMPORAL_TASK_QUEUE: taskQueue,
     TEMPORAL_WORKFLOW_BUNDLE: bundlePath,
-    // As a production deployment must set it (README, "Docker"): without it the compliance signing
+    // As a production deployment must set it (docs/decisions/secrets-at-rest.md): without it the compliance signing
     // key cannot be sealed, so NODE_ENV=production skipped every checkpoint (the activity failed
     // and was retried) and the compiled build's figures left out the checkpoints' CPU.
     TOLLGATE_MASTER_KEY: BENCH_MASTER_KEY,

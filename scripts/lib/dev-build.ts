@@ -8,7 +8,7 @@
  * Through tsx the process kept each file's inline source map, whole sources included, and paid
  * tsx's load hooks: ~30 MiB more than the compiled build idle and 10–30 MiB more after the memory
  * bench's load, which put the dev stack over the 250 MB target more often than the compiled build
- * (docs/performance.md, twelfth session). The maps written here carry no sources, and
+ * (docs/decisions/dev-stack-runs-compiled-code.md). The maps written here carry no sources, and
  * dependencies' maps stay unread (no-dependency-source-maps.cjs), as through tsx.
  *
  * `.dev-build/` sits next to `dist/`, one level under the project root, so paths a module resolves

@@ -188,7 +188,7 @@ export const systemProbes: CliProbes = {
  * Finds the Temporal CLI: $TEMPORAL_CLI_PATH (or the older $TEMPORAL_CLI), else the cached copy in
  * ~/.cache/tollgate/temporal-v<version>/, else `temporal` 1.5+ on PATH, else downloads the release
  * archive (checksum-verified) into the cache, else builds it there with `go install`; with none of
- * these possible it throws a message saying what to install (docs/decisions.md, "First start").
+ * these possible it throws a message saying what to install (docs/decisions/temporal-cli-provisioning.md).
  */
 export async function ensureTemporalCli(log: (msg: string) => void = console.log): Promise<string> {
   const found = await selectTemporalCli(systemProbes, log);

@@ -4,7 +4,7 @@
  * objects the routes parse with); every family is in the table. test/unit/api/openapi.test.ts walks
  * the Koa router and fails when a /v1
  * route is neither documented nor in OPENAPI_EXCLUDED, so the document cannot drift silently.
- * Tiers: docs/decisions.md, "OpenAPI document". The reference page (/docs): src/api/docs-page.ts.
+ * Tiers: docs/decisions/route-tiers.md. The reference page (/docs): src/api/docs-page.ts.
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';

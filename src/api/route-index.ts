@@ -2,7 +2,7 @@
  * The API's routes held in one @koa/router per path prefix instead of one router for all of them.
  * @koa/router tests every route's regular expression against every request; with the table at
  * ~120 routes that took 57–66 µs of each governed call at one request in flight (the expressions
- * run cold between requests; docs/performance.md, ninth session). Here a route whose first two
+ * run cold between requests; docs/decisions/router-per-prefix.md). Here a route whose first two
  * path segments are fixed (`/v1/proxy/…`, `/v1/permits/…`, `/docs/assets/…`) goes in the router
  * of that prefix; every other one (`/metrics`, `/dashboard/*rest`) goes in the rest. A request runs
  * the router of its own first two segments, then, when nothing there matched, the rest.

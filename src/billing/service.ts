@@ -1,5 +1,5 @@
 /**
- * Plans change through the payment provider (docs/decisions.md, "Billing"): a project's owner asks
+ * Plans change through the payment provider (docs/decisions/billing.md): a project's owner asks
  * for a Checkout Session; the provider's signed webhook events then set the plan. Events are
  * applied once per event id; a signature older than the tolerance is refused.
  */

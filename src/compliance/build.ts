@@ -165,8 +165,7 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
  * An export file written a chunk at a time (one per batch, compliance_export_chunks), hashed as it
  * grows; `close` records its hash, size and record count. Neither the file nor the bundle is ever
  * whole in memory: a whole events part held the event loop for ~60 ms per 10,000 events when it
- * was joined at the end, and 10–30 ms when it was stored in one row (docs/performance.md, tenth
- * and eleventh sessions).
+ * was joined at the end, and 10–30 ms when it was stored in one row (docs/decisions/compliance-exports.md).
  */
 class ExportFileWriter {
   private readonly hash = createHash('sha256');

@@ -19,7 +19,7 @@ export function timelineEventView(e: EventRecord) {
 }
 
 /**
- * A governance event as the API shows it (docs/decisions.md, "Governance events"): the persisted
+ * A governance event as the API shows it (docs/decisions/governance-event-log.md): the persisted
  * columns, the event's id and its place in the project's log. `position` is the chain position
  * (1, 2, 3, … per project; the Merkle leaf index is position − 1), null for the fraction of a
  * second before the sequencer chains the event; `chain` carries the hash-chain links. An event

@@ -1,6 +1,6 @@
 /**
  * A governed call's lifecycle events, derived from its record and its permit instead of stored as
- * event rows (docs/decisions.md, "The call record").
+ * event rows (docs/decisions/call-record.md).
  *
  * The in-process pipeline and a job write no row per lifecycle step: the permit holds the decision
  * (and, while a pipeline call runs, `closing`, whose `dispatch` says when and how it was

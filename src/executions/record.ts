@@ -30,7 +30,7 @@ export interface RecordDeps {
   /**
    * `async`: the record of a dispatched call commits without waiting for the WAL flush. Only for
    * calls begun in process, whose durable in-flight row lets reconciliation close the call if the
-   * database loses the record in a crash (docs/decisions.md, "Recording commit"). Default `sync`.
+   * database loses the record in a crash (docs/decisions/recording-commit.md). Default `sync`.
    */
   commit?: 'sync' | 'async';
 }

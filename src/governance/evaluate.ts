@@ -2,7 +2,7 @@
  * The pure decision function: given a loaded context (policy, plan, counters) and a request, the
  * first failing check decides. No I/O here, so the order is easy to read and to test.
  *
- * Order (see docs/decisions.md "Governance"):
+ * Order (see docs/decisions/governance-evaluation-order.md):
  *   1 firewall → 2 model allow-list → 3 deny rules → 4 pricing available → 5 per-request cap →
  *   6 plan quota → 7 rate limits → 8 period caps (day, week, month, quarter) →
  *   9 monthly threshold → 10 daily spike → 11 review rules → allow.

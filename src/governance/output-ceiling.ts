@@ -4,7 +4,7 @@
  * and the request sets no ceiling, Tollgate sets one (the policy's budgets.default_max_output_tokens,
  * by default 1,024: the output the estimate always assumed); when the worst case does not fit what the caps leave, it lowers
  * the ceiling to the largest that fits, down to MIN_OUTPUT_CEILING. Below that the call is denied
- * by the cap checks as before (docs/decisions.md, "Hard caps").
+ * by the cap checks as before (docs/decisions/hard-caps.md).
  */
 import type { EvalContext } from './evaluate';
 import type { PeriodKind } from './periods';

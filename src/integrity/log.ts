@@ -8,7 +8,7 @@
  * order, checks their links (positions without gaps, each prev_hash the hash before), and builds
  * the tree from the stored leaf hashes; an event row altered or removed after chaining no longer
  * matches its leaf and chain hash, which verification (`verifyEventChain`, an export's proofs)
- * reports (docs/decisions.md, "Checkpoints sign what was chained"). Rows chained before leaf hashes
+ * reports (docs/decisions/checkpoints-sign-what-was-chained.md). Rows chained before leaf hashes
  * were stored are written out from their event and re-checked against their chain hash, as before.
  *
  * The tree is extended by `issueCheckpoint` only, under the project's checkpoint lock: it stores
@@ -71,7 +71,7 @@ export const MAX_LEAVES_PER_CHECKPOINT = 100_000;
  * worker runs apart, and a checkpoint catching up on a busy minute's events competes with every
  * request meanwhile: each of a stream's hops through the event loop waits behind the slice
  * running. 1,000 at once (~20–30 ms) and 200 added ~10–15 ms to a stream's first token while it
- * caught up; 50, ~8–10 (docs/performance.md, ninth session).
+ * caught up; 50, ~8–10 (docs/decisions/checkpoints-sign-what-was-chained.md).
  */
 const LEAVES_PER_TURN = 50;
 
@@ -81,7 +81,7 @@ const LEAVES_PER_TURN = 50;
  * during a checkpoint were scavenges of 7–13 ms (the reads' rows and new nodes living across its
  * awaits), not hashing: reads of 250 rows shortened them a little for 30–50 % more CPU per event;
  * reading the common case packed in one row (`readChainLeavesPacked`) shortened them and cut the
- * CPU by a third (docs/performance.md, tenth session).
+ * CPU by a third (docs/decisions/checkpoints-sign-what-was-chained.md).
  */
 const LEAVES_PER_READ = 1000;
 
@@ -252,7 +252,7 @@ async function extendTree(db: Queryable, projectId: string, size: number, max: n
  */
 export async function rootFromChain(db: Queryable, projectId: string, size: number): Promise<Buffer> {
   // Leaves archived by retention are gone: the tree of the archived prefix is its compact range,
-  // recorded from the chain when the archive was made (docs/decisions.md, "Retention and archives").
+  // recorded from the chain when the archive was made (docs/decisions/retention-and-archives.md).
   const anchor = await logAnchor(db, projectId);
   const fromAnchor = anchor !== null && anchor.position <= size;
   let range: Buffer[] = fromAnchor ? anchor.range : [];

@@ -47,7 +47,7 @@ export const EMPTY_ROOT = hash('sha256', Buffer.alloc(0), 'buffer');
  * Nodes of levels 1 to 3 (subtrees of 2–8 leaves) are 7/8 of a tree's nodes above its leaves.
  * Storing them was most of a checkpoint's database work per event (a row, its index entry and
  * WAL each); a proof needs at most one of each level, which its ≤ 8 leaves give in ≤ 7 hashes
- * (docs/performance.md, eleventh session).
+ * (docs/decisions/merkle-stored-levels.md).
  */
 export const LOWEST_STORED_LEVEL = 4;
 
@@ -72,7 +72,7 @@ export type NodeSource = (level: number, idx: number) => Buffer;
 /**
  * Hashes of subtrees that are not perfect (a tree's right edge), by range, computed from one
  * `NodeSource`: every proof against one tree size needs the same few, and recomputing them per
- * proof was most of an export's CPU per event (docs/performance.md, tenth session).
+ * proof was most of an export's CPU per event (docs/performance.md).
  */
 export type SubtreeMemo = Map<string, Buffer>;
 

@@ -4,8 +4,7 @@
  * signed checkpoint against the chain (its signature under the key that made it, and its root
  * recomputed from the chain's leaves alone, not from the stored tree). A checkpoint signs the
  * events as they were chained, so an event edited after its chaining is reported here (and by an
- * export's verification), not by a refused checkpoint (docs/decisions.md, "Checkpoints sign what
- * was chained").
+ * export's verification), not by a refused checkpoint (docs/decisions/checkpoints-sign-what-was-chained.md).
  */
 import type { Pool } from 'pg';
 import { verifyEventChain } from '../db/repositories/events';

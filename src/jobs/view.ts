@@ -1,7 +1,7 @@
 import type { JobRecord } from '../db/repositories/jobs';
 import type { ExecutionEnvelope } from '../executions/envelope';
 
-/** The job object (docs/decisions.md, "Jobs"). */
+/** The job object (docs/decisions/jobs.md). */
 export interface JobView {
   id: string;
   object: 'job';

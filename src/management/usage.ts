@@ -1,6 +1,6 @@
 /**
  * The money of a project as the management API shows it: usage over a window (JSON or CSV) and the
- * month-end cost forecast against the policy's caps (docs/decisions.md, "Usage and forecast").
+ * month-end cost forecast against the policy's caps (docs/decisions/usage-and-forecast.md).
  */
 import type { Db } from '../db/pool';
 import { errors } from '../errors';

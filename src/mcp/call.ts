@@ -4,7 +4,7 @@
  * project, calling key, server, tool, arguments, workflow and session, and the stream flag;
  * different bound content → 409; a repeated non-stream call replays only after a fresh
  * authorization check; a repeated stream claim → 409 without a second upstream call.
- * Decisions: docs/decisions.md "Managed MCP tool calls".
+ * Decisions: docs/decisions/managed-mcp-tool-calls.md.
  */
 import canonicalize from 'canonicalize';
 import type { Config } from '../config';

@@ -1,7 +1,7 @@
 /**
- * What an MCP server credential may be, and keeping it out of error text (docs/decisions.md
- * "Managed MCP tool calls"). A credential is sent as one request header, so its value must be a
- * header value the HTTP client sends unchanged, and its name must not be a header that controls
+ * What an MCP server credential may be, and keeping it out of error text
+ * (docs/decisions/managed-mcp-tool-calls.md). A credential is sent as one request header, so its
+ * value must be a header value the HTTP client sends unchanged, and its name must not be a header that controls
  * the connection, the message framing or the MCP transport itself: a `Content-Length: 0` or a
  * `Transfer-Encoding` from a credential desynchronises the request, and a value with CR/LF/NUL is
  * refused by fetch with an error message that quotes the value.

@@ -1,4 +1,4 @@
-/** Request schemas of the managed MCP routes (docs/decisions.md "Managed MCP tool calls"). */
+/** Request schemas of the managed MCP routes (docs/decisions/managed-mcp-tool-calls.md). */
 import { z } from 'zod';
 import { WORKFLOW_ID_PATTERN } from '../executions/schema';
 import { deniedHeaderName, HEADER_VALUE_MESSAGE, HEADER_VALUE_PATTERN } from './credentials';

@@ -67,8 +67,7 @@ export function permitIssuing(ctx: PermitContext) {
    * The request's estimate: the caller's, or — when it gives none of the three estimate fields —
    * a default: no input tokens, DEFAULT_OUTPUT_TOKENS_ESTIMATE output tokens for operations that
    * produce text, one image for generate.image, DEFAULT_AUDIO_SECONDS_ESTIMATE for OpenAI
-   * transcription. `decisionMetadata` says so in the decision (docs/decisions.md, "Permits without
-   * an estimate").
+   * transcription. `decisionMetadata` says so in the decision (docs/decisions/permits-without-estimate.md).
    */
   function estimateOf(b: PermitRequest, provider: ProviderId, model: string) {
     const given = b.estimated_cost_usd_micros !== undefined || b.estimated_input_tokens !== undefined || b.estimated_output_tokens !== undefined;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { PROVIDER_IDS } from '../config';
 import { OPERATIONS } from '../providers/types';
 
-/** Request schemas of the permit-first API (docs/decisions.md "Permits and policies"). */
+/** Request schemas of the permit-first API (docs/decisions/permit-first.md). */
 
 const micros = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const tokens = z.number().int().min(0).max(100_000_000);
@@ -28,7 +28,7 @@ export const permitRequestSchema = z
   })
   .strict()
   .superRefine((b, ctx) => {
-    // No estimate at all is allowed: the service derives one from defaults (docs/decisions.md, "Permits without an estimate").
+    // No estimate at all is allowed: the service derives one from defaults (docs/decisions/permits-without-estimate.md).
     if (b.metadata && Object.keys(b.metadata).length > 50) ctx.addIssue({ code: 'custom', path: ['metadata'], message: 'at most 50 keys' });
   });
 export type PermitRequest = z.infer<typeof permitRequestSchema>;

@@ -2,7 +2,7 @@
  * The permit-first API's logic (routes in src/api/routes/permits.ts), one file per action:
  * issue.ts (create, dry run), usage.ts (closeout, rollup), review.ts (attest, revoke),
  * evidence.ts, read-models.ts (timeline, bundle, lineage, export), over the shared context.ts.
- * Governance decides and reserves (src/governance). Rules: docs/decisions.md "Permits and policies".
+ * Governance decides and reserves (src/governance). Rules: docs/decisions/permit-first.md.
  */
 import { createPermitContext, type PermitDeps } from './context';
 import { permitEvidence } from './evidence';

@@ -11,7 +11,7 @@
  * While the lane has work it keeps one connection checked out of the pool and sends the next batch
  * on it as soon as a batch returns, before that batch's callers go on. Through the pool the next
  * statement left only after every resumed caller's synchronous work (the pool hands out a client on
- * the next tick): ~2 ms per statement at c=32 (docs/performance.md, seventh session of 2026-11-26).
+ * the next tick): ~2 ms per statement at c=32 (docs/decisions/statement-batching.md).
  */
 import type { PoolClient } from 'pg';
 import type { Db, Queryable } from '../db/pool';

@@ -3,9 +3,9 @@
  * (sync and stream), `/v1/execute` and the five proxies.
  *
  *   call headers checked → Idempotency-Key claimed (or a finished call's answer replayed, or an
- *   in-flight one joined) → a call reserved from the intent (X-Svc-Workflow-Id) → govern (permit,
- *   reservation, first events, in-flight row: one statement) → denied: record, answer → dispatch
- *   (the surface's attempts) → record (row, spend, events, key: one statement) → answer
+ *   in-flight one joined) → a call reserved from the intent (X-Svc-Workflow-Id) → govern (permit
+ *   with its in-flight mark, reservation, rate windows: one statement) → denied: record, answer →
+ *   dispatch (the surface's attempts) → record (call record, spend, key: one statement) → answer
  *
  * A surface supplies a `Surface`: its answers (envelope or provider-native), its refusals in its
  * own error form, and its dispatch. Nothing here sees HTTP. The steps are the activity functions

@@ -4,7 +4,7 @@
  * Not `AbortSignal.any([caller, AbortSignal.timeout(ms)])`: that timer cannot be cleared, so every
  * call kept its signals reachable for the whole deadline (120 s by default) after it finished. On
  * Node 20, 100,000 such pairs kept 320 MiB after a full collection and cost 21 µs each; this costs
- * 6 µs and nothing once released (measured in docs/performance.md, "Memory").
+ * 6 µs and nothing once released (docs/decisions/provider-adapters.md).
  */
 export interface Deadline {
   signal: AbortSignal;

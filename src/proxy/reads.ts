@@ -5,7 +5,7 @@
  * nothing at the provider, so they are not governed: no permit, no reservation, no timeline. They
  * are authenticated with the project key like every proxy call, count against the project's
  * request rate limits, are forwarded with Tollgate's managed key, answered with the provider's
- * bytes, and counted per provider and route in `tollgate_proxy_reads_total`. Every other path stays a native 404 (docs/decisions.md, "Proxies").
+ * bytes, and counted per provider and route in `tollgate_proxy_reads_total`. Every other path stays a native 404 (docs/decisions/proxies.md).
  */
 import { Counter, type Registry } from 'prom-client';
 import type { ProviderId } from '../config';
@@ -20,7 +20,7 @@ import { deadline, releaseWithBody } from '../providers/deadline';
 interface ReadRoute {
   method: 'GET' | 'POST' | 'DELETE';
   pattern: RegExp;
-  /** The route template, for metrics and the README. */
+  /** The route template, for metrics. */
   name: string;
 }
 

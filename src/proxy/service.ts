@@ -1,6 +1,6 @@
 /**
  * POST /v1/proxy/{provider}/<native path>: a governed provider call that keeps the provider's wire
- * format. Runs in the API process (no Temporal workflow; see docs/decisions.md#proxies):
+ * format. Runs in the API process (no Temporal workflow; see docs/decisions/proxies.md):
  *
  *   authenticate (key where the provider's SDK sends it) → read the raw body → infer operation and
  *   model → routing headers → Idempotency-Key claim → governance + prompt firewall (permit) →

@@ -1,5 +1,5 @@
 /**
- * Retention with archives (docs/decisions.md, "Retention and archives"): for each project whose
+ * Retention with archives (docs/decisions/retention-and-archives.md): for each project whose
  * retention has passed some of its records, a sealed archive of them in the compliance export
  * format is written to ARCHIVE_DIR, read back and verified by the offline verifier, recorded, and
  * only then are the project's aged-out rows deleted, in short batches.

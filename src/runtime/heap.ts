@@ -1,7 +1,7 @@
 /**
  * V8 lets the old generation grow to up to four times what survived the last full collection
  * when collecting is cheap, which a gateway's short-lived request objects make it: under the
- * bench's load the heap reached 263 MiB with about 60 MiB live (docs/performance.md, "Memory").
+ * bench's load the heap reached 263 MiB with about 60 MiB live (docs/decisions/heap-growth-cap.md).
  * `--heap-growing-percent` caps that factor (the next full collection starts at live × (1 + p/100))
  * without a hard heap limit, so a larger live set still fits and nothing is killed for it.
  * V8 reads the flag at every collection, so setting it at start-up takes effect.
@@ -15,9 +15,9 @@ export function tuneHeap(growingPercent: number): void {
 /**
  * glibc gives each thread that allocates its own malloc arena (up to 8 per core), and the Temporal
  * core's Rust threads and libuv's pool each fragment one: ~17–25 MiB of RSS in the process that
- * runs API and worker together, for no throughput (docs/performance.md, "Memory under 250 MB").
+ * runs API and worker together, for no throughput (docs/decisions/malloc-arena.md).
  * One arena instead of two: ~10 MiB less again and a narrower spread after load, with no CPU
- * difference measurable (docs/performance.md, eighth session). glibc reads the variable once at
+ * difference measurable (docs/decisions/malloc-arena.md). glibc reads the variable once at
  * process start, so the launchers set it in the child's environment: `npm run dev`, `npm start`,
  * the Docker image, the benches. A value already in the environment wins.
  */

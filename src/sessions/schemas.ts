@@ -1,4 +1,4 @@
-/** Request schemas of the session routes (docs/decisions.md "Sessions"). */
+/** Request schemas of the session routes (docs/decisions/sessions.md). */
 import { z } from 'zod';
 import { PROVIDER_IDS } from '../config';
 import { WORKFLOW_ID_PATTERN } from '../executions/schema';

@@ -1,7 +1,7 @@
 /**
  * Session lifecycle: start (row + session.started + sessionWorkflow), read (row overlaid with the
  * workflow's live counters), end (the workflow's `end` Update). Turns and action permits are in
- * ./turns.ts. Decisions: docs/decisions.md "Sessions".
+ * ./turns.ts. Decisions: docs/decisions/sessions.md.
  */
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';

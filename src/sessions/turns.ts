@@ -3,7 +3,7 @@
  * ceilings atomically (turn counter, cost ceiling over settled + reserved spend: ./ops-client.ts);
  * a granted turn then goes through project governance (firewall on the text, policy, budget
  * reservation) as a permit on route `sessions`; a governance non-allow gives the turn back.
- * Usage, when reported, is settled against both. Decisions: docs/decisions.md "Sessions".
+ * Usage, when reported, is settled against both. Decisions: docs/decisions/sessions.md.
  */
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';

@@ -1,4 +1,4 @@
-/** Response shapes of the session routes (docs/decisions.md "Sessions"). */
+/** Response shapes of the session routes (docs/decisions/sessions.md). */
 import type { SessionRecord } from '../db/repositories/sessions';
 import type { SessionTurnRecord } from '../db/repositories/session-turns';
 import type { SearchEvidenceRecord } from '../db/repositories/session-search-evidence';

@@ -35,7 +35,7 @@ export function tracingEnabled(env: NodeJS.ProcessEnv): boolean {
 export function startTracing(env: NodeJS.ProcessEnv, opts: { exporter?: SpanExporter } = {}): Tracing | null {
   if (!opts.exporter && !tracingEnabled(env)) return null;
   // Loaded only when tracing is on: the SDK and the OTLP exporter are ~1.5 MB of modules a process
-  // with tracing off would otherwise hold (docs/decisions.md, "Memory of the gateway process").
+  // with tracing off would otherwise hold (docs/decisions/lazy-modules.md).
   /* eslint-disable @typescript-eslint/no-require-imports */
   const { BatchSpanProcessor, NodeTracerProvider, SimpleSpanProcessor } = require('@opentelemetry/sdk-trace-node') as typeof import('@opentelemetry/sdk-trace-node');
   const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');

@@ -29,7 +29,7 @@ export interface ReservationOutcome {
   lease?: string;
 }
 
-/** Public reason codes for denied requests (docs/decisions.md "Workflow intents"). */
+/** Public reason codes for denied requests (docs/decisions/workflow-intents.md). */
 export const RESERVATION_REASON_CODES: Record<ReservationDenial, string> = {
   ceiling_reached: 'workflow_intent.max_calls_exceeded',
   not_active: 'workflow_intent.not_active',
@@ -84,7 +84,7 @@ export interface IntentReservationsOptions {
   /** Coalesced mode: most callers served by one Update (the rest wait for the next one). */
   maxBatch?: number;
   /**
-   * `leased` (default): calls are taken locally from a lease granted by the intent workflow (docs/decisions.md "Call leases").
+   * `leased` (default): calls are taken locally from a lease granted by the intent workflow (docs/decisions/call-leases.md).
    * `coalesced`: every call waits for a coalesced `reserveCalls` Update.
    */
   mode?: 'leased' | 'coalesced';

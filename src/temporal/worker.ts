@@ -14,7 +14,7 @@ export async function bundleWorkflows(): Promise<string> {
     workflowsPath: WORKFLOWS_PATH,
     logger: quietBundlerLogger,
     // The worker needs an inline source map (for workflow stack traces) but not the original sources
-    // inside it: without them every worker process holds ~1 MB less, twice (docs/performance.md).
+    // inside it: without them every worker process holds ~1 MB less, twice (docs/decisions/lazy-modules.md).
     webpackConfigHook: (config) => ({ ...config, devtool: 'inline-nosources-source-map' }),
   });
   return code;

@@ -7,7 +7,7 @@
  *   a cancelled response is also recorded as an interruption;
  * - `input_audio_buffer.speech_started`: caller speech (activity; recorded);
  * - `error`: recorded. Anything else is accepted and ignored.
- * Decisions: docs/decisions.md "Voice events".
+ * Decisions: docs/decisions/voice-events.md.
  */
 import { z } from 'zod';
 import { appendEvent } from '../db/repositories/events';

@@ -1,5 +1,5 @@
 /**
- * HTTP hardening (issue 13; docs/decisions.md, "HTTP hardening"): per-route body limits, slow
+ * HTTP hardening (issue 13; docs/decisions/http-hardening.md): per-route body limits, slow
  * clients disconnected by the header and request timeouts while others are answered, and failed
  * authentications limited per source address.
  */

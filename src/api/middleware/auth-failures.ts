@@ -12,9 +12,10 @@ interface Bucket {
 }
 
 /**
- * Failed authentications per source address, as a token bucket per process (docs/decisions.md,
- * "HTTP hardening"): every 401 answer takes a token; an address without tokens is answered 429
- * before its key is even looked up, whatever key it sends, until the bucket refills.
+ * Failed authentications per source address, as a token bucket per process
+ * (docs/decisions/http-hardening.md): every 401 answer takes a token; an address without tokens
+ * is answered 429 before its key is even looked up, whatever key it sends, until the bucket
+ * refills.
  */
 export function createAuthFailureLimiter(opts: { burst: number; refillPerSecond: number; now?: () => number }) {
   const now = opts.now ?? Date.now;

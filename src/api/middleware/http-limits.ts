@@ -1,5 +1,5 @@
 /**
- * HTTP hardening limits (docs/decisions.md, "HTTP hardening"): slow-client timeouts of the Node
+ * HTTP hardening limits (docs/decisions/http-hardening.md): slow-client timeouts of the Node
  * server, the body limit of routes that take no model input, and the failed-authentication
  * budget per source address. Read from the environment here (not src/config.ts) so the server and
  * the app take them with one call each.
@@ -8,7 +8,8 @@ import http from 'node:http';
 import { z } from 'zod';
 
 const ms = z.coerce.number().int().min(100);
-const schema = z.object({
+/** The HTTP limits' settings (docs/configuration.md lists them with src/config.ts's). */
+export const httpLimitsEnvSchema = z.object({
   /** A client must send its complete request headers within this time (slowloris). */
   HTTP_HEADERS_TIMEOUT_MS: ms.max(120_000).default(10_000),
   /** ...and its complete request, body included, within this time (slow uploads); responses (streams) are not limited. */
@@ -31,7 +32,7 @@ export interface HttpLimits {
 }
 
 export function httpLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): HttpLimits {
-  const e = schema.parse(env);
+  const e = httpLimitsEnvSchema.parse(env);
   return {
     headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
     // Node requires headersTimeout <= requestTimeout.

@@ -30,7 +30,7 @@ const parser = (limitBytes: number) =>
  * JSON request bodies for the `/v1` JSON routes: a body with another content type is a 415,
  * malformed JSON or JSON nested deeper than MAX_JSON_DEPTH a 400 `invalid_json`, an oversized body a
  * 413 (mapped in the error handler). Model-input routes take up to `limitBytes`, every other route
- * up to `controlLimitBytes` (docs/decisions.md, "HTTP hardening").
+ * up to `controlLimitBytes` (docs/decisions/http-hardening.md).
  */
 export function jsonBody(limitBytes: number, controlLimitBytes = limitBytes): Middleware {
   const modelParse = parser(limitBytes);

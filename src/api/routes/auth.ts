@@ -14,7 +14,7 @@ export const exchangeSchema = z.discriminatedUnion('grant_type', [
 export const logoutSchema = z.object({ refresh_token: z.string().min(1).max(200).optional() }).strict();
 
 /**
- * User sessions of the management API (docs/decisions.md, "Management API"): POST
+ * User sessions of the management API (docs/decisions/management-api.md): POST
  * /v1/auth/exchange trades credentials or a refresh token for an access JWT and a new refresh
  * token; POST /v1/auth/logout ends the session of a refresh token or of the calling access token.
  */

@@ -10,7 +10,7 @@ export const checkoutSchema = z.object({ project_id: z.string().min(1).max(100),
 
 const WEBHOOK_BODY_LIMIT = 1 << 20;
 
-/** Plans change through the payment provider (docs/decisions.md, "Billing"). */
+/** Plans change through the payment provider (docs/decisions/billing.md). */
 export const billingRoutes = routeFamily(
   'Billing',
   (deps) => ({

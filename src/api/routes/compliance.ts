@@ -42,7 +42,7 @@ function requireExportPlan(auth: AuthContext): void {
   }
 }
 
-/** Compliance exports (admin key; docs/decisions.md, "Compliance exports"). */
+/** Compliance exports (admin key; docs/decisions/compliance-exports.md). */
 export const complianceRoutes = routeFamily(
   'Compliance',
   (deps) => {

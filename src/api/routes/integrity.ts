@@ -39,7 +39,7 @@ export const consistencySchema = z.object({ first: size, second: size.optional()
 
 /**
  * Public verification keys and the project's signed log: checkpoints, inclusion and consistency
- * proofs (docs/decisions.md, "Signed checkpoints").
+ * proofs (docs/decisions/signed-checkpoints.md).
  */
 export const integrityRoutes = routeFamily(
   'Integrity',

@@ -17,7 +17,7 @@ export const metadataSchema = z
   .record(z.string().min(1).max(64), z.string().max(512))
   .refine((m) => Object.keys(m).length <= 50, { message: 'metadata takes at most 50 keys' });
 
-/** The per-job opt-in to re-dispatch after a worker death (docs/decisions.md, "Jobs"). */
+/** The per-job opt-in to re-dispatch after a worker death (docs/decisions/jobs.md). */
 export const retryOnInterruptSchema = z
   .boolean()
   .default(false)

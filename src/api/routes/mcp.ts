@@ -23,7 +23,7 @@ const serverRef = (ctx: ParameterizedContext): string => {
  * Managed MCP (issue 19). The registry is a management surface; the user-JWT management auth of
  * issue 16 had not landed when this was written, so it takes an admin-scoped project key like the
  * other admin routes. The `{tool_name}:call` segment is one Koa parameter (`:tool_call`) whose
- * value must end in `:call`. Design: docs/decisions.md "Managed MCP tool calls".
+ * value must end in `:call`. Design: docs/decisions/managed-mcp-tool-calls.md.
  */
 export const mcpRoutes = routeFamily('MCP', (deps) => ({ mcp: { ...sessionServiceDeps(deps), config: deps.config, intentReservations: deps.intentReservations } }), [
   {

@@ -24,7 +24,7 @@ const query = (ctx: ParameterizedContext) => ({ ...ctx.query }) as Record<string
 /**
  * The permit-first API: a decision only, the caller enforces it and closes the permit out with
  * its usage. Fixed paths (/export, /dry-run) come before /:permit_id so the parameter never
- * captures them. Design rules: docs/decisions.md "Permits and policies".
+ * captures them. Design rules: docs/decisions/permit-first.md.
  */
 export const permitRoutes = routeFamily(
   'Permits',

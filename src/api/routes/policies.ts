@@ -7,7 +7,7 @@ import { findTemplate, POLICY_TEMPLATES, templateView } from '../../policies/tem
 
 /**
  * Addressable policies of the key's project (reads: any key; writes: admin) and policy presets.
- * Design: src/policies/service.ts and docs/decisions.md "Permits and policies".
+ * Design: src/policies/service.ts and docs/decisions/policies-api.md.
  */
 export const policiesRoutes = routeFamily(
   'Policies',

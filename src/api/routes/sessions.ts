@@ -34,7 +34,7 @@ const body = (ctx: ParameterizedContext) => ctx.request.body ?? {};
 
 /**
  * Realtime governance sessions (issue 19). The spec labels sessions an observed surface without a
- * tier: Beta here. Design: docs/decisions.md "Sessions".
+ * tier: Beta here. Design: docs/decisions/sessions.md.
  */
 export const sessionRoutes = routeFamily('Sessions', (deps) => ({ svc: sessionServiceDeps(deps) }), [
   {

@@ -49,7 +49,7 @@ export const statusRoutes = routeFamily('Status', () => ({}), [
 /** GET /metrics: Prometheus text outside /v1, not an API route (not in the document). */
 export function registerMetricsRoute(router: RouteIndex, deps: ApiDeps): void {
   // Metrics describe traffic per route and status: behind a bearer token (METRICS_TOKEN) wherever
-  // one is configured, and never open in production (docs/decisions.md, "Hostile inputs").
+  // one is configured, and never open in production (docs/decisions/hostile-inputs.md).
   router.get('/metrics', async (ctx) => {
     const token = deps.config.metricsToken;
     if (token) {

@@ -7,7 +7,7 @@ import { sessionServiceDeps } from '../session-deps';
 import { requireSession } from '../../sessions/service';
 import { handleRealtimeEvent, voiceEventsSchema } from '../../voice/realtime';
 
-/** Voice events of a session (issue 19): OpenAI Realtime event names. Design: docs/decisions.md "Voice events". */
+/** Voice events of a session (issue 19): OpenAI Realtime event names. Design: docs/decisions/voice-events.md. */
 export const voiceRoutes = routeFamily('Sessions', (deps) => ({ svc: sessionServiceDeps(deps) }), [
   {
     method: 'post', path: '/v1/voice/sessions/:session_id/events', stability: 'Beta', auth: 'key', body: voiceEventsSchema,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { PROVIDER_IDS } from '../../config';
 
-/** The request log's call object (docs/decisions.md, "The request log"): one governed call, without its content. */
+/** The request log's call object (docs/decisions/request-log.md): one governed call, without its content. */
 export const callSchema = z
   .looseObject({
     id: z.string().meta({ description: 'The request id (timeline: GET /v1/requests/{id}/timeline)', example: 'exec_req_01a2…' }),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { executionEnvelopeSchema } from './executions';
 
-/** The job object (docs/decisions.md, "Jobs"): its result is the execution envelope once it ran. */
+/** The job object (docs/decisions/jobs.md): its result is the execution envelope once it ran. */
 export const jobSchema = z
   .looseObject({
     id: z.string().meta({ example: 'job_01a2…' }),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Realtime sessions, voice events and managed MCP tool calls (docs/decisions.md, "Sessions"). */
+/** Realtime sessions, voice events and managed MCP tool calls (docs/decisions/sessions.md). */
 
 const iso = z.string();
 const micros = z.number().int();

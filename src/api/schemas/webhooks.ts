@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Webhook subscriptions and their deliveries (docs/decisions.md, "Webhooks"). */
+/** Webhook subscriptions and their deliveries (docs/decisions/webhooks.md). */
 
 export const webhookSubscriptionSchema = z
   .looseObject({

@@ -1,6 +1,6 @@
 -- Up Migration
 
--- The in-process governed-call pipeline (docs/decisions.md, "Governed-call pipeline"): an allowed
+-- The in-process governed-call pipeline (docs/decisions/governed-call-pipeline.md): an allowed
 -- call costs two statements, one before dispatch (tollgate_begin_call) and one after
 -- (tollgate_finish_call), and neither waits on the per-project hash chain.
 

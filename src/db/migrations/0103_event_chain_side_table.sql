@@ -1,6 +1,6 @@
 -- Up Migration
 
--- The hash chain moves out of the events table (docs/performance.md, "Events and the chain").
+-- The hash chain moves out of the events table (docs/decisions/event-hash-chain.md).
 -- Chaining used to UPDATE each event in place (chain_pos, prev_hash, hash); chain_pos was indexed,
 -- so every event was written twice with all six of its indexes: about 100 index entries per
 -- governed call, most of the pipeline's PostgreSQL work. Now an event row is written once and never

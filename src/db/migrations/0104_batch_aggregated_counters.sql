@@ -1,6 +1,6 @@
 -- Up Migration
 
--- Batches apply their counters once (docs/performance.md, "Counters per batch"). A batch of N calls
+-- Batches apply their counters once (docs/decisions/statement-batching.md). A batch of N calls
 -- of one project used to upsert the same four spend-counter rows and the same rate-window rows
 -- N times each, before and after dispatch: every upsert a new row version, a row lock and a WAL
 -- record, and each later upsert walking the versions the earlier ones left in the same transaction.

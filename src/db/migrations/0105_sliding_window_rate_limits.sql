@@ -1,6 +1,6 @@
 -- Up Migration
 
--- Rate limits as exact sliding windows on the database clock (docs/decisions.md, "Rate limits").
+-- Rate limits as exact sliding windows on the database clock (docs/decisions/sliding-window-rate-limits.md).
 -- A limit of N per W seconds admits a call only when the amounts counted in the last W seconds, as
 -- PostgreSQL's clock reads under the project's governance lock, plus the call's stay within N. So
 -- no interval of W seconds holds more than N, wherever it starts (the fixed windows before this

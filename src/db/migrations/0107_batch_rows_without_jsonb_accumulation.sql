@@ -1,6 +1,5 @@
 -- Up Migration
--- The batch functions of migrations 0104/0105, three changes (docs/performance.md, "PostgreSQL CPU
--- per call", 2026-11-26):
+-- The batch functions of migrations 0104/0105, three changes (docs/decisions/statement-batching.md):
 -- 1. They gathered a batch's permits, events and in-flight rows by appending to jsonb values
 --    (`rows := rows || x`). Every jsonb `||` rebuilds both operands, so a batch of n calls cost
 --    O(n²): at c=32 (about 12 calls per batch) jsonb_concat was 22 % of PostgreSQL's CPU (perf,

@@ -4,7 +4,7 @@
 -- of which rebuilds the whole map: O(keys) per change, four periods per call, so a batch that spans
 -- many projects (32 projects at c=32: ~10 projects and 40 keys per batch) spent a quarter of
 -- PostgreSQL's CPU in jsonb_concat and jsonb_set (perf, `BENCH_PROJECTS=32 npm run
--- bench:pipeline-db`; docs/performance.md). They now keep parallel arrays, one element per key,
+-- bench:pipeline-db`; docs/decisions/statement-batching.md). They now keep parallel arrays, one element per key,
 -- found with array_position and changed in place (PL/pgSQL assigns array elements of its variables
 -- in place). Same checks in the same order, same rows; the counters are upserted in the order the
 -- batch first met them (projects in batch order, each under its lock, as before).

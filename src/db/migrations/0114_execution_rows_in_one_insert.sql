@@ -1,7 +1,7 @@
 -- Up Migration
 -- tollgate_finish_calls inserted each call's execution row with its own INSERT (executor start-up
 -- per row: 0.12 ms of PostgreSQL at one call per batch, 0.08 ms per call in a batch of ten,
--- pg_stat_statements; docs/performance.md, sixth session of 2026-11-26). The batch's rows are now
+-- pg_stat_statements; docs/decisions/statement-batching.md). The batch's rows are now
 -- inserted by one statement before the loop; a call whose row was already recorded (or whose id
 -- came earlier in the same batch) is answered false as before and changes nothing else. Each row is
 -- laid over a base record holding recorded_at instead of `row || {"recorded_at": now()}`. Same

@@ -4,7 +4,7 @@
 -- export is built and read back one at a time when the bundle is hashed or downloaded. A whole
 -- file in one row made the build hold every file in memory until its end and send it as one
 -- multi-megabyte parameter, which held the API process's event loop for 10–30 ms
--- (docs/performance.md, tenth and eleventh sessions); a bytea cannot exceed 1 GB either.
+-- (docs/decisions/compliance-exports.md); a bytea cannot exceed 1 GB either.
 CREATE TABLE compliance_export_chunks (
   export_id text NOT NULL REFERENCES compliance_exports(id) ON DELETE CASCADE,
   name      text NOT NULL,

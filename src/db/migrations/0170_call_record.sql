@@ -1,19 +1,19 @@
 -- Up Migration
 
--- One governed call, one record (docs/decisions.md, "The call record").
+-- One governed call, one record (docs/decisions/call-record.md).
 --
 -- A call dispatched by the in-process pipeline no longer writes its lifecycle as event rows
 -- (permit.allowed ... request.completed, eight rows and eight chain rows per call): its execution
 -- row carries what those events held (`lifecycle`: the dispatch instant, the surface's routing and
 -- start details, every provider attempt), and readers derive the same events from it and from the
--- permit (src/calls/lifecycle.ts). The row is chained as one leaf, in the events' chain.
+-- permit (src/executions/lifecycle.ts). The row is chained as one leaf, in the events' chain.
 
 -- A record's derived events take the seqs after its own (seq + 1, + 2, ...), so events and records
 -- share one order: every seq the sequence hands out leaves room for a record's events.
 ALTER SEQUENCE events_seq_seq INCREMENT BY 64;
 
 -- `seq`: the record's place in its project's log (NULL for records without derived events: denied
--- calls, jobs, rows recorded before this migration). `lifecycle`: see src/calls/lifecycle.ts.
+-- calls, jobs, rows recorded before this migration). `lifecycle`: see src/executions/lifecycle.ts.
 ALTER TABLE executions ADD COLUMN seq bigint, ADD COLUMN lifecycle jsonb;
 CREATE UNIQUE INDEX executions_project_seq_idx ON executions (project_id, seq) WHERE seq IS NOT NULL;
 

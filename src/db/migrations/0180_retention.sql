@@ -1,6 +1,6 @@
 -- Up Migration
 
--- Retention with archives (docs/decisions.md, "Retention and archives"). A project's own retention
+-- Retention with archives (docs/decisions/retention-and-archives.md). A project's own retention
 -- in days (NULL: the gateway's RETENTION_DAYS; neither set keeps everything).
 ALTER TABLE projects ADD COLUMN retention_days integer CHECK (retention_days IS NULL OR retention_days BETWEEN 1 AND 36500);
 

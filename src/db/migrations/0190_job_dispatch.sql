@@ -1,6 +1,6 @@
 -- Up Migration
 
--- When and how a job's governed call was dispatched (docs/decisions.md, "Jobs"): `start`, the first
+-- When and how a job's governed call was dispatched (docs/decisions/jobs.md): `start`, the first
 -- dispatch's start (routing, start details, instant), and `attempts`, each dispatch attempt's start
 -- and the provider tries before it, keyed by attempt number. Written when an attempt starts, before
 -- the provider is called, so whatever records the call (the attempt itself, or the workflow after

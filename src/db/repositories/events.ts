@@ -106,7 +106,7 @@ function canonicalForm(e: CanonicalStrings, seq: number, metadata: string, times
  * floored as a Date parsed from the same value truncates them (NULL outside years 1–9999, where
  * toISOString writes six-digit years: the sequencer then hashes the event from its whole row).
  * PostgreSQL rendered the canonical form itself until 2026-11-26 (to_json per field, to_char): ~8 µs
- * of its CPU per event against ~2 µs for the plain columns (docs/performance.md, sixth session).
+ * of its CPU per event against ~2 µs for the plain columns (docs/decisions/event-hash-chain.md).
  * test/integration/db/canonical-columns.test.ts checks `canonicalFromColumns` against
  * `canonicalEvent` on stored rows.
  */
@@ -278,7 +278,7 @@ export async function chainProjectEvents(db: Pool, projectId: string, batch = 50
  * order after its own head, up to `max(4, ceil(batch / projects))` pending insert statements per
  * project. Projects another process is chaining (its try-lock taken) are skipped. One transaction
  * for all: with a statement set per project, 32 busy projects cost ~1,000 chaining transactions a
- * second (eight statements each), a quarter of PostgreSQL's CPU per call (docs/performance.md).
+ * second (eight statements each), a quarter of PostgreSQL's CPU per call (docs/decisions/event-hash-chain.md).
  */
 export async function chainEvents(db: Pool, projectIds: string[], batch = 500): Promise<ChainedRound> {
   if (projectIds.length === 0) return { events: 0, fullProjects: [] };
@@ -287,7 +287,7 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
   try {
     // No sequential scans in this transaction: the rendering query's `seq = ANY` of a full batch
     // (~2,500 seqs) against a young table (tens of thousands of events, or no statistics yet) was
-    // planned as a scan of the whole events table every round (docs/performance.md, sixth session).
+    // planned as a scan of the whole events table every round (docs/decisions/event-hash-chain.md).
     await client.query('BEGIN; SET LOCAL enable_seqscan = off');
     // Try-locks in one statement; a project whose lock another sequencer holds is left to it.
     const { rows: locked } = await client.query<{ project_id: string }>(
@@ -323,7 +323,7 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
       [[...pendingOf.keys()]],
     );
     // A project without chain rows is new, or retention archived and deleted every one of them:
-    // then its chain continues from the latest archive's head (docs/decisions.md, "Retention and archives").
+    // then its chain continues from the latest archive's head (docs/decisions/retention-and-archives.md).
     const headless = [...pendingOf.keys()].filter((p) => !heads.some((h) => h.project_id === p));
     if (headless.length > 0) {
       const { rows: archived } = await client.query<{ project_id: string; chain_pos: number; hash: string }>(
@@ -337,7 +337,7 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
     const headOf = new Map(heads.map((h) => [h.project_id, h]));
     // One index scan for every pending seq (`= ANY`, seqscan off above): a join from the pending rows' arrays was
     // estimated so loosely that the planner chose a hash join over all of `events` once the batch
-    // spanned projects (docs/performance.md, fifth session of 2026-11-26). Rows carry their
+    // spanned projects (docs/decisions/event-hash-chain.md). Rows carry their
     // project's place in `projects` (1-based, as SQL arrays are) and sort by it.
     const seqLists = pending.map((p) => p.seqs.slice(1, -1)).filter((s) => s !== '');
     const { rows } = await client.query<PendingEvent>(

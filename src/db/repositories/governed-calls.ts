@@ -23,7 +23,7 @@ export async function beginCalls(db: Queryable, items: Record<string, unknown>[]
 /**
  * Records finished calls in order; per call: true when recorded now, false when its row already
  * existed. The batch commits asynchronously (synchronous_commit off for this transaction only)
- * when every item allows it (`sync: false`): see docs/decisions.md, "Recording commit".
+ * when every item allows it (`sync: false`): see docs/decisions/recording-commit.md.
  */
 export async function finishCalls(db: Queryable, items: Record<string, unknown>[]): Promise<boolean[]> {
   const sync = items.some((i) => i.sync !== false);

@@ -97,7 +97,7 @@ export type ChainedColumnsRow = { [K in keyof CanonicalColumns]: CanonicalColumn
  * (`canonicalFromColumns`) and the stored leaf hash: an export's read of the events it writes out,
  * and the checkpoint's when its packed read finds something off (a gap, a broken link, rows
  * chained before migration 0115). Whole rows written out through
- * `canonicalize` cost more per event (docs/performance.md, ninth session).
+ * `canonicalize` cost more per event (docs/decisions/checkpoints-sign-what-was-chained.md).
  */
 export async function readChainRangeColumns(db: Queryable, projectId: string, afterPos: number, toPos: number, limit = 1000): Promise<ChainedColumnsRow[]> {
   const { rows } = await db.query<ChainedColumnsRow>(
@@ -129,7 +129,7 @@ export interface PackedChainLeaves {
 /**
  * Chain positions (from, to] as one row, links checked in SQL. A read of rows costs the process a
  * row object, two hex strings and a Buffer per event, which live across the checkpoint's awaits
- * and lengthen its scavenges (docs/performance.md, tenth session).
+ * and lengthen its scavenges (docs/decisions/checkpoints-sign-what-was-chained.md).
  */
 export async function readChainLeavesPacked(db: Queryable, projectId: string, afterPos: number, toPos: number, limit: number): Promise<PackedChainLeaves> {
   const { rows } = await db.query<PackedChainLeaves>(
@@ -194,7 +194,7 @@ export async function getNodes(db: Queryable, projectId: string, ids: { level: n
 /**
  * Stores nodes (32-byte hashes). The hashes travel as one bytea parameter, which node-postgres
  * sends in binary, sliced per row in SQL: as a bytea[] each hash was written out as escaped hex
- * text, two thirds of a checkpoint's CPU per event (docs/performance.md, tenth session).
+ * text, two thirds of a checkpoint's CPU per event (docs/decisions/checkpoints-sign-what-was-chained.md).
  */
 export async function insertNodes(db: Queryable, projectId: string, nodes: { level: number; idx: number; hash: Buffer }[]): Promise<void> {
   for (let i = 0; i < nodes.length; i += 5000) {

@@ -8,7 +8,7 @@ import { createTestProject, http as httpClient, startTestTollgate } from '../../
 import { signIn, userWithRoles } from './support';
 
 const PARAMS: Record<string, string> = { provider: 'openai', key_id: 'key_does_not_matter' };
-/** Reads that need more than a viewer (decided in docs/decisions.md, "Management API"). */
+/** Reads that need more than a viewer (decided in docs/decisions/management-api.md). */
 const ADMIN_READS = new Set(['GET /v1/projects/:project_id/api-keys']);
 
 describe('management routes: roles and other projects', () => {

@@ -1,6 +1,6 @@
 /**
  * Packages a serving process may never use are loaded on first use, not at start-up
- * (docs/decisions.md, "Memory of the gateway process"): a process with tracing off, one that does
+ * (docs/decisions/lazy-modules.md): a process with tracing off, one that does
  * not migrate and one that makes no MCP call must not hold them. Checked in a fresh Node process,
  * because jest's module registry is not Node's.
  */
