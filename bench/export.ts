@@ -9,6 +9,9 @@
  * chained and checkpointed, then BENCH_ROUNDS (default 3) exports of all of them; each round
  * then finalizes the export (signs the manifest and hashes the bundle) and prints the same for it.
  */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { buildExportPart, finalizeExport, prepareExport } from '../src/compliance/build';
 import { insertExport } from '../src/db/repositories/compliance-exports';
 import { growEventLog, measured, onThrowawayDatabase } from './lib/event-log';
@@ -19,7 +22,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 onThrowawayDatabase('export', async ({ db, url, projectId }) => {
   const since = new Date(Date.now() - 60_000);
   await growEventLog(db, projectId, EVENTS);
-  const deps = { db, config: { env: 'test' as const, masterKey: undefined, databaseUrl: url } };
+  const archiveDir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-export-'));
+  const deps = { db, config: { env: 'test' as const, masterKey: undefined, databaseUrl: url, archiveStore: { kind: 'directory' as const, dir: archiveDir } } };
   for (let r = 1; r <= ROUNDS; r++) {
     const row = await insertExport(db, { id: `exp_bench_${r}`, projectId, since, until: new Date(Date.now() + 60_000), include: ['events'], requestedBy: 'bench' });
     await prepareExport(deps, row.id); // the first round's issues the checkpoint

@@ -55,8 +55,20 @@ const baseEnvSchema = z.object({
   IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24),
   /** Days a call's records are kept before they are archived and deleted (unset or empty: kept forever); a project may override it. */
   RETENTION_DAYS: z.preprocess((v) => (v === undefined || (typeof v === 'string' && v.trim() === '') ? undefined : v), z.coerce.number().int().min(1).max(36500).optional()),
-  /** Where retention writes its sealed archives (created when missing). */
+  /** Where retention's archives and compliance exports' files are written (created when missing), unless ARCHIVE_S3_BUCKET is set. */
   ARCHIVE_DIR: z.string().optional(),
+  /** An S3-compatible bucket for them instead (docs/decisions/archive-store.md): set, it replaces ARCHIVE_DIR. */
+  ARCHIVE_S3_BUCKET: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(3).max(63).optional()),
+  /** The S3 API's base URL for a store other than AWS (e.g. http://127.0.0.1:7070); unset, AWS's endpoint for the region. */
+  ARCHIVE_S3_ENDPOINT: z.preprocess((v) => (v === '' ? undefined : v), url.optional()),
+  ARCHIVE_S3_REGION: z.string().min(1).default('us-east-1'),
+  /** Both or neither; without them the AWS SDK's own chain (environment, profile, instance role) answers. */
+  ARCHIVE_S3_ACCESS_KEY_ID: optionalSecret,
+  ARCHIVE_S3_SECRET_ACCESS_KEY: optionalSecret,
+  /** Prepended to every key (e.g. `tollgate/`). */
+  ARCHIVE_S3_PREFIX: z.string().default(''),
+  /** `true`: bucket in the path (most S3-compatible servers), not in the host name. */
+  ARCHIVE_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).default('false'),
   /** 32 bytes, base64: encrypts provider keys at rest and seeds the signing key in development. */
   TOLLGATE_MASTER_KEY: optionalSecret,
   /** Bearer token GET /metrics requires; without one, /metrics is open except in production (403). */
@@ -160,8 +172,10 @@ export interface Config {
   };
   bodyLimitBytes: number;
   idempotencyRetentionHours: number;
-  /** Retention (docs/decisions/retention-and-archives.md): days kept (undefined: forever) and the archive directory. */
-  retention: { days?: number; archiveDir: string };
+  /** Retention (docs/decisions/retention-and-archives.md): days kept (undefined: forever). */
+  retention: { days?: number };
+  /** Where archives and export files are kept (src/archive-store). */
+  archiveStore: { kind: 'directory'; dir: string } | S3ArchiveStoreConfig;
   masterKey?: string;
   metricsToken?: string;
   providerTimeouts: { connectMs: number; totalMs: number };
@@ -209,6 +223,18 @@ export interface Config {
   deprecatedRoutes: DeprecationNotice[];
 }
 
+export interface S3ArchiveStoreConfig {
+  kind: 's3';
+  bucket: string;
+  endpoint?: string;
+  region: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  /** Empty or ending in `/`. */
+  prefix: string;
+  forcePathStyle: boolean;
+}
+
 export class ConfigError extends Error {
   constructor(readonly problems: { variable: string; message: string }[]) {
     super(
@@ -237,6 +263,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       { variable: 'TOLLGATE_MASTER_KEY', message: 'is required with NODE_ENV=production (32 bytes, base64): it seals the compliance signing key, webhook secrets and provider keys' },
     ]);
   }
+  if ((e.ARCHIVE_S3_ACCESS_KEY_ID === undefined) !== (e.ARCHIVE_S3_SECRET_ACCESS_KEY === undefined)) {
+    const missing = e.ARCHIVE_S3_ACCESS_KEY_ID === undefined ? 'ARCHIVE_S3_ACCESS_KEY_ID' : 'ARCHIVE_S3_SECRET_ACCESS_KEY';
+    throw new ConfigError([{ variable: missing, message: 'is required with the other ARCHIVE_S3_ key variable (set both or neither)' }]);
+  }
   const providers = Object.fromEntries(
     PROVIDER_IDS.map((p) => [
       p,
@@ -264,7 +294,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     idempotencyRetentionHours: e.IDEMPOTENCY_RETENTION_HOURS,
-    retention: { days: e.RETENTION_DAYS, archiveDir: path.resolve(e.ARCHIVE_DIR ?? path.join('.data', 'archives')) },
+    retention: { days: e.RETENTION_DAYS },
+    archiveStore: e.ARCHIVE_S3_BUCKET
+      ? {
+          kind: 's3',
+          bucket: e.ARCHIVE_S3_BUCKET,
+          endpoint: e.ARCHIVE_S3_ENDPOINT,
+          region: e.ARCHIVE_S3_REGION,
+          accessKeyId: e.ARCHIVE_S3_ACCESS_KEY_ID,
+          secretAccessKey: e.ARCHIVE_S3_SECRET_ACCESS_KEY,
+          prefix: e.ARCHIVE_S3_PREFIX.replace(/^\/+/, '').replace(/([^/])$/, '$1/'),
+          forcePathStyle: e.ARCHIVE_S3_FORCE_PATH_STYLE === 'true',
+        }
+      : { kind: 'directory', dir: path.resolve(e.ARCHIVE_DIR ?? path.join('.data', 'archives')) },
     masterKey: e.TOLLGATE_MASTER_KEY,
     metricsToken: e.METRICS_TOKEN,
     providerTimeouts: { connectMs: e.PROVIDER_CONNECT_TIMEOUT_MS, totalMs: e.PROVIDER_TIMEOUT_MS },

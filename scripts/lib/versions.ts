@@ -18,3 +18,9 @@ export const OTEL_COLLECTOR_VERSION = '0.165.0';
  */
 export const NODE_RUNTIME: { minMajor: number; node: string; npm: string } = nodeRuntime;
 export const MIN_NODE_MAJOR = nodeRuntime.minMajor;
+
+/**
+ * The S3-compatible server the tests run the archive store against (versitygw, Apache-2.0), built
+ * from the Go module proxy into ~/.cache/tollgate/versitygw-v<version>; pinned here and nowhere else.
+ */
+export const VERSITYGW_VERSION = '1.8.0';

@@ -40,8 +40,8 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   retention run [--project <id>] [--before <ISO time>]
                                                   archives each project's records older than its retention
                                                   (RETENTION_DAYS or the project's retention_days; --before:
-                                                  that cutoff instead) to ARCHIVE_DIR, verifies the archive,
-                                                  then deletes them
+                                                  that cutoff instead) to ARCHIVE_DIR or the ARCHIVE_S3_BUCKET,
+                                                  verifies the stored archive, then deletes them
   user create --email <email>                     password from $TOLLGATE_USER_PASSWORD or the first line of stdin
   user add --email <email> --project <id> --role owner|admin|viewer
                                                   adds the user to a project (or changes the role)

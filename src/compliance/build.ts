@@ -13,6 +13,8 @@
  * bundle as a leaf that does not match.
  */
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { PassThrough, type Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import canonicalize from 'canonicalize';
 import type { Config } from '../config';
@@ -25,7 +27,6 @@ import {
   listExportFiles,
   mergeExportProgress,
   markExportPartDone,
-  putExportChunk,
   putExportFile,
   readExportChunk,
   updateExport,
@@ -39,13 +40,18 @@ import { complianceSigner } from '../integrity/keys';
 import { issueCheckpoint, logOrigin, treeNodes } from '../integrity/log';
 import { inclusionProof, nodesNeeded, sourceOf, type SubtreeMemo } from '../integrity/merkle';
 import { signNote } from '../integrity/note';
+import { archiveStoreOf } from '../archive-store/from-config';
+import type { ArchiveStore } from '../archive-store/store';
 import { tarBytes, tarHeader, tarPadding, TAR_END } from './tar';
 import { MANIFEST_FORMAT, type ExportManifest } from './verify-export';
 
 export interface BuildDeps {
   db: Db;
-  config: Pick<Config, 'env' | 'masterKey' | 'databaseUrl'>;
+  config: Pick<Config, 'env' | 'masterKey' | 'databaseUrl' | 'archiveStore'>;
 }
+
+/** The archive store key of an export's file. */
+export const exportFileKey = (exportId: string, name: string) => `exports/${exportId}/${name}`;
 
 const BATCH = 500;
 /** Events written out (whole-row canonical form, inclusion proof) between two turns of the event loop: ~1 ms. */
@@ -97,14 +103,32 @@ export async function prepareExport(deps: BuildDeps, exportId: string, waitMs = 
 export async function buildExportPart(deps: BuildDeps, exportId: string, part: ExportPart): Promise<number> {
   const row = await load(deps.db, exportId);
   if (part !== 'events') {
-    const docs = new ExportFileWriter(deps.db, exportId, `${part}.ndjson`);
-    await docs.add((await exportRows(deps.db, part, row.project_id, row.window_start, row.window_end)).map((d) => canonicalize(d) as string));
-    await docs.close();
+    const docs = new ExportFileWriter(deps, exportId, `${part}.ndjson`);
+    await written([docs], async () => docs.add((await exportRows(deps.db, part, row.project_id, row.window_start, row.window_end)).map((d) => canonicalize(d) as string)));
     await markExportPartDone(deps.db, row.id, part);
     return docs.records;
   }
-  const events = new ExportFileWriter(deps.db, exportId, 'events.ndjson');
-  const proofs = new ExportFileWriter(deps.db, exportId, 'proofs.ndjson');
+  const events = new ExportFileWriter(deps, exportId, 'events.ndjson');
+  const proofs = new ExportFileWriter(deps, exportId, 'proofs.ndjson');
+  await written([events, proofs], () => writeEventsPart(deps, row, events, proofs));
+  await markExportPartDone(deps.db, row.id, part);
+  return events.records;
+}
+
+/** Runs `write`, then closes the files (stored whole); on an error, aborts them (nothing stored) and rethrows. */
+async function written(files: ExportFileWriter[], write: () => Promise<unknown>): Promise<void> {
+  try {
+    await write();
+    for (const f of files) await f.close();
+  } catch (err) {
+    for (const f of files) f.abort(err as Error);
+    await Promise.allSettled(files.map((f) => f.stored));
+    throw err;
+  }
+}
+
+async function writeEventsPart(deps: BuildDeps, row: ExportRow, events: ExportFileWriter, proofs: ExportFileWriter): Promise<void> {
+  const exportId = row.id;
   const size = row.checkpoint_size;
   if (row.first_index !== null && row.last_index !== null && size !== null) {
     const first = Number(row.first_index);
@@ -153,31 +177,35 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
   if (size !== null) {
     const cp = await checkpointAtSize(deps.db, row.project_id, size);
     if (!cp && row.last_index !== null) throw new Error(`checkpoint of size ${size} disappeared`);
-    if (cp) await putWholeFile(deps.db, exportId, 'checkpoint.note', Buffer.from(cp.note, 'utf8'));
+    if (cp) await putWholeFile(deps, exportId, 'checkpoint.note', Buffer.from(cp.note, 'utf8'));
   }
-  await events.close();
-  await proofs.close();
-  await markExportPartDone(deps.db, row.id, part);
-  return events.records;
 }
 
 /**
- * An export file written a chunk at a time (one per batch, compliance_export_chunks), hashed as it
- * grows; `close` records its hash, size and record count. Neither the file nor the bundle is ever
- * whole in memory: a whole events part held the event loop for ~60 ms per 10,000 events when it
- * was joined at the end, and 10–30 ms when it was stored in one row (docs/decisions/compliance-exports.md).
+ * An export file streamed into the archive store a batch at a time (one object per file, under
+ * `exportFileKey`), hashed as it grows; `close` waits for the object and records its hash, size and
+ * record count. Neither the file nor the bundle is ever whole in memory: a whole events part held
+ * the event loop for ~60 ms per 10,000 events when it was joined at the end
+ * (docs/decisions/compliance-exports.md). A step that fails or dies before `close` leaves no
+ * object (the store's writes are all or nothing), and its retry writes the file again from its start.
  */
 class ExportFileWriter {
   private readonly hash = createHash('sha256');
+  private readonly body = new PassThrough();
+  readonly stored: Promise<{ bytes: number }>;
   private chunks = 0;
   private bytes = 0;
   records = 0;
 
   constructor(
-    private readonly db: Db,
+    private readonly deps: BuildDeps,
     private readonly exportId: string,
     private readonly name: string,
-  ) {}
+  ) {
+    this.stored = archiveStoreOf(deps.config).put(exportFileKey(exportId, name), this.body);
+    // Awaited by close or after abort; a failure meanwhile surfaces from the next write.
+    this.stored.catch(() => undefined);
+  }
 
   async add(lines: string[]): Promise<void> {
     if (lines.length === 0) return;
@@ -188,19 +216,33 @@ class ExportFileWriter {
     this.hash.update(content);
     this.bytes += content.length;
     this.records += records;
-    await putExportChunk(this.db, { exportId: this.exportId, name: this.name, chunk: this.chunks, content });
     this.chunks += 1;
+    // Waits for the store to take it (a failed store rejects here rather than never draining).
+    if (!this.body.write(content)) await Promise.race([once(this.body, 'drain'), this.stored]);
   }
 
   async close(): Promise<void> {
-    await putExportFile(this.db, { exportId: this.exportId, name: this.name, sha256: this.hash.digest('hex'), records: this.records, bytes: this.bytes, chunks: this.chunks });
+    this.body.end();
+    await this.stored;
+    await putExportFile(this.deps.db, {
+      exportId: this.exportId,
+      name: this.name,
+      sha256: this.hash.digest('hex'),
+      records: this.records,
+      bytes: this.bytes,
+      chunks: this.chunks,
+      storedIn: 'archive_store',
+    });
+  }
+
+  abort(err: Error): void {
+    this.body.destroy(err);
   }
 }
 
-async function putWholeFile(db: Db, exportId: string, name: string, content: Buffer): Promise<void> {
-  const file = new ExportFileWriter(db, exportId, name);
-  await file.addBytes(content, 1);
-  await file.close();
+async function putWholeFile(deps: BuildDeps, exportId: string, name: string, content: Buffer): Promise<void> {
+  const file = new ExportFileWriter(deps, exportId, name);
+  await written([file], () => file.addBytes(content, 1));
 }
 
 /** The files in bundle order: manifest.note first, the rest by name. */
@@ -209,21 +251,50 @@ function bundleOrder(files: ExportFileRow[]): ExportFileRow[] {
 }
 
 /**
- * The bundle (a tar of the export's files), streamed a chunk at a time from the database, with its
- * length known before the first byte.
+ * The bundle (a tar of the export's files), streamed a piece at a time from where each file is (the
+ * archive store, or the database's chunks for a file written before it), with its length known
+ * before the first byte.
  */
-export async function exportBundle(db: Db, exportId: string): Promise<{ bytes: number; pieces: AsyncGenerator<Buffer> }> {
-  const files = bundleOrder(await listExportFiles(db, exportId));
+export async function exportBundle(deps: BuildDeps, exportId: string): Promise<{ bytes: number; pieces: AsyncGenerator<Buffer> }> {
+  const files = bundleOrder(await listExportFiles(deps.db, exportId));
+  const store = archiveStoreOf(deps.config);
   async function* pieces(): AsyncGenerator<Buffer> {
     for (const f of files) {
       yield tarHeader(f.name, f.bytes);
-      for (let i = 0; i < f.chunks; i++) yield await readExportChunk(db, exportId, f.name, i);
+      if (f.stored_in === 'database') {
+        for (let i = 0; i < f.chunks; i++) yield await readExportChunk(deps.db, exportId, f.name, i);
+      } else {
+        yield* storedFile(store, exportId, f);
+      }
       const pad = tarPadding(f.bytes);
       if (pad.length > 0) yield pad;
     }
     yield TAR_END;
   }
   return { bytes: tarBytes(files.map((f) => f.bytes)), pieces: pieces() };
+}
+
+/** A file's object, checked to be as long as its row says: a shorter or longer object would break the tar's framing. */
+async function* storedFile(store: ArchiveStore, exportId: string, f: ExportFileRow): AsyncGenerator<Buffer> {
+  const stream: Readable = await store.get(exportFileKey(exportId, f.name));
+  let n = 0;
+  try {
+    for await (const chunk of stream) {
+      const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+      n += b.length;
+      if (n > f.bytes) throw new Error(`export ${exportId}: the stored ${f.name} is longer than its ${f.bytes} bytes`);
+      yield b;
+    }
+  } finally {
+    stream.destroy();
+  }
+  if (n !== f.bytes) throw new Error(`export ${exportId}: the stored ${f.name} is ${n} bytes, not ${f.bytes}`);
+}
+
+/** Deletes the export's objects from the archive store (its rows stay until the caller deletes them). */
+export async function deleteExportFiles(deps: BuildDeps, exportId: string): Promise<void> {
+  const store = archiveStoreOf(deps.config);
+  for (const f of await listExportFiles(deps.db, exportId)) if (f.stored_in === 'archive_store') await store.delete(exportFileKey(exportId, f.name));
 }
 
 /** Writes the signed manifest and completes the export. */
@@ -249,8 +320,8 @@ export async function finalizeExport(deps: BuildDeps, exportId: string): Promise
     key_id: signer.kid,
   };
   const note = Buffer.from(signNote(`${canonicalize(manifest)}\n`, signer.keyName, signer.privateKey, signer.publicKey32), 'utf8');
-  await putWholeFile(deps.db, exportId, 'manifest.note', note);
-  const bundle = await exportBundle(deps.db, exportId);
+  await putWholeFile(deps, exportId, 'manifest.note', note);
+  const bundle = await exportBundle(deps, exportId);
   const hash = createHash('sha256');
   let bytes = 0;
   for await (const piece of bundle.pieces) {

@@ -1,25 +1,25 @@
 /**
  * Retention with archives (docs/decisions/retention-and-archives.md): for each project whose
  * retention has passed some of its records, a sealed archive of them in the compliance export
- * format is written to ARCHIVE_DIR, read back and verified by the offline verifier, recorded, and
- * only then are the project's aged-out rows deleted, in short batches.
+ * format is streamed to the archive store (ARCHIVE_DIR or an S3 bucket, docs/decisions/archive-store.md),
+ * read back from there and verified by the offline verifier, recorded, and only then are the
+ * project's aged-out rows deleted, in short batches.
  *
- * Every step can be interrupted and run again. An archive row is `building` until its file has
- * verified (nothing is deleted meanwhile; a rerun rebuilds the file), `verified` while its rows are
- * deleted (a rerun resumes the deletion), `completed` after. A project has at most one unfinished
- * archive, and a run always finishes it before planning a new one.
+ * Every step can be interrupted and run again. An archive row is `building` until its object has
+ * verified (nothing is deleted meanwhile; a rerun rebuilds the object, whether the last write was
+ * cut short or finished unverified), `verified` while its rows are deleted (a rerun checks the
+ * object is still there and resumes the deletion), `completed` after. A project has at most one
+ * unfinished archive, and a run always finishes it before planning a new one.
  */
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, readFile, rename, rm } from 'node:fs/promises';
-import path from 'node:path';
-import { once } from 'node:events';
 import type { Config } from '../config';
 import type { Db, Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
 import { newId } from '../ids';
-import { buildExportPart, exportBundle, finalizeExport } from '../compliance/build';
-import { verifyExportCommand } from '../compliance/verify-command';
+import { buildExportPart, deleteExportFiles, exportBundle, finalizeExport } from '../compliance/build';
+import { readTar } from '../compliance/tar';
+import { verifyExport } from '../compliance/verify-export';
+import { archiveStoreOf } from '../archive-store/from-config';
 import { findExport, insertExport, updateExport, type ExportPart } from '../db/repositories/compliance-exports';
 import { chainAllProjectEvents } from '../db/repositories/events';
 import { chainHead, latestCheckpoint } from '../db/repositories/integrity-log';
@@ -40,7 +40,7 @@ import { verifierKey } from '../integrity/note';
 
 export interface RetentionDeps {
   db: Db;
-  config: Pick<Config, 'env' | 'masterKey' | 'databaseUrl' | 'retention'>;
+  config: Pick<Config, 'env' | 'masterKey' | 'databaseUrl' | 'retention' | 'archiveStore'>;
 }
 
 export interface RetentionOptions {
@@ -51,8 +51,11 @@ export interface RetentionOptions {
   now: Date;
   /** Rows per delete statement. */
   batchSize?: number;
-  /** Called after each step; a test throws from it to stop a run there, as a killed process would. */
-  onStep?: (step: 'archived' | 'verified' | 'batch', archiveId: string) => void | Promise<void>;
+  /**
+   * Called after each step (`uploading`: after each piece of the archive handed to the store); a
+   * test throws from it to stop a run there, as a killed process would.
+   */
+  onStep?: (step: 'uploading' | 'archived' | 'verified' | 'batch', archiveId: string) => void | Promise<void>;
 }
 
 export interface ProjectRetention {
@@ -77,6 +80,7 @@ export interface ArchiveView {
   status: string;
   window: { since: string; until: string };
   log_range: { first_index: number; last_index: number; checkpoint_size: number };
+  /** Where the archive is: a file path, or an s3:// URL. */
   path: string;
   sha256: string | null;
   bytes: number | null;
@@ -111,6 +115,9 @@ export const ARCHIVE_ALIGNMENT = 16;
 const ARCHIVE_PARTS: ExportPart[] = ['events', 'permits', 'executions', 'usage'];
 
 const DEFAULT_BATCH = 1000;
+
+/** The archive store key of an archive: `<project>/<archive id>.tar`. */
+export const archiveKey = (a: Pick<ArchiveRow, 'project_id' | 'id'>) => `${a.project_id}/${a.id}.tar`;
 
 /** The time of the project's oldest row that retention archives (before `cutoff`), or null. */
 async function oldestRow(db: Queryable, projectId: string, cutoff: Date): Promise<Date | null> {
@@ -238,17 +245,21 @@ async function planArchive(deps: RetentionDeps, projectId: string, cutoff: Date)
     head_hash: head.hash,
     compact_range: range.map((h) => h.toString('base64')),
     checkpoint_size: Number(cp.tree_size),
-    path: path.join(deps.config.retention.archiveDir, projectId, `${id}.tar`),
+    path: archiveStoreOf(deps.config).locate(archiveKey({ project_id: projectId, id })),
   });
 }
 
 async function finishArchive(deps: RetentionDeps, a: ArchiveRow, opts: RetentionOptions): Promise<ArchiveRow> {
   if (a.status === 'building') {
-    const { sha256, bytes } = await writeArchive(deps, a);
+    const { sha256, bytes } = await writeArchive(deps, a, opts);
     await opts.onStep?.('archived', a.id);
-    await verifyArchiveFile(deps, a, sha256);
+    await verifyStoredArchive(deps, a, sha256, bytes);
     await markArchiveVerified(deps.db, a.id, sha256, bytes);
     await opts.onStep?.('verified', a.id);
+  } else {
+    // Resuming the deletion: the verified object must still be there, whole.
+    const stored = await archiveStoreOf(deps.config).head(archiveKey(a));
+    if (!stored || stored.bytes !== Number(a.bytes)) throw new ArchiveVerificationError(`archive ${a.id} (${a.path}) is ${stored ? `${stored.bytes} bytes, not ${a.bytes}` : 'missing'}: its rows are not deleted`);
   }
   await deleteArchived(deps.db, a, opts);
   const done = await markArchiveCompleted(deps.db, a.id);
@@ -257,55 +268,72 @@ async function finishArchive(deps: RetentionDeps, a: ArchiveRow, opts: Retention
 
 /**
  * Builds the archive with the compliance export's code (an export row of the archive's id, its
- * range fixed to the archive's), streams the bundle to a temporary file, renames it into place,
- * then drops the export's rows: the archive lives in ARCHIVE_DIR, not in PostgreSQL.
+ * range fixed to the archive's, its files in the store under exports/<id>/), streams the bundle
+ * into the store under the archive's key, then drops the export's files and rows: the archive is
+ * one object in the store, never whole in memory or in PostgreSQL.
  */
-async function writeArchive(deps: RetentionDeps, a: ArchiveRow): Promise<{ sha256: string; bytes: number }> {
+async function writeArchive(deps: RetentionDeps, a: ArchiveRow, opts: RetentionOptions): Promise<{ sha256: string; bytes: number }> {
   const { db } = deps;
   const build = { db, config: deps.config };
-  await db.query('DELETE FROM compliance_exports WHERE id = $1', [a.id]);
+  await dropExport(build, a.id);
   await insertExport(db, { id: a.id, projectId: a.project_id, since: new Date(a.window_since), until: new Date(a.window_until), include: ARCHIVE_PARTS, requestedBy: 'retention' });
   await updateExport(db, a.id, { status: 'running', started: true, first_index: Number(a.first_index), last_index: Number(a.last_index), checkpoint_size: Number(a.checkpoint_size) });
   if (!(await findExport(db, null, a.id))) throw new Error(`archive ${a.id}: its export row disappeared`);
   for (const part of ARCHIVE_PARTS) await buildExportPart(build, a.id, part);
   await finalizeExport(build, a.id);
-  await mkdir(path.dirname(a.path), { recursive: true });
-  const tmp = `${a.path}.partial`;
   const hash = createHash('sha256');
   let bytes = 0;
-  const file = createWriteStream(tmp);
-  try {
-    const bundle = await exportBundle(db, a.id);
+  const bundle = await exportBundle(build, a.id);
+  async function* pieces(): AsyncGenerator<Buffer> {
     for await (const piece of bundle.pieces) {
       hash.update(piece);
       bytes += piece.length;
-      if (!file.write(piece)) await once(file, 'drain');
+      yield piece;
+      await opts.onStep?.('uploading', a.id);
     }
-    file.end();
-    await once(file, 'finish');
-  } catch (err) {
-    file.destroy();
-    await rm(tmp, { force: true });
-    throw err;
   }
-  await rename(tmp, a.path);
-  await db.query('DELETE FROM compliance_exports WHERE id = $1', [a.id]);
+  const stored = await archiveStoreOf(deps.config).put(archiveKey(a), pieces());
+  if (stored.bytes !== bytes) throw new ArchiveVerificationError(`archive ${a.id}: ${stored.bytes} bytes stored of ${bytes}`);
+  await dropExport(build, a.id);
   return { sha256: hash.digest('hex'), bytes };
+}
+
+async function dropExport(deps: RetentionDeps, exportId: string): Promise<void> {
+  await deleteExportFiles(deps, exportId);
+  await deps.db.query('DELETE FROM compliance_exports WHERE id = $1', [exportId]);
 }
 
 export class ArchiveVerificationError extends Error {}
 
-/** Reads the archive back from disk and verifies it as `verify-export` does, and that it is this archive's range. */
-async function verifyArchiveFile(deps: RetentionDeps, a: ArchiveRow, sha256: string): Promise<void> {
+/**
+ * Reads the archive back from the store (what is stored, not what was sent) and verifies it as
+ * `verify-export` does, that it is this archive's range, and that it is the object written.
+ */
+async function verifyStoredArchive(deps: RetentionDeps, a: ArchiveRow, sha256: string, bytes: number): Promise<void> {
   const signer = await complianceSigner(deps.db, deps.config);
-  const result = verifyExportCommand(a.path, verifierKey(signer.keyName, signer.publicKey32));
+  const hash = createHash('sha256');
+  const chunks: Buffer[] = [];
+  // The verifier reads whole files: the archive is held here while it is checked (one retention window's rows).
+  for await (const chunk of await archiveStoreOf(deps.config).get(archiveKey(a))) {
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+    hash.update(b);
+    chunks.push(b);
+  }
+  const tar = Buffer.concat(chunks);
+  chunks.length = 0;
+  if (tar.length !== bytes || hash.digest('hex') !== sha256) throw new ArchiveVerificationError(`archive ${a.id} (${a.path}): the stored object is not the one written`);
+  let files: Map<string, Buffer>;
+  try {
+    files = readTar(tar);
+  } catch (err) {
+    throw new ArchiveVerificationError(`archive ${a.id} (${a.path}) is not a readable tar: ${(err as Error).message}`);
+  }
+  const result = verifyExport(files, verifierKey(signer.keyName, signer.publicKey32));
   const expected = Number(a.last_index) - Number(a.first_index) + 1;
   if (!result.ok || result.project_id !== a.project_id || result.events_verified !== expected || result.checkpoint?.tree_size !== Number(a.checkpoint_size)) {
     const why = result.failures[0]?.message ?? `${result.events_verified} of ${expected} records verified`;
     throw new ArchiveVerificationError(`archive ${a.id} (${a.path}) did not verify: ${why}`);
   }
-  const onDisk = createHash('sha256').update(await readFile(a.path)).digest('hex');
-  if (onDisk !== sha256) throw new ArchiveVerificationError(`archive ${a.id}: the file on disk is not the one written`);
 }
 
 /**

@@ -1,8 +1,10 @@
 /**
- * Runs once per `jest` run: one Temporal dev server, one fresh PostgreSQL database with every
- * migration, and the workflow code bundled once. Test files read the results from process.env
- * (inherited by jest's workers) and start their own in-process Tollgate on a private task queue.
+ * Runs once per `jest` run: one Temporal dev server, one S3-compatible server (versitygw), one
+ * fresh PostgreSQL database with every migration, and the workflow code bundled once. Test files
+ * read the results from process.env (inherited by jest's workers) and start their own in-process
+ * Tollgate on a private task queue.
  */
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,6 +12,7 @@ import { ensureTemporalCli } from '../../scripts/lib/temporal-cli';
 import { ensureOtelCollector } from '../../scripts/lib/otel-collector';
 import { createDatabaseIfMissing, ensurePostgres, withDatabase } from '../../scripts/lib/postgres';
 import { freePort, startTemporalDevServer } from '../../scripts/lib/temporal-dev-server';
+import { ensureVersitygw, startS3Server } from '../../scripts/lib/s3-server';
 import { migrate } from '../../src/db/migrate';
 import { bundleWorkflows } from '../../src/temporal/worker';
 
@@ -37,6 +40,19 @@ export default async function globalSetup(): Promise<void> {
     logFile: fs.createWriteStream(path.join(dataDir, 'test-temporal.log'), { flags: 'w' }),
   });
 
+  // The archive store: a directory of this run unless a test opts into the S3 server (test/support/s3.ts).
+  const archiveDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-test-archives-'));
+  for (const name of Object.keys(process.env)) if (name.startsWith('ARCHIVE_S3_')) delete process.env[name];
+  const s3DataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-test-s3-'));
+  const s3 = await startS3Server({
+    bin: ensureVersitygw(log),
+    port: await freePort(),
+    dataDir: s3DataDir,
+    accessKeyId: `test-${randomBytes(6).toString('hex')}`,
+    secretAccessKey: randomBytes(24).toString('base64url'),
+    logFile: fs.createWriteStream(path.join(dataDir, 'test-s3.log'), { flags: 'w' }),
+  });
+
   const bundlePath = path.join(os.tmpdir(), `tollgate-workflows-${process.pid}.js`);
   fs.writeFileSync(bundlePath, await bundleWorkflows());
 
@@ -48,5 +64,10 @@ export default async function globalSetup(): Promise<void> {
   process.env.TEMPORAL_ADDRESS = temporal.address;
   process.env.TEMPORAL_WORKFLOW_BUNDLE = bundlePath;
   process.env.TEMPORAL_CLI_PATH = cli;
-  (globalThis as Record<string, unknown>).__TOLLGATE_TEST__ = { temporal, bundlePath };
+  process.env.ARCHIVE_DIR = archiveDir;
+  process.env.TEST_S3_ENDPOINT = s3.endpoint;
+  process.env.TEST_S3_REGION = s3.region;
+  process.env.TEST_S3_ACCESS_KEY_ID = s3.accessKeyId;
+  process.env.TEST_S3_SECRET_ACCESS_KEY = s3.secretAccessKey;
+  (globalThis as Record<string, unknown>).__TOLLGATE_TEST__ = { temporal, s3, bundlePath, scratch: [archiveDir, s3DataDir] };
 }

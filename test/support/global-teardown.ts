@@ -2,14 +2,19 @@ import fs from 'node:fs';
 import { dropDatabase } from '../../scripts/lib/postgres';
 import { scanLogs } from './test-logs';
 import type { DevServer } from '../../scripts/lib/temporal-dev-server';
+import type { S3Server } from '../../scripts/lib/s3-server';
 
 export default async function globalTeardown(): Promise<void> {
   const logDir = process.env.TEST_LOG_DIR;
-  const scan = logDir ? scanLogs(logDir, PROVIDER_KEYS_OF_TESTS.map((k) => ['provider key', k])) : null;
-  const state = (globalThis as Record<string, unknown>).__TOLLGATE_TEST__ as { temporal: DevServer; bundlePath: string } | undefined;
+  const secrets: [string, string][] = PROVIDER_KEYS_OF_TESTS.map((k) => ['provider key', k]);
+  if (process.env.TEST_S3_SECRET_ACCESS_KEY) secrets.push(['archive store secret', process.env.TEST_S3_SECRET_ACCESS_KEY]);
+  const scan = logDir ? scanLogs(logDir, secrets) : null;
+  const state = (globalThis as Record<string, unknown>).__TOLLGATE_TEST__ as { temporal: DevServer; s3: S3Server; bundlePath: string; scratch: string[] } | undefined;
   if (state) {
     await state.temporal.stop();
+    await state.s3.stop();
     fs.rmSync(state.bundlePath, { force: true });
+    for (const dir of state.scratch) fs.rmSync(dir, { recursive: true, force: true });
   }
   if (process.env.TEST_SERVER_DATABASE_URL && process.env.TEST_DATABASE_NAME && !process.env.KEEP_TEST_DATABASE) {
     await dropDatabase(process.env.TEST_SERVER_DATABASE_URL, process.env.TEST_DATABASE_NAME);

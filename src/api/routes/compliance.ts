@@ -126,8 +126,8 @@ export const complianceRoutes = routeFamily(
         const row = await findExport(deps.db, authOf(ctx).projectId, ctx.params.export_id);
         if (!row) throw errors.notFound('Compliance export', ctx.params.export_id);
         if (row.status !== 'completed') throw errors.conflict('export_not_ready', `The export is ${row.status}; download it once it is completed`, { status: row.status });
-        // Streamed a chunk at a time: a bundle is never whole in the process's memory.
-        const bundle = await exportBundle(deps.db, row.id);
+        // Streamed from the archive store a piece at a time: a bundle is never whole in the process's memory.
+        const bundle = await exportBundle(deps, row.id);
         ctx.set('content-type', 'application/x-tar');
         ctx.set('content-disposition', `attachment; filename="${row.id}.tar"`);
         ctx.set('x-content-sha256', row.bundle_sha256 ?? '');

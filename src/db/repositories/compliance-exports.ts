@@ -94,25 +94,22 @@ export async function mergeExportProgress(db: Queryable, id: string, progress: R
   await db.query('UPDATE compliance_exports SET progress = progress || $2::jsonb WHERE id = $1', [id, JSON.stringify(progress)]);
 }
 
-/**
- * One chunk of an export file (files are written a batch at a time, chunk 0, 1, …). Idempotent: a
- * retried part writes the same bytes under the same numbers.
- */
-export async function putExportChunk(db: Queryable, c: { exportId: string; name: string; chunk: number; content: Buffer }): Promise<void> {
-  await db.query(
-    `INSERT INTO compliance_export_chunks (export_id, name, chunk, content) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (export_id, name, chunk) DO UPDATE SET content = EXCLUDED.content`,
-    [c.exportId, c.name, c.chunk, c.content],
-  );
-}
+/** Where a file's bytes are: its chunks in compliance_export_chunks, or one object in the archive store. */
+export type ExportFileStorage = 'database' | 'archive_store';
 
-/** Completes a file whose `chunks` chunks are written; chunks past them (an earlier attempt's longer tail) go. */
-export async function putExportFile(db: Queryable, f: { exportId: string; name: string; sha256: string; records: number; bytes: number; chunks: number }): Promise<void> {
+/**
+ * Completes a file of `chunks` writes. Its chunk rows past them go (an earlier attempt's longer
+ * tail), and all of them when the file is in the archive store (an attempt from before it).
+ */
+export async function putExportFile(
+  db: Queryable,
+  f: { exportId: string; name: string; sha256: string; records: number; bytes: number; chunks: number; storedIn: ExportFileStorage },
+): Promise<void> {
   await db.query(
-    `WITH stale AS (DELETE FROM compliance_export_chunks WHERE export_id = $1 AND name = $2 AND chunk >= $6)
-     INSERT INTO compliance_export_files (export_id, name, sha256, records, bytes, chunks) VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (export_id, name) DO UPDATE SET sha256 = EXCLUDED.sha256, records = EXCLUDED.records, bytes = EXCLUDED.bytes, chunks = EXCLUDED.chunks`,
-    [f.exportId, f.name, f.sha256, f.records, f.bytes, f.chunks],
+    `WITH stale AS (DELETE FROM compliance_export_chunks WHERE export_id = $1 AND name = $2 AND chunk >= CASE WHEN $7 = 'database' THEN $6 ELSE 0 END)
+     INSERT INTO compliance_export_files (export_id, name, sha256, records, bytes, chunks, stored_in) VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (export_id, name) DO UPDATE SET sha256 = EXCLUDED.sha256, records = EXCLUDED.records, bytes = EXCLUDED.bytes, chunks = EXCLUDED.chunks, stored_in = EXCLUDED.stored_in`,
+    [f.exportId, f.name, f.sha256, f.records, f.bytes, f.chunks, f.storedIn],
   );
 }
 
@@ -121,12 +118,14 @@ export interface ExportFileRow {
   sha256: string;
   records: number;
   bytes: number;
+  /** How many writes made the file (its chunk rows when stored_in is `database`). */
   chunks: number;
+  stored_in: ExportFileStorage;
 }
 
 export async function listExportFiles(db: Queryable, exportId: string): Promise<ExportFileRow[]> {
   const { rows } = await db.query<ExportFileRow>(
-    'SELECT name, sha256, records, bytes::float8 AS bytes, chunks FROM compliance_export_files WHERE export_id = $1 ORDER BY name',
+    'SELECT name, sha256, records, bytes::float8 AS bytes, chunks, stored_in FROM compliance_export_files WHERE export_id = $1 ORDER BY name',
     [exportId],
   );
   return rows;

@@ -31,7 +31,9 @@ import { goVerifier } from '../../e2e/governance/helpers';
 
 describe('call records in the chain', () => {
   const own = ownDatabasePool('chain_records');
-  const config = () => ({ env: 'test' as const, masterKey: undefined, databaseUrl: own.url });
+  // The run's archive directory (test/support/global-setup.ts) holds the export files.
+  const archiveStore = { kind: 'directory' as const, dir: process.env.ARCHIVE_DIR! };
+  const config = () => ({ env: 'test' as const, masterKey: undefined, databaseUrl: own.url, archiveStore });
 
   /** One governed call through the in-process pipeline (govern, dispatch, record); returns its execution id. */
   async function pipelineCall(db: Db, projectId: string): Promise<string> {
@@ -183,7 +185,7 @@ describe('call records in the chain', () => {
       const { parts } = await prepareExport(deps, row.id);
       for (const part of parts) await buildExportPart(deps, row.id, part);
       await finalizeExport(deps, row.id);
-      const bundle = await exportBundle(own.db, row.id);
+      const bundle = await exportBundle(deps, row.id);
       const pieces: Buffer[] = [];
       for await (const piece of bundle.pieces) pieces.push(piece);
       return readTar(Buffer.concat(pieces));

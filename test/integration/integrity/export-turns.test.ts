@@ -30,7 +30,8 @@ describe('export events part over many events', () => {
     }
     await chainAllProjectEvents(own.db, project.id);
     const row = await insertExport(own.db, { id: `exp_turns_${project.id}`, projectId: project.id, since, until: new Date(Date.now() + 60_000), include: ['events'], requestedBy: 'test' });
-    const deps = { db: own.db, config: { env: 'test' as const, masterKey: undefined, databaseUrl: own.url } };
+    // The export files go to the run's archive directory (test/support/global-setup.ts).
+    const deps = { db: own.db, config: { env: 'test' as const, masterKey: undefined, databaseUrl: own.url, archiveStore: { kind: 'directory' as const, dir: process.env.ARCHIVE_DIR! } } };
     await prepareExport(deps, row.id);
 
     timers.setImmediate.mockClear();
@@ -43,7 +44,7 @@ describe('export events part over many events', () => {
       ['events.ndjson', 3, 1200],
       ['proofs.ndjson', 3, 1200],
     ]);
-    const bundle = await exportBundle(own.db, row.id);
+    const bundle = await exportBundle(deps, row.id);
     const pieces: Buffer[] = [];
     for await (const piece of bundle.pieces) pieces.push(piece);
     const tar = Buffer.concat(pieces);

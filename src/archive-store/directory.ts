@@ -1,0 +1,78 @@
+/**
+ * The archive store in a directory (ARCHIVE_DIR). An object is written to a temporary file beside
+ * its place, flushed to disk, then renamed into place and the directory flushed: a reader sees the
+ * whole file or none, and a file retention relied on to delete rows survives a power loss.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { ArchiveObjectMissing, checkKey, type ArchiveStore } from './store';
+
+export class DirectoryArchiveStore implements ArchiveStore {
+  constructor(private readonly root: string) {}
+
+  locate(key: string): string {
+    return path.join(this.root, ...checkKey(key).split('/'));
+  }
+
+  async put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ bytes: number }> {
+    const file = this.locate(key);
+    await mkdir(path.dirname(file), { recursive: true });
+    // Named per write: two writers of one key (a retried step beside a stalled one) never share a file.
+    const tmp = `${file}.${randomUUID()}.partial`;
+    let bytes = 0;
+    try {
+      const fh = await open(tmp, 'w');
+      try {
+        for await (const chunk of body) {
+          await fh.write(chunk);
+          bytes += chunk.length;
+        }
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await rename(tmp, file);
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+    await syncDirectory(path.dirname(file));
+    return { bytes };
+  }
+
+  async get(key: string): Promise<Readable> {
+    const file = this.locate(key);
+    // Opened before it is returned, so a missing file is an error here rather than on the stream.
+    const fh = await open(file, 'r').catch((err: NodeJS.ErrnoException) => {
+      throw err.code === 'ENOENT' ? new ArchiveObjectMissing(file) : err;
+    });
+    return fh.createReadStream();
+  }
+
+  async head(key: string): Promise<{ bytes: number } | null> {
+    try {
+      const s = await stat(this.locate(key));
+      return s.isFile() ? { bytes: s.size } : null;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await rm(this.locate(key), { force: true });
+  }
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  // Not every platform can open a directory for fsync (Windows); the rename is done either way.
+  const fh = await open(dir, 'r').catch(() => null);
+  if (!fh) return;
+  try {
+    await fh.sync().catch(() => undefined);
+  } finally {
+    await fh.close();
+  }
+}
