@@ -4,7 +4,7 @@
  * look into the bucket as an operator would.
  */
 import { randomUUID } from 'node:crypto';
-import { CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, DeleteObjectCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 
 export interface TestBucket {
   bucket: string;
@@ -16,6 +16,7 @@ export interface TestBucket {
   keys(): Promise<string[]>;
   read(key: string): Promise<Buffer>;
   write(key: string, body: Buffer): Promise<void>;
+  remove(key: string): Promise<void>;
   /** Open multipart uploads under the prefix: the keys of uploads never completed nor aborted. */
   openUploads(): Promise<string[]>;
 }
@@ -62,6 +63,9 @@ export async function createTestBucket(): Promise<TestBucket> {
     },
     async write(key, body) {
       await client.send(new PutObjectCommand({ Bucket: bucket, Key: prefix + key, Body: body }));
+    },
+    async remove(key) {
+      await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: prefix + key }));
     },
     async openUploads() {
       const res = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix }));
