@@ -25,7 +25,7 @@ export class DirectoryArchiveStore implements ArchiveStore {
     try {
       const fh = await open(tmp, 'w');
       try {
-        for await (const chunk of body) {
+        for await (const chunk of body as AsyncIterable<Uint8Array>) {
           await fh.write(chunk);
           bytes += chunk.length;
         }

@@ -54,7 +54,7 @@ export class S3ArchiveStore implements ArchiveStore {
     const started = new Date();
     let bytes = 0;
     async function* counted() {
-      for await (const chunk of body) {
+      for await (const chunk of body as AsyncIterable<Uint8Array>) {
         bytes += chunk.length;
         yield chunk;
       }

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config';
 
 describe('loadConfig', () => {
@@ -46,5 +47,41 @@ describe('loadConfig', () => {
 
   it('reports every bad variable at once', () => {
     expect(() => loadConfig({ PORT: 'x', TOLLGATE_ROLE: 'y' })).toThrow(/PORT.*TOLLGATE_ROLE|TOLLGATE_ROLE.*PORT/);
+  });
+
+  it('keeps archives in ARCHIVE_DIR unless ARCHIVE_S3_BUCKET is set, then in the bucket', () => {
+    expect(loadConfig({}).archiveStore).toEqual({ kind: 'directory', dir: path.resolve('.data', 'archives') });
+    expect(loadConfig({ ARCHIVE_DIR: '/srv/archives' }).archiveStore).toEqual({ kind: 'directory', dir: '/srv/archives' });
+    expect(loadConfig({ ARCHIVE_DIR: '/srv/archives', ARCHIVE_S3_BUCKET: '' }).archiveStore.kind).toBe('directory');
+    expect(
+      loadConfig({
+        ARCHIVE_DIR: '/srv/archives',
+        ARCHIVE_S3_BUCKET: 'tollgate-archives',
+        ARCHIVE_S3_ENDPOINT: 'http://127.0.0.1:7070',
+        ARCHIVE_S3_ACCESS_KEY_ID: 'id',
+        ARCHIVE_S3_SECRET_ACCESS_KEY: 'secret',
+        ARCHIVE_S3_PREFIX: '/prod',
+        ARCHIVE_S3_FORCE_PATH_STYLE: 'true',
+      }).archiveStore,
+    ).toEqual({ kind: 's3', bucket: 'tollgate-archives', endpoint: 'http://127.0.0.1:7070', region: 'us-east-1', accessKeyId: 'id', secretAccessKey: 'secret', prefix: 'prod/', forcePathStyle: true });
+    expect(loadConfig({ ARCHIVE_S3_BUCKET: 'tollgate-archives', ARCHIVE_S3_REGION: 'eu-west-1' }).archiveStore).toMatchObject({ region: 'eu-west-1', prefix: '', forcePathStyle: false, accessKeyId: undefined });
+  });
+
+  it.each([
+    [{ ARCHIVE_S3_BUCKET: 'b', ARCHIVE_S3_ACCESS_KEY_ID: 'id', ARCHIVE_S3_SECRET_ACCESS_KEY: 's' }, 'ARCHIVE_S3_BUCKET'],
+    [{ ARCHIVE_S3_BUCKET: 'bucket', ARCHIVE_S3_ENDPOINT: 'not a url' }, 'ARCHIVE_S3_ENDPOINT'],
+    [{ ARCHIVE_S3_BUCKET: 'bucket', ARCHIVE_S3_FORCE_PATH_STYLE: 'yes' }, 'ARCHIVE_S3_FORCE_PATH_STYLE'],
+    [{ ARCHIVE_S3_BUCKET: 'bucket', ARCHIVE_S3_ACCESS_KEY_ID: 'id' }, 'ARCHIVE_S3_SECRET_ACCESS_KEY'],
+    [{ ARCHIVE_S3_BUCKET: 'bucket', ARCHIVE_S3_SECRET_ACCESS_KEY: 'do-not-echo' }, 'ARCHIVE_S3_ACCESS_KEY_ID'],
+  ])('names the bad archive store variable in %j', (env, variable) => {
+    let caught: unknown;
+    try {
+      loadConfig(env);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    expect((caught as ConfigError).problems.map((p) => p.variable)).toEqual([variable]);
+    expect((caught as Error).message).not.toContain('do-not-echo');
   });
 });
