@@ -12,7 +12,7 @@ import { ensureTemporalCli } from '../../scripts/lib/temporal-cli';
 import { ensureOtelCollector } from '../../scripts/lib/otel-collector';
 import { createDatabaseIfMissing, ensurePostgres, withDatabase } from '../../scripts/lib/postgres';
 import { freePort, startTemporalDevServer } from '../../scripts/lib/temporal-dev-server';
-import { ensureVersitygw, startS3Server } from '../../scripts/lib/s3-server';
+import { ensureVersitygw, startS3Server, type S3Server } from '../../scripts/lib/s3-server';
 import { migrate } from '../../src/db/migrate';
 import { bundleWorkflows } from '../../src/temporal/worker';
 
@@ -43,15 +43,22 @@ export default async function globalSetup(): Promise<void> {
   // The archive store: a directory of this run unless a test opts into the S3 server (test/support/s3.ts).
   const archiveDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-test-archives-'));
   for (const name of Object.keys(process.env)) if (name.startsWith('ARCHIVE_S3_')) delete process.env[name];
+  // The S3-compatible server the archive store's S3 tests use, built here once per machine. Without
+  // Go those tests fail saying what to install (test/support/s3.ts); the rest of the suite runs.
   const s3DataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-test-s3-'));
-  const s3 = await startS3Server({
-    bin: ensureVersitygw(log),
-    port: await freePort(),
-    dataDir: s3DataDir,
-    accessKeyId: `test-${randomBytes(6).toString('hex')}`,
-    secretAccessKey: randomBytes(24).toString('base64url'),
-    logFile: fs.createWriteStream(path.join(dataDir, 'test-s3.log'), { flags: 'w' }),
-  });
+  let s3: S3Server | null = null;
+  try {
+    s3 = await startS3Server({
+      bin: ensureVersitygw(log),
+      port: await freePort(),
+      dataDir: s3DataDir,
+      accessKeyId: `test-${randomBytes(6).toString('hex')}`,
+      secretAccessKey: randomBytes(24).toString('base64url'),
+      logFile: fs.createWriteStream(path.join(dataDir, 'test-s3.log'), { flags: 'w' }),
+    });
+  } catch (err) {
+    process.env.TEST_S3_UNAVAILABLE = (err as Error).message;
+  }
 
   const bundlePath = path.join(os.tmpdir(), `tollgate-workflows-${process.pid}.js`);
   fs.writeFileSync(bundlePath, await bundleWorkflows());
@@ -65,9 +72,11 @@ export default async function globalSetup(): Promise<void> {
   process.env.TEMPORAL_WORKFLOW_BUNDLE = bundlePath;
   process.env.TEMPORAL_CLI_PATH = cli;
   process.env.ARCHIVE_DIR = archiveDir;
-  process.env.TEST_S3_ENDPOINT = s3.endpoint;
-  process.env.TEST_S3_REGION = s3.region;
-  process.env.TEST_S3_ACCESS_KEY_ID = s3.accessKeyId;
-  process.env.TEST_S3_SECRET_ACCESS_KEY = s3.secretAccessKey;
+  if (s3) {
+    process.env.TEST_S3_ENDPOINT = s3.endpoint;
+    process.env.TEST_S3_REGION = s3.region;
+    process.env.TEST_S3_ACCESS_KEY_ID = s3.accessKeyId;
+    process.env.TEST_S3_SECRET_ACCESS_KEY = s3.secretAccessKey;
+  }
   (globalThis as Record<string, unknown>).__TOLLGATE_TEST__ = { temporal, s3, bundlePath, scratch: [archiveDir, s3DataDir] };
 }

@@ -9,10 +9,10 @@ export default async function globalTeardown(): Promise<void> {
   const secrets: [string, string][] = PROVIDER_KEYS_OF_TESTS.map((k) => ['provider key', k]);
   if (process.env.TEST_S3_SECRET_ACCESS_KEY) secrets.push(['archive store secret', process.env.TEST_S3_SECRET_ACCESS_KEY]);
   const scan = logDir ? scanLogs(logDir, secrets) : null;
-  const state = (globalThis as Record<string, unknown>).__TOLLGATE_TEST__ as { temporal: DevServer; s3: S3Server; bundlePath: string; scratch: string[] } | undefined;
+  const state = (globalThis as Record<string, unknown>).__TOLLGATE_TEST__ as { temporal: DevServer; s3: S3Server | null; bundlePath: string; scratch: string[] } | undefined;
   if (state) {
     await state.temporal.stop();
-    await state.s3.stop();
+    await state.s3?.stop();
     fs.rmSync(state.bundlePath, { force: true });
     for (const dir of state.scratch) fs.rmSync(dir, { recursive: true, force: true });
   }
