@@ -14,7 +14,7 @@
  * as the rows they replace did. Ids: `evt_<execution id>.<n>` (`derivedEventRef` reads one back).
  */
 import canonicalize from 'canonicalize';
-import type { EventRecord, NewEvent } from '../db/repositories/events';
+import type { EventRecord, NewEvent } from '../events/types';
 import type { EnvelopeColumns } from './envelope';
 
 export const EXECUTION_EVENT_SOURCE = 'execution_events';

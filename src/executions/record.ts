@@ -18,7 +18,7 @@ import { estimateInputTokens, makeUsage } from '../providers/shared/usage';
 import type { NormalizedRequest, ProviderResult, Usage } from '../providers/types';
 import { buildEnvelope, ExecutionEnvelope, ExecutionStatus, storedEnvelope } from './envelope';
 import { EXECUTION_EVENT_SOURCE, lifecycleOf, type Lifecycle } from './lifecycle';
-import type { Target } from './routing';
+import type { Target } from './types';
 import type { AttemptRecord, ExecutionInput, RecordInput } from './types';
 
 export { EXECUTION_EVENT_SOURCE };

@@ -8,23 +8,7 @@ import type { PricingCatalog } from '../pricing/types';
 import { Operation, supportsOperation } from '../providers/types';
 import { errors } from '../errors';
 import { ExecutionRequest, FALLBACK_PROVIDERS } from './schema';
-import type { ExecutionInput } from './types';
-
-export type RoutingReason = 'explicit_request' | 'default_model_for_provider' | 'provider_inferred_from_model' | 'operation_default';
-
-export interface Target {
-  provider: ProviderId;
-  model: string;
-}
-
-export interface RoutingPlan {
-  requested_provider: ProviderId | null;
-  requested_model: string | null;
-  primary: Target;
-  /** Concrete fallback targets, tried in order after the primary fails with a retryable error. */
-  fallback: Target[];
-  reason_code: RoutingReason;
-}
+import type { ExecutionInput, RoutingPlan, RoutingReason, Target } from './types';
 
 export class RoutingError extends Error {
   constructor(

@@ -6,7 +6,6 @@ import type { ProviderId } from '../config';
 import type { ChatMessage, InputItem, Operation, ProviderFailure, ProviderResult, Usage } from '../providers/types';
 import type { ExecutionEnvelope, ExecutionRoute } from './envelope';
 import type { DispatchStart } from './lifecycle';
-import type { RoutingReason, Target } from './routing';
 
 export interface ExecutionInput {
   executionId: string;
@@ -24,13 +23,7 @@ export interface ExecutionInput {
     /** provider_options by provider id; the dispatched target's entry is passed to its adapter. */
     providerOptions?: Partial<Record<ProviderId, Record<string, unknown>>>;
   };
-  routing: {
-    requested_provider: ProviderId | null;
-    requested_model: string | null;
-    reason_code: RoutingReason;
-    primary: Target;
-    fallback: Target[];
-  };
+  routing: RoutingPlan;
   workflowIntentId: string | null;
   idempotencyKey: string | null;
   /** The API key the call came with (null where none did, e.g. a call recorded by an operator tool). */
@@ -101,3 +94,19 @@ export type RecordInput =
   | { kind: 'dispatched'; gov: GovernOutcome; outcome: DispatchOutcome }
   /** The dispatch activity did not finish (worker died mid-call, timed out): outcome unknown. */
   | { kind: 'interrupted'; gov: GovernOutcome; message: string; estimatedInputTokens?: number };
+
+export type RoutingReason = 'explicit_request' | 'default_model_for_provider' | 'provider_inferred_from_model' | 'operation_default';
+
+export interface Target {
+  provider: ProviderId;
+  model: string;
+}
+
+export interface RoutingPlan {
+  requested_provider: ProviderId | null;
+  requested_model: string | null;
+  primary: Target;
+  /** Concrete fallback targets, tried in order after the primary fails with a retryable error. */
+  fallback: Target[];
+  reason_code: RoutingReason;
+}

@@ -7,7 +7,7 @@ import type { Queryable } from '../db/pool';
 import { getPolicy, StoredPolicy } from '../db/repositories/policies';
 import { readRateUsage, readSpendRows } from '../db/repositories/spend';
 import { findProjectPlan, type Plan } from '../db/repositories/projects';
-import type { EvalContext } from './evaluate';
+import type { EvalContext } from './eval-context';
 import { currentPeriods, PERIOD_KINDS, PeriodKind, previousDays } from './periods';
 import type { GovernanceRequest } from './types';
 import type { PolicyDocument } from './policy';

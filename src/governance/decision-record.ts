@@ -4,7 +4,8 @@
  */
 import type { NewEvent } from '../db/repositories/events';
 import type { NewPermit, PermitRecord } from '../db/repositories/permits';
-import type { EvalContext, Outcome } from './evaluate';
+import type { EvalContext } from './eval-context';
+import type { Outcome } from './evaluate';
 import { OUTCOME_LABEL } from './evaluate';
 import { PERIOD_KINDS } from './periods';
 import type { GovernanceRequest, PermitDecision } from './types';

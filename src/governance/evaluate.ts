@@ -10,33 +10,12 @@
  * Size: the ordered checks of one decision (policy rules, quotas, caps, spikes, rate limits,
  * firewall, output ceilings) read top to bottom; splitting them would hide the order.
  */
-import type { Plan } from '../db/repositories/projects';
 import type { Decision, GovernanceRequest } from './types';
 import { effectiveQuota, MatchSpec, PolicyDocument, RateLimit } from './policy';
-import { Period, PeriodKind } from './periods';
+import type { EvalContext } from './eval-context';
+import type { PeriodKind } from './periods';
 import { inspectText, residualCategories, FirewallCategory, type RedactCounts } from './firewall';
 import { ceilingAction, fitOutputCeiling, type OutputFit } from './output-ceiling';
-
-export interface SpendFigures {
-  reserved: number;
-  settled: number;
-  requests: number;
-}
-
-export interface EvalContext {
-  now: Date;
-  plan: Plan;
-  policy: PolicyDocument;
-  policyVersion: number;
-  periods: Record<PeriodKind, Period>;
-  spend: Record<PeriodKind, SpendFigures>;
-  /** Spend (settled + reserved) of each of the previous full UTC days, oldest first. */
-  previousDaysSpend: number[];
-  /** Used capacity per rate limit in its sliding window (database clock), keyed `${id}|${window_seconds}`. */
-  rateUsed: Map<string, number>;
-  /** Seconds until this request's amount fits each limit's window (database clock); the window length when unknown. */
-  rateRetryAfter?: Map<string, number>;
-}
 
 export interface Outcome {
   decision: Decision;

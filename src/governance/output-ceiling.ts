@@ -6,7 +6,7 @@
  * the ceiling to the largest that fits, down to MIN_OUTPUT_CEILING. Below that the call is denied
  * by the cap checks as before (docs/decisions/hard-caps.md).
  */
-import type { EvalContext } from './evaluate';
+import type { EvalContext } from './eval-context';
 import type { PeriodKind } from './periods';
 import type { GovernanceRequest } from './types';
 

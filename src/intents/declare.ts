@@ -11,7 +11,7 @@ import { projectCost, ProjectionError } from './projection';
 import { intentTemporalWorkflowId, IntentState, IntentWorkflowInput } from '../../workflows/intent-messages';
 import { SA } from '../../workflows/search-attributes';
 import type { intentWorkflow } from '../../workflows/intent';
-import type { IntentServiceDeps } from './service';
+import type { IntentServiceDeps } from './deps';
 
 export interface Declarer {
   projectId: string;

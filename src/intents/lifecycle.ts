@@ -5,7 +5,7 @@ import { ApiError, errors } from '../errors';
 import { newId } from '../ids';
 import { findWorkflowIntent, WorkflowIntentRecord } from '../db/repositories/workflow-intents';
 import { amendUpdate, AmendResult, completeUpdate, CompleteResult, INTENT_FAILURES, intentTemporalWorkflowId } from '../../workflows/intent-messages';
-import type { IntentServiceDeps } from './service';
+import type { IntentServiceDeps } from './deps';
 
 function notActive(r: { workflow_id: string; status: string }): ApiError {
   return errors.conflict('workflow_intent.not_active', `Workflow ${r.workflow_id} is ${r.status}; only active workflows can be amended or completed`, {

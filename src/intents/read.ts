@@ -4,7 +4,7 @@ import { errors } from '../errors';
 import { AmendmentRecord, findWorkflowIntent, listAmendments } from '../db/repositories/workflow-intents';
 import { intentTemporalWorkflowId, IntentState, stateQuery } from '../../workflows/intent-messages';
 import { queryWithin } from '../temporal/bounded-query';
-import type { IntentServiceDeps } from './service';
+import type { IntentServiceDeps } from './deps';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 

@@ -7,7 +7,7 @@
 import type { Clock } from '../clock';
 import type { NewEvent } from '../db/repositories/events';
 import { executionEvent } from '../executions/record';
-import type { Target } from '../executions/routing';
+import type { Target } from '../executions/types';
 import type { AttemptRecord, ExecutionInput } from '../executions/types';
 import type { ProviderFailure } from '../providers/types';
 

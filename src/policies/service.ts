@@ -23,9 +23,8 @@ import { LOCK_POLICY_RULES, withKeyLock } from '../db/repositories/key-locks';
 import { defaultPolicyDocument, mergePatch, PolicyDocument, policyDocumentSchema } from '../governance/policy';
 import { denyRuleSchema, rateLimitSchema, reviewRuleSchema } from '../governance/policy';
 import { findTemplate } from './templates';
+import { POLICY_TYPES, type PolicyType } from './types';
 
-export const POLICY_TYPES = ['deny_rule', 'review_rule', 'rate_limit', 'model_allow_list', 'budget', 'firewall'] as const;
-export type PolicyType = (typeof POLICY_TYPES)[number];
 
 const RULE_SECTION = { deny_rule: 'deny_rules', review_rule: 'review_rules', rate_limit: 'rate_limits' } as const;
 type RuleType = keyof typeof RULE_SECTION;

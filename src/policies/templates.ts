@@ -3,7 +3,7 @@
  * model (src/policies/service.ts): POST /v1/policies {"template_id": "...", "config": {overrides}}
  * instantiates it; `config` is merged over the template's with RFC 7396 semantics.
  */
-import type { PolicyType } from './service';
+import type { PolicyType } from './types';
 
 export interface PolicyTemplate {
   id: string;

@@ -3,7 +3,7 @@
  * back as it arrives, usage read on the way) or translated for a cross-provider target.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import type { Target } from '../executions/routing';
+import type { Target } from '../executions/types';
 import { providerModules, type SseEvent } from '../providers';
 import { estimatedUsage, makeUsage, requestTexts } from '../providers/shared/usage';
 import { ProviderError, type NormalizedRequest, type ProviderFailure, type Usage } from '../providers/types';

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import type { AuthContext } from '../auth-context';
 import { jsonDepth, MAX_JSON_DEPTH } from '../json-depth';
 import type { ProviderId } from '../config';
-import type { Target } from '../executions/routing';
+import type { Target } from '../executions/types';
 import { multipartFields, type ParsedBody, type ProxyCall } from './infer';
 import { ProxyError } from './native-errors';
 import { ROUTABLE_PROVIDERS } from './deps';

@@ -18,7 +18,7 @@ import type { ProviderId } from '../config';
 import { dispatchWithFallback } from '../pipeline/fallback';
 import { providerAttempt } from '../telemetry/gen-ai';
 import { checkCallHeaders, dispatchTimeoutMs, runGovernedCall, type Surface, type SurfaceErrors } from '../pipeline/governed-call';
-import type { Target } from '../executions/routing';
+import type { Target } from '../executions/types';
 import type { DispatchOutcome, ExecutionInput, GovernOutcome } from '../executions/types';
 import { newId } from '../ids';
 import type { NormalizedRequest, ProviderResult } from '../providers/types';

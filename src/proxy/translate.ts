@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ProviderId } from '../config';
 import type { NormalizedRequest, ProviderResult } from '../providers/types';
-import type { Target } from '../executions/routing';
+import type { Target } from '../executions/types';
 import type { ProxyCall } from './infer';
 
 export function translatedRequest(call: ProxyCall, target: Target): NormalizedRequest {

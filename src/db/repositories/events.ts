@@ -1,3 +1,4 @@
+import type { EventRecord, NewEvent } from '../../events/types';
 import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { Pool, PoolClient } from 'pg';
@@ -32,41 +33,7 @@ import { logAnchor } from './archives';
 
 export const GENESIS_HASH = '0'.repeat(64);
 
-export interface NewEvent {
-  projectId: string;
-  eventType: string;
-  source: string;
-  phase: string;
-  provider?: string | null;
-  model?: string | null;
-  permitId?: string | null;
-  requestId?: string | null;
-  jobId?: string | null;
-  sessionId?: string | null;
-  metadata?: Record<string, unknown>;
-  timestamp?: Date;
-}
-
-export interface EventRecord {
-  seq: number;
-  id: string;
-  project_id: string;
-  timestamp: Date;
-  event_type: string;
-  source: string;
-  phase: string;
-  provider: string | null;
-  model: string | null;
-  permit_id: string | null;
-  request_id: string | null;
-  job_id: string | null;
-  session_id: string | null;
-  metadata: Record<string, unknown>;
-  /** Null until the sequencer chains the event. */
-  prev_hash: string | null;
-  hash: string | null;
-  chain_pos?: number | null;
-}
+export type { EventRecord, NewEvent } from '../../events/types';
 
 /**
  * The hashed content of an event: every column except `hash` itself, as RFC 8785 JSON — exactly

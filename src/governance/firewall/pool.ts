@@ -9,7 +9,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { InspectableText } from './index';
+import type { InspectableText } from './roles';
 
 interface Job {
   id: number;

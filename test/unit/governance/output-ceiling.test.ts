@@ -1,5 +1,6 @@
 /** Hard caps (pure): the reservation is the worst case under an output ceiling Tollgate sets or lowers to fit every cap. */
-import { allowBounds, decide, type EvalContext } from '../../../src/governance/evaluate';
+import { allowBounds, decide } from '../../../src/governance/evaluate';
+import type { EvalContext } from '../../../src/governance/eval-context';
 import { fitOutputCeiling, MIN_OUTPUT_CEILING } from '../../../src/governance/output-ceiling';
 import { currentPeriods } from '../../../src/governance/periods';
 import { policyDocumentSchema } from '../../../src/governance/policy';
