@@ -4,8 +4,7 @@
  * Starts its own Temporal dev server and a throwaway PostgreSQL database (like the jest global
  * setup), one in-process Tollgate (API + worker), declares intents over HTTP and drives
  * `IntentReservations.reserveCall` — the call the API makes for every governed request with
- * X-Svc-Workflow-Id — in leased mode (the default: calls taken locally from a lease the intent
- * workflow grants) and, for comparison, in coalesced mode (one `reserveCalls` Update per batch):
+ * X-Svc-Workflow-Id: calls taken locally from a lease the intent workflow grants:
  *
  *   1. ceiling: 1,000 concurrent reservations against one intent with max_calls 600 → exactly 600,
  *      from one process and from two processes (two clients, each with its own holder id and
@@ -34,7 +33,7 @@ import { createProject } from '../src/db/repositories/projects';
 import { createApiKey } from '../src/db/repositories/api-keys';
 import { systemClock } from '../src/clock';
 import { declareWorkflowIntent } from '../src/intents/service';
-import { IntentReservations } from '../src/temporal/intent-reservations';
+import { IntentReservations } from '../src/intents/reservations';
 import { stateQuery } from '../workflows/intent-messages';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -69,8 +68,8 @@ async function main(): Promise<void> {
   const logger = createLogger('silent');
   const tg = await startTollgate({ config, logger, startMaintenance: false, temporalRetryMs: 10_000 });
   const clients: IntentReservations[] = [];
-  const client = (mode: 'leased' | 'coalesced', holder?: string) => {
-    const c = new IntentReservations({ client: tg.temporal.client, db: tg.db, mode, databaseUrl, ...(holder ? { holder } : {}) });
+  const client = (holder?: string) => {
+    const c = new IntentReservations({ client: tg.temporal.client, db: tg.db, databaseUrl, ...(holder ? { holder } : {}) });
     clients.push(c);
     return c;
   };
@@ -96,9 +95,8 @@ async function main(): Promise<void> {
 
     // 1. Ceiling under 1,000 concurrent reservations: one process, then two sharing the intent.
     for (const [label, procs] of [
-      ['coalesced, one process', [client('coalesced')]],
-      ['leased, one process', [client('leased', 'p1')]],
-      ['leased, two processes', [client('leased', 'p2a'), client('leased', 'p2b')]],
+      ['one process', [client('p1')]],
+      ['two processes', [client('p2a'), client('p2b')]],
     ] as const) {
       const id = `bench-ceiling-${label.replace(/[^a-z]+/g, '-')}`;
       await declare(id, 600);
@@ -116,10 +114,10 @@ async function main(): Promise<void> {
     }
 
     // 2. c=1: one caller in a loop.
-    const c1 = async (mode: 'leased' | 'coalesced') => {
-      const id = `bench-c1-${mode}`;
+    const c1 = async () => {
+      const id = 'bench-c1';
       await declare(id, 1_000_000_000);
-      const r = client(mode);
+      const r = client();
       for (let i = 0; i < 50; i++) await r.reserveCall(project.id, id);
       const lat: number[] = [];
       const end = performance.now() + C1_SECONDS * 1000;
@@ -132,17 +130,15 @@ async function main(): Promise<void> {
       lat.sort((a, b) => a - b);
       return { n: lat.length, p50: pct(lat, 50), p99: pct(lat, 99), max: lat[lat.length - 1] };
     };
-    const c1c = await c1('coalesced');
-    const c1l = await c1('leased');
-    log(`c=1 coalesced: ${c1c.n} reservations, p50 ${c1c.p50.toFixed(3)} ms, p99 ${c1c.p99.toFixed(3)} ms, max ${c1c.max.toFixed(1)} ms`);
-    log(`c=1 leased:    ${c1l.n} reservations, p50 ${c1l.p50.toFixed(3)} ms, p99 ${c1l.p99.toFixed(3)} ms, max ${c1l.max.toFixed(1)} ms → added p50 ≤ 1 ms ${check(c1l.p50 <= 1)}`);
+    const c1l = await c1();
+    log(`c=1: ${c1l.n} reservations, p50 ${c1l.p50.toFixed(3)} ms, p99 ${c1l.p99.toFixed(3)} ms, max ${c1l.max.toFixed(1)} ms → added p50 ≤ 1 ms ${check(c1l.p50 <= 1)}`);
 
     // 3. Hot intent: CALLERS concurrent callers for SECONDS.
-    const hot = async (label: string, mode: 'leased' | 'coalesced', canAfterUpdates?: number) => {
+    const hot = async (label: string, canAfterUpdates?: number) => {
       const id = `bench-hot-${label}`;
       if (canAfterUpdates) await declareWorkflowIntent(svc, { projectId: project.id, keyId: 'bench' }, { workflow_id: id, intent: { max_calls: 1_000_000_000 } }, { canAfterUpdates });
       else await declare(id, 1_000_000_000);
-      const r = client(mode);
+      const r = client();
       await Promise.all(Array.from({ length: CALLERS }, () => r.reserveCall(project.id, id)));
       const run0 = (await liveState(id)).run;
       const updates0 = r.updatesSent;
@@ -180,18 +176,16 @@ async function main(): Promise<void> {
       const expected = granted + CALLERS;
       log(
         `hot intent (${label}): ${CALLERS} callers, ${elapsed.toFixed(1)} s → ${granted} granted, ${rate.toFixed(0)} grants/s, ` +
-          `p50 ${res.p50.toFixed(3)} ms, p99 ${res.p99.toFixed(3)} ms, max ${res.max.toFixed(1)} ms, ${res.updates} Updates (round trip p50 ${pct(um, 50).toFixed(1)} ms, max ${um[um.length - 1].toFixed(1)} ms), ${mode === 'leased' ? `${res.waited} reservations waited for one (${waitedAt2s < 0 ? '?' : r.waited - waitedAt2s} after the first 2 s), ` : ''}` +
+          `p50 ${res.p50.toFixed(3)} ms, p99 ${res.p99.toFixed(3)} ms, max ${res.max.toFixed(1)} ms, ${res.updates} Updates (round trip p50 ${pct(um, 50).toFixed(1)} ms, max ${um[um.length - 1].toFixed(1)} ms), ${res.waited} reservations waited for one (${waitedAt2s < 0 ? '?' : r.waited - waitedAt2s} after the first 2 s), ` +
           `runs ${run0} → ${st.run} (${st.run - run0} continue-as-new); workflow counter ${st.actualCalls} vs granted ${expected} → ${st.actualCalls === expected ? 'consistent' : 'MISMATCH'}`,
       );
       if (st.actualCalls !== expected) failed = true;
       return res;
     };
-    await hot('coalesced', 'coalesced');
-    const leased = await hot('leased', 'leased');
-    log(`targets (leased, ${CALLERS} callers): ≥ 20,000 grants/s ${check(leased.rate >= 20_000)}; p99 ≤ 10 ms ${check(leased.p99 <= 10)}; max ≤ 100 ms ${check(leased.max <= 100)}`);
-    await hot('coalesced-can-every-10', 'coalesced', 10);
-    const can = await hot('leased-can-every-10', 'leased', 10);
-    log(`continue-as-new every 10 Updates (leased): max ${can.max.toFixed(1)} ms ≤ 100 ms ${check(can.max <= 100)}`);
+    const leased = await hot('leases');
+    log(`targets (${CALLERS} callers): ≥ 20,000 grants/s ${check(leased.rate >= 20_000)}; p99 ≤ 10 ms ${check(leased.p99 <= 10)}; max ≤ 100 ms ${check(leased.max <= 100)}`);
+    const can = await hot('leases-can-every-10', 10);
+    log(`continue-as-new every 10 Updates: max ${can.max.toFixed(1)} ms ≤ 100 ms ${check(can.max <= 100)}`);
     log(`load average at end: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   } finally {
     await Promise.all(clients.map((c) => c.close()));

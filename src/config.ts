@@ -77,8 +77,6 @@ const baseEnvSchema = z.object({
   PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(1).default(120000),
   /** How the record of an in-process call commits: `async` skips the WAL flush wait (docs/decisions/recording-commit.md). */
   RECORD_COMMIT: z.enum(['sync', 'async']).default('async'),
-  /** How calls joined to a workflow intent are reserved: `leased` call blocks (default), or `coalesced` Updates per call (docs/decisions/call-leases.md). */
-  INTENT_RESERVATIONS: z.enum(['coalesced', 'leased']).default('leased'),
   /** A call lease is returned after this long without a call (docs/decisions/call-leases.md); unset, the reservations' own default (500 ms). */
   INTENT_LEASE_IDLE_MS: z.coerce.number().int().min(1).max(600_000).optional(),
   /** Async jobs (docs/decisions/jobs.md): per-project processing limit and the retry policy of upstream failures. */
@@ -180,7 +178,6 @@ export interface Config {
   metricsToken?: string;
   providerTimeouts: { connectMs: number; totalMs: number };
   recordCommit: 'sync' | 'async';
-  intentReservations: 'coalesced' | 'leased';
   intentLeaseIdleMs?: number;
   providers: Record<ProviderId, ProviderEndpoint>;
   jobs: {
@@ -311,7 +308,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: e.METRICS_TOKEN,
     providerTimeouts: { connectMs: e.PROVIDER_CONNECT_TIMEOUT_MS, totalMs: e.PROVIDER_TIMEOUT_MS },
     recordCommit: e.RECORD_COMMIT,
-    intentReservations: e.INTENT_RESERVATIONS,
     intentLeaseIdleMs: e.INTENT_LEASE_IDLE_MS,
     providers,
     jobs: {

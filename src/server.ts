@@ -12,7 +12,7 @@ import { connectTemporal, TemporalHandles } from './temporal/connection';
 import { createActivities } from '../activities';
 import { createActivityWorker, createWorker, ensureMaintenanceWorkflows } from './temporal/worker';
 import { installTemporalRuntime } from './temporal/runtime';
-import { createIntentReservations, type IntentReservations } from './temporal/intent-reservations';
+import { createIntentReservations, type IntentReservations } from './intents/reservations';
 import { startEventChainer } from './events/chainer';
 import { startWebhookFanout, type WebhookFanout } from './webhooks/fanout';
 import { webhookTaskQueue } from '../workflows/webhook-messages';
@@ -137,7 +137,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
   // Returned before the worker stops (a release is an Update this process's worker may handle).
   let intentReservations: ReturnType<typeof createIntentReservations> | null = null;
   if (config.role !== 'worker') {
-    intentReservations = createIntentReservations({ client: temporal.client, db, logger, databaseUrl: config.databaseUrl, mode: config.intentReservations, idleMs: config.intentLeaseIdleMs });
+    intentReservations = createIntentReservations({ client: temporal.client, db, logger, databaseUrl: config.databaseUrl, idleMs: config.intentLeaseIdleMs });
     const keys = createKeyCache({ db, authChanges });
     closers.push(() => keys.close());
     collectDefaultMetrics({ register: metrics });

@@ -5,7 +5,7 @@ import type { Clock } from '../clock';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import type { Logger } from '../logger';
-import type { IntentReservations } from '../temporal/intent-reservations';
+import type { IntentReservations } from '../intents/reservations';
 import type { GovernedCallActivities } from '../../activities/governed-call';
 import type { Governance } from '../governance';
 import type { ProviderGatewayWithClose } from '../providers';

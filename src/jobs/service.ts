@@ -18,7 +18,7 @@ import { failUnstartedJob, findJob, insertJob, requestJobCancel, type JobRecord 
 import { ApiError, errors } from '../errors';
 import type { ExecutionInput } from '../executions/types';
 import { joinIntent, type IntentJoin } from '../executions/reservation-denial';
-import type { IntentReservations } from '../temporal/intent-reservations';
+import type { IntentReservations } from '../intents/reservations';
 import { newId } from '../ids';
 import type { Logger } from '../logger';
 import { jobWorkflowId, type JobExecution, type JobInput } from '../../workflows/job-messages';

@@ -24,7 +24,7 @@ import { credentialSendable } from './credentials';
 import { checkServerUrl, serverTarget, toolAllowed } from './registry';
 import type { ToolCallBody } from './schemas';
 import { joinIntent, type IntentJoin } from '../executions/reservation-denial';
-import type { IntentReservations } from '../temporal/intent-reservations';
+import type { IntentReservations } from '../intents/reservations';
 import { PERMIT_LEASE_KEY } from '../../workflows/intent-messages';
 
 export interface McpCallDeps extends SessionServiceDeps {

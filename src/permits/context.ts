@@ -8,7 +8,7 @@ import type { Db } from '../db/pool';
 import { errors } from '../errors';
 import { findPermit, PermitRecord } from '../db/repositories/permits';
 import { findAttestation, AttestationRecord } from '../db/repositories/permit-attestations';
-import type { IntentReservations } from '../temporal/intent-reservations';
+import type { IntentReservations } from '../intents/reservations';
 import type { Governance } from '../governance';
 import type { AuthContext } from '../auth-context';
 import { permitView, PermitView } from './view';

@@ -21,7 +21,7 @@ import type { IdempotencyCompletion } from '../executions/record';
 import { joinIntent } from '../executions/reservation-denial';
 import { WORKFLOW_ID_PATTERN } from '../executions/schema';
 import type { DispatchOutcome, ExecutionInput, GovernOutcome } from '../executions/types';
-import type { IntentReservations } from '../temporal/intent-reservations';
+import type { IntentReservations } from '../intents/reservations';
 import { PERMIT_LEASE_KEY } from '../../workflows/intent-messages';
 import type { Span } from '@opentelemetry/api';
 import { genAiCallAttributes, setGenAiOutcome } from '../telemetry/gen-ai';

@@ -1,5 +1,5 @@
 import { startTestTollgate, createTestProject, http, TestProject } from '../../support/tollgate';
-import { IntentReservations, ReservationOutcome } from '../../../src/temporal/intent-reservations';
+import { IntentReservations, ReservationOutcome } from '../../../src/intents/reservations';
 import { IntentState, LEASE_SETTLE_GRACE_MS, LEASE_TTL_MS, leaseCallsUpdate, stateQuery } from '../../../workflows/intent-messages';
 import { insertPermits, TestTollgate, waitFor } from './helpers';
 

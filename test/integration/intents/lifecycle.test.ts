@@ -1,7 +1,7 @@
 import { startTestTollgate, createTestProject, http, TestProject } from '../../support/tollgate';
 import { canonicalAmendment } from '../../../src/intents/canonical';
 import { verifySignatureB64 } from '../../../src/intents/signing';
-import { IntentReservations } from '../../../src/temporal/intent-reservations';
+import { IntentReservations } from '../../../src/intents/reservations';
 import { insertPermits, TestTollgate, waitFor } from './helpers';
 
 describe('workflow intent lifecycle: amend, complete, expire, list', () => {

@@ -1,7 +1,7 @@
 import { startTestTollgate, createTestProject, http, TestProject } from '../../support/tollgate';
 import { declareWorkflowIntent, IntentServiceDeps } from '../../../src/intents/service';
 import { systemClock } from '../../../src/clock';
-import { IntentReservations } from '../../../src/temporal/intent-reservations';
+import { IntentReservations } from '../../../src/intents/reservations';
 import { stateQuery } from '../../../workflows/intent-messages';
 import { insertPermits, TestTollgate, waitFor } from './helpers';
 
@@ -23,10 +23,10 @@ describe('call reservations against workflow intents', () => {
 
   const who = () => ({ projectId: p.project.id, keyId: 'key_test' });
 
-  it.each([['leased (default)', undefined], ['coalesced', 'coalesced' as const]])('%s: 200 concurrent reservations on max_calls 50: exactly 50 granted, in few Updates', async (_mode, mode) => {
+  it('200 concurrent reservations on max_calls 50: exactly 50 granted, in few Updates', async () => {
     const declared = await call('POST', '/v1/workflows', { key: p.clientKey, body: { workflow_id: 'ceiling', intent: { max_calls: 50 } } });
     expect(declared.status).toBe(201);
-    const r = new IntentReservations({ client: tg.temporal.client, db: tg.db, ...(mode ? { mode } : {}) });
+    const r = new IntentReservations({ client: tg.temporal.client, db: tg.db });
     const outcomes = await Promise.all(Array.from({ length: 200 }, () => r.reserveCall(p.project.id, 'ceiling')));
     expect(outcomes.filter((o) => o.granted)).toHaveLength(50);
     expect(outcomes.filter((o) => !o.granted && o.reason === 'ceiling_reached')).toHaveLength(150);

@@ -12,8 +12,6 @@ import {
   LeaseResult,
   intentTemporalWorkflowId,
   leaseCallsUpdate,
-  reserveCallsUpdate,
-  ReserveResult,
 } from '../../workflows/intent-messages';
 
 export type ReservationDenial = 'ceiling_reached' | 'not_active' | 'unknown';
@@ -41,13 +39,7 @@ interface Waiter {
   reject(err: unknown): void;
 }
 
-/** Coalesced mode: one `reserveCalls` Update per intent in flight. */
-interface Lane {
-  inFlight: boolean;
-  queue: Waiter[];
-}
-
-/** Leased mode: this process's lease on one intent and the callers waiting for calls. */
+/** This process's lease on one intent and the callers waiting for calls. */
 interface LeaseLane {
   key: string;
   projectId: string;
@@ -81,13 +73,6 @@ export interface IntentReservationsOptions {
   client: Client;
   db: Queryable;
   logger?: Logger;
-  /** Coalesced mode: most callers served by one Update (the rest wait for the next one). */
-  maxBatch?: number;
-  /**
-   * `leased` (default): calls are taken locally from a lease granted by the intent workflow (docs/decisions/call-leases.md).
-   * `coalesced`: every call waits for a coalesced `reserveCalls` Update.
-   */
-  mode?: 'leased' | 'coalesced';
   /** LISTENs for revocations (amend, complete, expiry, reclaim near the ceiling) on this database. Without it a revoked lease is returned at its renewal or deadline. */
   databaseUrl?: string;
   /** Identifies this process in the workflow's lease table (diagnostics). */
@@ -113,7 +98,7 @@ const newLeaseId = () => `lse_${randomBytes(12).toString('base64url')}`;
 /**
  * Call reservations against workflow intents for one API process.
  *
- * Leased mode (the default; INTENT_RESERVATIONS=coalesced selects the other): the intent workflow — the only authority on max_calls — grants this
+ * Calls are taken from leases (docs/decisions/call-leases.md): the intent workflow — the only authority on max_calls — grants this
  * process a lease, a block of calls sized from the process's recent rate for the intent (only the
  * calls it is waiting for near the ceiling). Calls are taken from the lease locally without a
  * round trip; the lease is renewed in the background before it runs out, reports what was used,
@@ -121,14 +106,11 @@ const newLeaseId = () => `lse_${randomBytes(12).toString('base64url')}`;
  * (announced on PostgreSQL). At most one Update per intent is in flight from this process; callers
  * arriving while none is left wait for it and are served first come, first served.
  *
- * Size: both modes share the lanes, the close protocol and the revocation listener of one class;
- * the lease sizing, renewal and return are one state machine that reads best in one place.
+ * Size: the lease sizing, renewal, return and revocation are one state machine that reads best in
+ * one place.
  */
 export class IntentReservations {
-  private readonly lanes = new Map<string, Lane>();
   private readonly leaseLanes = new Map<string, LeaseLane>();
-  private readonly maxBatch: number;
-  private readonly mode: 'leased' | 'coalesced';
   private readonly idleMs: number;
   readonly holder: string;
   private tick: NodeJS.Timeout | null = null;
@@ -138,7 +120,7 @@ export class IntentReservations {
   updatesSent = 0;
   /** Round-trip times of the Updates sent (ms, most recent first-in; the benchmark reads them). */
   readonly updateMs: number[] = [];
-  /** Leased mode: reservations that had to wait for an Update (the rest were taken locally). */
+  /** Reservations that had to wait for an Update (the rest were taken locally). */
   waited = 0;
   /** The revocation listener is up (tests). */
   get listening(): boolean {
@@ -146,11 +128,9 @@ export class IntentReservations {
   }
 
   constructor(private readonly opts: IntentReservationsOptions) {
-    this.maxBatch = opts.maxBatch ?? 1000;
-    this.mode = opts.mode ?? 'leased';
     this.idleMs = opts.idleMs ?? IDLE_MS;
     this.holder = (opts.holder ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`).slice(0, 120);
-    if (this.mode === 'leased' && opts.databaseUrl) {
+    if (opts.databaseUrl) {
       this.listener = listenForNotices({
         databaseUrl: opts.databaseUrl,
         channel: LEASE_REVOKE_CHANNEL,
@@ -162,7 +142,7 @@ export class IntentReservations {
   }
 
   reserveCall(projectId: string, workflowId: string): Promise<ReservationOutcome> {
-    return this.mode === 'leased' ? this.reserveLeased(projectId, workflowId) : this.reserveCoalesced(projectId, workflowId);
+    return this.reserveLeased(projectId, workflowId);
   }
 
   /** Returns every lease (what was used is reported) and stops listening. */
@@ -183,8 +163,6 @@ export class IntentReservations {
   leases(): Array<{ workflowId: string; leaseId: string; size: number; used: number }> {
     return [...this.leaseLanes.values()].filter((l) => l.open).map((l) => ({ workflowId: l.workflowId, leaseId: l.leaseId, size: l.size, used: l.used }));
   }
-
-  // ---- Leased mode ---------------------------------------------------------------------------
 
   private reserveLeased(projectId: string, workflowId: string): Promise<ReservationOutcome> {
     const key = intentTemporalWorkflowId(projectId, workflowId);
@@ -410,51 +388,6 @@ export class IntentReservations {
     if (ids.split(',').includes(lane.leaseId) && lane.open) {
       lane.revoked = true;
       this.kick(lane);
-    }
-  }
-
-  // ---- Coalesced mode ------------------------------------------------------------------------
-
-  private reserveCoalesced(projectId: string, workflowId: string): Promise<ReservationOutcome> {
-    const key = intentTemporalWorkflowId(projectId, workflowId);
-    let lane = this.lanes.get(key);
-    if (!lane) {
-      lane = { inFlight: false, queue: [] };
-      this.lanes.set(key, lane);
-    }
-    const promise = new Promise<ReservationOutcome>((resolve, reject) => lane.queue.push({ resolve, reject }));
-    if (!lane.inFlight) {
-      lane.inFlight = true;
-      void this.flush(key, lane, projectId, workflowId);
-    }
-    return promise;
-  }
-
-  private async flush(key: string, lane: Lane, projectId: string, workflowId: string): Promise<void> {
-    lane.inFlight = true;
-    try {
-      for (;;) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        if (lane.queue.length === 0) break;
-        const batch = lane.queue.splice(0, this.maxBatch);
-        try {
-          const result: ReserveResult = await this.sendUpdate(key, reserveCallsUpdate, batch.length);
-          batch.forEach((w, i) =>
-            w.resolve(i < result.granted ? { granted: true } : { granted: false, reason: result.status === 'active' ? 'ceiling_reached' : 'not_active' }),
-          );
-        } catch (err) {
-          const outcome = await this.denialFromRow(projectId, workflowId);
-          if (outcome) batch.forEach((w) => w.resolve(outcome));
-          else {
-            this.opts.logger?.warn({ err, workflow_id: workflowId }, 'intent reservation failed');
-            batch.forEach((w) => w.reject(err));
-          }
-        }
-      }
-    } finally {
-      lane.inFlight = false;
-      if (lane.queue.length === 0) this.lanes.delete(key);
-      else void this.flush(key, lane, projectId, workflowId);
     }
   }
 
