@@ -158,7 +158,7 @@ export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps,
 
     /**
      * Announces revoked leases to their holders (LISTEN in every API process,
-     * src/temporal/intent-reservations.ts). Best effort: a holder that misses it returns the lease
+     * src/intents/reservations.ts). Best effort: a holder that misses it returns the lease
      * at its deadline at the latest.
      */
     async notifyLeaseHolders(i: { projectId: string; workflowId: string; leaseIds: string[] }): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * The API side of sessionWorkflow's Updates. Each process sends at most one `applyOps` Update per
  * session at a time: operations arriving while one is in flight are queued and sent together as
- * the next one (the coalescing of src/temporal/intent-reservations.ts), so a busy session never
+ * the next one, so a busy session never
  * approaches the server's 10 in-flight Updates and spends one Update per batch of its 2,000-per-run
  * budget (the workflow continues as new well before).
  */
