@@ -14595,6 +14595,8 @@ export interface components {
                 [key: string]: string;
             };
             cancel_requested: boolean;
+            /** @description Whether a call interrupted by a worker death is dispatched again (the caller's opt-in; the provider may see it twice) */
+            retry_on_interrupt: boolean;
             error: ({
                 code: string;
             } & {
