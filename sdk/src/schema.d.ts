@@ -11434,6 +11434,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         turn_id?: string;
+                        workflow_id?: string;
                         /**
                          * @default user
                          * @enum {string}
@@ -11575,6 +11576,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         action_id?: string;
+                        workflow_id?: string;
                         tool_name: string;
                         arguments?: {
                             [key: string]: unknown;
