@@ -9,11 +9,23 @@
  * With BENCH_BASELINE=1 it also times js-tiktoken's encoder on the 1 KB prompt and on 2,000 / 5,000
  * repeated 'a' (it is quadratic: 10,000 take ~7 s), and checks the counts agree.
  *
+ * With BENCH_COMPARE_DIR=<dir> (a directory where the maintained libraries were installed, outside
+ * the project: `npm install --prefix <dir> gpt-tokenizer tiktoken ai-tokenizer`) it measures each of
+ * them next to ours on the same inputs — the 1 KB prompt, 1 MB without word breaks, 1 MB of CJK —
+ * for time, whether the count equals ours (ours equals tiktoken's `encode_ordinary`), and the memory
+ * its process holds once loaded and warm (each library in a child process of its own). A run
+ * without word breaks (and the CJK) is doubled from 10,000 characters until 1 MB or until one run
+ * takes > 5 s: the time per character, step over step, stays ~1 for a linear library and doubles
+ * for a quadratic one.
+ *
  * Targets: 1 KB prompt ≤ 50 µs warm; 100,000 'a' ≤ 50 ms.
  */
 import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import os from 'node:os';
-import { countTokens, truncateToTokens } from '../src/pricing/tokenizer';
+import { countTokens, encodeTokens, EXACT_COUNT_MAX_CHARS, truncateToTokens } from '../src/pricing/tokenizer';
 
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
@@ -129,4 +141,114 @@ function main(): void {
   }
 }
 
-main();
+type Counter = (text: string) => number;
+
+/** The libraries compared, each counting without special-token handling (special-token text is text, as ours). */
+function counters(dir: string): Record<string, () => Counter> {
+  const req = createRequire(path.join(path.resolve(dir), 'noop.js'));
+  return {
+    // Exact at every length: countTokens bounds texts above EXACT_COUNT_MAX_CHARS by their byte length.
+    ours: () => (t) => (t.length > EXACT_COUNT_MAX_CHARS ? encodeTokens(t).length : countTokens(t)),
+    'gpt-tokenizer': () => {
+      const { countTokens: count } = req('gpt-tokenizer/cjs/encoding/o200k_base');
+      const none = { allowedSpecial: new Set<string>(), disallowedSpecial: new Set<string>() };
+      return (t) => count(t, none);
+    },
+    'tiktoken (WASM)': () => {
+      const { get_encoding: getEncoding } = req('tiktoken');
+      const enc = getEncoding('o200k_base');
+      return (t) => enc.encode_ordinary(t).length;
+    },
+    'ai-tokenizer': () => {
+      const Tokenizer = req('ai-tokenizer').default;
+      const o200k = req('ai-tokenizer/encoding/o200k_base');
+      const tok = new Tokenizer(o200k.default ?? o200k);
+      return (t) => tok.encode(t, [], []).length;
+    },
+  };
+}
+
+const MB = 1024 * 1024;
+/** Time budget of one run: a library past it is not given the next doubling (it would take minutes to hours). */
+const RUN_BUDGET_MS = 5_000;
+
+interface Step {
+  n: number;
+  ms: number;
+  tokens: number;
+}
+
+/** `count` on texts of n = 10,000, 20,000, … characters up to `max`, stopping after a run over the budget. */
+function doubling(count: Counter, make: (n: number) => string, max: number): Step[] {
+  const steps: Step[] = [];
+  for (let n = 10_000; ; n = Math.min(max, n * 2)) {
+    const text = make(n);
+    // One call: a library that memoizes pieces would answer a repeat from its cache.
+    const r = bestMs(() => count(text), 1);
+    steps.push({ n, ms: r.ms, tokens: r.value });
+    if (n === max || r.ms > RUN_BUDGET_MS) return steps;
+  }
+}
+
+const cjk = (n: number) => Array.from({ length: n }, (_, i) => String.fromCharCode(0x4e00 + ((i * 7919) % 20000))).join('');
+
+/** One library in this process: load, warm, 1 KB, 1 MB without word breaks, 1 MB of CJK; then memory. Prints one JSON line. */
+function measureOne(dir: string, name: string): void {
+  const before = process.memoryUsage();
+  const t0 = process.hrtime.bigint();
+  const count = counters(dir)[name]();
+  count('warm up');
+  const loadMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  const prompt = oneKb(PROMPT_SOURCE);
+  const promptUs = meanMicros(() => count(prompt), 5_000, 1_000, 3);
+  const run = doubling(count, (n) => 'a'.repeat(n), MB);
+  const han = doubling(count, cjk, Math.floor(MB / 3)); // 3 UTF-8 bytes a character: 1 MB
+  global.gc?.();
+  const after = process.memoryUsage();
+  process.stdout.write(`${JSON.stringify({
+    name, loadMs, promptUs, promptTokens: count(prompt), run, han,
+    rssMb: (after.rss - before.rss) / MB, heapMb: (after.heapUsed - before.heapUsed) / MB, externalMb: (after.external + after.arrayBuffers - before.external - before.arrayBuffers) / MB,
+  })}\n`);
+}
+
+interface Measured {
+  name: string;
+  loadMs: number;
+  promptUs: number;
+  promptTokens: number;
+  run: Step[];
+  han: Step[];
+  rssMb: number;
+  heapMb: number;
+  externalMb: number;
+}
+
+function describeSteps(steps: Step[], what: string, max: number): string {
+  const last = steps.at(-1)!;
+  const growth = steps.slice(1).map((x, i) => (x.ms / Math.max(0.05, steps[i].ms) / (x.n / steps[i].n)).toFixed(1)).join(' ');
+  const reached = last.n === max ? `${what} ${last.ms.toFixed(0)} ms` : `${what}: stopped at ${last.n.toLocaleString('en')} chars, ${last.ms.toFixed(0)} ms`;
+  return `${reached} (time per char, relative to the step before: ${growth})`;
+}
+
+function compare(dir: string): void {
+  log(`\nside by side (BENCH_COMPARE_DIR=${dir}; each library in its own process; memory = growth of the process once loaded and warm):`);
+  const results = Object.keys(counters(dir)).map((name) => {
+    const out = execFileSync(process.execPath, [...process.execArgv, '--expose-gc', __filename, '--one', name], { env: { ...process.env, BENCH_COMPARE_DIR: dir }, encoding: 'utf8', maxBuffer: 16 * MB });
+    return JSON.parse(out.trim().split('\n').at(-1)!) as Measured;
+  });
+  const ours = results[0];
+  const same = (a: Step[], b: Step[]) => a.every((x) => b.find((o) => o.n === x.n)?.tokens === x.tokens);
+  for (const r of results) {
+    const exact = r.promptTokens === ours.promptTokens && same(r.run, ours.run) && same(r.han, ours.han);
+    log(`${r.name}: load ${r.loadMs.toFixed(0)} ms; 1 KB prompt ${r.promptUs.toFixed(1)} µs (${r.promptTokens} tokens); ` +
+      `${describeSteps(r.run, "1 MB of 'a'", MB)}; ${describeSteps(r.han, '1 MB of CJK', Math.floor(MB / 3))}; ` +
+      `counts ${exact ? 'equal ours' : 'DIFFER from ours'}; memory +${r.rssMb.toFixed(0)} MB RSS (heap +${r.heapMb.toFixed(0)} MB, external +${r.externalMb.toFixed(0)} MB)`);
+  }
+}
+
+const one = process.argv.indexOf('--one');
+if (one > 0) measureOne(process.env.BENCH_COMPARE_DIR!, process.argv[one + 1]);
+else {
+  main();
+  if (process.env.BENCH_COMPARE_DIR) compare(process.env.BENCH_COMPARE_DIR);
+}

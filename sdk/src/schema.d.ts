@@ -11434,6 +11434,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         turn_id?: string;
+                        workflow_id?: string;
                         /**
                          * @default user
                          * @enum {string}
@@ -11575,6 +11576,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         action_id?: string;
+                        workflow_id?: string;
                         tool_name: string;
                         arguments?: {
                             [key: string]: unknown;
@@ -14595,6 +14597,8 @@ export interface components {
                 [key: string]: string;
             };
             cancel_requested: boolean;
+            /** @description Whether a call interrupted by a worker death is dispatched again (the caller's opt-in; the provider may see it twice) */
+            retry_on_interrupt: boolean;
             error: ({
                 code: string;
             } & {

@@ -17,7 +17,7 @@ import { countChatTokens, countTokens } from '../pricing/tokenizer';
 import { readRoute } from './models';
 import { audioFor, audioSecondsOf, chunksOf, embeddingBase64, embeddingFor, hashHex, outputTokensOf, pngFor, replyFor, transcriptOf } from './content';
 import { parseFaults, type Faults } from './faults';
-import { anthropicResponseSchema, anthropicToolCall, googleResponseSchema, googleToolCall, openaiResponseSchema, openaiToolCall, responsesSchema, toolCallId, valueFor } from './structured';
+import { anthropicResponseSchema, anthropicToolCall, googleResponseSchema, googleToolCall, openaiResponseSchema, openaiToolCall, responsesSchema, responsesToolCall, toolCallId, valueFor } from './structured';
 import { handlePayments } from './payments';
 
 interface Ctx {
@@ -194,20 +194,29 @@ async function chat(ctx: Ctx, faults: Faults) {
 
 // ---------------------------------------------------------------- OpenAI Responses API
 
-/** `POST /v1/responses`, sync and streamed (the event sequence the official SDK consumes). */
+/**
+ * `POST /v1/responses`, sync and streamed (the event sequence the official SDK consumes). An
+ * answer is one output item: a message, or a `function_call` when the request's tools ask for one
+ * (its arguments streamed as `response.function_call_arguments.delta` pieces).
+ */
 async function responses(ctx: Ctx, faults: Faults) {
   const b = ctx.body;
   if (!b?.model) throw new HttpFail(400, 'Missing required parameter: \'model\'.');
   if (b.input === undefined) throw new HttpFail(400, 'Missing required parameter: \'input\'.');
   const texts = providerModules.openai.inspectableText(b);
   const last = typeof b.input === 'string' ? b.input : texts[texts.length - 1] ?? '';
-  const schema = responsesSchema(b);
-  const { text, truncated } = schema ? { text: JSON.stringify(valueFor(schema, JSON.stringify(b.input))), truncated: false } : replyFor(last, b.max_output_tokens, faults.fillOutput);
-  const inputTokens = countChatTokens(texts);
-  const outputTokens = outputTokensOf(text, b.max_output_tokens);
-  const cached = Math.min(faults.cachedTokens, inputTokens);
+  const seed = JSON.stringify(b.input);
+  const tool = responsesToolCall(b);
+  const schema = tool ? null : responsesSchema(b);
+  const reply = schema ? { text: JSON.stringify(valueFor(schema, seed)), truncated: false } : replyFor(last, b.max_output_tokens, faults.fillOutput);
+  const truncated = !tool && reply.truncated;
+  const text = tool ? '' : reply.text;
   const id = `resp_${hashHex(JSON.stringify(b)).slice(0, 24)}`;
   const msgId = `msg_${hashHex(`${id}:message`).slice(0, 24)}`;
+  const call = tool ? { id: `fc_${hashHex(`${id}:call`).slice(0, 24)}`, call_id: toolCallId('call_', seed), name: tool.name, arguments: JSON.stringify(valueFor(tool.parameters, seed)) } : null;
+  const inputTokens = countChatTokens(texts);
+  const outputTokens = call ? countTokens(call.arguments) : outputTokensOf(text, b.max_output_tokens);
+  const cached = Math.min(faults.cachedTokens, inputTokens);
   const created = now();
   const usage = {
     input_tokens: inputTokens,
@@ -218,6 +227,8 @@ async function responses(ctx: Ctx, faults: Faults) {
   };
   const part = (t: string) => ({ type: 'output_text', text: t, annotations: [] });
   const message = (t: string, status: string) => ({ type: 'message', id: msgId, status, role: 'assistant', content: t === '' && status !== 'completed' ? [] : [part(t)] });
+  const callItem = (args: string, status: string) => ({ type: 'function_call', id: call!.id, call_id: call!.call_id, name: call!.name, arguments: args, status });
+  const done = call ? callItem(call.arguments, 'completed') : message(text, 'completed');
   const response = (status: string, output: unknown[], withUsage: boolean) => ({
     id,
     object: 'response',
@@ -229,36 +240,48 @@ async function responses(ctx: Ctx, faults: Faults) {
     max_output_tokens: b.max_output_tokens ?? null,
     model: b.model,
     output,
-    parallel_tool_calls: true,
+    parallel_tool_calls: b.parallel_tool_calls ?? true,
     previous_response_id: b.previous_response_id ?? null,
     temperature: b.temperature ?? 1,
     top_p: b.top_p ?? 1,
-    tool_choice: 'auto',
-    tools: [],
+    tool_choice: b.tool_choice ?? 'auto',
+    tools: Array.isArray(b.tools) ? b.tools : [],
     text: b.text?.format ? { format: b.text.format } : { format: { type: 'text' } },
     usage: withUsage && !faults.omitUsage ? usage : null,
     metadata: b.metadata ?? {},
   });
   const finalStatus = truncated ? 'incomplete' : 'completed';
-  if (!b.stream) return sendJson(ctx.res, 200, response(finalStatus, [message(text, 'completed')], true));
+  if (!b.stream) return sendJson(ctx.res, 200, response(finalStatus, [done], true));
   const w = sseWriter(ctx, faults);
   let seq = 0;
   const send = (type: string, data: Record<string, unknown>) => w.write(JSON.stringify({ type, sequence_number: seq++, ...data }), type);
   if (!(await send('response.created', { response: response('in_progress', [], false) }))) return;
   if (!(await send('response.in_progress', { response: response('in_progress', [], false) }))) return;
-  if (!(await send('response.output_item.added', { output_index: 0, item: message('', 'in_progress') }))) return;
-  if (!(await send('response.content_part.added', { item_id: msgId, output_index: 0, content_index: 0, part: part('') }))) return;
-  for (const piece of chunksOf(text)) {
-    if (!(await send('response.output_text.delta', { item_id: msgId, output_index: 0, content_index: 0, delta: piece, logprobs: [] }))) return;
+  if (call) {
+    // The call's name first, then its arguments in pieces, as the Responses stream carries them.
+    if (!(await send('response.output_item.added', { output_index: 0, item: callItem('', 'in_progress') }))) return;
+    for (const piece of slices(call.arguments)) {
+      if (!(await send('response.function_call_arguments.delta', { item_id: call.id, output_index: 0, delta: piece }))) return;
+    }
+  } else {
+    if (!(await send('response.output_item.added', { output_index: 0, item: message('', 'in_progress') }))) return;
+    if (!(await send('response.content_part.added', { item_id: msgId, output_index: 0, content_index: 0, part: part('') }))) return;
+    for (const piece of chunksOf(text)) {
+      if (!(await send('response.output_text.delta', { item_id: msgId, output_index: 0, content_index: 0, delta: piece, logprobs: [] }))) return;
+    }
   }
   if (faults.malformed) {
     ctx.res.write('event: response.output_text.done\ndata: {"type": "response.output_text.done", \n\n');
     return w.end();
   }
-  if (!(await send('response.output_text.done', { item_id: msgId, output_index: 0, content_index: 0, text, logprobs: [] }))) return;
-  if (!(await send('response.content_part.done', { item_id: msgId, output_index: 0, content_index: 0, part: part(text) }))) return;
-  if (!(await send('response.output_item.done', { output_index: 0, item: message(text, 'completed') }))) return;
-  if (!(await send(`response.${finalStatus}`, { response: response(finalStatus, [message(text, 'completed')], true) }))) return;
+  if (call) {
+    if (!(await send('response.function_call_arguments.done', { item_id: call.id, output_index: 0, name: call.name, arguments: call.arguments }))) return;
+  } else {
+    if (!(await send('response.output_text.done', { item_id: msgId, output_index: 0, content_index: 0, text, logprobs: [] }))) return;
+    if (!(await send('response.content_part.done', { item_id: msgId, output_index: 0, content_index: 0, part: part(text) }))) return;
+  }
+  if (!(await send('response.output_item.done', { output_index: 0, item: done }))) return;
+  if (!(await send(`response.${finalStatus}`, { response: response(finalStatus, [done], true) }))) return;
   w.end();
 }
 

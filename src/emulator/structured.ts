@@ -127,6 +127,21 @@ export function responsesSchema(b: Record<string, any>): unknown {
   return null;
 }
 
+/**
+ * The tool call a Responses API request asks for, or null for text: its tools are flat
+ * (`{type: "function", name, parameters}`), a forced one is `{type: "function", name}`, and a tool
+ * result is a `function_call_output` input item.
+ */
+export function responsesToolCall(b: Record<string, any>): ToolSpec | null {
+  const tools: ToolSpec[] = (Array.isArray(b.tools) ? b.tools : [])
+    .filter((t: any) => t?.type === 'function' && typeof t.name === 'string')
+    .map((t: any) => ({ name: t.name, parameters: t.parameters ?? { type: 'object', properties: {} } }));
+  const input = Array.isArray(b.input) ? b.input : [];
+  if (!tools.length || b.tool_choice === 'none' || input[input.length - 1]?.type === 'function_call_output') return null;
+  const forced = typeof b.tool_choice === 'object' && b.tool_choice?.type === 'function' ? b.tool_choice.name : undefined;
+  return tools.find((t) => t.name === forced) ?? tools[0];
+}
+
 /** The tool call an Anthropic Messages request asks for, or null for text. */
 export function anthropicToolCall(b: Record<string, any>): ToolSpec | null {
   const tools: ToolSpec[] = (Array.isArray(b.tools) ? b.tools : [])

@@ -119,6 +119,7 @@ export async function submitJob(
       metadata: sub.metadata,
       idempotencyKey: key,
       createdAt: now,
+      retryOnInterrupt: sub.retryOnInterrupt === true,
       request: sub.request,
     });
   } catch (err) {

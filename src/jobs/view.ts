@@ -15,6 +15,7 @@ export interface JobView {
   operation: string;
   metadata: Record<string, string>;
   cancel_requested: boolean;
+  retry_on_interrupt: boolean;
   error: { code: string } | null;
   result: ExecutionEnvelope | null;
 }
@@ -35,6 +36,7 @@ export function jobView(j: JobRecord): JobView {
     operation: j.operation,
     metadata: j.metadata ?? {},
     cancel_requested: j.cancel_requested_at !== null,
+    retry_on_interrupt: j.retry_on_interrupt === true,
     error: j.error_code ? { code: j.error_code } : null,
     result: j.result ?? null,
   };

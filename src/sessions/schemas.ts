@@ -9,6 +9,12 @@ const clientId = z.string().min(1).max(100).regex(/^[A-Za-z0-9._:-]+$/, 'use 1 t
 const metadata = z.record(z.string().min(1).max(100), z.string().max(500)).refine((m) => Object.keys(m).length <= 32, 'at most 32 metadata keys');
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'a lowercase hex SHA-256');
 
+/**
+ * An intent, named in the body or by `X-Svc-Workflow-Id`. On a turn or an action it is checked as at
+ * creation and must be the session's (src/sessions/turns.ts).
+ */
+const workflowId = z.string().regex(WORKFLOW_ID_PATTERN, 'workflow_id must be 1 to 255 characters of [A-Za-z0-9_-]');
+
 export const DEFAULT_IDLE_TIMEOUT_SECONDS = 300;
 export const MAX_SESSION_SECONDS = 7 * 24 * 3600;
 
@@ -17,7 +23,7 @@ export const createSessionSchema = z
     provider: z.enum(PROVIDER_IDS).optional(),
     model: z.string().min(1).max(200),
     modality: z.enum(['text', 'voice']).default('text'),
-    workflow_id: z.string().regex(WORKFLOW_ID_PATTERN, 'workflow_id must be 1 to 255 characters of [A-Za-z0-9_-]').optional(),
+    workflow_id: workflowId.optional(),
     max_turns: z.number().int().min(1).max(1_000_000).optional(),
     max_cost_usd_micros: micros.optional(),
     max_duration_seconds: z.number().int().min(1).max(MAX_SESSION_SECONDS).optional(),
@@ -41,6 +47,7 @@ export const usageSchema = z
 export const turnSchema = z
   .object({
     turn_id: clientId.optional(),
+    workflow_id: workflowId.optional(),
     role: z.enum(['user', 'assistant', 'system', 'tool']).default('user'),
     text: z.string().max(1_000_000).optional(),
     transcript: z.string().max(1_000_000).optional(),
@@ -52,6 +59,7 @@ export const turnSchema = z
 export const actionPermitSchema = z
   .object({
     action_id: clientId.optional(),
+    workflow_id: workflowId.optional(),
     tool_name: z.string().min(1).max(200),
     arguments: z.record(z.string(), z.unknown()).optional(),
     arguments_sha256: sha256Hex.optional(),

@@ -16,6 +16,7 @@ import { findSession, type SessionRecord } from '../db/repositories/sessions';
 import { findSessionTurn, insertSessionTurn, settleSessionTurn, type SessionTurnRecord } from '../db/repositories/session-turns';
 import type { PermitDecision } from '../governance';
 import type { SessionDenial, SessionOp, SessionOpResult } from '../../workflows/session-messages';
+import { checkIntent } from '../executions/reservation-denial';
 import { sessionEvent } from './events';
 import { sessionNotActive, type SessionServiceDeps } from './service';
 import type { ActionPermitBody, TurnBody, UsageBody } from './schemas';
@@ -145,6 +146,21 @@ async function decide(
   return { row, result };
 }
 
+/**
+ * The intent a turn or action is governed under: the one it names, checked as every surface checks
+ * an intent (unknown or not active → 403 with the intent's reason code, as at session creation), and
+ * it must be the session's when the session has one (409); else the session's.
+ */
+async function intentOf(deps: SessionServiceDeps, s: SessionRecord, named: string | undefined): Promise<string | null> {
+  if (!named) return s.workflow_id;
+  const { refusal } = await checkIntent(deps.db, s.project_id, named);
+  if (refusal) throw new ApiError(403, refusal.reason_code, refusal.message, { decision: 'deny', reason_code: refusal.reason_code, workflow_id: named });
+  if (s.workflow_id && s.workflow_id !== named) {
+    throw errors.conflict('workflow_intent.mismatch', `This session is joined to intent ${s.workflow_id}; its turns and actions cannot name another`, { workflow_id: named, session_workflow_id: s.workflow_id });
+  }
+  return named;
+}
+
 /** POST /v1/sessions/{id}/turns (and the voice events that are turns). */
 export async function takeTurn(deps: SessionServiceDeps, s: SessionRecord, body: TurnBody) {
   if (body.turn_id) {
@@ -155,6 +171,7 @@ export async function takeTurn(deps: SessionServiceDeps, s: SessionRecord, body:
     }
   }
   if (s.status !== 'active') throw sessionNotActive(s.id, s.status);
+  const workflowId = await intentOf(deps, s, body.workflow_id);
   const texts = [body.text, body.transcript].filter((t): t is string => typeof t === 'string' && t.length > 0);
   const inputTokens = body.usage ? (body.usage.input_tokens ?? 0) + (body.usage.input_audio_tokens ?? 0) : texts.reduce((n, t) => n + countTokens(t), 0);
   const outputTokens = body.usage ? (body.usage.output_tokens ?? 0) + (body.usage.output_audio_tokens ?? 0) : (body.estimated_output_tokens ?? DEFAULT_OUTPUT_TOKENS_ESTIMATE);
@@ -165,7 +182,7 @@ export async function takeTurn(deps: SessionServiceDeps, s: SessionRecord, body:
     deps.governance.evaluate(
       {
         projectId: s.project_id, requestId, route: 'sessions', operation: 'generate.text', provider: s.provider as ProviderId, model: s.model,
-        estimatedInputTokens: inputTokens, estimatedOutputTokens: outputTokens, estimatedCostMicros: estimate, workflowId: s.workflow_id,
+        estimatedInputTokens: inputTokens, estimatedOutputTokens: outputTokens, estimatedCostMicros: estimate, workflowId,
         metadata: { session_id: s.id, role: body.role }, inspectableText: texts,
       },
       { persist: true, permitMetadata: { session_id: s.id, session_turn_id: body.turn_id ?? null } },
@@ -183,13 +200,14 @@ export async function permitAction(deps: SessionServiceDeps, s: SessionRecord, b
     if (existing) return { replayed: true, body: turnView(existing) };
   }
   if (s.status !== 'active') throw sessionNotActive(s.id, s.status);
+  const workflowId = await intentOf(deps, s, body.workflow_id);
   const argsHash = body.arguments_sha256 ?? (body.arguments ? argumentsSha256(body.arguments) : null);
   const estimate = body.estimated_cost_usd_micros;
   const { row, result } = await decide(deps, s, 'action', body.action_id ?? null, estimate, (requestId) =>
     deps.governance.evaluate(
       {
         projectId: s.project_id, requestId, route: 'sessions', operation: TOOL_OPERATION, provider: 'tool' as ProviderId, model: body.tool_name,
-        estimatedInputTokens: 0, estimatedOutputTokens: 0, estimatedCostMicros: estimate, workflowId: s.workflow_id,
+        estimatedInputTokens: 0, estimatedOutputTokens: 0, estimatedCostMicros: estimate, workflowId,
         metadata: { ...(body.metadata ?? {}), session_id: s.id, tool: body.tool_name },
       },
       { persist: true, permitMetadata: { session_id: s.id, session_action_id: body.action_id ?? null, arguments_sha256: argsHash } },

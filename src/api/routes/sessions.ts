@@ -32,6 +32,14 @@ const CLOSING_EVENTS = new Set(['session.ended', 'session.failed']);
 
 const body = (ctx: ParameterizedContext) => ctx.request.body ?? {};
 
+/** The body with `X-Svc-Workflow-Id` as its `workflow_id` when the body names none. */
+function withWorkflowHeader(ctx: ParameterizedContext): unknown {
+  const raw = body(ctx);
+  const header = ctx.get('x-svc-workflow-id');
+  if (!header || !raw || typeof raw !== 'object' || Array.isArray(raw) || (raw as Record<string, unknown>).workflow_id !== undefined) return raw;
+  return { ...raw, workflow_id: header };
+}
+
 /**
  * Realtime governance sessions (issue 19). The spec labels sessions an observed surface without a
  * tier: Beta here. Design: docs/decisions/sessions.md.
@@ -67,7 +75,7 @@ export const sessionRoutes = routeFamily('Sessions', (deps) => ({ svc: sessionSe
     response: sessionDecisionSchema,
     handler: async (ctx, { svc }) => {
       const s = await requireSession(svc, authOf(ctx).projectId, ctx.params.session_id);
-      const result = await takeTurn(svc, s, parseOrThrow(turnSchema, body(ctx)));
+      const result = await takeTurn(svc, s, parseOrThrow(turnSchema, withWorkflowHeader(ctx)));
       if (result.replayed) ctx.set('idempotent-replayed', 'true');
       ctx.body = result.body;
     },
@@ -78,7 +86,7 @@ export const sessionRoutes = routeFamily('Sessions', (deps) => ({ svc: sessionSe
     response: sessionDecisionSchema,
     handler: async (ctx, { svc }) => {
       const s = await requireSession(svc, authOf(ctx).projectId, ctx.params.session_id);
-      const result = await permitAction(svc, s, parseOrThrow(actionPermitSchema, body(ctx)));
+      const result = await permitAction(svc, s, parseOrThrow(actionPermitSchema, withWorkflowHeader(ctx)));
       if (result.replayed) ctx.set('idempotent-replayed', 'true');
       ctx.body = result.body;
     },

@@ -16,6 +16,7 @@ export const jobSchema = z
     operation: z.string(),
     metadata: z.record(z.string(), z.string()),
     cancel_requested: z.boolean(),
+    retry_on_interrupt: z.boolean().meta({ description: 'Whether a call interrupted by a worker death is dispatched again (the caller\'s opt-in; the provider may see it twice)' }),
     error: z.looseObject({ code: z.string() }).nullable(),
     result: z.union([executionEnvelopeSchema, z.null()]),
   })

@@ -27,6 +27,8 @@ export interface JobRecord {
   result: ExecutionEnvelope | null;
   error_code: string | null;
   cancel_requested_at: Date | null;
+  /** Re-dispatch after a worker death (the caller's opt-in). */
+  retry_on_interrupt: boolean;
   created_at: Date;
   queued_at: Date | null;
   started_at: Date | null;
@@ -65,6 +67,7 @@ export interface NewJob {
   metadata: Record<string, string>;
   idempotencyKey: string | null;
   createdAt: Date;
+  retryOnInterrupt?: boolean;
   /** The execution request the job runs (table job_requests): its workflow carries only the job id. */
   request: unknown;
 }
@@ -73,9 +76,9 @@ export interface NewJob {
 export async function insertJob(db: Db, j: NewJob): Promise<JobRecord> {
   return withTransaction(db, async (c) => {
     const { rows } = await c.query<JobRecord>(
-      `INSERT INTO jobs (id, project_id, status, request_id, permit_id, operation, provider, model, metadata, idempotency_key, created_at)
-       VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
-      [j.id, j.projectId, j.requestId, j.permitId, j.operation, j.provider, j.model, JSON.stringify(j.metadata), j.idempotencyKey, j.createdAt],
+      `INSERT INTO jobs (id, project_id, status, request_id, permit_id, operation, provider, model, metadata, idempotency_key, created_at, retry_on_interrupt)
+       VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
+      [j.id, j.projectId, j.requestId, j.permitId, j.operation, j.provider, j.model, JSON.stringify(j.metadata), j.idempotencyKey, j.createdAt, j.retryOnInterrupt === true],
     );
     const job = rows[0];
     await c.query('INSERT INTO job_requests (job_id, request) VALUES ($1, $2)', [j.id, JSON.stringify(j.request)]);

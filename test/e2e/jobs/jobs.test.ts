@@ -87,7 +87,7 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     const res = await submit(p, { operation: 'generate.text', messages: say('summarise the river report'), routing: { provider: 'anthropic' }, metadata: { batch: 'b1' } });
     expect(res.status).toBe(202);
     expect(res.headers.get('location')).toBe(`/v1/jobs/${res.json.id}`);
-    expect(res.json).toMatchObject({ object: 'job', status: 'queued', attempts: 0, started_at: null, completed_at: null, result: null, metadata: { batch: 'b1' } });
+    expect(res.json).toMatchObject({ object: 'job', status: 'queued', attempts: 0, started_at: null, completed_at: null, result: null, metadata: { batch: 'b1' }, retry_on_interrupt: false });
     expect(res.json.id).toMatch(/^job_[0-9a-f]{32}$/);
     expect(res.json.request_id).toMatch(/^exec_req_/);
 
@@ -372,6 +372,18 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     const bad = await submit(p, body, { 'x-svc-workflow-id': 'not a valid id' });
     expect(bad.status).toBe(400);
     expect(bad.json.error.details.issues[0].path).toBe('headers.x-svc-workflow-id');
+  });
+
+  it('retry_on_interrupt: the opt-in is shown by the submission, GET /v1/jobs/{id} and the list; the default is false', async () => {
+    const p = await createTestProject(tg.db);
+    const opted = await submit(p, { operation: 'generate.text', messages: say('opted in'), routing: { provider: 'anthropic' }, retry_on_interrupt: true });
+    const plain = await submit(p, { operation: 'generate.text', messages: say('default'), routing: { provider: 'anthropic' } });
+    expect(opted.json.retry_on_interrupt).toBe(true);
+    expect(plain.json.retry_on_interrupt).toBe(false);
+    expect((await finished(p, opted.json.id)).retry_on_interrupt).toBe(true);
+    expect((await finished(p, plain.json.id)).retry_on_interrupt).toBe(false);
+    const list = await call('GET', '/v1/jobs', { key: p.clientKey });
+    expect(Object.fromEntries(list.json.data.map((j: any) => [j.id, j.retry_on_interrupt]))).toEqual({ [opted.json.id]: true, [plain.json.id]: false });
   });
 
   it('validates the body like an execution request, plus metadata; no stream mode', async () => {

@@ -152,6 +152,77 @@ describe('openai-shaped proxies', () => {
     const r = await openai().responses.create({ model: 'gpt-4o-mini', input: 'Describe the release', text: { format: { type: 'json_schema', name: 'answer', strict: true, schema: ANSWER } } });
     validates(ANSWER, JSON.parse(r.output_text));
   });
+
+  describe('the Responses API with tools', () => {
+    const tools: OpenAI.Responses.FunctionTool[] = [
+      { type: 'function', name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string' } }, required: ['zone'] }, strict: false },
+      { type: 'function', name: 'get_weather', parameters: WEATHER as unknown as Record<string, unknown>, strict: true },
+    ];
+
+    it('a forced tool_choice: a function_call that validates; after its function_call_output, an answer (a two-step loop)', async () => {
+      const input: OpenAI.Responses.ResponseInputItem[] = [{ role: 'user', content: 'What is the weather in Lisbon?' }];
+      const { data: first, response } = await openai()
+        .responses.create({ model: 'gpt-4o-mini', input, tools, tool_choice: { type: 'function', name: 'get_weather' } })
+        .withResponse();
+      expect(first.status).toBe('completed');
+      const fc = first.output[0] as OpenAI.Responses.ResponseFunctionToolCall;
+      expect(fc).toMatchObject({ type: 'function_call', name: 'get_weather', call_id: expect.stringMatching(/^call_/) });
+      validates(WEATHER, JSON.parse(fc.arguments));
+      expect(first.output_text).toBe('');
+      const recorded = await call(response.headers.get('x-svc-request-id')!);
+      expect(recorded).toMatchObject({ status: 'completed', provider: 'openai', usage: { output_tokens: first.usage!.output_tokens } });
+      expect(recorded.usage.output_tokens).toBeGreaterThan(0);
+      input.push(fc, { type: 'function_call_output', call_id: fc.call_id, output: '{"temp": 21}' });
+      const second = await openai().responses.create({ model: 'gpt-4o-mini', input, tools });
+      expect(second.output.map((o) => o.type)).toEqual(['message']);
+      expect(second.output_text.length).toBeGreaterThan(0);
+    });
+
+    it('tool_choice "none" answers in text; "required" and "auto" call the first tool', async () => {
+      const none = await openai().responses.create({ model: 'gpt-4o-mini', input: 'hi', tools, tool_choice: 'none' });
+      expect(none.output.map((o) => o.type)).toEqual(['message']);
+      for (const choice of ['required', 'auto'] as const) {
+        const r = await openai().responses.create({ model: 'gpt-4o-mini', input: 'hi', tools, tool_choice: choice });
+        expect(r.output[0]).toMatchObject({ type: 'function_call', name: 'get_time' });
+      }
+    });
+
+    it('a streamed function call: output_item.added, argument deltas that add up to the same valid arguments, usage recorded', async () => {
+      const body = { model: 'gpt-4o-mini', input: 'Weather in Oslo, streamed', tools, tool_choice: { type: 'function' as const, name: 'get_weather' } };
+      const whole = await openai().responses.create(body);
+      const { data: stream, response } = await openai().responses.create({ ...body, stream: true }).withResponse();
+      const types: string[] = [];
+      let args = '';
+      let added: any = null;
+      let completed: OpenAI.Responses.Response | null = null;
+      for await (const ev of stream) {
+        types.push(ev.type);
+        if (ev.type === 'response.output_item.added') added = ev.item;
+        if (ev.type === 'response.function_call_arguments.delta') args += ev.delta;
+        if (ev.type === 'response.completed') completed = ev.response;
+      }
+      expect(added).toMatchObject({ type: 'function_call', name: 'get_weather', arguments: '' });
+      expect(types.filter((t) => t === 'response.function_call_arguments.delta').length).toBeGreaterThan(1);
+      expect(types).toContain('response.function_call_arguments.done');
+      expect(types).not.toContain('response.output_text.delta');
+      expect(types.at(-1)).toBe('response.completed');
+      const wholeCall = whole.output[0] as OpenAI.Responses.ResponseFunctionToolCall;
+      expect(args).toBe(wholeCall.arguments);
+      validates(WEATHER, JSON.parse(args));
+      expect(completed!.output[0]).toMatchObject({ type: 'function_call', arguments: args });
+      const recorded = await call(response.headers.get('x-svc-request-id')!);
+      expect(recorded).toMatchObject({ status: 'completed', usage: { input_tokens: completed!.usage!.input_tokens, output_tokens: completed!.usage!.output_tokens } });
+    });
+
+    it('the SDK\'s responses.stream helper assembles the same function call', async () => {
+      const final = await openai()
+        .responses.stream({ model: 'gpt-4o-mini', input: 'Weather in Oslo, streamed', tools, tool_choice: { type: 'function', name: 'get_weather' } })
+        .finalResponse();
+      const fc = final.output[0] as OpenAI.Responses.ResponseFunctionToolCall;
+      expect(fc.type).toBe('function_call');
+      validates(WEATHER, JSON.parse(fc.arguments));
+    });
+  });
 });
 
 describe('anthropic proxy', () => {

@@ -73,6 +73,46 @@ describe('sessions', () => {
     expect(closed.json.error.code).toBe('workflow_intent.not_active');
   });
 
+  it('turns and actions that name an intent (body or X-Svc-Workflow-Id) are checked as executions check it, and must name the session\'s', async () => {
+    const intent = (id: string) => call('POST', '/v1/workflows', { key: p.clientKey, body: { workflow_id: id, intent: { max_calls: 5 } } });
+    expect((await intent('turn-run')).status).toBe(201);
+    expect((await intent('other-run')).status).toBe(201);
+    const permitIntent = async (permitId: string) => (await tg.db.query('SELECT workflow_id FROM permits WHERE id = $1', [permitId])).rows[0]?.workflow_id;
+    const loose = (await start({})).json;
+
+    // Unknown or not active: 403 with the intent's code and the same body as /v1/sessions (and /v1/executions' reason code); nothing decided.
+    const unknown = await call('POST', `/v1/sessions/${loose.id}/turns`, { key: p.clientKey, body: { text: 'hi' }, headers: { 'x-svc-workflow-id': 'never-declared' } });
+    expect(unknown.status).toBe(403);
+    expect(unknown.json.error).toMatchObject({ code: 'workflow_intent.not_found', details: { decision: 'deny', reason_code: 'workflow_intent.not_found', workflow_id: 'never-declared' } });
+    const unknownAction = await call('POST', `/v1/sessions/${loose.id}/action-permits`, { key: p.clientKey, body: { tool_name: 'lookup', workflow_id: 'never-declared' } });
+    expect(unknownAction.status).toBe(403);
+    expect(unknownAction.json.error.code).toBe('workflow_intent.not_found');
+    const exec = await call('POST', '/v1/executions', { key: p.clientKey, body: { operation: 'generate.text', messages: [{ role: 'user', content: 'hi' }] }, headers: { 'x-svc-workflow-id': 'never-declared' } });
+    expect(exec.status).toBe(unknown.status);
+    expect((await get(loose.id)).json.usage.turns).toBe(0);
+    // A malformed id is a 400, as everywhere.
+    expect((await call('POST', `/v1/sessions/${loose.id}/turns`, { key: p.clientKey, body: { text: 'hi' }, headers: { 'x-svc-workflow-id': 'not a valid id' } })).status).toBe(400);
+
+    // A known intent on a session without one: the turn's permit records it.
+    const named = await turn(loose.id, { text: 'hi', workflow_id: 'turn-run' });
+    expect(named.json).toMatchObject({ decision: 'allow', permit_id: expect.stringMatching(/^permit_/) });
+    expect(await permitIntent(named.json.permit_id)).toBe('turn-run');
+
+    // A session joined to an intent: its own intent is accepted (header), another is a 409.
+    const joined = (await start({ workflow_id: 'turn-run' })).json;
+    const own = await call('POST', `/v1/sessions/${joined.id}/action-permits`, { key: p.clientKey, body: { tool_name: 'lookup' }, headers: { 'x-svc-workflow-id': 'turn-run' } });
+    expect(own.json.decision).toBe('allow');
+    expect(await permitIntent(own.json.permit_id)).toBe('turn-run');
+    const other = await turn(joined.id, { text: 'hi', workflow_id: 'other-run' });
+    expect(other.status).toBe(409);
+    expect(other.json.error).toMatchObject({ code: 'workflow_intent.mismatch', details: { workflow_id: 'other-run', session_workflow_id: 'turn-run' } });
+
+    expect((await call('POST', '/v1/workflows/other-run/complete', { key: p.clientKey, body: {} })).status).toBe(200);
+    const closed = await turn(loose.id, { text: 'hi', workflow_id: 'other-run' });
+    expect(closed.status).toBe(403);
+    expect(closed.json.error.code).toBe('workflow_intent.not_active');
+  });
+
   it('never grants more turns than max_turns under concurrent turns', async () => {
     const s = (await start({ max_turns: 5 })).json;
     const results = await Promise.all(Array.from({ length: 12 }, (_, i) => turn(s.id, { text: `hello ${i}`, estimated_output_tokens: 10 })));
