@@ -22,6 +22,7 @@ import { createGovernedCallActivities } from '../activities/governed-call';
 import { createGenAiMetrics } from './telemetry/gen-ai';
 import { createGovernance } from './governance';
 import { pricing } from './pricing';
+import { warmTokenizer } from './pricing/tokenizer';
 import { createProviderGateway } from './providers';
 import { createProjectProviderKeys, withProjectProviderKeys } from './management/provider-credentials';
 import { createPermitService } from './permits/service';
@@ -160,6 +161,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       onClose: (fn) => closers.push(fn),
     });
     const handler = app.callback();
+    warmTokenizer();
     server = http.createServer(httpServerOptions(), (req, res) => void handler(req, res));
     answerClientErrors(server);
     server.keepAliveTimeout = 65_000;

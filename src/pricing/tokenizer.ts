@@ -90,6 +90,15 @@ function readRanks(): TiktokenBPE {
   return bpe;
 }
 
+/**
+ * Loads the ranks now (~0.1 s of one thread), so that no governed call pays for it: an API process
+ * calls it before it listens, otherwise the first estimate would hold the event loop for every
+ * request arriving meanwhile.
+ */
+export function warmTokenizer(): void {
+  loadVocab();
+}
+
 function loadVocab(): Vocab {
   if (vocab) return vocab;
   const bpe = readRanks();

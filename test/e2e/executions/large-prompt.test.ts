@@ -5,10 +5,9 @@
  * large one is still held, and the large one answers once released.
  *
  * The event loop's longest stall over the large call's whole life (parse, firewall, estimate,
- * dispatch, record) is measured too. The issue's target is 100 ms; here tests share two CPUs with
- * other test files and the garbage collector handles several copies of a 10 MB body, and the stall
- * measured on such a machine ranged from ~0.5 to ~1 s. So the bound only catches what a non-linear
- * scan of the prompt would cause (seconds to minutes), generous enough not to fail on load.
+ * dispatch, record) is measured and printed; the issue's target (100 ms) is checked by reading that
+ * figure, not asserted: tests share two CPUs with other test files. The bound asserted only catches
+ * what a non-linear scan of the prompt would cause (seconds to minutes).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -93,6 +92,10 @@ describe('the largest accepted prompt beside other requests', () => {
     // Serialized before the measurement starts: the test's own work on the body is not Tollgate's.
     const raw = JSON.stringify(body);
     expect(Buffer.byteLength(raw)).toBeLessThanOrEqual(BODY_LIMIT_BYTES);
+
+    // One small call first: the first response builds the test harness's OpenAPI document (it checks
+    // every answer against it) in this process, a stall of its own that is not Tollgate's.
+    expect((await call('POST', '/v1/executions', { key: p.clientKey, body: { operation: 'generate.text', messages: say('warm up'), routing: { provider: 'openai' } } })).status).toBe(200);
 
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
