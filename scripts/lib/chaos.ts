@@ -10,14 +10,19 @@
  *   restart-temporal  stop the Temporal dev server, start it again on the same state file
  *   restart-postgres  `pg_ctl restart -m immediate` (a crash: recovery on start)
  *
+ * A fifth of the calls join a workflow intent (X-Svc-Workflow-Id) whose max_calls the load passes,
+ * so calls are taken from call leases while the processes holding them die and Temporal restarts.
+ *
  * Afterwards, once jobs are terminal and the reconciliation window has passed: every call either
  * got an answer or has a closed record (no in-flight row, no reservation still held), no nonce was
  * dispatched twice (the emulator's request log), recorded dispatches match the emulator's count,
- * and every event chain verifies.
+ * every event chain verifies, and the intent is exact: no more allowed calls than max_calls, its
+ * counter equal to the allowed calls joined to it, and no call lease left outstanding.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { Pool } from 'pg';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server';
 import { migrate } from '../../src/db/migrate';
@@ -27,10 +32,14 @@ import { verifyEventChain } from '../../src/db/repositories/events';
 import { freePort, startTemporalDevServer, type DevServer } from './temporal-dev-server';
 import { findPgBin } from './postgres';
 import { SOURCE_NODE_ARGS } from './source-node-args';
+import { intentTemporalWorkflowId, stateQuery } from '../../workflows/intent-messages';
 
 export const SCENARIOS = ['kill-api', 'kill-worker', 'restart-temporal', 'restart-postgres'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
-type Kind = 'sync' | 'stream' | 'job';
+type Kind = 'sync' | 'stream' | 'job' | 'intent';
+
+/** The intent a fifth of the calls join; its ceiling is below what the load asks of it. */
+const CHAOS_INTENT = 'chaos-intent';
 
 export interface ChaosOptions {
   scenarios: readonly Scenario[];
@@ -85,6 +94,18 @@ export interface ChaosReport {
   recordedDispatches: number;
   chainOk: boolean;
   chainEvents: number;
+  /** The intent joined by a fifth of the calls, read once everything settled. */
+  intent: {
+    maxCalls: number;
+    /** Intent-joined calls answered 403 because the ceiling was reached. */
+    refusedAtCeiling: number;
+    /** Allowed permits joined to the intent: the calls it granted. */
+    allowedPermits: number;
+    /** The intent workflow's counter. */
+    actualCalls: number;
+    /** Call leases the workflow still counts as outstanding. */
+    openLeases: number;
+  };
 }
 
 const PG_USER = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--'] : [];
@@ -176,7 +197,7 @@ async function call(url: string, key: string, kind: Kind, nonce: string): Promis
   try {
     const res = await fetch(`${url}${kind === 'job' ? '/v1/jobs' : '/v1/executions'}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(kind === 'intent' ? { 'x-svc-workflow-id': CHAOS_INTENT } : {}) },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(30_000),
     });
@@ -242,7 +263,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const url = `http://127.0.0.1:${apiPort}`;
     const project = await createProject(db, { name: 'chaos', plan: 'production' });
     const key = (await createApiKey(db, { projectId: project.id, scope: 'client', name: 'chaos' })).key;
-    log(`[chaos] up: api ${url}, temporal ${temporal.address}, postgres ${pg.url}`);
+    const intentMaxCalls = Math.max(4, Math.round((opts.concurrency * opts.loadMs * opts.scenarios.length) / 400 / 5 / 4));
+    const declared = await fetch(`${url}/v1/workflows`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ workflow_id: CHAOS_INTENT, intent: { max_calls: intentMaxCalls } }),
+    });
+    if (declared.status !== 201) throw new Error(`declaring the chaos intent: ${declared.status} ${await declared.text()}`);
+    log(`[chaos] up: api ${url}, temporal ${temporal.address}, postgres ${pg.url}; intent max_calls ${intentMaxCalls}`);
 
     const results: CallResult[] = [];
     const reports: ScenarioReport[] = [];
@@ -256,7 +284,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       const caller = async (i: number) => {
         while (Date.now() < stopAt) {
           const n = seq++;
-          const kind: Kind = n % 5 === 3 ? 'stream' : n % 5 === 4 ? 'job' : 'sync';
+          const kind: Kind = n % 5 === 2 ? 'intent' : n % 5 === 3 ? 'stream' : n % 5 === 4 ? 'job' : 'sync';
           const nonce = `${scenario}-${n}-${i}`;
           const r = await call(url, key, kind, nonce);
           const res: CallResult = { nonce, kind, scenario, ...r };
@@ -367,6 +395,16 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       ).rows[0].n,
     );
     const chain = await verifyEventChain(db, project.id);
+    const allowedPermits = Number(
+      (await db.query("SELECT count(*) AS n FROM permits WHERE project_id = $1 AND workflow_id = $2 AND decision = 'allow'", [project.id, CHAOS_INTENT])).rows[0].n,
+    );
+    const connection = await Connection.connect({ address: temporal.address });
+    let state;
+    try {
+      state = await new TemporalClient({ connection }).workflow.getHandle(intentTemporalWorkflowId(project.id, CHAOS_INTENT)).query(stateQuery);
+    } finally {
+      await connection.close();
+    }
     return {
       scenarios: reports,
       jobs: { submitted: jobIds.length, terminal: jobStatus.size, byStatus: jobsByStatus },
@@ -378,6 +416,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       recordedDispatches,
       chainOk: chain.ok,
       chainEvents: chain.count,
+      intent: {
+        maxCalls: intentMaxCalls,
+        refusedAtCeiling: results.filter((r) => r.kind === 'intent' && r.status === 403).length,
+        allowedPermits,
+        actualCalls: state.actualCalls,
+        openLeases: Object.keys(state.leases ?? {}).length,
+      },
     };
   } finally {
     await Promise.all([api.kill('SIGTERM'), worker.kill('SIGTERM')]);
@@ -400,6 +445,7 @@ export function chaosMarkdown(r: ChaosReport): string {
   }
   lines.push('');
   lines.push(`jobs: ${r.jobs.terminal}/${r.jobs.submitted} terminal ${JSON.stringify(r.jobs.byStatus)}; in-flight rows left ${r.inflightRowsLeft}, reservations held ${r.reservationsHeld} (settled ${r.settledAfterSeconds ?? 'never'} s after the load); double dispatches ${r.doubleDispatches.length}${r.doubleDispatches.length ? ` (${r.doubleDispatches.slice(0, 5).join(', ')})` : ''}; provider requests ${r.dispatchedByEmulator}, recorded dispatch starts ${r.recordedDispatches}; event chain ${r.chainOk ? 'verifies' : 'BROKEN'} (${r.chainEvents} events)`);
+  lines.push(`intent: max_calls ${r.intent.maxCalls}, allowed calls ${r.intent.allowedPermits}, counter ${r.intent.actualCalls}, refused at the ceiling ${r.intent.refusedAtCeiling}, leases outstanding ${r.intent.openLeases}`);
   return lines.join('\n');
 }
 
@@ -415,5 +461,8 @@ export function chaosFailures(r: ChaosReport): string[] {
   // reverse, a call without a record, must never happen.
   if (r.recordedDispatches < r.dispatchedByEmulator) f.push(`recorded dispatches ${r.recordedDispatches} < emulator ${r.dispatchedByEmulator}: a provider call without a record`);
   if (!r.chainOk) f.push('the event chain does not verify');
+  if (r.intent.allowedPermits > r.intent.maxCalls) f.push(`intent: ${r.intent.allowedPermits} calls allowed over max_calls ${r.intent.maxCalls}`);
+  if (r.intent.actualCalls !== r.intent.allowedPermits) f.push(`intent: counter ${r.intent.actualCalls} ≠ ${r.intent.allowedPermits} allowed calls`);
+  if (r.intent.openLeases !== 0) f.push(`intent: ${r.intent.openLeases} call leases still outstanding`);
   return f;
 }
