@@ -18,7 +18,8 @@
  *   BENCH_ROWS=5000000 npm run bench:call-log
  */
 import { encodeCursor } from '../src/api/cursor';
-import { callMetrics, listCalls, type CallFilters } from '../src/db/repositories/calls';
+import { callMetrics } from '../src/db/repositories/call-metrics';
+import { listCalls, type CallFilters } from '../src/db/repositories/calls';
 import { createProject } from '../src/db/repositories/projects';
 import { onThrowawayDatabase } from './lib/event-log';
 import { pct } from './lib/load';
