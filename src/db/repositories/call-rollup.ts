@@ -45,3 +45,25 @@ export async function rollupStart(db: Queryable, projectId: string): Promise<Dat
   const { rows } = await db.query<{ started_at: Date }>('SELECT started_at FROM call_rollup_starts WHERE project_id = $1', [projectId]);
   return rows[0]?.started_at ?? null;
 }
+
+/**
+ * Retention (src/retention/run.ts) deleted the project's records before `cutoff`: from now on reads
+ * take the time before it from the records that remain, so the rollup's start moves there (never
+ * back) and the rows of periods ending by it can go (`deleteRollupBefore`).
+ */
+export async function moveRollupStart(db: Queryable, projectId: string, cutoff: Date): Promise<void> {
+  await db.query(
+    `INSERT INTO call_rollup_starts (project_id, started_at) VALUES ($1, $2)
+     ON CONFLICT (project_id) DO UPDATE SET started_at = greatest(call_rollup_starts.started_at, excluded.started_at)`,
+    [projectId, cutoff],
+  );
+}
+
+/** Deletes up to `limit` rollup rows of the project's periods that end by `cutoff`; returns how many. */
+export async function deleteRollupBefore(db: Queryable, projectId: string, cutoff: Date, limit: number): Promise<{ rowCount: number | null }> {
+  return db.query(
+    `DELETE FROM call_rollup WHERE ctid = ANY(ARRAY(
+       SELECT ctid FROM call_rollup WHERE project_id = $1 AND start + make_interval(secs => width) <= $2 LIMIT $3))`,
+    [projectId, cutoff, limit],
+  );
+}
