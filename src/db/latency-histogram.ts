@@ -41,11 +41,6 @@ export function addToHistogram(h: LatencyHistogram, bucket: number, count: numbe
   if (count !== 0) h.set(bucket, (h.get(bucket) ?? 0) + count);
 }
 
-/** Adds a stored histogram: its counts and the subscript of its first element. */
-export function addStoredHistogram(h: LatencyHistogram, first: number, counts: readonly number[]): void {
-  counts.forEach((n, i) => addToHistogram(h, first + i, Number(n)));
-}
-
 /**
  * The q-quantile (0–1) as `percentile_cont` computes it on the durations read back as their
  * buckets' values; null for an empty histogram.

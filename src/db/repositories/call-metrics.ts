@@ -6,7 +6,7 @@
  * rollup and the unfolded records are read in one snapshot.
  */
 import type { Db } from '../pool';
-import { addStoredHistogram, addToHistogram, histogramPercentile, LATENCY_BOUNDS, type LatencyHistogram } from '../latency-histogram';
+import { addToHistogram, histogramPercentile, LATENCY_BOUNDS, type LatencyHistogram } from '../latency-histogram';
 import { rollupStart, UNFOLDED_RECORDS_SQL } from './call-rollup';
 
 export interface CallMetricsBucket {
@@ -42,9 +42,11 @@ type Range = [number, number];
 
 /** Where each part of a window is read from: ranges of epoch milliseconds, in order. */
 export interface MetricsPlan {
-  /** From the records. */
+  /** From the records, for the series and for spend: sub-minute edges, time before the rollup's start. */
   raw: Range[];
-  /** From the rollup's minute and hour rows, for the status series (each row inside one bucket). */
+  /** From the records, for the series only: the minutes that hold a bucket boundary. */
+  rawSeries: Range[];
+  /** From the rollup's minute and hour rows, for the series (each row inside one bucket). */
   statusMinutes: Range[];
   statusHours: Range[];
   /** From the rollup's minute and hour rows, for spend by model and key (the window's totals only). */
@@ -84,24 +86,26 @@ function split(a: number, b: number, raw: Range[], minutes: Range[], hours: Rang
 }
 
 /**
- * The plan for a window: per bucket, the whole hours and minutes inside it from the rollup (a
- * period never straddles a bucket boundary, so it adds to one bucket), the rest from the records;
- * before `rolledFrom` (the project's rollup start) everything from the records. Spend has no
- * buckets: the same rolled-up time, split into as many whole hours as it holds.
+ * The plan for a window. Spend has no buckets: the window's whole hours and minutes from the
+ * rollup (from the project's rollup start `rolledFrom` on), its sub-minute edges and the time
+ * before the start from the records. The series reads the same rolled-up time cut at its bucket
+ * boundaries, so that a period never straddles two buckets: a minute that holds a boundary comes
+ * from the records (for the series only).
  */
 export function planMetrics(from: number, to: number, bucketMs: number, rolledFrom: number | null): MetricsPlan {
-  const plan: MetricsPlan = { raw: [], statusMinutes: [], statusHours: [], spendMinutes: [], spendHours: [] };
+  const plan: MetricsPlan = { raw: [], rawSeries: [], statusMinutes: [], statusHours: [], spendMinutes: [], spendHours: [] };
   const start = Math.min(to, Math.max(from, rolledFrom ?? from));
   push(plan.raw, from, start);
-  for (let b = from; b < to; b += bucketMs) {
-    const a = Math.max(b, start);
-    const e = Math.min(b + bucketMs, to);
-    if (a < e) split(a, e, plan.raw, plan.statusMinutes, plan.statusHours);
-  }
-  // The rolled-up time is whole minutes: merged, it splits with no raw remainder.
+  split(start, to, plan.raw, plan.spendMinutes, plan.spendHours);
   const rolled: Range[] = [];
-  for (const [a, b] of [...plan.statusMinutes, ...plan.statusHours].sort((x, y) => x[0] - y[0])) push(rolled, a, b);
-  for (const [a, b] of rolled) split(a, b, plan.raw, plan.spendMinutes, plan.spendHours);
+  for (const [a, b] of [...plan.spendMinutes, ...plan.spendHours].sort((x, y) => x[0] - y[0])) push(rolled, a, b);
+  for (const [a, b] of rolled) {
+    for (let k = Math.floor((a - from) / bucketMs); from + k * bucketMs < b; k++) {
+      const pa = Math.max(a, from + k * bucketMs);
+      const pb = Math.min(b, from + (k + 1) * bucketMs);
+      if (pa < pb) split(pa, pb, plan.rawSeries, plan.statusMinutes, plan.statusHours);
+    }
+  }
   return plan;
 }
 
@@ -111,63 +115,79 @@ function multirange(ranges: Range[]): string {
 }
 
 type Row = {
-  kind: 'status' | 'model' | 'key';
+  kind: 'status' | 'latency' | 'model' | 'key';
   bucket: Date | null;
   status: string | null;
   provider: string | null;
   model: string | null;
   key_id: string | null;
   n: number;
-  cost: string;
-  lat_first: number | null;
-  lat: number[] | null;
+  cost: string | null;
   lb: number | null;
 };
 
+const RECORD_COLUMNS = 'x.created_at, x.status, x.provider, x.model, x.key_id, x.cost_usd_micros, x.duration_ms';
+const ROLLUP_COLUMNS = 'c.dimension, c.start, c.status, c.provider, c.model, c.key_id, c.calls, c.cost_usd_micros, c.latency';
+const rollupRows = (ranges: string, width: number, dimensions: string) =>
+  `SELECT ${ROLLUP_COLUMNS} FROM unnest(${ranges}::tstzmultirange) AS r
+     JOIN call_rollup c ON c.project_id = $1 AND c.width = ${width} AND c.dimension IN (${dimensions}) AND c.start >= lower(r) AND c.start < upper(r)`;
+
 /**
- * The statement. $1 project, $2 bucket origin, $3 bucket seconds, $4 raw ranges, $5 the rolled-up
- * ranges (for unfolded records), $6/$7 status minute/hour ranges, $8/$9 spend minute/hour ranges,
- * $10 the histogram's bounds. Record rows come grouped by bucket, status and latency bucket (the
- * histogram is built here from those), by model, and by key; rollup rows as stored.
+ * The statement. $1 project, $2 bucket origin, $3 bucket seconds, $4 record ranges for both,
+ * $5 record ranges for the series only, $6 the rolled-up time (where unfolded records count),
+ * $7/$8 series minute/hour ranges, $9/$10 spend minute/hour ranges, $11 the histogram's bounds.
+ * Summed here: counts and cost per bucket and status, latency counts per bucket and histogram
+ * bucket, calls and cost per model and per key.
  */
 const METRICS_SQL = `
   WITH unfolded AS (${UNFOLDED_RECORDS_SQL}),
   rec AS (
-    SELECT x.created_at, x.status, x.provider, x.model, x.key_id, x.cost_usd_micros, x.duration_ms
-      FROM unnest($4::tstzmultirange) AS r
-      JOIN executions x ON x.project_id = $1 AND x.created_at >= lower(r) AND x.created_at < upper(r)
+    SELECT ${RECORD_COLUMNS}, true AS for_series, true AS for_spend
+      FROM unnest($4::tstzmultirange) AS r JOIN executions x ON x.project_id = $1 AND x.created_at >= lower(r) AND x.created_at < upper(r)
     UNION ALL
-    SELECT x.created_at, x.status, x.provider, x.model, x.key_id, x.cost_usd_micros, x.duration_ms
+    SELECT ${RECORD_COLUMNS}, true, false
+      FROM unnest($5::tstzmultirange) AS r JOIN executions x ON x.project_id = $1 AND x.created_at >= lower(r) AND x.created_at < upper(r)
+    UNION ALL
+    SELECT ${RECORD_COLUMNS}, NOT (x.created_at <@ $5::tstzmultirange), true
       FROM unfolded u JOIN executions x ON x.id = u.id AND x.project_id = $1
-     WHERE x.created_at <@ $5::tstzmultirange
+     WHERE x.created_at <@ $6::tstzmultirange
   ),
-  rolled AS (
-    SELECT c.* FROM unnest($6::tstzmultirange) AS r
-      JOIN call_rollup c ON c.project_id = $1 AND c.width = 60 AND c.dimension = 'status' AND c.start >= lower(r) AND c.start < upper(r)
+  series AS (
+    ${rollupRows('$7', 60, "'status'")}
     UNION ALL
-    SELECT c.* FROM unnest($7::tstzmultirange) AS r
-      JOIN call_rollup c ON c.project_id = $1 AND c.width = 3600 AND c.dimension = 'status' AND c.start >= lower(r) AND c.start < upper(r)
+    ${rollupRows('$8', 3600, "'status'")}
+  ),
+  spend AS (
+    ${rollupRows('$9', 60, "'model', 'key'")}
     UNION ALL
-    SELECT c.* FROM unnest($8::tstzmultirange) AS r
-      JOIN call_rollup c ON c.project_id = $1 AND c.width = 60 AND c.dimension IN ('model', 'key') AND c.start >= lower(r) AND c.start < upper(r)
-    UNION ALL
-    SELECT c.* FROM unnest($9::tstzmultirange) AS r
-      JOIN call_rollup c ON c.project_id = $1 AND c.width = 3600 AND c.dimension IN ('model', 'key') AND c.start >= lower(r) AND c.start < upper(r)
+    ${rollupRows('$10', 3600, "'model', 'key'")}
   )
-  SELECT dimension AS kind, date_bin(make_interval(secs => $3), start, $2) AS bucket, status, provider, model, key_id,
-         calls AS n, cost_usd_micros::text AS cost, array_lower(latency, 1) AS lat_first, latency[:] AS lat, NULL::int AS lb
-    FROM rolled
+  SELECT 'status' AS kind, bucket, status, NULL AS provider, NULL AS model, NULL AS key_id, sum(n)::int AS n, sum(cost)::text AS cost, NULL::int AS lb
+    FROM (SELECT date_bin(make_interval(secs => $3), start, $2) AS bucket, status, calls AS n, cost_usd_micros AS cost FROM series
+          UNION ALL
+          SELECT date_bin(make_interval(secs => $3), created_at, $2), status, 1, cost_usd_micros FROM rec WHERE for_series) AS s
+   GROUP BY bucket, status
   UNION ALL
-  SELECT 'status', date_bin(make_interval(secs => $3), created_at, $2), status, NULL, NULL, NULL,
-         count(*)::int, sum(cost_usd_micros)::text, NULL, NULL,
-         CASE WHEN status <> 'denied' THEN width_bucket(duration_ms, $10::int[]) END
-    FROM rec GROUP BY 2, 3, 11
+  SELECT 'latency', bucket, NULL, NULL, NULL, NULL, sum(n)::int, NULL, lb
+    FROM (SELECT date_bin(make_interval(secs => $3), start, $2) AS bucket, array_lower(latency, 1) + h.i::int - 1 AS lb, h.n
+            FROM series CROSS JOIN LATERAL unnest(latency) WITH ORDINALITY AS h(n, i)
+           WHERE latency IS NOT NULL
+          UNION ALL
+          SELECT date_bin(make_interval(secs => $3), created_at, $2), width_bucket(duration_ms, $11::int[]), 1
+            FROM rec WHERE for_series AND status <> 'denied') AS l
+   GROUP BY bucket, lb
   UNION ALL
-  SELECT 'model', NULL, NULL, provider, model, NULL, count(*)::int, sum(cost_usd_micros)::text, NULL, NULL, NULL
-    FROM rec GROUP BY provider, model
+  SELECT 'model', NULL, NULL, provider, model, NULL, sum(n)::int, sum(cost)::text, NULL
+    FROM (SELECT provider, model, calls AS n, cost_usd_micros AS cost FROM spend WHERE dimension = 'model'
+          UNION ALL
+          SELECT provider, model, 1, cost_usd_micros FROM rec WHERE for_spend) AS m
+   GROUP BY provider, model
   UNION ALL
-  SELECT 'key', NULL, NULL, NULL, NULL, key_id, count(*)::int, sum(cost_usd_micros)::text, NULL, NULL, NULL
-    FROM rec GROUP BY key_id`;
+  SELECT 'key', NULL, NULL, NULL, NULL, key_id, sum(n)::int, sum(cost)::text, NULL
+    FROM (SELECT key_id, calls AS n, cost_usd_micros AS cost FROM spend WHERE dimension = 'key'
+          UNION ALL
+          SELECT key_id, 1, cost_usd_micros FROM rec WHERE for_spend) AS k
+   GROUP BY key_id`;
 
 const round = (v: number | null) => (v === null ? null : Math.round(v));
 
@@ -195,13 +215,13 @@ export async function callMetrics(db: Db, projectId: string, from: Date, to: Dat
     await client.query('BEGIN READ ONLY; SET LOCAL jit = off');
     const started = await rollupStart(client, projectId);
     const plan = planMetrics(from.getTime(), to.getTime(), bucketSeconds * 1000, started?.getTime() ?? null);
-    const rolled = [...plan.statusMinutes, ...plan.statusHours];
     ({ rows } = await client.query<Row>(METRICS_SQL, [
       projectId,
       from,
       bucketSeconds,
       multirange(plan.raw),
-      multirange(rolled),
+      multirange(plan.rawSeries),
+      multirange([...plan.spendMinutes, ...plan.spendHours].sort((a, b) => a[0] - b[0])),
       multirange(plan.statusMinutes),
       multirange(plan.statusHours),
       multirange(plan.spendMinutes),
@@ -218,36 +238,34 @@ export async function callMetrics(db: Db, projectId: string, from: Date, to: Dat
 
   const buckets = new Map<number, Tally>();
   const total = tally();
-  const models = new Map<string, { provider: string; model: string | null; calls: number; cost_usd_micros: number }>();
-  const keys = new Map<string | null, { key_id: string | null; calls: number; cost_usd_micros: number }>();
+  const models: CallMetrics['by_model'] = [];
+  const keys: CallMetrics['by_key'] = [];
+  const bucketOf = (at: Date) => {
+    const t = new Date(at).getTime();
+    let b = buckets.get(t);
+    if (!b) buckets.set(t, (b = tally()));
+    return b;
+  };
   for (const r of rows) {
     const n = Number(r.n);
     const cost = Number(r.cost);
     if (r.kind === 'status') {
-      const t = new Date(r.bucket!).getTime();
-      let b = buckets.get(t);
-      if (!b) buckets.set(t, (b = tally()));
+      const b = bucketOf(r.bucket!);
       for (const s of [b, total]) {
         if (r.status === 'completed') s.completed += n;
         else if (r.status === 'failed') s.failed += n;
         else s.denied += n;
         s.cost += cost;
-        if (r.lat) addStoredHistogram(s.latency, r.lat_first!, r.lat);
-        else if (r.lb !== null) addToHistogram(s.latency, r.lb, n);
       }
+    } else if (r.kind === 'latency') {
+      addToHistogram(bucketOf(r.bucket!).latency, r.lb!, n);
+      addToHistogram(total.latency, r.lb!, n);
     } else if (r.kind === 'model') {
       // A call without a provider (a denial before routing) counts under its key only.
-      if (r.provider === null) continue;
-      const k = JSON.stringify([r.provider, r.model]);
-      const m = models.get(k) ?? { provider: r.provider, model: r.model, calls: 0, cost_usd_micros: 0 };
-      m.calls += n;
-      m.cost_usd_micros += cost;
-      models.set(k, m);
-    } else {
-      const m = keys.get(r.key_id) ?? { key_id: r.key_id, calls: 0, cost_usd_micros: 0 };
-      m.calls += n;
-      m.cost_usd_micros += cost;
-      keys.set(r.key_id, m);
+      if (r.provider === null || n === 0) continue;
+      models.push({ provider: r.provider, model: r.model, calls: n, cost_usd_micros: cost });
+    } else if (n > 0) {
+      keys.push({ key_id: r.key_id, calls: n, cost_usd_micros: cost });
     }
   }
 
@@ -280,9 +298,7 @@ export async function callMetrics(db: Db, projectId: string, from: Date, to: Dat
       p95_ms: round(histogramPercentile(total.latency, 0.95)),
       cost_usd_micros: total.cost,
     },
-    by_model: [...models.values()]
-      .filter((m) => m.calls > 0)
-      .sort((a, b) => bySpend(a, b) || a.provider.localeCompare(b.provider) || (a.model ?? '').localeCompare(b.model ?? '')),
-    by_key: [...keys.values()].filter((m) => m.calls > 0).sort((a, b) => bySpend(a, b) || (a.key_id ?? '').localeCompare(b.key_id ?? '')),
+    by_model: models.sort((a, b) => bySpend(a, b) || a.provider.localeCompare(b.provider) || (a.model ?? '').localeCompare(b.model ?? '')),
+    by_key: keys.sort((a, b) => bySpend(a, b) || (a.key_id ?? '').localeCompare(b.key_id ?? '')),
   };
 }

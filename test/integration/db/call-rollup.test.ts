@@ -239,27 +239,32 @@ describe('the call rollup', () => {
     const check = (from: number, to: number, bucketMs: number, rolledFrom: number | null) => {
       const p = planMetrics(from, to, bucketMs, rolledFrom);
       const covered = (ranges: [number, number][]) => ranges.reduce((n, [a, b]) => n + (b - a), 0);
-      // Status and spend each cover the window exactly once, with the same records.
-      expect(covered(p.raw) + covered(p.statusMinutes) + covered(p.statusHours)).toBe(to - from);
+      // The series and spend each cover the window exactly once.
+      expect(covered(p.raw) + covered(p.rawSeries) + covered(p.statusMinutes) + covered(p.statusHours)).toBe(to - from);
       expect(covered(p.raw) + covered(p.spendMinutes) + covered(p.spendHours)).toBe(to - from);
       for (const [a, b] of p.statusMinutes.concat(p.spendMinutes)) expect([a % MINUTE, b % MINUTE]).toEqual([0, 0]);
       for (const [a, b] of p.statusHours.concat(p.spendHours)) expect([a % HOUR, b % HOUR]).toEqual([0, 0]);
-      // A rolled-up period never straddles a bucket boundary.
+      // A rolled-up period never straddles a bucket boundary; what the series reads from the records is rolled-up time for spend.
       for (const [a, b] of p.statusMinutes) for (let m = a; m < b; m += MINUTE) expect(Math.floor((m - from) / bucketMs)).toBe(Math.floor((m + MINUTE - 1 - from) / bucketMs));
       for (const [a, b] of p.statusHours) for (let h = a; h < b; h += HOUR) expect(Math.floor((h - from) / bucketMs)).toBe(Math.floor((h + HOUR - 1 - from) / bucketMs));
-      if (rolledFrom !== null) for (const [a] of [...p.statusMinutes, ...p.statusHours]) expect(a).toBeGreaterThanOrEqual(rolledFrom);
+      const inSpend = (t: number) => p.spendMinutes.concat(p.spendHours).some(([a, b]) => t >= a && t < b);
+      for (const [a, b] of p.rawSeries) expect([inSpend(a), inSpend(b - 1)]).toEqual([true, true]);
+      if (rolledFrom !== null) for (const [a] of [...p.statusMinutes, ...p.statusHours, ...p.spendMinutes, ...p.spendHours]) expect(a).toBeGreaterThanOrEqual(rolledFrom);
       return p;
     };
     // A week in hour buckets on whole hours: hours only.
-    expect(check(t0 - 7 * 24 * HOUR, t0, 3600_000, null)).toEqual({ raw: [], statusMinutes: [], statusHours: [[t0 - 7 * 24 * HOUR, t0]], spendMinutes: [], spendHours: [[t0 - 7 * 24 * HOUR, t0]] });
+    expect(check(t0 - 7 * 24 * HOUR, t0, 3600_000, null)).toEqual({ raw: [], rawSeries: [], statusMinutes: [], statusHours: [[t0 - 7 * 24 * HOUR, t0]], spendMinutes: [], spendHours: [[t0 - 7 * 24 * HOUR, t0]] });
     // A day in 5-minute buckets: minutes for the series, hours for spend.
     const day = check(t0 - 24 * HOUR, t0, 300_000, null);
     expect(day.raw).toEqual([]);
     expect(day.statusHours).toEqual([]);
     expect(day.spendHours).toEqual([[t0 - 24 * HOUR, t0]]);
-    // Unaligned: sub-minute edges and the minutes holding a bucket boundary from the records.
+    // Unaligned: sub-minute edges from the records; for the series, the minutes holding a bucket
+    // boundary too, while spend reads whole hours.
     const odd = check(t0 - 24 * HOUR + 12_345, t0 + 12_345, 3600_000, null);
-    expect(odd.raw).toHaveLength(25);
+    expect(odd.raw).toHaveLength(2);
+    expect(odd.rawSeries).toHaveLength(23);
+    expect(odd.spendHours).toEqual([[t0 - 23 * HOUR, t0]]);
     check(t0 - HOUR + 1, t0 + 59_999, 10_000, null);
     check(t0 - 3 * HOUR, t0, 600_000, t0 - 95 * MINUTE - 17_000);
     check(t0 - 3 * HOUR, t0, 600_000, t0 + HOUR);
