@@ -154,7 +154,7 @@ function PageView({ page, rest, query, project, user }: { page: Page; rest: stri
     case 'policy':
       return <Policy project={project} />;
     case 'reviews':
-      return <Reviews project={project} user={user || 'dashboard user'} />;
+      return <Reviews project={project} user={user || 'dashboard user'} query={query} />;
     case 'intents':
       return <Intents project={project} />;
     case 'timeline':

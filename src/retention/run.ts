@@ -22,6 +22,7 @@ import { verifyExport } from '../compliance/verify-export';
 import { archiveStoreOf } from '../archive-store/from-config';
 import { findExport, insertExport, updateExport, type ExportPart } from '../db/repositories/compliance-exports';
 import { chainAllProjectEvents } from '../db/repositories/events';
+import { deleteRollupBefore, moveRollupStart } from '../db/repositories/call-rollup';
 import { chainHead, latestCheckpoint } from '../db/repositories/integrity-log';
 import {
   addArchiveDeleted,
@@ -380,6 +381,9 @@ async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptions): Pr
       [project, cutoff, batch],
     ),
   );
+  // The Overview reads the time before the cutoff from the records that remain, not the rollup.
+  await moveRollupStart(db, project, cutoff);
+  await drain(db, a.id, 'call_rollup', step, () => deleteRollupBefore(db, project, cutoff, batch));
   // A permit stays while a retained record or event names it (a record's leaf holds its permit's
   // decision fields) or a retained permit descends from it.
   await drain(db, a.id, 'permits', step, () =>

@@ -2,8 +2,9 @@
  * The operator dashboard in a real browser: Debian's Chromium driven by playwright-core (Playwright's
  * own browser download is not available here; .ci/run installs the `chromium` package). Against a
  * real Tollgate, PostgreSQL and Temporal, the way an operator uses it: sign in, create and revoke a
- * key, edit the policy and see the API's validation error at the field, attest a review, open a
- * timeline, see a live event arrive, read the governance breakdowns, and keyboard and phone-width checks.
+ * key, edit the policy and see the API's validation error at the field, follow a denied call to its
+ * review and attest it, open a timeline, see a live event arrive, read the governance breakdowns,
+ * and keyboard checks; every page at a phone width.
  * UPDATE_SCREENSHOTS=1 rewrites the screenshots in docs/screenshots/ that the README links.
  */
 import { randomBytes } from 'node:crypto';
@@ -16,7 +17,8 @@ import type { TestProject } from '../support/tollgate';
 import { ensureDashboard } from '../../scripts/lib/dashboard';
 
 // The page.evaluate callbacks run in the browser; the test program itself has no DOM types.
-declare const document: { activeElement: { textContent: string | null; id: string } | null; documentElement: { scrollWidth: number } };
+declare const document: { activeElement: { textContent: string | null; id: string; getAttribute(name: string): string | null } | null; documentElement: { scrollWidth: number } };
+declare const innerWidth: number;
 declare const sessionStorage: { getItem(key: string): string | null };
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -229,22 +231,35 @@ describe('dashboard in Chromium', () => {
     await page.getByRole('cell', { name: `user:` , exact: false }).first().waitFor();
   });
 
-  it('attests a permit waiting for review and opens its timeline', async () => {
+  it('leads from a call denied for review to its review, attests it and opens its timeline', async () => {
     const patched = await h.call('PATCH', `/v1/projects/${p.project.id}/policy`, { key: p.adminKey, body: { review_rules: [{ id: 'needs-human', match: { model: 'gpt-4o-mini' } }] } });
     expect(patched.status).toBe(200);
-    const issued = await h.call('POST', '/v1/permits', { key: p.clientKey, body: { project_id: p.project.id, operation: 'generate.text', provider: 'openai', model: 'gpt-4o-mini' } });
-    expect(issued.json.decision).toBe('review');
-    const permitId: string = issued.json.permit_id;
+    const denied = await h.call('POST', '/v1/executions', { key: p.clientKey, body: { operation: 'generate.text', messages: [{ role: 'user', content: 'Draft the release note.' }], routing: { provider: 'openai', model: 'gpt-4o-mini' } } });
+    expect(denied.status).toBe(403);
+    const callId: string = denied.json.id;
+    const permitId: string = (await h.call('GET', `/v1/calls/${callId}`, { key: p.clientKey })).json.permit_id;
+    expect((await h.call('GET', `/v1/permits/${permitId}`, { key: p.clientKey })).json).toMatchObject({ decision: 'review', status: 'pending_review' });
 
-    await go('reviews');
+    // The denied call in the request log links to its review; the queue opens at its permit.
+    await go('calls?status=denied');
+    const row = page.getByRole('table', { name: 'Calls' }).locator('tbody tr').filter({ has: page.locator(`a[href="#/calls/${callId}"]`) });
+    await row.getByRole('link', { name: 'review' }).click();
+    await page.waitForURL(new RegExp(`#/reviews\\?permit=${permitId}$`));
     const card = page.locator(`[data-permit-id="${permitId}"]`);
     await card.waitFor();
+    expect(await card.getAttribute('aria-current')).toBe('true');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-permit-id'))).toBe(permitId);
     await card.getByLabel('Reason').fill('checked by the on-call engineer');
     await shot('reviews');
     await card.getByRole('button', { name: 'Attest' }).click();
     await expectText(page.getByRole('status').filter({ hasText: 'Attested' }), new RegExp(`Attested ${permitId}`));
     const permit = await h.call('GET', `/v1/permits/${permitId}`, { key: p.clientKey });
     expect(permit.json.status).toBe('attested');
+    // The call's own view says what became of its review, and links there too.
+    await go(`calls/${callId}`);
+    await page.getByRole('link', { name: 'Review: attested' }).click();
+    await page.waitForURL(new RegExp(`#/reviews\\?permit=${permitId}$`));
+    await expectText(page.locator(`p[data-permit-id="${permitId}"]`), /no longer waits: attested/);
 
     await go(`timeline/permit/${permitId}`);
     const timeline = page.getByRole('list', { name: `Timeline of ${permitId}` });
@@ -266,6 +281,19 @@ describe('dashboard in Chromium', () => {
     await shot('live-events');
   });
 
+  it('shows provider keys, workflow intents, and jobs with webhook subscriptions', async () => {
+    await go('providers');
+    await page.getByRole('heading', { name: 'Provider keys', level: 2 }).waitFor();
+    await page.locator('main table tbody tr').first().waitFor();
+    await shot('providers');
+    await go('intents');
+    await page.locator('main table tbody tr', { hasText: 'nightly-digest' }).waitFor();
+    await shot('intents');
+    await go('jobs');
+    await page.getByRole('heading', { name: 'Webhook subscriptions', level: 2 }).waitFor();
+    await shot('jobs');
+  });
+
   it('is keyboard reachable and fits a phone-width screen', async () => {
     await go('spend');
     await page.getByRole('heading', { name: 'Month-end forecast' }).waitFor();
@@ -277,13 +305,42 @@ describe('dashboard in Chromium', () => {
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
     await page.keyboard.press('Enter');
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('main');
-    await page.setViewportSize({ width: 390, height: 844 });
+    await page.setViewportSize({ width: 375, height: 740 });
     await go('keys');
     await page.getByRole('heading', { name: 'API keys', level: 2 }).waitFor();
-    // Wide tables and the section list scroll inside themselves; the page itself does not.
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await expectVisible(page.getByRole('link', { name: 'Policy' }));
     await shot('phone-keys');
+  });
+
+  it('fits every page in a phone-width screen: wide content scrolls inside itself, the page does not', async () => {
+    await page.setViewportSize({ width: 375, height: 740 });
+    const call = (await h.call('GET', '/v1/calls?limit=1', { key: p.clientKey })).json.data[0];
+    const permit = (await h.call('GET', '/v1/permits?limit=1', { key: p.clientKey })).json.data[0];
+    // Each page with what shows it has loaded its content.
+    const pages: [string, () => ReturnType<Page['locator']>][] = [
+      ['calls', () => page.getByRole('table', { name: 'Calls' }).locator('tbody tr').first()],
+      [`calls/${call.id}`, () => page.getByRole('list', { name: 'Waterfall' })],
+      ['overview', () => page.locator('canvas[aria-label="Calls per interval by status"]')],
+      ['governance', () => page.getByRole('table', { name: 'Decisions by reason code' }).locator('tbody tr').first()],
+      ['spend', () => page.getByRole('rowheader', { name: 'anthropic / claude-sonnet-4-5' })],
+      ['keys', () => page.locator('main table tbody tr').first()],
+      ['providers', () => page.locator('main table tbody tr').first()],
+      ['policy', () => page.getByLabel('Daily')],
+      ['reviews', () => page.getByRole('heading', { name: 'Revocations', level: 2 })],
+      ['intents', () => page.locator('main table tbody tr').first()],
+      [`timeline/permit/${permit.id}`, () => page.getByRole('list', { name: `Timeline of ${permit.id}` })],
+      ['events', () => page.locator('main table tbody tr').first()],
+      ['jobs', () => page.getByRole('heading', { name: 'Webhook subscriptions', level: 2 })],
+    ];
+    const overflowing: string[] = [];
+    for (const [hash, loaded] of pages) {
+      await go(hash);
+      await loaded().waitFor();
+      const [scrollWidth, width] = await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
+      if (scrollWidth > width) overflowing.push(`${hash}: ${scrollWidth} px wide in ${width}`);
+    }
+    expect(overflowing).toEqual([]);
+    await page.setViewportSize({ width: 1280, height: 860 });
   });
 
   it('signs out and the refresh token stops working', async () => {

@@ -40,6 +40,9 @@ function Options({ values, chosen }: { values: string[]; chosen: string | undefi
   );
 }
 
+/** The review queue, opened at one permit. */
+const reviewHref = (permitId: string) => `#/reviews?permit=${encodeURIComponent(permitId)}`;
+
 const tone = (s: Call['status']) => (s === 'completed' ? 'ok' : s === 'denied' ? 'warn' : 'bad');
 
 /** The request log: the project's calls, newest first, live on the first page; filters in the URL. */
@@ -54,6 +57,9 @@ export function Calls({ project, query }: { project: ProjectView; query: URLSear
     () => ok(api.GET('/v1/calls', { params: { query: { ...(filters as Record<string, string>), limit: 50, ...(cursor ? { cursor } : {}) } } })),
     [key, project.id, cursor],
   );
+  // The latest review permits: a denied call whose permit is one of them links to its review.
+  const reviews = useLoad(() => ok(api.GET('/v1/permits', { params: { query: { decision: 'review', limit: 100 } } })), [key, project.id, cursor, page.data]);
+  const inReview = new Set(reviews.data?.data.map((p) => p.id) ?? []);
   useEffect(() => {
     if (cursor) return;
     const t = setInterval(page.reload, LIVE_MS);
@@ -132,7 +138,10 @@ export function Calls({ project, query }: { project: ProjectView; query: URLSear
             {page.data.data.map((c) => (
               <tr key={c.id}>
                 <td><a href={`#/calls/${encodeURIComponent(c.id)}`}>{when(c.created_at)}</a></td>
-                <td><Badge tone={tone(c.status)}>{c.status} {c.status_code}</Badge>{c.error && <span class="muted"> {c.error.code}</span>}</td>
+                <td>
+                  <Badge tone={tone(c.status)}>{c.status} {c.status_code}</Badge>{c.error && <span class="muted"> {c.error.code}</span>}
+                  {c.status === 'denied' && c.permit_id && inReview.has(c.permit_id) && <> · <a href={reviewHref(c.permit_id)}>review</a></>}
+                </td>
                 <td>{c.route}</td>
                 <td>{c.provider ? `${c.provider}/${c.model ?? ''}` : '—'}</td>
                 <td>{c.usage.input_tokens}/{c.usage.output_tokens}</td>
@@ -158,6 +167,12 @@ export function CallView({ id }: { id: string }) {
   const call = useLoad(() => ok(api.GET('/v1/calls/{call_id}', { params: { path: { call_id: id } } })), [id]);
   const timeline = useLoad(() => ok(api.GET('/v1/requests/{request_id}/timeline', { params: { path: { request_id: id } } })), [id]);
   const c = call.data;
+  const deniedPermit = c?.status === 'denied' ? c.permit_id : null;
+  const permit = useLoad(
+    () => (deniedPermit ? ok(api.GET('/v1/permits/{permit_id}', { params: { path: { permit_id: deniedPermit } } })) : Promise.resolve(null)),
+    [deniedPermit],
+  );
+  const p = permit.data;
   return (
     <Section title={`Call ${id}`} actions={<a href="#/calls">All calls</a>}>
       <ErrorNote error={call.error} />
@@ -171,6 +186,15 @@ export function CallView({ id }: { id: string }) {
           <dt>Started</dt><dd>{when(c.created_at)}</dd>
           <dt>Latency</dt><dd>{c.duration_ms} ms</dd>
           <dt>Permit</dt><dd>{c.permit_id ? <a href={`#/timeline/permit/${encodeURIComponent(c.permit_id)}`}>{c.permit_id}</a> : '—'}</dd>
+          {p && (
+            <>
+              <dt>Decision</dt>
+              <dd>
+                {p.decision} · {p.reason_code}
+                {p.decision === 'review' && <> · <a href={reviewHref(p.id)}>{p.status === 'pending_review' ? 'Review it' : `Review: ${p.status.replace('_', ' ')}`}</a></>}
+              </dd>
+            </>
+          )}
           <dt>Key</dt><dd>{c.key_id ?? '—'}</dd>
           <dt>Workflow</dt><dd>{c.workflow_id ?? '—'}</dd>
           <dt>Job</dt><dd>{c.job_id ?? '—'}</dd>

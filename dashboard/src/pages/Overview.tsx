@@ -31,7 +31,9 @@ export function Overview({ project, query }: { project: ProjectView; query: URLS
   const id = windowOf(query);
   const w = WINDOWS[id];
   const metrics = useLoad(() => {
-    const to = new Date();
+    // The window ends at the end of the current bucket: whole minutes and hours are read from the
+    // call rollup, so an aligned window is the cheap one (docs/decisions/call-rollup.md).
+    const to = new Date(Math.ceil(Date.now() / (w.bucket * 1000)) * w.bucket * 1000);
     const from = new Date(to.getTime() - w.seconds * 1000);
     return ok(api.GET('/v1/metrics/calls', { params: { query: { from: from.toISOString(), to: to.toISOString(), bucket_seconds: w.bucket } } }));
   }, [id, project.id]);

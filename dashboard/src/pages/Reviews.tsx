@@ -1,11 +1,17 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ok, usd, when, type Schemas } from '../api';
 import { Badge, Empty, ErrorNote, Section, useLoad } from '../components/ui';
 import type { ProjectView } from '../project';
 
-/** Permits waiting for a human (policy.review_required): attest (allow) or deny (revoke). */
-export function Reviews({ project, user }: { project: ProjectView; user: string }) {
+/**
+ * Permits waiting for a human (policy.review_required): attest (allow) or deny (revoke).
+ * `?permit=<id>` (a denied call's link) opens the queue at that permit: its card is marked and
+ * focused, or, when it no longer waits, what became of it.
+ */
+export function Reviews({ project, user, query }: { project: ProjectView; user: string; query: URLSearchParams }) {
+  const focus = query.get('permit');
   const pending = useLoad(() => ok(api.GET('/v1/permits', { params: { query: { decision: 'review', limit: 100 } } })), [project.id]);
+  const focused = useLoad(() => (focus ? ok(api.GET('/v1/permits/{permit_id}', { params: { path: { permit_id: focus } } })) : Promise.resolve(null)), [focus, project.id, pending.data]);
   const revoked = useLoad(() => ok(api.GET('/v1/permits', { params: { query: { limit: 100 } } })), [project.id]);
   const [error, setError] = useState<unknown>(null);
   const [done, setDone] = useState<string | null>(null);
@@ -36,9 +42,15 @@ export function Reviews({ project, user }: { project: ProjectView; user: string 
       <Section title="Waiting for review">
         <ErrorNote error={error ?? pending.error} />
         {done && <p role="status">{done}</p>}
+        <ErrorNote error={focused.error} />
+        {focused.data && focused.data.status !== 'pending_review' && (
+          <p class="note" data-permit-id={focused.data.id}>
+            <a href={`#/timeline/permit/${focused.data.id}`}>{focused.data.id}</a> no longer waits: {focused.data.decision === 'review' ? focused.data.status.replace('_', ' ') : `its decision is ${focused.data.decision}`}.
+          </p>
+        )}
         {pending.data && waiting.length === 0 && <Empty>Nothing waits for review.</Empty>}
         {waiting.map((p) => (
-          <ReviewCard key={p.id} p={p} canDecide={canDecide} onDecide={(action, reason) => decide(p, action, reason)} />
+          <ReviewCard key={p.id} p={p} focused={p.id === focus} canDecide={canDecide} onDecide={(action, reason) => decide(p, action, reason)} />
         ))}
       </Section>
       <Section title="Revocations">
@@ -53,11 +65,15 @@ export function Reviews({ project, user }: { project: ProjectView; user: string 
   );
 }
 
-function ReviewCard({ p, canDecide, onDecide }: { p: Schemas['Permit']; canDecide: boolean; onDecide: (a: 'attest' | 'deny', reason: string) => Promise<void> }) {
+function ReviewCard({ p, focused, canDecide, onDecide }: { p: Schemas['Permit']; focused: boolean; canDecide: boolean; onDecide: (a: 'attest' | 'deny', reason: string) => Promise<void> }) {
   const [reason, setReason] = useState('');
   const extra = p as Schemas['Permit'] & { issued_at?: string; reason?: string };
+  const ref = useRef<HTMLElement>(null);
+  useEffect(() => {
+    if (focused) ref.current?.focus();
+  }, [focused]);
   return (
-    <article class="card" data-permit-id={p.id} aria-label={`Review ${p.id}`}>
+    <article ref={ref} class={focused ? 'card focused' : 'card'} data-permit-id={p.id} aria-label={`Review ${p.id}`} aria-current={focused ? 'true' : undefined} tabIndex={focused ? -1 : undefined}>
       <h3><a href={`#/timeline/permit/${p.id}`}>{p.id}</a> <Badge tone="warn">{p.reason_code}</Badge></h3>
       <p>{p.operation} on {p.provider}/{p.model}, estimated {usd(p.estimate.cost_usd_micros)}{p.workflow_id ? `, workflow ${p.workflow_id}` : ''}; issued {when(extra.issued_at)}</p>
       {canDecide && (

@@ -13,7 +13,8 @@ import {
   governanceMetricsQuery,
   governanceMetricsSchema,
 } from '../schemas/calls';
-import { callMetrics, findCall, listCalls, type CallRecord } from '../../db/repositories/calls';
+import { callMetrics } from '../../db/repositories/call-metrics';
+import { findCall, listCalls, type CallRecord } from '../../db/repositories/calls';
 import { notFoundOrArchived } from '../../retention/archived';
 import { governanceMetrics } from '../../db/repositories/governance-metrics';
 import type { Clock } from '../../clock';

@@ -8,6 +8,7 @@ import { leafHash, leafHashHex } from '../../integrity/merkle';
 import { recordLeafEvent } from '../../executions/lifecycle';
 import { readRecordLeaves, type StoredRecordLeaf } from './record-leaves';
 import { logAnchor } from './archives';
+import { foldCalls, isTerminalEvent } from './call-rollup';
 
 /**
  * The append-only event log timelines are rebuilt from. Each project has its own hash chain:
@@ -329,6 +330,10 @@ export async function chainEvents(db: Pool, projectIds: string[], batch = 500): 
       'DELETE FROM event_chain_pending p USING unnest($1::text[], $2::bigint[]) AS k(project_id, first_seq) WHERE p.project_id = k.project_id AND p.first_seq = k.first_seq',
       [pendingProjects, firstSeqs],
     );
+    // The round's call records into the Overview's rollup, in the transaction that chains them:
+    // exactly once, and never on the request path (src/db/repositories/call-rollup.ts).
+    const fold = recordsOf(leaves);
+    await foldCalls(client, fold.projectIds, fold.ids);
     await client.query('COMMIT');
     return { events: leaves.length, fullProjects };
   } catch (err) {
@@ -350,6 +355,25 @@ interface PendingRecord {
 }
 
 type PendingLeaf = PendingEvent | PendingRecord;
+
+/**
+ * The call records a round chains: a record with a lifecycle by its leaf, any other by its
+ * terminal event (whose request_id is the record's id).
+ */
+function recordsOf(leaves: PendingLeaf[]): { projectIds: string[]; ids: string[] } {
+  const projectIds: string[] = [];
+  const ids: string[] = [];
+  for (const l of leaves) {
+    if ('record' in l) {
+      projectIds.push(l.record.project_id);
+      ids.push(String(l.record.row.id));
+    } else if (isTerminalEvent(l)) {
+      projectIds.push(l.project_id);
+      ids.push(l.request_id!);
+    }
+  }
+  return { projectIds, ids };
+}
 
 /** Elements of PostgreSQL array texts without their braces ("1,2,3"). */
 function seqCount(lists: string[]): number {

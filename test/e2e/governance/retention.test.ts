@@ -86,6 +86,10 @@ describe('retention: archive, verify, then delete', () => {
     expect(archive).toMatchObject({ status: 'completed', log_range: { first_index: 0, last_index: 15 } });
     expect(archive.path.startsWith(join(archiveDir, projectId))).toBe(true);
     expect(archive.deleted).toMatchObject({ executions: 16, event_chain: 16, permits: 16, idempotency_keys: 1 });
+    // The Overview counts the calls that remain: the time before the cutoff now comes from the records.
+    const overview = (await h.call('GET', '/v1/metrics/calls', { key: p.clientKey })).json;
+    expect(overview.totals.calls).toBe(9);
+    expect(await count(`SELECT count(*) AS n FROM call_rollup WHERE project_id = $1 AND start + make_interval(secs => width) <= (SELECT started_at FROM call_rollup_starts WHERE project_id = $1)`, projectId)).toBe(0);
 
     // The archive verifies offline from its file alone, with the published key.
     expect(existsSync(archive.path)).toBe(true);

@@ -1,0 +1,69 @@
+/**
+ * The call rollup (migration 0220, docs/decisions/call-rollup.md): call records folded per minute
+ * and per hour by status, by (provider, model) and by key, with a latency histogram, so the
+ * Overview's aggregates read a few rows per period instead of every call in a window.
+ *
+ * Folded off the request path: the chain sequencer folds the records it chains in the same
+ * transaction (src/db/repositories/events.ts), a record with a lifecycle when its leaf is chained,
+ * any other record (a denial, a call recorded with its events) when its terminal event is. So a
+ * record is in the rollup exactly when its leaf or terminal event left `event_chain_pending`, and
+ * `UNFOLDED_RECORDS_SQL` finds the others.
+ */
+import type { Queryable } from '../pool';
+import { EXECUTION_EVENT_SOURCE } from '../../executions/lifecycle';
+import { LATENCY_BOUNDS } from '../latency-histogram';
+
+/** The events that end a record without a lifecycle (src/executions/record.ts writes one per such record). */
+export const TERMINAL_EVENT_TYPES: readonly string[] = ['request.completed', 'request.errored', 'request.denied'];
+
+/** Whether a chained event is a record's terminal event: its request_id is then the record's id. */
+export function isTerminalEvent(e: { event_type: string; source: string; request_id: string | null }): boolean {
+  return e.request_id !== null && e.source === EXECUTION_EVENT_SOURCE && TERMINAL_EVENT_TYPES.includes(e.event_type);
+}
+
+/** Adds the records (project, id) to the rollup, one upsert per group; each record must be folded once. */
+export async function foldCalls(db: Queryable, projectIds: readonly string[], ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.query('SELECT tollgate_fold_calls($1::text[], $2::text[], $3::int[])', [projectIds, ids, LATENCY_BOUNDS]);
+}
+
+/**
+ * The ids of the project's records not folded yet (`$1` the project): those whose leaf or terminal
+ * event still waits in `event_chain_pending`. Read in the same statement as the rollup, so a
+ * sequencer round is seen either whole or not at all.
+ */
+export const UNFOLDED_RECORDS_SQL = `
+  SELECT x.id FROM (SELECT unnest(seqs) AS seq FROM event_chain_pending WHERE project_id = $1) AS p
+    JOIN executions x ON x.project_id = $1 AND x.seq = p.seq
+  UNION
+  SELECT e.request_id FROM (SELECT unnest(seqs) AS seq FROM event_chain_pending WHERE project_id = $1) AS p
+    JOIN events e ON e.seq = p.seq
+   WHERE e.project_id = $1 AND e.source = '${EXECUTION_EVENT_SOURCE}' AND e.event_type IN (${TERMINAL_EVENT_TYPES.map((t) => `'${t}'`).join(', ')})`;
+
+/** When the rollup starts for a project: its records created earlier are not folded (null: all are). */
+export async function rollupStart(db: Queryable, projectId: string): Promise<Date | null> {
+  const { rows } = await db.query<{ started_at: Date }>('SELECT started_at FROM call_rollup_starts WHERE project_id = $1', [projectId]);
+  return rows[0]?.started_at ?? null;
+}
+
+/**
+ * Retention (src/retention/run.ts) deleted the project's records before `cutoff`: from now on reads
+ * take the time before it from the records that remain, so the rollup's start moves there (never
+ * back) and the rows of periods ending by it can go (`deleteRollupBefore`).
+ */
+export async function moveRollupStart(db: Queryable, projectId: string, cutoff: Date): Promise<void> {
+  await db.query(
+    `INSERT INTO call_rollup_starts (project_id, started_at) VALUES ($1, $2)
+     ON CONFLICT (project_id) DO UPDATE SET started_at = greatest(call_rollup_starts.started_at, excluded.started_at)`,
+    [projectId, cutoff],
+  );
+}
+
+/** Deletes up to `limit` rollup rows of the project's periods that end by `cutoff`; returns how many. */
+export async function deleteRollupBefore(db: Queryable, projectId: string, cutoff: Date, limit: number): Promise<{ rowCount: number | null }> {
+  return db.query(
+    `DELETE FROM call_rollup WHERE ctid = ANY(ARRAY(
+       SELECT ctid FROM call_rollup WHERE project_id = $1 AND start + make_interval(secs => width) <= $2 LIMIT $3))`,
+    [projectId, cutoff, limit],
+  );
+}
