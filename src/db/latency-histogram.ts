@@ -1,5 +1,5 @@
 /**
- * The call rollup's latency histogram (migration 0220): fixed log-scale buckets, eight per
+ * The call rollup's latency histogram (migration 0230): fixed log-scale buckets, eight per
  * doubling. Bucket 0 holds durations under 1 ms; bucket i ≥ 1 holds the whole milliseconds in
  * [LATENCY_BOUNDS[i - 1], LATENCY_BOUNDS[i]) (SQL's `width_bucket(duration_ms, bounds)`), the last
  * bucket everything from its lower bound up. Bounds are ceil(2^(k/8)) without repeats, so under

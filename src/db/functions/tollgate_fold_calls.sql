@@ -1,6 +1,6 @@
 CREATE OR REPLACE FUNCTION tollgate_fold_calls(p_projects text[], p_ids text[], p_bounds int[])
 RETURNS void LANGUAGE sql AS $$
-  -- Adds the call records (project_id, id) to call_rollup (migration 0220): one upsert per
+  -- Adds the call records (project_id, id) to call_rollup (migration 0230): one upsert per
   -- (project, period, grouping) for all of them, per minute and per hour. A record created before
   -- its project's rollup start is left out (reads take those from the records). Latency buckets
   -- are width_bucket(duration_ms, p_bounds); denied calls have none (they never reached a

@@ -1,5 +1,5 @@
 /**
- * The call rollup (migration 0220, docs/decisions/call-rollup.md): call records folded per minute
+ * The call rollup (migration 0230, docs/decisions/call-rollup.md): call records folded per minute
  * and per hour by status, by (provider, model) and by key, with a latency histogram, so the
  * Overview's aggregates read a few rows per period instead of every call in a window.
  *

@@ -1,5 +1,5 @@
 /**
- * The call rollup (migration 0220) against the records it folds: the Overview's aggregates read
+ * The call rollup (migration 0230) against the records it folds: the Overview's aggregates read
  * through the rollup (`callMetrics`) equal an aggregate of the raw records over the same window —
  * counts, cost and tokens exactly, percentiles within the histogram's resolution — whatever the
  * window's alignment and bucket size, for records folded in one sequencer round or across two
