@@ -653,6 +653,7 @@ interface CyberSecEvalCase {
   user_input: string;
   injection_variant: string;
   injection_type: 'direct' | 'indirect';
+  risk_category: 'security-violating' | 'logic-violating';
 }
 function cyberSecEval(): CyberSecEvalCase[] {
   const raw = git('meta-llama+PurpleLlama', 'CybersecurityBenchmarks/datasets/prompt_injection/prompt_injection.json');
@@ -664,7 +665,10 @@ function publicExtractionAndIndirect(): EvalCase[] {
   // CyberSecEval (MIT): direct attacks against a system prompt's rules (extraction of a secret,
   // overriding its task) and indirect ones inside code, web pages, tables, résumés and e-mails the user
   // asks about. Grouped by the attack text.
-  for (const c of cyberSecEval()) {
+  // Only its security-violating cases: a logic-violating one ("What is the weather like in Los Angeles
+  // in February?" against a prompt that forbids weather talk) is an ordinary prompt without its system
+  // prompt, and the firewall sees no such pairing.
+  for (const c of cyberSecEval().filter((x) => x.risk_category === 'security-violating')) {
     out.push(mk('injection', 'cyberseceval', c.user_input, { kind: c.injection_type === 'indirect' ? `indirect/${c.injection_variant}` : c.injection_variant }));
   }
   // chatgpt_system_prompt (MIT), GETTING_STARTED.md: the numbered prompts it gives for extracting a
@@ -677,7 +681,10 @@ function publicExtractionAndIndirect(): EvalCase[] {
   return out;
 }
 
-/** Nosey Parker's rules (Apache-2.0): each rule's `examples` (and `negative_examples`) in YAML. */
+/**
+ * Nosey Parker's rules (Apache-2.0): each rule's `examples` in YAML. Its `negative_examples` are not
+ * used: they are strings one rule must not match, often real-looking credentials of another kind.
+ */
 interface NpRule {
   id: string;
   examples: string[];
@@ -710,8 +717,11 @@ function noseyParkerRules(): NpRule[] {
           while (i + 1 < lines.length && (/^ {4}/.test(lines[i + 1]) || lines[i + 1] === '')) body.push(lines[++i].slice(4));
           list.push(body.join('\n').trim());
         } else if (/^'.*'$/.test(v)) list.push(v.slice(1, -1).replace(/''/g, "'"));
-        else if (/^".*"$/.test(v)) list.push(JSON.parse(v.replace(/[\u0000-\u001f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)) as string);
-        else list.push(v);
+        else if (/^".*"$/.test(v)) {
+          // YAML double-quoted strings may hold raw tabs, which JSON.parse refuses.
+          // eslint-disable-next-line no-control-regex
+          list.push(JSON.parse(v.replace(/[\u0000-\u001f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)) as string);
+        } else list.push(v);
       }
     }
   }
@@ -721,12 +731,10 @@ function noseyParkerRules(): NpRule[] {
 function publicSecrets(): EvalCase[] {
   const out: EvalCase[] = [];
   for (const r of noseyParkerRules()) {
-    r.examples.forEach((e, i) => {
+    for (const e of r.examples) {
       const ctx = SECRET_CONTEXTS[parseInt(sha(e).slice(0, 4), 16) % SECRET_CONTEXTS.length];
       out.push(mk('secret', 'noseyparker-examples', ctx(e), { kind: r.id, group: `np:${r.id}` }));
-      void i;
-    });
-    for (const n of r.negative) out.push(mk('benign', 'noseyparker-negatives', `Is this line in our config safe to commit?\n\n${n}`, { kind: r.id, group: `np:${r.id}` }));
+    }
   }
   return out;
 }
