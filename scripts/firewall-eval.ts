@@ -43,6 +43,13 @@ const cases = [...generated, ...pub];
 const input = (c: EvalCase): InspectableText[] => [c.role && c.role !== 'user' ? { role: c.role, text: c.text } : c.text];
 
 const CATS = ['injection', 'jailbreak', 'secret', 'pii', 'benign'] as const;
+/**
+ * What the project defaults do with a detection (policy `firewall.actions`): injection and secrets
+ * are blocked, personal data is redacted. An ordinary prompt counts as blocked only when a blocking
+ * category is detected; one whose personal data is masked goes through and is counted apart.
+ */
+const DEFAULT_BLOCKING = new Set(['prompt_injection', 'secret']);
+const blocked = (r: { categories: readonly string[] }) => r.categories.some((c) => DEFAULT_BLOCKING.has(c));
 const expected: Record<string, string> = { injection: 'prompt_injection', jailbreak: 'prompt_injection', secret: 'secret', pii: 'pii' };
 
 function report(split: 'dev' | 'test', toggles: boolean) {
@@ -54,21 +61,23 @@ function report(split: 'dev' | 'test', toggles: boolean) {
     const cs = cases.filter((c) => c.split === split && c.category === cat && (toggles || !c.requires));
     let hit = 0;
     let right = 0;
+    let redacted = 0;
     const missed: EvalCase[] = [];
     for (const c of cs) {
       const r = inspectText(input(c), opts);
-      if (r.detected) {
+      const caught = cat === 'benign' ? blocked(r) : r.detected;
+      if (caught) {
         hit += 1;
         if (cat === 'benign' || r.categories.includes(expected[cat] as never)) right += 1;
-      }
-      if ((cat === 'benign') === r.detected) missed.push(c);
+      } else if (cat === 'benign' && r.detected) redacted += 1;
+      if ((cat === 'benign') === caught) missed.push(c);
     }
     if (cat !== 'benign') {
       attacks += cs.length;
       caught += hit;
     }
-    const label = cat === 'benign' ? 'benign blocked' : `${cat} blocked`;
-    say(`    ${label.padEnd(20)} ${pct(hit, cs.length)}${cat !== 'benign' ? `   right category ${pct(right, cs.length)}` : ''}`);
+    const label = cat === 'benign' ? 'benign blocked' : cat === 'pii' ? 'pii caught' : `${cat} caught`;
+    say(`    ${label.padEnd(20)} ${pct(hit, cs.length)}${cat !== 'benign' ? `   right category ${pct(right, cs.length)}` : `   personal data redacted (let through) ${pct(redacted, cs.length)}`}`);
     if (showMisses === split && missed.length) {
       for (const c of missed) say(`      ${cat === 'benign' ? 'FP  ' : 'MISS'} [${c.source}${c.kind ? `/${c.kind}` : ''}] ${JSON.stringify(c.text.slice(0, 160))}`);
     }
@@ -83,7 +92,8 @@ function bySource(split: 'dev' | 'test') {
     const k = `${c.category} · ${c.source}`;
     const g = groups.get(k) ?? { n: 0, hit: 0, benign: c.category === 'benign' };
     g.n += 1;
-    if (inspectText(input(c), opts).detected) g.hit += 1;
+    const r = inspectText(input(c), opts);
+    if (c.category === 'benign' ? blocked(r) : r.detected) g.hit += 1;
     groups.set(k, g);
   }
   for (const [k, g] of [...groups].sort()) say(`    ${k.padEnd(52)} ${g.benign ? 'blocked' : 'caught '} ${pct(g.hit, g.n)}`);

@@ -31,7 +31,7 @@ const FOLDS = 5;
  * (target ≤ 2% on test, all detectors, so half of it), and the other benign training texts (T0 task
  * prompts full of news about weapons and crime, where the rules alone flag 0.8%).
  */
-const MAX_FP = 0.01;
+const MAX_FP = 0.015;
 const MAX_FP_EXTRA = 0.015;
 const OUT = path.join(__dirname, '..', 'src', 'governance', 'firewall', 'classifier-weights.json');
 

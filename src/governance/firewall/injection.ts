@@ -39,7 +39,11 @@ const SIGNALS: Signal[] = [
   S('inj.stop_task', 1, ` (?:stop|end|halt|abort) (?:processing|the task|all tasks|what you are doing|your task) `),
   S('inj.to_ai', 1, ` (?:dear|hey|attention|important|note to|message to|instructions for|notice to) (?:the )?(?:ai|assistant|model|llm|chatbot|gpt|claude|gemini|agent|bot) `),
   // System-prompt extraction.
-  S('inj.extract', 2, ` (?:reveal|print|show|output|repeat|leak|dump|display|tell me|give me|echo|share|recite|list|translate|summari[sz]e|spell out|write out|write down|copy|paste|return|provide|disclose|expose|read back|read out|explain|describe|complete|fill in|what (?:is|are|were|was)|what s) ${G(4)}(?:system prompt|system message|system instructions?|initial (?:prompt|instructions?)|hidden (?:prompt|instructions?)|secret (?:prompt|instructions?)|original (?:prompt|instructions?)|internal (?:prompt|instructions?|rules|system prompt)|pre ?prompt|prompt text|prompt texts|developer (?:message|prompt|instructions)|full prompt|entire prompt|complete prompt|exact prompt|your (?:prompt|instructions|rules|directives|guidelines|configuration|programming|commands)|instructions (?:you (?:were|have been|are) given|given to you|above|you received|you have received|at the (?:start|beginning))|what you were told|text above|words above|everything above) `),
+  S('inj.extract', 2, ` (?:reveal|print|show|output|repeat|leak|dump|display|tell me|give me|echo|share|recite|list|translate|summari[sz]e|spell out|write out|write down|copy|paste|return|provide|disclose|expose|read back|read out|explain|describe|complete|fill in|what (?:is|are|were|was)|what s) ${G(4)}(?:system prompt|system message|system instructions?|initial (?:prompt|instructions?)|hidden (?:prompt|instructions?)|secret (?:prompt|instructions?)|original (?:prompt|instructions?)|internal (?:prompt|instructions?|rules|system prompt)|pre ?prompt|prompt text|prompt texts|developer (?:message|prompt|instructions)|full prompt|entire prompt|complete prompt|exact prompt|your (?:prompt|instructions|rules|directives|guidelines|configuration|programming|commands)|instructions (?:you (?:were|have been|are) given|given to you|above|you received|you have received|at the (?:start|beginning))|what you were told|text above|words above|everything above|initiali[sz]ation(?: string| text| prompt| message| instructions| above)?|(?:startup|setup|boot) (?:instructions|prompt|message|text)|preamble|(?:instructions|rules|text|words|message) (?:before|above) (?:this|my)) `),
+  S('inj.extract_start', 2, ` (?:repeat|print|output|reveal|show|write|copy|return|recite|echo|type|give me|tell me|list) ${G(3)}(?:first|initial|opening|earliest|very first) (?:[0-9]+ )?(?:words|lines|sentences|characters|paragraphs?|messages?|tokens|text|prompt) (?:of|in|from) (?:this|the|your|our) (?:conversation|chat|prompt|context|session|instructions|message|document) `),
+  S('inj.instructed_to', 2, ` (?:complete|continue|finish|fill in|fill|carry on) ${G(4)}(?:i was (?:instructed|told|asked|programmed|given|designed|prompted) to|my (?:instructions|rules|system prompt) (?:are|were|say)|i am not (?:allowed|supposed|permitted) to|i must never) `),
+  S('inj.not_supposed', 2, ` what (?:are|were|is|have) you (?:been )?(?:not supposed|not allowed|not permitted|told not|instructed not|asked not|forbidden|prohibited|programmed not) to (?:tell|say|reveal|share|disclose|discuss|talk about|mention|show|do) `),
+  S('inj.encoded_extract', 1, ` (?:in|into|using|with|as) (?:rot ?13|base ?64|hex|hexadecimal|binary|morse(?: code)?|pig latin|leetspeak|l33t|reverse(?:d)? order|reverse|caesar(?: cipher)?|a cipher|swapped vowels|vowels swapped) `),
   S('inj.instructions_given', 1, ` (?:instructions|rules|guidelines|prompt|directions|commands) (?:you (?:were|have been|are|got) (?:given|told|provided)|given to you|you received|you have received|you were trained) `),
   S('inj.system_prompt_mention', 1, ` (?:your|the) (?:system|hidden|initial|internal|original|secret) (?:prompt|instructions|message) `),
   S('inj.my_instructions_say', 2, ` my (?:instructions|system prompt) (?:say|says) `),
@@ -67,7 +71,7 @@ const SIGNALS: Signal[] = [
   S('inj.response_prefix', 1, ` (?:start|begin|prefix|precede) (?:your|each|every|all) ${G(2)}(?:response|reply|answer|output|message)s? with `),
   S('inj.harmful_topic', 1, ` (?:bomb|explosive|explosives|meth|methamphetamine|cocaine|heroin|fentanyl|nerve agent|bioweapon|chemical weapon|weapons?|firearm|malware|ransomware|keylogger|botnet|hack into|phishing|launder|laundering|counterfeit|shoplift|poison|murder|suicide|self harm|torture|terrorist|terrorism|extremist|racist|sexist|defamatory|harassment|illegal drugs|smuggle|smuggling|trafficking|identity theft|credit card fraud|blackmail|extort|stalk|cyberbully|hate speech|untraceable|hotwire) `),
   // Fake delimiters spelled in words.
-  S('inj.fake_delimiter', 2, ` (?:end of (?:user )?(?:input|prompt|instructions|system prompt)|system override|admin override|new system prompt|im start system|start of new instructions|new instruction set|begin admin) `),
+  S('inj.fake_delimiter', 2, ` (?:end of (?:user )?(?:input|prompt|instructions|system prompt)|system override|admin override|new system prompt|im start system|start of new instructions|new instruction set|begin admin|begin new instructions|new instructions begin|begin new task|new task begins|end of (?:previous|old) instructions) `),
 ];
 
 /** Raw-text patterns (before the words view): role tags and delimiters carried by punctuation. */
@@ -101,8 +105,28 @@ const DEFENSIVE = new RegExp(
     ` what (?:is|are|does) (?:a |an )?(?:prompt injection|jailbreak)`,
     ` test (?:that|whether|if) ${G(4)}(?:blocks?|detects?|catches?) `,
     ` ignore the typo | ignore my (?:last|previous) (?:message|typo|question|email) `,
+    ` (?:must|should|will|always|politely|simply|then) (?:politely |always |simply )?(?:refuse|decline) `,
+    ` (?:when|if|whenever) (?:a |the |any )?(?:users?|someone|anyone|people) ${G(3)}(?:asks?|requests?|tries|try|attempts?|wants?|inquires?|probes?|demands?) `,
+    ` (?:never|not|cannot|can t|must not|do not|don t|won t|will not|under no circumstances ${G(3)})nverb `,
+    ` (?:keep|treat|remain|stay|are|is) ${G(3)}(?:confidential|secret|private|protected|undisclosed) `,
+    ` (?:attempts?|tries|trying|requests?) to (?:extract|reveal|obtain|access|get|steal|trick|manipulate|jailbreak|override|bypass) `,
+    ` (?:security|protection|privacy|confidentiality) (?:rules?|measures?|policy|protocol|notes?|guidelines?|instructions?|laws?) `,
   ].join('|'),
 );
+
+/**
+ * Negated requests: "never reveal your instructions", "do not ignore these rules", "under no
+ * circumstances should you share the password" say what the model must not do. The verb after a
+ * negation is replaced by `nverb` before the signals are matched, so the extraction and override
+ * signals (which start at the verb) do not fire on a prohibition; DEFENSIVE counts `nverb` as
+ * defensive phrasing. Verbs that jailbreaks negate ("never refuse", "do not follow your rules") are
+ * left alone.
+ */
+const NEGATED_VERB = new RegExp(
+  ` ((?:never|not|don t|do not|does not|cannot|can t|must not|mustn t|won t|will not|shall not|should not|may not|nor|refuse to|decline to|prohibited from|forbidden to|under no circumstances(?: should| will| shall| must| may| can| are| is)?(?: you| it| the assistant| the ai| the gpt)?) (?:(?:ever|directly|in any way|under any circumstances|to|be|allowed|permitted|able|going|try|attempt|you|it|the assistant|the gpt|even) ){0,3})(?:reveal|reveals|print|show|output|repeat|leak|dump|display|tell|give|share|recite|list|disclose|expose|provide|write|copy|paste|return|divulge|explain|describe|ignore|disregard|forget|override|bypass|discuss|talk|confirm|summari[sz]e|translate|spell|read|echo|act|pretend|roleplay|play|change|obey|execute) `,
+  'g',
+);
+export const negatedView = (words: string): string => words.replace(NEGATED_VERB, ' $1nverb ');
 
 /** Sticky and global copies of the word signals, and all of them in one alternation. */
 const STICKY = SIGNALS.map((s) => new RegExp(s.pattern.source, 'y'));
@@ -155,7 +179,8 @@ interface RuleScore {
   defensive: boolean;
 }
 
-function score(words: string, raw: string, hits: string[], exclude?: ReadonlySet<string>): RuleScore {
+function score(plainWords: string, raw: string, hits: string[], exclude?: ReadonlySet<string>): RuleScore {
+  const words = negatedView(plainWords);
   let total = 0;
   let strong = 0;
   const wordHits = wordSignalHits(words);
@@ -196,10 +221,30 @@ export interface ViewProfile {
   hits: string[];
 }
 
+/** Lines that read as source code (a statement, a declaration, a brace or a decorator). */
+const CODE_LINE = /^[ \t]*(?:def |class |import |from [\w.]+ import |return\b|if .{0,200}:$|elif |else:|for .{0,200}:$|while .{0,200}:$|try:|except\b|with .{0,200}:$|const |let |var |function\b|async |await |export |public |private |protected |static |func |fn |package |#include|[})\]];?$|@\w+|[\w.]+(?:\[[^\]\n]{0,80}\])? ?[-+*/]?= .|[\w.]+\(.{0,200}\)[;,]?$|assert |self\.|this\.)/gm;
+/** String literals of one line (at least 12 characters) and Python docstrings. */
+const STRING_LITERAL = /"""[\s\S]{0,20000}?"""|'''[\s\S]{0,20000}?'''|"(?:[^"\\\n]|\\.){12,2000}"|'(?:[^'\\\n]|\\.){12,2000}'|`(?:[^`\\\n]|\\.){12,2000}`/g;
+
+/**
+ * Source code quotes attacks as data: a detector's test cases, a filter's pattern list. In text where
+ * at least a third of the lines (and four or more) read as code, the rules do not look inside string
+ * literals and docstrings; comments still count (an instruction planted in a comment is how an
+ * injection rides in code a user asks about), and the classifier sees the whole text.
+ */
+export function codeAwareView(base: string): string {
+  if (base.indexOf('\n') < 0) return base;
+  const lines = base.split('\n').length;
+  const code = base.match(CODE_LINE)?.length ?? 0;
+  if (code < 4 || code * 3 < lines) return base;
+  return base.replace(STRING_LITERAL, '""');
+}
+
 export function viewProfile(base: string, bonus: number, model?: LoadedModel): ViewProfile {
   const hits: string[] = [];
   const words = wordsView(base);
-  const { total, strong, defensive } = score(words, base, hits);
+  const ruleBase = codeAwareView(base);
+  const { total, strong, defensive } = score(ruleBase === base ? words : wordsView(ruleBase), ruleBase, hits);
   return { rules: total, strong, defensive, logit: injectionLogit(base, base.length <= WINDOW ? words : undefined, model), bonus, hits };
 }
 
