@@ -23,6 +23,10 @@
  *    next hourly round (`--before` an hour later) too. Its time, the calls' p99 and max meanwhile
  *    against the p99 before, and the database's size before and after.
  *
+ * BENCH_VACUUM_MS (default 5000) runs a plain VACUUM of both databases that often, as autovacuum
+ * would (a development server may run without it); BENCH_SQL runs SQL on both databases before
+ * their Tollgate starts (a candidate index, say).
+ *
  *   BENCH_CALLS=100000 npm run bench:growth      # a quick run
  *   npm run bench:growth                         # 5 million calls, ~30-40 minutes
  */
@@ -49,6 +53,9 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const C = Number(process.env.C ?? 32);
 const READS = Number(process.env.BENCH_READS ?? 200);
 const STREAM_RESUMES = Number(process.env.BENCH_STREAM_RESUMES ?? 20);
+const VACUUM_MS = Number(process.env.BENCH_VACUUM_MS ?? 5000);
+/** SQL run on both databases before their Tollgate starts (e.g. a candidate index), as bench:pipeline-db's BENCH_SQL. */
+const EXTRA_SQL = process.env.BENCH_SQL ?? '';
 const DAY_MS = 86_400_000;
 const log = (m: string) => console.error(`[bench:growth] ${m}`);
 const ms = (x: number) => x.toFixed(1);
@@ -132,6 +139,27 @@ function runCli(stack: Stack, args: string[], archiveDir: string): Promise<{ ms:
   });
 }
 
+/**
+ * A plain VACUUM of each database every VACUUM_MS until stopped, as autovacuum does on a production
+ * server (the development server may run without it): the permits' settling updates then reuse
+ * space. Paused around retention, whose partition drop would wait for a VACUUM's lock.
+ */
+function vacuumLoop(dbs: Db[]): { stop(): Promise<void> } {
+  let running = VACUUM_MS > 0;
+  const loop = (async () => {
+    while (running) {
+      await new Promise((r) => setTimeout(r, VACUUM_MS));
+      for (const db of dbs) if (running) await db.query('VACUUM');
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const teardown = new Teardown();
   teardown.onSignals();
@@ -139,14 +167,18 @@ async function main(): Promise<void> {
   teardown.add('archives', async () => fs.rmSync(archiveDir, { recursive: true, force: true }));
   try {
     log(`BENCH_CALLS=${CALLS} BENCH_DAYS=${DAYS} BENCH_ROUNDS=${ROUNDS} BENCH_SECONDS=${SECONDS} C=${C} BENCH_READS=${READS}`);
-    const empty = await startStack({ name: 'growth_empty', teardown, log });
+    const extraSql = async (db: Db) => {
+      if (EXTRA_SQL) await db.query(EXTRA_SQL);
+    };
+    const empty = await startStack({ name: 'growth_empty', teardown, log, beforeTollgate: extraSql });
     const { key: emptyKey } = await empty.newProjectKey('growth empty');
     let history: CallHistory | null = null;
     const loaded = await startStack({
       name: 'growth',
       teardown,
       log,
-      beforeTollgate: async (_db, databaseUrl) => {
+      beforeTollgate: async (db, databaseUrl) => {
+        await extraSql(db);
         history = await loadCallHistory(databaseUrl, { env: 'production', masterKey: BENCH_MASTER_KEY, databaseUrl }, { calls: CALLS, days: DAYS, now: new Date(), log });
       },
     });
@@ -155,6 +187,8 @@ async function main(): Promise<void> {
     const big = h.projects[0];
     const { key: bigKey } = await createApiKey(loaded.db, { projectId: big.id, scope: 'client', name: 'bench growth' });
     const loadedSizes = await sizes(loaded.db);
+    const autovacuum = (await loaded.db.query<{ setting: string }>("SELECT setting FROM pg_settings WHERE name = 'autovacuum'")).rows[0].setting;
+    let vacuums = vacuumLoop([empty.db, loaded.db]);
 
     // 1. Throughput, interleaved.
     const call = (stack: Stack, key: string, seconds: number): Promise<Run> =>
@@ -237,6 +271,7 @@ async function main(): Promise<void> {
     log(`retention: every project keeps ${retentionDays} days; rounds --before ${monday.toISOString()} under a c=${C} load`);
     const rl = backgroundLoad({ url: `${loaded.tollgateUrl}/v1/executions`, body: BENCH_BODIES.governed, headers: { authorization: `Bearer ${bigKey}` }, connections: C, seconds: 1800, timeoutSeconds: 30 });
     await new Promise((r) => setTimeout(r, 12_000));
+    await vacuums.stop();
     const retentionRounds: { before: string; ms: number; from: number; to: number; archived: number; dropped: string[] }[] = [];
     for (const cutoff of [monday, new Date(monday.getTime() + 3600_000)]) {
       const from = performance.now();
@@ -247,8 +282,11 @@ async function main(): Promise<void> {
       log(`retention --before ${cutoff.toISOString()}: ${(r.ms / 1000).toFixed(1)} s, ${archived} leaves archived, dropped ${report.partitions_dropped.join(', ') || 'nothing'}`);
       if (report.partitions_dropped.length > 0) break;
     }
+    vacuums = vacuumLoop([empty.db, loaded.db]);
     await new Promise((r) => setTimeout(r, 5000));
     const rlDone = await rl.stop();
+    await vacuums.stop();
+    if (VACUUM_MS > 0) await loaded.db.query('VACUUM');
     const after = await sizes(loaded.db);
     const firstFrom = retentionRounds[0].from;
     // "Before": from 2 s after the load started to retention's start; "during": while a round ran.
@@ -261,7 +299,8 @@ async function main(): Promise<void> {
     // Figures.
     const ratios = rounds.map((r) => r.loaded.rps / r.empty.rps).sort((a, b) => a - b);
     const medianRatio = ratios[Math.floor(ratios.length / 2)];
-    console.log(`\nbench:growth — BENCH_CALLS=${CALLS} BENCH_DAYS=${DAYS} C=${C} BENCH_ROUNDS=${ROUNDS} BENCH_SECONDS=${SECONDS} BENCH_READS=${READS}`);
+    console.log(`\nbench:growth — BENCH_CALLS=${CALLS} BENCH_DAYS=${DAYS} C=${C} BENCH_ROUNDS=${ROUNDS} BENCH_SECONDS=${SECONDS} BENCH_READS=${READS}${EXTRA_SQL ? ` BENCH_SQL='${EXTRA_SQL}'` : ''}`);
+    console.log(`server autovacuum ${autovacuum}; the bench runs a plain VACUUM ${VACUUM_MS > 0 ? `every ${VACUUM_MS} ms (paused while retention runs)` : 'never'}`);
     console.log(`history: ${h.start.toISOString()} → ${h.end.toISOString()}; ${h.projects.map((p) => `${p.name} ${p.calls} calls / ${p.leaves} leaves`).join('; ')}`);
     console.log(
       `load: ${h.rows.permits} permits, ${h.rows.executions} records, ${h.rows.chain} chain rows, ${h.rows.nodes} tree nodes in ${h.seconds.rows.toFixed(0)} s ` +
