@@ -130,3 +130,34 @@ export async function loadWithCpu(pids: number[], o: LoadOptions, temporalPid?: 
   const n = Math.max(1, run.total);
   return { ...run, cpu: { gatewayMs: pids.length ? (cpuOf() - g0) / n : 0, postgresMs: (postgresCpuMs() - pg0) / n, temporalMs: (temporalCpu() - t0) / n } };
 }
+
+/** A load started in the background: every response's end time and latency until `stop()`. */
+export interface BackgroundLoad {
+  /** Stops sending; resolves with each response as [end instant (performance.now()), latency ms], in arrival order. */
+  stop(): Promise<{ responses: [number, number][]; statusCodes: Record<string, number>; errors: number }>;
+}
+
+/** Starts `o` (its `seconds` an upper bound) and runs it until `stop()`: for measuring calls while something else happens. */
+export function backgroundLoad(o: LoadOptions): BackgroundLoad {
+  const responses: [number, number][] = [];
+  const instance = autocannon({
+    url: o.url,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...o.headers },
+    body: JSON.stringify(o.body),
+    connections: o.connections,
+    duration: o.seconds,
+    timeout: o.timeoutSeconds ?? 10,
+  });
+  instance.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => responses.push([performance.now(), ms]));
+  const done = Promise.resolve(instance);
+  return {
+    stop: async () => {
+      instance.stop();
+      const r = await done;
+      const statusCodes: Record<string, number> = {};
+      for (const [code, v] of Object.entries((r.statusCodeStats ?? {}) as Record<string, { count: number }>)) statusCodes[code] = v.count;
+      return { responses, statusCodes, errors: r.errors };
+    },
+  };
+}

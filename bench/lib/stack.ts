@@ -27,7 +27,7 @@ export const ROOT = path.resolve(__dirname, '..', '..');
 /** The bench stack's /metrics bearer token (production mode refuses /metrics without one). */
 export const BENCH_METRICS_TOKEN = 'bench-metrics';
 /** A fixed master key (32 bytes, base64) for the bench's throwaway databases. */
-const BENCH_MASTER_KEY = Buffer.alloc(32, 7).toString('base64');
+export const BENCH_MASTER_KEY = Buffer.alloc(32, 7).toString('base64');
 
 export interface Stack {
   databaseUrl: string;
@@ -59,6 +59,8 @@ export async function startStack(opts: {
   cpuProfDir?: string;
   /** Also start the compiled build of the checkout in this directory (its `npm run build`), for A/B runs. */
   baselineDir?: string;
+  /** Runs on the migrated database before Tollgate starts (e.g. to load a history its workers then find in place). */
+  beforeTollgate?: (db: Db, databaseUrl: string) => Promise<void>;
 }): Promise<Stack> {
   const { teardown, log } = opts;
   const dataDir = path.join(ROOT, '.data');
@@ -78,6 +80,7 @@ export async function startStack(opts: {
 
   const db = createPool(databaseUrl, 2);
   teardown.add('pool', () => db.end());
+  if (opts.beforeTollgate) await opts.beforeTollgate(db, databaseUrl);
 
   // As `npm run dev` runs TypeScript (scripts/lib/source-node-args.ts).
   const tsx = (script: string, nodeArgs: string[] = []) => [...nodeArgs, ...SOURCE_NODE_ARGS, script];

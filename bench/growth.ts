@@ -1,0 +1,347 @@
+/**
+ * `npm run bench:growth`: the gateway on a database that has grown (issue 40).
+ *
+ * Two bench stacks (bench/lib/stack.ts) side by side: one on a fresh database, one on a database
+ * loaded before its Tollgate starts with BENCH_CALLS calls (default 5,000,000) over BENCH_DAYS days
+ * (default 60) across five projects, one holding 70 % (bench/lib/call-history.ts: permits, records,
+ * chain rows, the tree's stored nodes and a signed checkpoint, every hash by the product's own
+ * functions). Then, printing every figure with its parameters:
+ *
+ * 1. Throughput: BENCH_ROUNDS rounds (default 3) of BENCH_SECONDS (default 10) of `POST
+ *    /v1/executions` at C callers (default 32) on each stack, interleaved (the order alternates):
+ *    the loaded database's calls/s against the fresh one's, on the big project.
+ * 2. Reads over HTTP on the loaded stack, BENCH_READS each (default 200), quiet and then under a c=C
+ *    load: the request log's first page and the page after it (`GET /v1/calls`), a page at a random
+ *    point of the history (a cursor there), and request timelines of old (loaded) and new calls.
+ * 3. Resuming the governance event stream (`GET /v1/governance/events/stream`, Last-Event-ID an old
+ *    position): time to the first record, and `integrity verify` of the big project (`verifyLog`,
+ *    what `npm run cli -- integrity verify` runs): records per second.
+ * 4. Retention under a c=C load: every project's retention set so that only the history's first
+ *    day (the oldest week partition, which holds that one Sunday) is past it, then `npm run cli --
+ *    retention run --before <that Monday>` in its own process; when it dropped no partition (an
+ *    archive ends on a multiple of 16 leaves, so a few records before the cutoff can stay), the
+ *    next hourly round (`--before` an hour later) too. Its time, the calls' p99 and max meanwhile
+ *    against the p99 before, and the database's size before and after.
+ *
+ * BENCH_VACUUM_MS (default 5000) runs a plain VACUUM of both databases that often, as autovacuum
+ * would (a development server may run without it); BENCH_SQL runs SQL on both databases before
+ * their Tollgate starts (a candidate index, say).
+ *
+ *   BENCH_CALLS=100000 npm run bench:growth      # a quick run
+ *   npm run bench:growth                         # 5 million calls, ~30-40 minutes
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Teardown } from './lib/children';
+import { backgroundLoad, load, pct, type Run } from './lib/load';
+import { BENCH_MASTER_KEY, ROOT, startStack, type Stack } from './lib/stack';
+import { BENCH_BODIES } from './lib/workload';
+import { loadCallHistory, type CallHistory } from './lib/call-history';
+import { encodeCursor } from '../src/api/cursor';
+import { createApiKey } from '../src/db/repositories/api-keys';
+import { verifyLog } from '../src/integrity/verify-log';
+import { SOURCE_NODE_ARGS } from '../scripts/lib/source-node-args';
+import type { Db } from '../src/db/pool';
+import { weekStart } from '../src/db/partitions';
+
+const CALLS = Number(process.env.BENCH_CALLS ?? 5_000_000);
+const DAYS = Number(process.env.BENCH_DAYS ?? 60);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const C = Number(process.env.C ?? 32);
+const READS = Number(process.env.BENCH_READS ?? 200);
+const STREAM_RESUMES = Number(process.env.BENCH_STREAM_RESUMES ?? 20);
+const VACUUM_MS = Number(process.env.BENCH_VACUUM_MS ?? 5000);
+/** SQL run on both databases before their Tollgate starts (e.g. a candidate index), as bench:pipeline-db's BENCH_SQL. */
+const EXTRA_SQL = process.env.BENCH_SQL ?? '';
+const DAY_MS = 86_400_000;
+const log = (m: string) => console.error(`[bench:growth] ${m}`);
+const ms = (x: number) => x.toFixed(1);
+const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(0);
+
+function summary(times: number[]): { p50: number; p99: number; max: number } {
+  const s = [...times].sort((a, b) => a - b);
+  return { p50: pct(s, 50), p99: pct(s, 99), max: s[s.length - 1] };
+}
+
+async function getJson(url: string, key: string): Promise<{ ms: number; body: unknown }> {
+  const t = performance.now();
+  const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+  const text = await res.text();
+  const took = performance.now() - t;
+  if (res.status !== 200) throw new Error(`GET ${url}: ${res.status} ${text.slice(0, 300)}`);
+  return { ms: took, body: JSON.parse(text) };
+}
+
+/** Milliseconds from the request to the first `data:` record of the governance event stream resumed after `position`. */
+async function streamFirstRecord(baseUrl: string, key: string, position: number): Promise<number> {
+  const abort = new AbortController();
+  const t = performance.now();
+  try {
+    const res = await fetch(`${baseUrl}/v1/governance/events/stream`, {
+      headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', 'last-event-id': String(position) },
+      signal: abort.signal,
+    });
+    if (res.status !== 200) throw new Error(`stream: ${res.status} ${await res.text()}`);
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`stream ended before a record: ${text.slice(0, 300)}`);
+      text += decoder.decode(value, { stream: true });
+      if (/(^|\n)data: /.test(text)) return performance.now() - t;
+    }
+  } finally {
+    abort.abort();
+  }
+}
+
+/** Bytes of the database and of the tables the history fills (a partitioned table: all its partitions). */
+async function sizes(db: Db): Promise<Record<string, number>> {
+  const { rows } = await db.query<{ name: string; bytes: string }>(
+    `SELECT 'database' AS name, pg_database_size(current_database())::text AS bytes
+     UNION ALL SELECT t, coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree(t::regclass) WHERE isleaf), pg_total_relation_size(t::regclass))::text
+       FROM unnest(ARRAY['executions', 'permits', 'event_chain', 'merkle_nodes', 'events']) AS t
+     UNION ALL SELECT c.relname, pg_total_relation_size(c.oid)::text
+       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent IN ('executions'::regclass, 'permits'::regclass)`,
+  );
+  return Object.fromEntries(rows.map((r) => [r.name, Number(r.bytes)]));
+}
+
+/** Bytes of the week partitions of the loaded history (those before the current week's, which the live calls fill). */
+function historyWeeks(s: Record<string, number>, currentWeek: string): number {
+  return Object.entries(s)
+    .filter(([name]) => /_w[0-9]{8}$/.test(name) && name.slice(-8) < currentWeek)
+    .reduce((n, [, bytes]) => n + bytes, 0);
+}
+
+/** Runs the operator's CLI (`npm run cli -- …`) against the loaded stack's database in its own process. */
+function runCli(stack: Stack, args: string[], archiveDir: string): Promise<{ ms: number; out: unknown }> {
+  return new Promise((resolve, reject) => {
+    const t = performance.now();
+    const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, 'src/cli/index.ts', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, NODE_ENV: 'production', DATABASE_URL: stack.databaseUrl, TOLLGATE_MASTER_KEY: BENCH_MASTER_KEY, ARCHIVE_DIR: archiveDir, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('exit', (code) => {
+      const took = performance.now() - t;
+      if (code !== 0) reject(new Error(`cli ${args.join(' ')} exited ${code}: ${err.slice(-2000)}`));
+      else resolve({ ms: took, out: JSON.parse(out) });
+    });
+  });
+}
+
+/**
+ * A plain VACUUM of each database every VACUUM_MS until stopped, as autovacuum does on a production
+ * server (the development server may run without it): the permits' settling updates then reuse
+ * space. Paused around retention, whose partition drop would wait for a VACUUM's lock.
+ */
+function vacuumLoop(dbs: Db[]): { stop(): Promise<void> } {
+  let running = VACUUM_MS > 0;
+  const loop = (async () => {
+    while (running) {
+      await new Promise((r) => setTimeout(r, VACUUM_MS));
+      for (const db of dbs) if (running) await db.query('VACUUM');
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const teardown = new Teardown();
+  teardown.onSignals();
+  const archiveDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-growth-archives-'));
+  teardown.add('archives', async () => fs.rmSync(archiveDir, { recursive: true, force: true }));
+  try {
+    log(`BENCH_CALLS=${CALLS} BENCH_DAYS=${DAYS} BENCH_ROUNDS=${ROUNDS} BENCH_SECONDS=${SECONDS} C=${C} BENCH_READS=${READS}`);
+    const extraSql = async (db: Db) => {
+      if (EXTRA_SQL) await db.query(EXTRA_SQL);
+    };
+    const empty = await startStack({ name: 'growth_empty', teardown, log, beforeTollgate: extraSql });
+    const { key: emptyKey } = await empty.newProjectKey('growth empty');
+    let history: CallHistory | null = null;
+    const loaded = await startStack({
+      name: 'growth',
+      teardown,
+      log,
+      beforeTollgate: async (db, databaseUrl) => {
+        await extraSql(db);
+        history = await loadCallHistory(databaseUrl, { env: 'production', masterKey: BENCH_MASTER_KEY, databaseUrl }, { calls: CALLS, days: DAYS, now: new Date(), log });
+      },
+    });
+    const h = history as CallHistory | null;
+    if (!h) throw new Error('the history was not loaded');
+    const big = h.projects[0];
+    const { key: bigKey } = await createApiKey(loaded.db, { projectId: big.id, scope: 'client', name: 'bench growth' });
+    const loadedSizes = await sizes(loaded.db);
+    const autovacuum = (await loaded.db.query<{ setting: string }>("SELECT setting FROM pg_settings WHERE name = 'autovacuum'")).rows[0].setting;
+    let vacuums = vacuumLoop([empty.db, loaded.db]);
+
+    // 1. Throughput, interleaved.
+    const call = (stack: Stack, key: string, seconds: number): Promise<Run> =>
+      load({ url: `${stack.tollgateUrl}/v1/executions`, body: BENCH_BODIES.governed, headers: { authorization: `Bearer ${key}` }, connections: C, seconds, timeoutSeconds: 30 });
+    log('warm-up: 3 s on each stack');
+    await call(empty, emptyKey, 3);
+    await call(loaded, bigKey, 3);
+    const rounds: { empty: Run; loaded: Run }[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const first = r % 2 === 0 ? 'empty' : 'loaded';
+      const a = first === 'empty' ? await call(empty, emptyKey, SECONDS) : await call(loaded, bigKey, SECONDS);
+      const b = first === 'empty' ? await call(loaded, bigKey, SECONDS) : await call(empty, emptyKey, SECONDS);
+      const round = first === 'empty' ? { empty: a, loaded: b } : { empty: b, loaded: a };
+      rounds.push(round);
+      log(`round ${r + 1}: empty ${round.empty.rps.toFixed(0)} calls/s, loaded ${round.loaded.rps.toFixed(0)} calls/s (${(round.loaded.rps / round.empty.rps).toFixed(2)}×)`);
+    }
+    for (const r of rounds) {
+      for (const run of [r.empty, r.loaded]) if ((run.statusCodes['200'] ?? 0) !== run.total || run.errors > 0) throw new Error(`calls failed: ${JSON.stringify(run.statusCodes)}, errors ${run.errors}`);
+    }
+
+    // 2. Reads, quiet and under load.
+    const { rows: newest } = await loaded.db.query<{ id: string }>('SELECT id FROM executions WHERE project_id = $1 ORDER BY created_at DESC LIMIT $2', [big.id, READS]);
+    const newIds = newest.map((r) => r.id);
+    const oldIds = h.sampleIds;
+    const historyMs = h.end.getTime() - h.start.getTime();
+    const shapes: [string, (i: number) => Promise<number>][] = [
+      ['calls: first page (50)', async () => (await getJson(`${loaded.tollgateUrl}/v1/calls?limit=50`, bigKey)).ms],
+      [
+        'calls: next page (cursor)',
+        async () => {
+          const first = (await getJson(`${loaded.tollgateUrl}/v1/calls?limit=50`, bigKey)).body as { next_cursor: string };
+          return (await getJson(`${loaded.tollgateUrl}/v1/calls?limit=50&cursor=${first.next_cursor}`, bigKey)).ms;
+        },
+      ],
+      [
+        'calls: page at a random point',
+        async (i) => {
+          const t = new Date(h.start.getTime() + ((i * 7919) % READS) * (historyMs / READS)).toISOString().replace('Z', '000Z');
+          return (await getJson(`${loaded.tollgateUrl}/v1/calls?limit=50&cursor=${encodeCursor({ t, id: 'exec_req_f' })}`, bigKey)).ms;
+        },
+      ],
+      ['timeline: loaded call', async (i) => (await getJson(`${loaded.tollgateUrl}/v1/requests/${oldIds[(i * 7919) % oldIds.length]}/timeline`, bigKey)).ms],
+      ['timeline: new call', async (i) => (await getJson(`${loaded.tollgateUrl}/v1/requests/${newIds[i % newIds.length]}/timeline`, bigKey)).ms],
+    ];
+    const readFigures: { shape: string; quiet: ReturnType<typeof summary>; loaded: ReturnType<typeof summary> }[] = [];
+    const readAll = async () => {
+      const out: ReturnType<typeof summary>[] = [];
+      for (const [, read] of shapes) {
+        const times: number[] = [];
+        for (let i = 0; i < READS; i++) times.push(await read(i));
+        out.push(summary(times));
+      }
+      return out;
+    };
+    log(`reads: ${READS} of each shape, quiet`);
+    const quiet = await readAll();
+    log(`reads: ${READS} of each shape under a c=${C} load`);
+    const bg = backgroundLoad({ url: `${loaded.tollgateUrl}/v1/executions`, body: BENCH_BODIES.governed, headers: { authorization: `Bearer ${bigKey}` }, connections: C, seconds: 900, timeoutSeconds: 30 });
+    await new Promise((r) => setTimeout(r, 2000));
+    const busy = await readAll();
+    const bgDone = await bg.stop();
+    shapes.forEach(([shape], k) => readFigures.push({ shape, quiet: quiet[k], loaded: busy[k] }));
+
+    // 3. The event stream resumed from old positions, and integrity verify.
+    log(`stream: ${STREAM_RESUMES} resumes from old positions`);
+    const streamTimes: number[] = [];
+    for (let i = 0; i < STREAM_RESUMES; i++) streamTimes.push(await streamFirstRecord(loaded.tollgateUrl, bigKey, 1 + ((i * 104_729) % Math.max(1, Math.floor(big.leaves / 2)))));
+    const stream = summary(streamTimes);
+    log('integrity verify of the big project');
+    const tv = performance.now();
+    const verification = await verifyLog(loaded.db, big.id);
+    const verifyMs = performance.now() - tv;
+    if (!verification.ok) throw new Error(`integrity verify failed: ${verification.failures.join('; ')}`);
+
+    // 4. Retention of the history's first day under load.
+    const monday = new Date(h.start.getTime() + DAY_MS);
+    const retentionDays = Math.floor((Date.now() - monday.getTime()) / DAY_MS);
+    await loaded.db.query('UPDATE projects SET retention_days = $1', [retentionDays]);
+    const before = await sizes(loaded.db);
+    log(`retention: every project keeps ${retentionDays} days; rounds --before ${monday.toISOString()} under a c=${C} load`);
+    const rl = backgroundLoad({ url: `${loaded.tollgateUrl}/v1/executions`, body: BENCH_BODIES.governed, headers: { authorization: `Bearer ${bigKey}` }, connections: C, seconds: 1800, timeoutSeconds: 30 });
+    await new Promise((r) => setTimeout(r, 12_000));
+    await vacuums.stop();
+    const retentionRounds: { before: string; ms: number; from: number; to: number; archived: number; dropped: string[] }[] = [];
+    for (const cutoff of [monday, new Date(monday.getTime() + 3600_000)]) {
+      const from = performance.now();
+      const r = await runCli(loaded, ['retention', 'run', '--before', cutoff.toISOString()], archiveDir);
+      const report = r.out as { projects: { archive: { log_range: { first_index: number; last_index: number } } | null }[]; partitions_dropped: string[] };
+      const archived = report.projects.reduce((n, p) => n + (p.archive ? p.archive.log_range.last_index - p.archive.log_range.first_index + 1 : 0), 0);
+      retentionRounds.push({ before: cutoff.toISOString(), ms: r.ms, from, to: performance.now(), archived, dropped: report.partitions_dropped });
+      log(`retention --before ${cutoff.toISOString()}: ${(r.ms / 1000).toFixed(1)} s, ${archived} leaves archived, dropped ${report.partitions_dropped.join(', ') || 'nothing'}`);
+      if (report.partitions_dropped.length > 0) break;
+    }
+    vacuums = vacuumLoop([empty.db, loaded.db]);
+    await new Promise((r) => setTimeout(r, 5000));
+    const rlDone = await rl.stop();
+    await vacuums.stop();
+    if (VACUUM_MS > 0) await loaded.db.query('VACUUM');
+    const after = await sizes(loaded.db);
+    const firstFrom = retentionRounds[0].from;
+    // "Before": from 2 s after the load started to retention's start; "during": while a round ran.
+    const startedAt = rlDone.responses.length ? rlDone.responses[0][0] - rlDone.responses[0][1] : firstFrom;
+    const beforeLat = summary(rlDone.responses.filter(([t]) => t > startedAt + 2000 && t < firstFrom).map(([, l]) => l));
+    const duringList = rlDone.responses.filter(([t, l]) => retentionRounds.some((r) => t - l < r.to && t > r.from)).map(([, l]) => l);
+    const during = summary(duringList);
+    const slow = duringList.filter((l) => l > 2 * beforeLat.p99).length;
+
+    // Figures.
+    const ratios = rounds.map((r) => r.loaded.rps / r.empty.rps).sort((a, b) => a - b);
+    const medianRatio = ratios[Math.floor(ratios.length / 2)];
+    console.log(`\nbench:growth — BENCH_CALLS=${CALLS} BENCH_DAYS=${DAYS} C=${C} BENCH_ROUNDS=${ROUNDS} BENCH_SECONDS=${SECONDS} BENCH_READS=${READS}${EXTRA_SQL ? ` BENCH_SQL='${EXTRA_SQL}'` : ''}`);
+    console.log(`server autovacuum ${autovacuum}; the bench runs a plain VACUUM ${VACUUM_MS > 0 ? `every ${VACUUM_MS} ms (paused while retention runs)` : 'never'}`);
+    console.log(`history: ${h.start.toISOString()} → ${h.end.toISOString()}; ${h.projects.map((p) => `${p.name} ${p.calls} calls / ${p.leaves} leaves`).join('; ')}`);
+    console.log(
+      `load: ${h.rows.permits} permits, ${h.rows.executions} records, ${h.rows.chain} chain rows, ${h.rows.nodes} tree nodes in ${h.seconds.rows.toFixed(0)} s ` +
+        `(${(CALLS / h.seconds.rows).toFixed(0)} calls/s), VACUUM ANALYZE ${h.seconds.vacuum.toFixed(0)} s; database ${mib(loadedSizes.database)} MiB ` +
+        `(executions ${mib(loadedSizes.executions)}, permits ${mib(loadedSizes.permits)}, event_chain ${mib(loadedSizes.event_chain)}, merkle_nodes ${mib(loadedSizes.merkle_nodes)})`,
+    );
+    console.log(`\nthroughput, POST /v1/executions c=${C}, ${SECONDS} s rounds (calls/s, p99 ms):`);
+    rounds.forEach((r, i) =>
+      console.log(`  round ${i + 1}: empty ${r.empty.rps.toFixed(0)} (p99 ${ms(r.empty.p99)}), loaded ${r.loaded.rps.toFixed(0)} (p99 ${ms(r.loaded.p99)}): ${(r.loaded.rps / r.empty.rps).toFixed(2)}×`),
+    );
+    console.log(`  median ratio loaded/empty ${medianRatio.toFixed(2)}× (target ≥ 0.9)`);
+    console.log(`\nreads on the loaded stack, ${READS} each, round trip ms (quiet p50 / p99 | under c=${C} p50 / p99; target p99 ≤ 20):`);
+    for (const f of readFigures) console.log(`  ${f.shape.padEnd(32)} ${ms(f.quiet.p50).padStart(7)} / ${ms(f.quiet.p99).padStart(7)} | ${ms(f.loaded.p50).padStart(7)} / ${ms(f.loaded.p99).padStart(7)}`);
+    console.log(`  (the load meanwhile: ${bgDone.responses.length} calls, ${JSON.stringify(bgDone.statusCodes)})`);
+    console.log(`\nevent stream resumed from an old Last-Event-ID, first record ms (${STREAM_RESUMES} resumes): p50 ${ms(stream.p50)}, p99 ${ms(stream.p99)}, max ${ms(stream.max)} (target ≤ 100)`);
+    console.log(
+      `integrity verify (big project): ${verification.events_verified} records in ${(verifyMs / 1000).toFixed(1)} s = ${(verification.events_verified / (verifyMs / 1000)).toFixed(0)} records/s ` +
+        `(chain walk and checkpoint root; target ≥ 50,000), ok ${verification.ok}`,
+    );
+    console.log(`\nretention under a c=${C} load (each project keeps ${retentionDays} days):`);
+    for (const r of retentionRounds) console.log(`  --before ${r.before}: ${(r.ms / 1000).toFixed(1)} s (CLI process, start included), ${r.archived} leaves archived, dropped: ${r.dropped.join(', ') || 'nothing'}`);
+    console.log(
+      `  calls before: p99 ${ms(beforeLat.p99)} ms; during: ${duringList.length} calls, p50 ${ms(during.p50)}, p99 ${ms(during.p99)}, max ${ms(during.max)} ms; ` +
+        `${slow} slower than 2× the p99 before (${JSON.stringify(rlDone.statusCodes)})`,
+    );
+    const row = (k: string) => `${k} ${mib(before[k])} → ${mib(after[k])}`;
+    const currentWeek = weekStart(new Date()).toISOString().slice(0, 10).replaceAll('-', '');
+    const droppedBytes = retentionRounds.flatMap((r) => r.dropped).reduce((n, name) => n + (before[name] ?? 0), 0);
+    console.log(`  MiB before → after: ${['database', 'executions', 'permits', 'event_chain', 'merkle_nodes', 'events'].map(row).join(', ')}`);
+    const liveBefore = before.executions + before.permits - historyWeeks(before, currentWeek);
+    const liveAfter = after.executions + after.permits - historyWeeks(after, currentWeek);
+    console.log(
+      `  the history's week partitions: ${mib(historyWeeks(before, currentWeek))} → ${mib(historyWeeks(after, currentWeek))} MiB (the dropped ones held ${mib(droppedBytes)}); ` +
+        `the current week's, which the live calls fill: ${mib(liveBefore)} → ${mib(liveAfter)} MiB`,
+    );
+  } finally {
+    await teardown.run();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
