@@ -201,15 +201,19 @@ async function planArchive(deps: RetentionDeps, projectId: string, cutoff: Date)
   await chainAllProjectEvents(db, projectId);
   // A leaf whose time cannot be read (no row answers for it) counts as recent: nothing is deleted past it.
   const { rows } = await db.query<{ pos: string | null }>(
-    `SELECT min(c.chain_pos) AS pos
+    // The first such leaf in chain order (walked by the chain's index from the last archive), not
+    // a min() over every later leaf joined to its row.
+    `SELECT c.chain_pos AS pos
        FROM event_chain c
        LEFT JOIN events e ON e.seq = c.seq
        LEFT JOIN executions x ON x.project_id = c.project_id AND x.seq = c.seq
       WHERE c.project_id = $1 AND c.chain_pos > $2
-        AND coalesce(e.timestamp, x.completed_at, 'infinity'::timestamptz) >= $3`,
+        AND coalesce(e.timestamp, x.completed_at, 'infinity'::timestamptz) >= $3
+      ORDER BY c.chain_pos
+      LIMIT 1`,
     [projectId, from, cutoff],
   );
-  let end = rows[0].pos === null ? await chainHead(db, projectId) : Number(rows[0].pos) - 1;
+  let end = rows.length === 0 || rows[0].pos === null ? await chainHead(db, projectId) : Number(rows[0].pos) - 1;
   const signer = await complianceSigner(db, deps.config);
   for (let i = 0; i < 20; i++) {
     const cp = await latestCheckpoint(db, projectId);
