@@ -18,6 +18,11 @@ const LIST_LIMIT_MAX = 200;
  * and drain timeout: EVENT_STREAM_HEARTBEAT_MS, EVENT_STREAM_DRAIN_TIMEOUT_MS (src/config.ts).
  */
 const STREAM_BATCH = 200;
+/**
+ * The first round's size: a stream resumed far back sends its first record after a few entries
+ * are read and derived, not a full round; each round then grows fourfold up to STREAM_BATCH.
+ */
+const STREAM_FIRST_BATCH = 8;
 
 const eventTypes = z
   .string()
@@ -105,12 +110,14 @@ export const governanceEventRoutes = routeFamily(
       const abort = new AbortController();
       res.on('close', () => abort.abort());
       let pos = start;
+      let batch = STREAM_FIRST_BATCH;
       res.write(`retry: 2000\n: tollgate governance events after position ${pos}\n\n`);
       try {
         while (!abort.signal.aborted) {
-          const { events, to } = await chainedEventsAfter(deps.db, projectId, { afterPos: pos, limit: STREAM_BATCH });
+          const { events, to } = await chainedEventsAfter(deps.db, projectId, { afterPos: pos, limit: batch });
           if (to !== null) {
             pos = to;
+            batch = Math.min(STREAM_BATCH, batch * 4);
             for (const { event, id } of streamFrames(events, types)) {
               res.write(`${id === null ? '' : `id: ${id}\n`}data: ${JSON.stringify(governanceEventView(event))}\n\n`);
             }
