@@ -28,7 +28,7 @@ import { createLogger } from '../src/logger';
 import { startTollgate } from '../src/server';
 import { createProject } from '../src/db/repositories/projects';
 import { createApiKey } from '../src/db/repositories/api-keys';
-import { startEmulator } from '../src/emulator/server';
+import { startEmulator } from '../emulator/server';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 1000);
 const SUBMITTERS = Number(process.env.BENCH_SUBMITTERS ?? 50);
