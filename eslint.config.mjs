@@ -15,7 +15,7 @@ const UNSAFE_ANY = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dashboard/dist/**', 'node_modules/**', '.data/**', '.dev-build*/**', 'coverage/**', 'sdk/src/schema.d.ts'] },
+  { ignores: ['dist/**', 'dist-emulator/**', 'dashboard/dist/**', 'node_modules/**', '.data/**', '.dev-build*/**', 'coverage/**', 'sdk/src/schema.d.ts'] },
   js.configs.recommended,
   {
     files: ['src/**/*.ts', 'activities/**/*.ts', 'workflows/**/*.ts', 'emulator/**/*.ts'],
