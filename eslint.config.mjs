@@ -1,7 +1,7 @@
-// Lint (npm test runs it). Product code gets typescript-eslint's type-checked recommendations;
-// tests, benches and scripts the plain recommendations. The provider adapters and the emulator read
-// untyped wire JSON, so the no-unsafe-* rules are off there until those readers are typed (zod
-// schemas per provider): a ratchet, not a blessing.
+// Lint (npm test runs it). Product code and the emulator get typescript-eslint's type-checked
+// recommendations; tests, benches and scripts the plain recommendations. The provider adapters and
+// the emulator read untyped wire JSON, so the no-unsafe-* rules are off there until those readers
+// are typed (zod schemas per provider): a ratchet, not a blessing.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -15,14 +15,14 @@ const UNSAFE_ANY = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dashboard/dist/**', 'node_modules/**', '.data/**', '.dev-build*/**', 'coverage/**', 'sdk/src/schema.d.ts'] },
+  { ignores: ['dist/**', 'dist-emulator/**', 'dashboard/dist/**', 'node_modules/**', '.data/**', '.dev-build*/**', 'coverage/**', 'sdk/src/schema.d.ts'] },
   js.configs.recommended,
   {
-    files: ['src/**/*.ts', 'activities/**/*.ts', 'workflows/**/*.ts'],
+    files: ['src/**/*.ts', 'activities/**/*.ts', 'workflows/**/*.ts', 'emulator/**/*.ts'],
     extends: [...tseslint.configs.recommendedTypeChecked],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
   },
-  { files: ['src/providers/**/*.ts', 'src/emulator/**/*.ts', 'src/proxy/**/*.ts'], rules: UNSAFE_ANY },
+  { files: ['src/providers/**/*.ts', 'emulator/**/*.ts', 'src/proxy/**/*.ts'], rules: UNSAFE_ANY },
   {
     files: ['test/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts', 'sdk/**/*.ts', 'dashboard/**/*.{ts,tsx,mts}'],
     extends: [...tseslint.configs.recommended],

@@ -54,7 +54,7 @@ const C = Number(process.env.C ?? 32);
 const READS = Number(process.env.BENCH_READS ?? 200);
 const STREAM_RESUMES = Number(process.env.BENCH_STREAM_RESUMES ?? 20);
 const VACUUM_MS = Number(process.env.BENCH_VACUUM_MS ?? 5000);
-/** SQL run on both databases before their Tollgate starts (e.g. a candidate index), as bench:pipeline-db's BENCH_SQL. */
+/** SQL run on both databases before their Tollgate starts (e.g. a candidate index), as `bench:footprint -- --pipeline` takes it. */
 const EXTRA_SQL = process.env.BENCH_SQL ?? '';
 const DAY_MS = 86_400_000;
 const log = (m: string) => console.error(`[bench:growth] ${m}`);

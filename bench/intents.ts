@@ -19,16 +19,9 @@
  * Targets (issue 22): ≥ 20,000 grants/s at 100 callers, p99 ≤ 10 ms, max ≤ 100 ms, c=1 p50 ≤ 1 ms,
  * exactly 600 granted (one and two processes), counters consistent. Exits non-zero when missed.
  */
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { ensureTemporalCli } from '../scripts/lib/temporal-cli';
-import { createDatabaseIfMissing, dropDatabase, ensurePostgres, withDatabase } from '../scripts/lib/postgres';
-import { freePort, startTemporalDevServer } from '../scripts/lib/temporal-dev-server';
-import { migrate } from '../src/db/migrate';
-import { loadConfig } from '../src/config';
-import { createLogger } from '../src/logger';
-import { startTollgate } from '../src/server';
+import { startInProcessTollgate } from './lib/in-process';
+import { pct } from './lib/load';
 import { createProject } from '../src/db/repositories/projects';
 import { createApiKey } from '../src/db/repositories/api-keys';
 import { systemClock } from '../src/clock';
@@ -40,33 +33,9 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CALLERS = Number(process.env.BENCH_CALLERS ?? 100);
 const C1_SECONDS = Number(process.env.BENCH_C1_SECONDS ?? 3);
 
-function pct(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
 async function main(): Promise<void> {
   const log = (m: string) => process.stdout.write(`${m}\n`);
-  const dataDir = path.resolve(__dirname, '..', '.data');
-  fs.mkdirSync(dataDir, { recursive: true });
-  const cli = await ensureTemporalCli(log);
-  const serverUrl = await ensurePostgres(dataDir, log);
-  const database = `tollgate_bench_${Date.now()}`;
-  await createDatabaseIfMissing(serverUrl, database);
-  const databaseUrl = withDatabase(serverUrl, database);
-  await migrate(databaseUrl);
-  const temporal = await startTemporalDevServer({ cli, port: await freePort(), logFile: fs.createWriteStream(path.join(dataDir, 'bench-temporal.log')) });
-  const config = loadConfig({
-    ...process.env,
-    NODE_ENV: 'test',
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'silent',
-    DATABASE_URL: databaseUrl,
-    TEMPORAL_ADDRESS: temporal.address,
-    TEMPORAL_TASK_QUEUE: `bench-intents-${Date.now()}`,
-  });
-  const logger = createLogger('silent');
-  const tg = await startTollgate({ config, logger, startMaintenance: false, temporalRetryMs: 10_000 });
+  const { tg, config, logger, databaseUrl, close } = await startInProcessTollgate({ name: 'intents', log });
   const clients: IntentReservations[] = [];
   const client = (holder?: string) => {
     const c = new IntentReservations({ client: tg.temporal.client, db: tg.db, databaseUrl, ...(holder ? { holder } : {}) });
@@ -189,9 +158,7 @@ async function main(): Promise<void> {
     log(`load average at end: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   } finally {
     await Promise.all(clients.map((c) => c.close()));
-    await tg.close();
-    await temporal.stop();
-    await dropDatabase(serverUrl, database).catch(() => undefined);
+    await close();
   }
   process.exit(failed ? 1 : 0);
 }

@@ -124,8 +124,8 @@ async function main(): Promise<void> {
   };
 
   let emulatorUrl: string | null = null;
-  if (fs.existsSync(path.join(root, 'src', 'emulator', 'main.ts'))) {
-    startChild('emulator', [...SOURCE_NODE_ARGS, 'src/emulator/main.ts'], { ...env, PORT: String(EMULATOR_PORT) });
+  if (fs.existsSync(path.join(root, 'emulator', 'main.ts'))) {
+    startChild('emulator', [...SOURCE_NODE_ARGS, 'emulator/main.ts'], { ...env, PORT: String(EMULATOR_PORT) });
     emulatorUrl = `http://127.0.0.1:${EMULATOR_PORT}`;
     await waitFor(`${emulatorUrl}/health`, 30_000);
     for (const p of PROVIDER_IDS) {

@@ -18,7 +18,7 @@
  * the sequence hands them out (every 64th value) in order of completion within each batch of calls,
  * as the finish statement assigns them.
  *
- * The mix follows bench/call-log.ts: 97 % completed, 2 % failed, 1 % denied (a denied call's record
+ * The mix follows bench/log/request-log.ts: 97 % completed, 2 % failed, 1 % denied (a denied call's record
  * has no seq and no lifecycle: it is no leaf); four routes; five providers and nine models, one of
  * them rare (0.1 %); the project's API keys in turn; 1 % of calls joined to one of 100 intents; 10 %
  * streamed. 70 % of the calls are the big project's, the rest spread over four others.

@@ -1,4 +1,4 @@
-/** What the integrity benches (bench:checkpoint, bench:export) share: a throwaway database with a grown event log, and a measured run. */
+/** What the integrity benches (`bench:log --checkpoint`, `--export`) share: a throwaway database with a grown event log, and a measured run. */
 import { createDatabaseIfMissing, dropDatabase, withDatabase } from '../../scripts/lib/postgres';
 import { migrate } from '../../src/db/migrate';
 import { createPool, type Db } from '../../src/db/pool';

@@ -1,7 +1,7 @@
 /**
- * The governed-call pipeline's database work without HTTP or a provider, for bench:pipeline-db and
- * bench:chainer: `govern` and `record` of activities/governed-call.ts on one project, with a
- * provider that answers at once.
+ * The governed-call pipeline's database work without HTTP or a provider, for `bench:footprint
+ * --pipeline` and `bench:log --sequencer`: `govern` and `record` of activities/governed-call.ts on
+ * one project, with a provider that answers at once.
  */
 import { createGovernedCallActivities } from '../../activities/governed-call';
 import { systemClock } from '../../src/clock';

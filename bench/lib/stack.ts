@@ -87,7 +87,7 @@ export async function startStack(opts: {
 
   const emuPort = await freePort();
   const emulatorUrl = `http://127.0.0.1:${emuPort}`;
-  const emulator = spawnChild('emulator', process.execPath, tsx('src/emulator/main.ts'), { cwd: ROOT, env: { PORT: String(emuPort), HOST: '127.0.0.1' }, echoStderr: true });
+  const emulator = spawnChild('emulator', process.execPath, tsx('emulator/main.ts'), { cwd: ROOT, env: { PORT: String(emuPort), HOST: '127.0.0.1' }, echoStderr: true });
   teardown.add('emulator', () => emulator.stop());
   await waitReady(emulator, `${emulatorUrl}/health`);
 

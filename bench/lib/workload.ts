@@ -1,4 +1,4 @@
-/** The request bodies and projects the gateway benches send (bench:gateway, bench:memory). */
+/** The request bodies and projects the gateway benches send (bench:gateway and its modes). */
 import type { Stack } from './stack';
 
 const PROMPT = 'Summarise the benefits of governed execution in one sentence.';

@@ -24,7 +24,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { Pool } from 'pg';
-import { startEmulator, type EmulatorHandle } from '../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../emulator/server';
 import { migrate } from '../../src/db/migrate';
 import { createProject } from '../../src/db/repositories/projects';
 import { createApiKey } from '../../src/db/repositories/api-keys';

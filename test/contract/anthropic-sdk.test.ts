@@ -1,6 +1,6 @@
 /** The official @anthropic-ai/sdk as a real client of the emulator. */
 import Anthropic from '@anthropic-ai/sdk';
-import { startEmulator, type EmulatorHandle } from '../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../emulator/server';
 
 let emu: EmulatorHandle;
 let client: Anthropic;

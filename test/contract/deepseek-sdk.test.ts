@@ -1,6 +1,6 @@
 /** DeepSeek has no SDK of its own; its documented client is the openai SDK with DeepSeek's base URL. */
 import OpenAI from 'openai';
-import { startEmulator, type EmulatorHandle } from '../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../emulator/server';
 
 let emu: EmulatorHandle;
 let client: OpenAI;

@@ -1,6 +1,6 @@
 /** The official @google/genai SDK (its CommonJS build) as a real client of the emulator. */
 import { GoogleGenAI } from '@google/genai';
-import { startEmulator, type EmulatorHandle } from '../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../emulator/server';
 
 let emu: EmulatorHandle;
 let ai: GoogleGenAI;

@@ -1,6 +1,6 @@
 /** The official @mistralai/mistralai SDK as a real client of the emulator. */
 import { Mistral } from '@mistralai/mistralai';
-import { startEmulator, type EmulatorHandle } from '../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../emulator/server';
 
 let emu: EmulatorHandle;
 let client: Mistral;

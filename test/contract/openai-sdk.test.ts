@@ -1,6 +1,6 @@
 /** The official openai SDK as a real client of the emulator: if it parses it, the wire format is right. */
 import OpenAI, { toFile } from 'openai';
-import { startEmulator, type EmulatorHandle } from '../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../emulator/server';
 
 let emu: EmulatorHandle;
 let client: OpenAI;

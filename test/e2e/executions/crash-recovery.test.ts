@@ -9,7 +9,7 @@ import path from 'node:path';
 import { emulatorEnv, say, sentRequest } from './helpers';
 import { findExecutionById } from '../../../src/db/repositories/executions';
 import { requestEvents } from '../../../src/db/repositories/log-events';
-import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
+import { startEmulator, EmulatorHandle } from '../../../emulator/server';
 import { RECONCILIATION_WORKFLOW_ID } from '../../../workflows/reconciliation';
 import { createTestProject, http, startTestTollgate, TestProject } from '../../support/tollgate';
 import { waitUntil as waitFor } from '../../support/wait';

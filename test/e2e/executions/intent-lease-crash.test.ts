@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { countEvents, emulatorEnv, say } from './helpers';
-import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
+import { startEmulator, EmulatorHandle } from '../../../emulator/server';
 import { createTestProject, http, startTestTollgate } from '../../support/tollgate';
 import { waitUntil as waitFor } from '../../support/wait';
 import { LEASE_SETTLE_GRACE_MS, LEASE_TTL_MS, stateQuery } from '../../../workflows/intent-messages';

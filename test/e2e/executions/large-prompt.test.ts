@@ -12,7 +12,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../../emulator/server';
 import { createTestProject, http as httpClient, startTestTollgate, type TestProject } from '../../support/tollgate';
 import { emulatorEnv, say } from './helpers';
 

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { emulatorEnv, say } from './helpers';
-import { startEmulator, EmulatorHandle } from '../../../src/emulator/server';
+import { startEmulator, EmulatorHandle } from '../../../emulator/server';
 import { createTestProject, http, startTestTollgate } from '../../support/tollgate';
 import { SOURCE_NODE_ARGS } from '../../../scripts/lib/source-node-args';
 

@@ -10,7 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../../emulator/server';
 import { freePort, startTemporalDevServer, type DevServer } from '../../../scripts/lib/temporal-dev-server';
 import { createTestProject, http, startTestTollgate, type TestProject } from '../../support/tollgate';
 import { waitUntil } from '../../support/wait';

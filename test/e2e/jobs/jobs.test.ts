@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../../emulator/server';
 import { createTestProject, http as httpClient, startTestTollgate, type TestProject } from '../../support/tollgate';
 import { waitUntil } from '../../support/wait';
 import { emulatorEnv, say } from '../executions/helpers';

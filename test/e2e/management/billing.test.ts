@@ -6,7 +6,7 @@
  * event refused or ignored.
  */
 import Stripe from 'stripe';
-import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../../emulator/server';
 import { createTestProject, http as httpClient, startTestTollgate } from '../../support/tollgate';
 import { emulatorEnv } from '../executions/helpers';
 import { signIn, userWithRoles } from './support';

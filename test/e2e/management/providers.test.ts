@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../../emulator/server';
 import { createTestProject, http as httpClient, startTestTollgate } from '../../support/tollgate';
 import { emulatorEnv } from '../executions/helpers';
 import { setProviderKey, rotateProviderKeyKek } from '../../../src/management/provider-keys';

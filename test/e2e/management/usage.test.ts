@@ -2,7 +2,7 @@
  * GET /v1/projects/{id}/usage, /cost-forecast and /permits (management API): figures against sums computed
  * here from the envelopes the calls returned, by API key, in JSON and CSV; roles and other projects.
  */
-import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../../emulator/server';
 import { findApiKeyByKey } from '../../../src/db/repositories/api-keys';
 import { createTestProject, http as httpClient, startTestTollgate } from '../../support/tollgate';
 import { emulatorEnv, say } from '../executions/helpers';

@@ -2,7 +2,7 @@
  * Popular agent frameworks pointed at the proxies, as a user would point them at Tollgate: LangChain.js
  * and the Vercel AI SDK, each on openai, anthropic and google. For each: a structured-output call whose
  * object matches the zod schema, a tool loop (a tool call, the tool run, then a text answer), and a
- * streamed answer in several pieces. The emulator answers deterministically (src/emulator/structured.ts).
+ * streamed answer in several pieces. The emulator answers deterministically (emulator/structured.ts).
  * Each test runs in its own project, so the project's call log must hold exactly the calls the framework
  * made, every one governed and completed.
  */

@@ -1,7 +1,7 @@
 /**
  * What agents send, through the proxies with the official SDKs: structured output (a JSON schema the
  * answer must follow) and tools (forced and automatic, a two-step tool loop, streamed tool-call
- * deltas). The emulator answers deterministically (src/emulator/structured.ts); each answer must
+ * deltas). The emulator answers deterministically (emulator/structured.ts); each answer must
  * validate against the schema the request gave, and each call is governed and recorded like any other.
  */
 import Ajv from 'ajv';

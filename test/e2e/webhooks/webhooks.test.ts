@@ -1,4 +1,4 @@
-import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../../emulator/server';
 import { createTestProject, http as httpClient, startTestTollgate, type TestProject } from '../../support/tollgate';
 import { waitUntil } from '../../support/wait';
 import { emulatorEnv, say } from '../executions/helpers';

@@ -22,7 +22,7 @@ describe('batches that span projects (real PostgreSQL)', () => {
   it("holds each project's quota, rate limit and budget on its own, and every counter adds up to its permits", async () => {
     // The provider reports the usage the estimate assumed (the prompt's tokens, the whole output
     // allowance), so a call settles at what it reserved and the budget project's count does not
-    // depend on timing. The pipeline is bench:pipeline-db's (bench/lib/governed-calls.ts).
+    // depend on timing. The pipeline is `bench:footprint --pipeline`'s (bench/lib/governed-calls.ts).
     const call = governedCalls(db, instantProvider({ input_tokens: 15, output_tokens: 1024 }));
     const governedCall = async (projectId: string) => (await call(projectId)).decision;
 

@@ -2,7 +2,7 @@
  * The emulator's delays (latency, time to first token, chunk delay) end when the caller hangs up,
  * as a provider stops on a closed connection: no timer of an abandoned call outlives it.
  */
-import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../../emulator/server';
 import { waitUntil } from '../../support/wait';
 
 describe('emulator delays and a caller that hangs up', () => {

@@ -1,9 +1,9 @@
 import Ajv from 'ajv';
-import { anthropicToolCall, googleToolCall, openaiToolCall, valueFor } from '../../../src/emulator/structured';
+import { anthropicToolCall, googleToolCall, openaiToolCall, valueFor } from '../../../emulator/structured';
 
 const ajv = new Ajv({ strict: false });
 
-describe('the emulator\'s structured answers (src/emulator/structured.ts)', () => {
+describe('the emulator\'s structured answers (emulator/structured.ts)', () => {
   const schemas: [string, object][] = [
     ['scalars with bounds', { type: 'object', properties: { n: { type: 'integer', minimum: 5, maximum: 6 }, x: { type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 2 }, s: { type: 'string', minLength: 20, maxLength: 30 }, b: { type: 'boolean' } }, required: ['n', 'x', 's', 'b'] }],
     ['enums, consts and formats', { type: 'object', properties: { e: { enum: ['a', 'b', 'c'] }, c: { const: 42 }, d: { type: 'string', format: 'date-time' }, m: { type: 'string', format: 'email' }, u: { type: 'string', format: 'uuid' } }, required: ['e', 'c', 'd', 'm', 'u'] }],

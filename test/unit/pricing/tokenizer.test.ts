@@ -4,7 +4,7 @@
  * Budgets rely on the estimate never being below the real count, so the contract checked here is
  * countTokens(text) ≥ js-tiktoken's count on a varied generated corpus. The current encoder is exact
  * (same pieces, same merges), so it also checks equality — and the token ids themselves — which is
- * what keeps the over-estimate ratio at 1.0. Timing is not asserted here: see bench/tokenizer.ts.
+ * what keeps the over-estimate ratio at 1.0. Timing is not asserted here: see bench/units/tokenizer.ts.
  */
 import { Tiktoken, type TiktokenBPE } from 'js-tiktoken/lite';
 import {

@@ -1,7 +1,7 @@
 /** Shared set-up for provider adapter tests: an in-process emulator and a gateway pointed at it. */
 import { createProviderGateway, type ProviderGatewayWithClose } from '../../../src/providers';
 import { ProviderError, type NormalizedRequest, type ProviderId } from '../../../src/providers/types';
-import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server';
+import { startEmulator, type EmulatorHandle } from '../../../emulator/server';
 import { PROVIDER_IDS } from '../../../src/config';
 
 export interface Harness {

@@ -1,5 +1,5 @@
 /**
- * Async jobs and webhooks benchmark (not a test): `npm run bench:jobs`.
+ * Async jobs and webhooks benchmark (not a test): `npm run bench:gateway -- --jobs`.
  *
  * Starts its own Temporal dev server, a throwaway PostgreSQL database, the provider emulator, a
  * webhook receiver (every delivery verified with the `standardwebhooks` package) and one
@@ -14,41 +14,21 @@
  * Knobs: BENCH_JOBS, BENCH_SUBMITTERS (50), BENCH_PROVIDER_LATENCY_MS (200, the emulator's delay
  * per call), JOBS_MAX_PROCESSING_PER_PROJECT (Tollgate's, default 16 here too).
  */
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { ensureTemporalCli } from '../scripts/lib/temporal-cli';
-import { createDatabaseIfMissing, dropDatabase, ensurePostgres, withDatabase } from '../scripts/lib/postgres';
-import { freePort, startTemporalDevServer } from '../scripts/lib/temporal-dev-server';
-import { migrate } from '../src/db/migrate';
-import { loadConfig } from '../src/config';
-import { createLogger } from '../src/logger';
-import { startTollgate } from '../src/server';
-import { createProject } from '../src/db/repositories/projects';
-import { createApiKey } from '../src/db/repositories/api-keys';
-import { startEmulator } from '../src/emulator/server';
+import { createProject } from '../../src/db/repositories/projects';
+import { createApiKey } from '../../src/db/repositories/api-keys';
+import { startInProcessTollgate } from '../lib/in-process';
+import { pct } from '../lib/load';
+import { startEmulator } from '../../emulator/server';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 1000);
 const SUBMITTERS = Number(process.env.BENCH_SUBMITTERS ?? 50);
 const LATENCY_MS = Number(process.env.BENCH_PROVIDER_LATENCY_MS ?? 200);
 
-function pct(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
-
-async function main(): Promise<void> {
+export async function run(): Promise<void> {
   const log = (m: string) => process.stdout.write(`${m}\n`);
-  const dataDir = path.resolve(__dirname, '..', '.data');
-  fs.mkdirSync(dataDir, { recursive: true });
-  const cli = await ensureTemporalCli(log);
-  const serverUrl = await ensurePostgres(dataDir, log);
-  const database = `tollgate_bench_${Date.now()}`;
-  await createDatabaseIfMissing(serverUrl, database);
-  const databaseUrl = withDatabase(serverUrl, database);
-  await migrate(databaseUrl);
-  const temporal = await startTemporalDevServer({ cli, port: await freePort(), logFile: fs.createWriteStream(path.join(dataDir, 'bench-temporal.log')) });
   const emu = await startEmulator({ port: 0 });
 
   // The receiver: verifies each delivery, records its webhook-id and receipt time.
@@ -78,14 +58,6 @@ async function main(): Promise<void> {
   const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
 
   const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_ENV: 'test',
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'silent',
-    DATABASE_URL: databaseUrl,
-    TEMPORAL_ADDRESS: temporal.address,
-    TEMPORAL_TASK_QUEUE: `bench-jobs-${Date.now()}`,
     WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
     WEBHOOK_FANOUT: 'on',
     JOBS_MAX_PROCESSING_PER_PROJECT: process.env.JOBS_MAX_PROCESSING_PER_PROJECT ?? '16',
@@ -94,8 +66,7 @@ async function main(): Promise<void> {
     env[`${prefix}_BASE_URL`] = `${emu.url}/${p}`;
     env[`${prefix}_API_KEY`] = 'bench';
   }
-  const config = loadConfig(env);
-  const tg = await startTollgate({ config, logger: createLogger('silent'), startMaintenance: false, temporalRetryMs: 10_000 });
+  const { tg, config, close } = await startInProcessTollgate({ name: 'jobs', env, log });
   let failed = false;
   try {
     const project = await createProject(tg.db, { name: 'bench-jobs', plan: 'production' });
@@ -162,17 +133,10 @@ async function main(): Promise<void> {
     if (completedCount !== JOBS || distinct !== JOBS || badSignatures > 0 || maxProcessing > config.jobs.maxProcessingPerProject) failed = true;
     log(failed ? 'RESULT: FAILED' : 'RESULT: every job completed, each webhook event delivered with one webhook-id');
   } finally {
-    await tg.close();
+    await close();
     await emu.close();
     receiver.closeAllConnections();
     receiver.close();
-    await temporal.stop();
-    await dropDatabase(serverUrl, database).catch(() => undefined);
   }
   process.exit(failed ? 1 : 0);
 }
-
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});

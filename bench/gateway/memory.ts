@@ -1,5 +1,5 @@
 /**
- * `npm run bench:memory`: where Tollgate's resident memory goes under the gateway bench's load.
+ * `npm run bench:gateway -- --memory`: where Tollgate's resident memory goes under the gateway bench's load.
  *
  * Starts the bench stack (bench/lib/stack.ts: compiled build when present, prebuilt workflow
  * bundle, NODE_ENV=production), then samples the Tollgate process after start, after each load
@@ -12,14 +12,14 @@
  * HEAP_GROWING_PERCENT (src/runtime/heap.ts) reaches them through the environment.
  */
 import os from 'node:os';
-import { load, timeToMarker } from './lib/load';
-import { BENCH_METRICS_TOKEN, rssByMapping, rssMiB, startStack } from './lib/stack';
-import { Teardown } from './lib/children';
-import { BENCH_BODIES, benchProjects } from './lib/workload';
+import { load, timeToMarker } from '../lib/load';
+import { BENCH_METRICS_TOKEN, rssByMapping, rssMiB, startStack } from '../lib/stack';
+import { Teardown } from '../lib/children';
+import { BENCH_BODIES, benchProjects } from '../lib/workload';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 20);
-const log = (m: string) => console.error(`[bench:memory] ${m}`);
+const log = (m: string) => console.error(`[bench:gateway --memory] ${m}`);
 
 async function v8Figures(url: string): Promise<Record<string, number>> {
   const text = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${BENCH_METRICS_TOKEN}` } })).text();
@@ -37,7 +37,7 @@ async function v8Figures(url: string): Promise<Record<string, number>> {
   };
 }
 
-async function main(): Promise<void> {
+export async function run(): Promise<void> {
   const teardown = new Teardown();
   teardown.onSignals();
   const rows: { phase: string; rss: number; peak: number; workerRss: number; v8: Record<string, number> }[] = [];
@@ -95,8 +95,3 @@ async function main(): Promise<void> {
     await teardown.run();
   }
 }
-
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:call-log`: pages of the request log (`GET /v1/calls`'s query, src/db/repositories/calls.ts)
+ * `npm run bench:log` (its default mode, `--request-log`): pages of the request log (`GET /v1/calls`'s query, src/db/repositories/calls.ts)
  * on a project with BENCH_ROWS calls (default 5,000,000) recorded over 30 days.
  *
  * The calls are written straight into `executions` by one INSERT … SELECT (the envelope left empty:
@@ -17,24 +17,24 @@
  * window ending at a random point in the 30 days, with the dashboard's bucket size for it: ending at
  * a bucket's end as the dashboard's windows do, and at any millisecond; the time is the whole answer.
  *
- *   BENCH_ROWS=5000000 npm run bench:call-log
+ *   BENCH_ROWS=5000000 npm run bench:log
  */
-import { encodeCursor } from '../src/api/cursor';
-import { callMetrics } from '../src/db/repositories/call-metrics';
-import { foldCalls } from '../src/db/repositories/call-rollup';
-import { listCalls, type CallFilters } from '../src/db/repositories/calls';
-import { createProject } from '../src/db/repositories/projects';
-import { onThrowawayDatabase } from './lib/event-log';
-import { pct } from './lib/load';
+import { encodeCursor } from '../../src/api/cursor';
+import { callMetrics } from '../../src/db/repositories/call-metrics';
+import { foldCalls } from '../../src/db/repositories/call-rollup';
+import { listCalls, type CallFilters } from '../../src/db/repositories/calls';
+import { createProject } from '../../src/db/repositories/projects';
+import { onThrowawayDatabase } from '../lib/event-log';
+import { pct } from '../lib/load';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 5_000_000);
 const PAGES = Number(process.env.BENCH_PAGES ?? 200);
 const METRIC_RUNS = Number(process.env.BENCH_METRIC_RUNS ?? 20);
 const FOLD_BATCH = Number(process.env.BENCH_FOLD_BATCH ?? 20_000);
 const DAYS = 30;
-const log = (m: string) => console.error(`[bench:call-log] ${m}`);
+const log = (m: string) => console.error(`[bench:log --request-log] ${m}`);
 
-async function main(): Promise<void> {
+export async function run(): Promise<void> {
   await onThrowawayDatabase('call_log', async ({ db, projectId }) => {
     const others = await Promise.all(Array.from({ length: 9 }, (_, i) => createProject(db, { name: `other ${i}`, plan: 'production' })));
     const projects = [projectId, ...others.map((o) => o.id)];
@@ -145,8 +145,3 @@ async function main(): Promise<void> {
     }
   });
 }
-
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});

@@ -4,7 +4,7 @@
  * once, on one project, C concurrent callers for BENCH_SECONDS. Prints calls/s, the latency of each
  * step, PostgreSQL CPU per call and the per-function time PostgreSQL spent (pg_stat_user_functions).
  *
- *   BENCH_SECONDS=5 C=32 npm run bench:pipeline-db
+ *   BENCH_SECONDS=5 C=32 npm run bench:footprint -- --pipeline
  *
  * BENCH_POLICY='<json>' sets the project's policy first (e.g. a rate limit and a daily cap, so the rate and cap
  * checks are part of the measured work).
@@ -18,23 +18,23 @@
  */
 import { spawnSync } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { createDatabaseIfMissing, dropDatabase } from '../scripts/lib/postgres';
-import { migrate } from '../src/db/migrate';
-import { createPool } from '../src/db/pool';
-import { createProject } from '../src/db/repositories/projects';
-import { updatePolicy } from '../src/db/repositories/policies';
-import { startEventChainer } from '../src/events/chainer';
-import { createLogger } from '../src/logger';
-import { postgresCpuMs, processCpuMs } from './lib/cpu';
-import { governedCalls } from './lib/governed-calls';
-import { pct } from './lib/load';
+import { createDatabaseIfMissing, dropDatabase } from '../../scripts/lib/postgres';
+import { migrate } from '../../src/db/migrate';
+import { createPool } from '../../src/db/pool';
+import { createProject } from '../../src/db/repositories/projects';
+import { updatePolicy } from '../../src/db/repositories/policies';
+import { startEventChainer } from '../../src/events/chainer';
+import { createLogger } from '../../src/logger';
+import { postgresCpuMs, processCpuMs } from '../lib/cpu';
+import { governedCalls } from '../lib/governed-calls';
+import { pct } from '../lib/load';
 
 const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONCURRENCY = Number(process.env.C ?? 32);
 const PROJECTS = Math.max(1, Number(process.env.BENCH_PROJECTS ?? 1));
 
-async function main(): Promise<void> {
+export async function run(): Promise<void> {
   const name = `tollgate_bench_pipeline_${process.pid}`;
   await createDatabaseIfMissing(ADMIN_URL, name);
   const url = ADMIN_URL.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
@@ -107,8 +107,3 @@ async function main(): Promise<void> {
     else await dropDatabase(ADMIN_URL, name).catch(() => undefined);
   }
 }
-
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});

@@ -1,5 +1,5 @@
 /**
- * The event-chain sequencer's cost per event (not a test): `npm run bench:chainer`.
+ * The sequencer's cost per chained entry (not a test): `npm run bench:log -- --sequencer`.
  *
  * Fills a throwaway database with the events of governed calls (the pipeline's `govern` and
  * `record` with a stub provider, C concurrent callers for BENCH_SECONDS, the sequencer off), then
@@ -7,23 +7,23 @@
  * and PostgreSQL's CPU per event, and the time of each of the sequencer's statements. The chaining
  * is measured alone: the load generator has stopped by then.
  *
- *   BENCH_SECONDS=3 C=32 npm run bench:chainer
+ *   BENCH_SECONDS=3 C=32 npm run bench:log -- --sequencer
  *
  * Uses tollgate_bench_chainer_<pid> on DATABASE_ADMIN_URL (default the local server), dropped afterwards.
  */
-import { migrate } from '../src/db/migrate';
-import { createPool } from '../src/db/pool';
-import { createProject } from '../src/db/repositories/projects';
-import { chainEvents } from '../src/db/repositories/events';
-import { createDatabaseIfMissing, dropDatabase } from '../scripts/lib/postgres';
-import { postgresCpuMs } from './lib/cpu';
-import { governedCalls } from './lib/governed-calls';
+import { migrate } from '../../src/db/migrate';
+import { createPool } from '../../src/db/pool';
+import { createProject } from '../../src/db/repositories/projects';
+import { chainEvents } from '../../src/db/repositories/events';
+import { createDatabaseIfMissing, dropDatabase } from '../../scripts/lib/postgres';
+import { postgresCpuMs } from '../lib/cpu';
+import { governedCalls } from '../lib/governed-calls';
 
 const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const CONCURRENCY = Number(process.env.C ?? 32);
 
-async function main(): Promise<void> {
+export async function run(): Promise<void> {
   const name = `tollgate_bench_chainer_${process.pid}`;
   await createDatabaseIfMissing(ADMIN_URL, name);
   const url = ADMIN_URL.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
@@ -85,8 +85,3 @@ async function main(): Promise<void> {
     await dropDatabase(ADMIN_URL, name).catch(() => undefined);
   }
 }
-
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});

@@ -1,6 +1,6 @@
 /** Deterministic content: replies, embeddings, images and audio derived from a hash of the input. */
 import { createHash } from 'node:crypto';
-import { countTokens, truncateToTokens } from '../pricing/tokenizer';
+import { countTokens, truncateToTokens } from '../src/pricing/tokenizer';
 
 export const hashHex = (s: string) => createHash('sha256').update(s).digest('hex');
 

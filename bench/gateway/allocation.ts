@@ -1,5 +1,5 @@
 /**
- * `npm run bench:allocation`: what a governed call allocates, by function (not a test).
+ * `npm run bench:gateway -- --allocation`: what a governed call allocates, by function (not a test).
  *
  * Starts the bench stack (bench/lib/stack.ts: the compiled build when present) with the inspector
  * open on Tollgate, warms a path up, then runs it at c=32 for BENCH_SECONDS under V8's sampling
@@ -8,24 +8,24 @@
  * Prints the bytes allocated per completed request, in total and by the functions and the files
  * that allocated most (self size: a function's own allocations, not its callees').
  *
- *   npm run build && BENCH_SECONDS=6 npm run bench:allocation
+ *   npm run build && BENCH_SECONDS=6 npm run bench:gateway -- --allocation
  *
  * BENCH_PATHS=proxy,executions (the default) picks the paths; every request is sampled about once
  * per BENCH_SAMPLE_BYTES (default 8192) allocated, so figures below ~1 KB per request are noise.
  */
 import path from 'node:path';
 import { WebSocket } from 'undici';
-import { Teardown } from './lib/children';
-import { load } from './lib/load';
-import { freePort } from '../scripts/lib/temporal-dev-server';
-import { ROOT, startStack } from './lib/stack';
-import { BENCH_BODIES, benchProjects } from './lib/workload';
+import { Teardown } from '../lib/children';
+import { load } from '../lib/load';
+import { freePort } from '../../scripts/lib/temporal-dev-server';
+import { ROOT, startStack } from '../lib/stack';
+import { BENCH_BODIES, benchProjects } from '../lib/workload';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const SAMPLE_BYTES = Number(process.env.BENCH_SAMPLE_BYTES ?? 8192);
 const PATHS = (process.env.BENCH_PATHS ?? 'proxy,executions').split(',');
 const TOP = 25;
-const log = (m: string) => console.error(`[bench:allocation] ${m}`);
+const log = (m: string) => console.error(`[bench:gateway --allocation] ${m}`);
 
 interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
@@ -92,7 +92,7 @@ function aggregate(root: ProfileNode): { byFunction: Map<string, number>; byOrig
   return { byFunction, byOrigin, total };
 }
 
-async function main(): Promise<void> {
+export async function run(): Promise<void> {
   const teardown = new Teardown();
   teardown.onSignals();
   try {
@@ -129,8 +129,3 @@ async function main(): Promise<void> {
     await teardown.run();
   }
 }
-
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});

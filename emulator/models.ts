@@ -3,9 +3,9 @@
  * counting (Anthropic `count_tokens`, Gemini `countTokens`), in the native shapes the official
  * SDKs parse. The catalogue is the pricing table's models.
  */
-import { MODEL_PRICES } from '../pricing/table';
-import { countChatTokens } from '../pricing/tokenizer';
-import type { ProviderId } from '../providers/types';
+import { MODEL_PRICES } from '../src/pricing/table';
+import { countChatTokens } from '../src/pricing/tokenizer';
+import type { ProviderId } from '../src/providers/types';
 
 const CREATED = 1_735_689_600; // 2025-01-01T00:00:00Z
 const OWNER: Record<ProviderId, string> = { openai: 'openai', anthropic: 'anthropic', google: 'google', deepseek: 'deepseek', mistral: 'mistralai' };

@@ -1,9 +1,9 @@
 /**
- * Two builds of Tollgate side by side (not a test): `BENCH_BASELINE=<checkout> npm run bench:ab`.
+ * Two builds of Tollgate side by side (not a test): `npm run bench:gateway -- --ab <checkout>`.
  *
  * For a change to the request path whose effect is smaller than the machine's drift between two
  * `bench:gateway` runs. Starts the bench stack (bench/lib/stack.ts) with this checkout's compiled
- * build ("new") and the compiled build of the checkout at BENCH_BASELINE ("base"; e.g. a `git
+ * build ("new") and the compiled build of the checkout given to `--ab` ("base"; e.g. a `git
  * worktree` of the previous commit, built with `npm run build`), both on one database, Temporal and
  * emulator, and Portkey's gateway. Each round runs Portkey, base and new on `/v1/proxy/openai` and
  * `/v1/executions`, at c=32 on one project and at c=1, for BENCH_SECONDS each. A path's two builds
@@ -14,15 +14,15 @@
  * Prints per path and build the median req/s, the median of the rounds' new/base ratios, CPU per
  * request (Tollgate's process, PostgreSQL) and c=1 added latency.
  *
- *   BENCH_BASELINE=/tmp/base BENCH_ROUNDS=6 BENCH_SECONDS=4 npm run bench:ab
+ *   BENCH_ROUNDS=6 BENCH_SECONDS=4 npm run bench:gateway -- --ab /tmp/base
  *
  * Both builds must run against the schema of this checkout's migrations (applied once, at start).
  */
 import os from 'node:os';
-import { Teardown } from './lib/children';
-import { load, loadWithCpu, median, type MeasuredRun as Measured } from './lib/load';
-import { startStack } from './lib/stack';
-import { BENCH_BODIES, benchProjects } from './lib/workload';
+import { Teardown } from '../lib/children';
+import { load, loadWithCpu, median, type MeasuredRun as Measured } from '../lib/load';
+import { startStack } from '../lib/stack';
+import { BENCH_BODIES, benchProjects } from '../lib/workload';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 6));
@@ -30,9 +30,8 @@ const log = (m: string) => process.stdout.write(`${m}\n`);
 
 type Build = 'portkey' | 'base' | 'new';
 
-async function main(): Promise<void> {
-  const baselineDir = process.env.BENCH_BASELINE;
-  if (!baselineDir) throw new Error('BENCH_BASELINE=<directory of the checkout to compare with> is required');
+export async function run([baselineDir]: string[]): Promise<void> {
+  if (!baselineDir) throw new Error('--ab <directory of the checkout to compare with, built> is required');
   const teardown = new Teardown();
   teardown.onSignals();
   let exitCode = 0;
@@ -104,4 +103,3 @@ function roundOrder(r: number): [Build, 'proxy' | 'exec'][] {
   return r % 2 === 0 ? [['portkey', 'proxy'], ...tollgate] : [...tollgate, ['portkey', 'proxy']];
 }
 
-void main();

@@ -1,12 +1,12 @@
 /**
- * Token estimator benchmark (not a test): `npx tsx bench/tokenizer.ts`.
+ * Token estimator benchmark (not a test): `npm run bench:units -- --tokenizer`.
  *
  * Times `countTokens` (src/pricing/tokenizer.ts) on:
  *   1. a 1 KB ordinary prompt (prose + code + JSON), mean µs per call after warm-up — the per-request
  *      cost; and a 1 KB prompt of never-seen words (every piece a memo miss);
  *   2. runs without word breaks: 10,000 and 100,000 repeated 'a', 100,000 spaces / 'A' / CJK chars;
  *   3. 100 KB of random base64, first call (cold memo) and warm.
- * With BENCH_BASELINE=1 it also times js-tiktoken's encoder on the 1 KB prompt and on 2,000 / 5,000
+ * With BENCH_JS_TIKTOKEN=1 it also times js-tiktoken's encoder on the 1 KB prompt and on 2,000 / 5,000
  * repeated 'a' (it is quadratic: 10,000 take ~7 s), and checks the counts agree.
  *
  * With BENCH_COMPARE_DIR=<dir> (a directory where the maintained libraries were installed, outside
@@ -25,7 +25,7 @@ import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import os from 'node:os';
-import { countTokens, encodeTokens, EXACT_COUNT_MAX_CHARS, truncateToTokens } from '../src/pricing/tokenizer';
+import { countTokens, encodeTokens, EXACT_COUNT_MAX_CHARS, truncateToTokens } from '../../src/pricing/tokenizer';
 
 const log = (m: string) => process.stdout.write(`${m}\n`);
 
@@ -83,7 +83,7 @@ function randomWords(bytes: number, seed: number): string {
   return s.slice(0, bytes);
 }
 
-function main(): void {
+function measure(): void {
   log(`node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} (figures are the best of several runs)`);
   const t0 = process.hrtime.bigint();
   countTokens('warm up');
@@ -125,7 +125,7 @@ function main(): void {
   log(`truncateToTokens(100,000 × 'a', 10,000): ${bestMs(() => truncateToTokens(longRun, 10_000)).ms.toFixed(1)} ms`);
   log(`truncateToTokens(1 KB prompt, 100): ${meanMicros(() => truncateToTokens(prompt, 100), 20_000).toFixed(1)} µs/call`);
 
-  if (process.env.BENCH_BASELINE === '1') {
+  if (process.env.BENCH_JS_TIKTOKEN === '1') {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { Tiktoken } = require('js-tiktoken/lite');
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -233,7 +233,8 @@ function describeSteps(steps: Step[], what: string, max: number): string {
 function compare(dir: string): void {
   log(`\nside by side (BENCH_COMPARE_DIR=${dir}; each library in its own process; memory = growth of the process once loaded and warm):`);
   const results = Object.keys(counters(dir)).map((name) => {
-    const out = execFileSync(process.execPath, [...process.execArgv, '--expose-gc', __filename, '--one', name], { env: { ...process.env, BENCH_COMPARE_DIR: dir }, encoding: 'utf8', maxBuffer: 16 * MB });
+    // The entry point again (bench/units.ts), in this mode, measuring one library.
+    const out = execFileSync(process.execPath, [...process.execArgv, '--expose-gc', process.argv[1], '--tokenizer', '--one', name], { env: { ...process.env, BENCH_COMPARE_DIR: dir }, encoding: 'utf8', maxBuffer: 16 * MB });
     return JSON.parse(out.trim().split('\n').at(-1)!) as Measured;
   });
   const ours = results[0];
@@ -246,9 +247,9 @@ function compare(dir: string): void {
   }
 }
 
-const one = process.argv.indexOf('--one');
-if (one > 0) measureOne(process.env.BENCH_COMPARE_DIR!, process.argv[one + 1]);
-else {
-  main();
+/** `--one <library>`: the child process `compare` starts for each library. */
+export async function run(args: string[]): Promise<void> {
+  if (args[0] === '--one') return measureOne(process.env.BENCH_COMPARE_DIR!, args[1]);
+  measure();
   if (process.env.BENCH_COMPARE_DIR) compare(process.env.BENCH_COMPARE_DIR);
 }
