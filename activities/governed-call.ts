@@ -13,7 +13,7 @@
  */
 import type { Clock } from '../src/clock';
 import type { Db } from '../src/db/pool';
-import type { NewEvent } from '../src/db/repositories/events';
+import type { NewEvent } from '../src/events/types';
 import { outputCeilingSpec } from '../src/executions/output-ceiling';
 import { normalizedRequest, recordExecution, type RecordOptions } from '../src/executions/record';
 import { recordReservationDenial } from '../src/executions/reservation-denial';

@@ -1,5 +1,6 @@
 import { withTransaction } from '../src/db/pool';
-import { appendEvents, type NewEvent } from '../src/db/repositories/events';
+import { appendEvents } from '../src/db/repositories/events';
+import type { NewEvent } from '../src/events/types';
 import { notifyChannel } from '../src/db/notify';
 import { countPermitsByLease } from '../src/db/repositories/permits';
 import {

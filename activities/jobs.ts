@@ -7,7 +7,8 @@
  * not come here: the API runs the same steps in process.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { appendEvents, requestHasEvent, type NewEvent } from '../src/db/repositories/events';
+import { appendEvents, requestHasEvent } from '../src/db/repositories/events';
+import type { NewEvent } from '../src/events/types';
 import { findExecutionById } from '../src/db/repositories/executions';
 import { acquireJobSlot, findJobDispatch, findJobRequest, finishJob, markJobDispatch, markJobQueued, setJobAttempts, type SlotOutcome } from '../src/db/repositories/jobs';
 import { findPermit } from '../src/db/repositories/permits';

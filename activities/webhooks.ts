@@ -4,7 +4,7 @@
  * guard, and records the attempt with its timeline events. A 410 disables the subscription.
  */
 import { secretBox } from '../src/crypto/secret-box';
-import type { NewEvent } from '../src/db/repositories/events';
+import type { NewEvent } from '../src/events/types';
 import { disableSubscription, findMessage, findSubscriptionById, recordAttempt, setMessageStatus, type WebhookMessageRecord } from '../src/db/repositories/webhooks';
 import { newId } from '../src/ids';
 import { TEST_EVENT_TYPE } from '../src/webhooks/events';

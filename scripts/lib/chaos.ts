@@ -28,7 +28,7 @@ import { startEmulator, type EmulatorHandle } from '../../emulator/server';
 import { migrate } from '../../src/db/migrate';
 import { createProject } from '../../src/db/repositories/projects';
 import { createApiKey } from '../../src/db/repositories/api-keys';
-import { verifyEventChain } from '../../src/db/repositories/events';
+import { verifyEventChain } from '../../src/db/repositories/event-chain-verification';
 import { freePort, startTemporalDevServer, type DevServer } from './temporal-dev-server';
 import { findPgBin } from './postgres';
 import { SOURCE_NODE_ARGS } from './source-node-args';

@@ -19,7 +19,9 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import canonicalize from 'canonicalize';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
-import { canonicalOfStored, canonicalRecord, chainAllProjectEvents, type CanonicalColumns } from '../db/repositories/events';
+import { canonicalOfStored } from '../db/repositories/canonical-columns';
+import { canonicalRecord, type CanonicalColumns } from '../events/canonical';
+import { chainAllProjectEvents } from '../db/repositories/event-chain';
 import { readRecordLeaves } from '../db/repositories/record-leaves';
 import {
   exportRows,

@@ -4,7 +4,7 @@
  * (the reads) and the event stream. Stored events and records share the events' sequence, a
  * record's derived events taking the seqs after its own, so one integer order (`seq`) sorts both.
  */
-import type { EventRecord } from '../db/repositories/events';
+import type { EventRecord } from './types';
 
 /** A chain row's link: what a derived event shows as its place in the hash chain (its record's leaf). */
 export interface ChainLink {

@@ -374,7 +374,7 @@ export function inFlightEvents(permit: PermitColumns): DerivedEvent[] {
  * The call record as one chain leaf: an event-shaped object (`call.recorded`) whose metadata is
  * the record's persisted columns and the permit decision its events derive from, so the chain,
  * the Merkle log, exports and both offline verifiers hash and check it as they do any event
- * (canonicalEvent in src/db/repositories/events.ts). Editing any of these columns breaks the leaf.
+ * (canonicalEvent in src/events/canonical.ts). Editing any of these columns breaks the leaf.
  */
 export function recordLeafEvent(
   row: RecordColumns & Record<string, unknown>,

@@ -8,7 +8,9 @@
  */
 import type { Clock } from '../clock';
 import type { Db } from '../db/pool';
-import { batchEvents, requestHasEvent, type NewEvent } from '../db/repositories/events';
+import { batchEvents } from '../events/batch';
+import { requestHasEvent } from '../db/repositories/events';
+import type { NewEvent } from '../events/types';
 import { findExecutionById } from '../db/repositories/executions';
 import type { StoredResponse } from '../db/repositories/idempotency';
 import { finishCalls } from '../db/repositories/governed-calls';

@@ -2,7 +2,7 @@
  * What a decision writes and answers: the permit row, its reservation and rate consumption, the
  * permit events, and the decision shape (from an evaluation outcome or rebuilt from a stored permit).
  */
-import type { NewEvent } from '../db/repositories/events';
+import type { NewEvent } from '../events/types';
 import type { NewPermit, PermitRecord } from '../db/repositories/permits';
 import type { EvalContext } from './eval-context';
 import type { Outcome } from './evaluate';

@@ -2,7 +2,7 @@
  * Each project's event log as an RFC 6962 Merkle tree, and its signed checkpoints.
  *
  * Leaf i is the event or call record at chain position i + 1; the leaf bytes are the event's
- * canonical form (`canonicalEvent` in src/db/repositories/events.ts, RFC 8785 JSON including
+ * canonical form (`canonicalEvent` in src/events/canonical.ts, RFC 8785 JSON including
  * prev_hash; a record's is its leaf event's, `canonicalRecord`), the same bytes the hash chain hashes. The sequencer stores each event's leaf hash as it chains it
  * (event_chain.leaf_hash), so a checkpoint signs what was chained: it reads the chain rows in
  * order, checks their links (positions without gaps, each prev_hash the hash before), and builds
@@ -22,7 +22,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Db, Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
-import { canonicalOfStored, canonicalRecord, eventHash, GENESIS_HASH, type CanonicalColumns } from '../db/repositories/events';
+import { canonicalOfStored } from '../db/repositories/canonical-columns';
+import { canonicalRecord, eventHash, GENESIS_HASH, type CanonicalColumns } from '../events/canonical';
 import { readRecordLeaves } from '../db/repositories/record-leaves';
 import { logAnchor } from '../db/repositories/archives';
 import {

@@ -2,7 +2,7 @@
  * Permit read models: the timeline (stored events plus the expiry events derived from
  * expires_at), the bundle, the lineage and the NDJSON export.
  */
-import { chainAllProjectEvents } from '../db/repositories/events';
+import { chainAllProjectEvents } from '../db/repositories/event-chain';
 import { permitsEvents } from '../db/repositories/log-events';
 import { decodeCursor, listChildPermits, listPermitLineage, listPermits, PermitRecord, listPermitsForExport } from '../db/repositories/permits';
 import { errors } from '../errors';

@@ -5,7 +5,7 @@
  * does (a normalized dispatch, a native pass-through, a translated call) is the caller's.
  */
 import type { Clock } from '../clock';
-import type { NewEvent } from '../db/repositories/events';
+import type { NewEvent } from '../events/types';
 import { executionEvent } from '../executions/record';
 import type { Target } from '../executions/types';
 import type { AttemptRecord, ExecutionInput } from '../executions/types';

@@ -21,7 +21,7 @@ import { readTar } from '../compliance/tar';
 import { verifyExport } from '../compliance/verify-export';
 import { archiveStoreOf } from '../archive-store/from-config';
 import { findExport, insertExport, updateExport, type ExportPart } from '../db/repositories/compliance-exports';
-import { chainAllProjectEvents } from '../db/repositories/events';
+import { chainAllProjectEvents } from '../db/repositories/event-chain';
 import { deleteRollupBefore, moveRollupStart } from '../db/repositories/call-rollup';
 import { chainHead, latestCheckpoint } from '../db/repositories/integrity-log';
 import {

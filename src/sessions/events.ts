@@ -3,7 +3,7 @@
  * itself, so GET /v1/requests/{session_id}/timeline is the session's timeline (its permits are
  * issued with that request id too) and its SSE stream reads them by session id.
  */
-import type { NewEvent } from '../db/repositories/events';
+import type { NewEvent } from '../events/types';
 
 export const SESSION_EVENT_SOURCE = 'sessions';
 

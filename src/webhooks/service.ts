@@ -10,7 +10,7 @@ import type { Clock } from '../clock';
 import type { Config } from '../config';
 import { secretBox, SecretBoxUnavailableError } from '../crypto/secret-box';
 import type { Db } from '../db/pool';
-import type { EventRecord } from '../db/repositories/events';
+import type { EventRecord } from '../events/types';
 import { findJobById } from '../db/repositories/jobs';
 import {
   deleteSubscription,

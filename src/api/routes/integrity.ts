@@ -12,7 +12,7 @@ import { integritySigner } from '../../intents/signing';
 import { complianceSigner, COMPLIANCE_KEY_PURPOSE } from '../../integrity/keys';
 import { logOrigin, proveConsistency, proveInclusion, rootAt, storedTreeSize } from '../../integrity/log';
 import { verifierKey } from '../../integrity/note';
-import { canonicalEvent, canonicalRecord } from '../../db/repositories/events';
+import { canonicalEvent, canonicalRecord } from '../../events/canonical';
 import { logAnchor } from '../../db/repositories/archives';
 import { notFoundOrArchived } from '../../retention/archived';
 

@@ -4,7 +4,7 @@
  * Overview's aggregates read a few rows per period instead of every call in a window.
  *
  * Folded off the request path: the chain sequencer folds the records it chains in the same
- * transaction (src/db/repositories/events.ts), a record with a lifecycle when its leaf is chained,
+ * transaction (src/db/repositories/event-chain.ts), a record with a lifecycle when its leaf is chained,
  * any other record (a denial, a call recorded with its events) when its terminal event is. So a
  * record is in the rollup exactly when its leaf or terminal event left `event_chain_pending`, and
  * `UNFOLDED_RECORDS_SQL` finds the others.

@@ -5,7 +5,8 @@
  * (project_id, chain_pos) index; nothing here writes to `events` or `event_chain`.
  */
 import type { Queryable } from '../pool';
-import { CANONICAL_COLUMNS_SQL, type CanonicalColumns } from './events';
+import { CANONICAL_COLUMNS_SQL } from './canonical-columns';
+import type { CanonicalColumns } from '../../events/canonical';
 
 export const CHECKPOINT_LOCK_CLASS = 7_302;
 

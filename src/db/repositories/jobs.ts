@@ -5,7 +5,8 @@
  */
 import type { Db, Queryable } from '../pool';
 import { withTransaction } from '../pool';
-import { appendEvents, type NewEvent } from './events';
+import { appendEvents } from './events';
+import type { NewEvent } from '../../events/types';
 import type { ExecutionEnvelope } from '../../executions/envelope';
 import type { DispatchStart } from '../../executions/lifecycle';
 

@@ -7,7 +7,8 @@
  * key, executions_permit_idx), their permits in one query per read.
  */
 import type { Queryable } from '../pool';
-import { listEventsByRequest, listEventsForPermits, type EventRecord } from './events';
+import { listEventsByRequest, listEventsForPermits } from './events';
+import type { EventRecord } from '../../events/types';
 import { findGovernanceEvent, listGovernanceEvents } from './governance-events';
 import { derivedEventRef, inFlightEvents, recordEvents, type PermitColumns, type RecordColumns } from '../../executions/lifecycle';
 import { filterReachesRecords, matchesFilter, mergeBySeq, timelineOf, type EventFilter, type LogEvent, type Order } from '../../events/merge';

@@ -1,6 +1,6 @@
 /** A session's events in insertion order (its SSE stream reads them by `seq`). */
 import type { Queryable } from '../pool';
-import type { EventRecord } from './events';
+import type { EventRecord } from '../../events/types';
 
 export async function listSessionEventsAfter(db: Queryable, projectId: string, sessionId: string, afterSeq: number, limit = 200): Promise<EventRecord[]> {
   const { rows } = await db.query<EventRecord>(

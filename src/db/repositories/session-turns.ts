@@ -4,7 +4,8 @@
  * re-sent turn find its first decision.
  */
 import type { Queryable } from '../pool';
-import { appendEvents, type NewEvent } from './events';
+import { appendEvents } from './events';
+import type { NewEvent } from '../../events/types';
 
 export interface SessionTurnRecord {
   id: string;

@@ -3,7 +3,8 @@
  * live counters; these rows are their durable mirror and the record reads fall back to.
  */
 import type { Queryable } from '../pool';
-import { appendEvents, type NewEvent } from './events';
+import { appendEvents } from './events';
+import type { NewEvent } from '../../events/types';
 
 export const SESSION_STATUSES = ['active', 'ended', 'expired', 'failed'] as const;
 export type StoredSessionStatus = (typeof SESSION_STATUSES)[number];

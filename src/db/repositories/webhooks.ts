@@ -4,7 +4,8 @@
  */
 import type { Db, Queryable } from '../pool';
 import { withTransaction } from '../pool';
-import { appendEvents, type EventRecord, type NewEvent } from './events';
+import { appendEvents } from './events';
+import type { EventRecord, NewEvent } from '../../events/types';
 import { chainedEventsAfter } from './log-events';
 
 export interface WebhookSubscriptionRecord {

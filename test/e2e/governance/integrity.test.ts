@@ -6,7 +6,7 @@ import { issueCheckpoint, LogIntegrityError } from '../../../src/integrity/log';
 import { CHECKPOINT_LOCK_CLASS } from '../../../src/db/repositories/integrity-log';
 import { leafHash, verifyConsistency, verifyInclusion } from '../../../src/integrity/merkle';
 import { openNote, parseCheckpointText, parseVerifierKey } from '../../../src/integrity/note';
-import { verifyEventChain } from '../../../src/db/repositories/events';
+import { verifyEventChain } from '../../../src/db/repositories/event-chain-verification';
 import { goVerifier, writeEvents } from './helpers';
 
 describe('signed checkpoints, proofs, and a Go verifier', () => {

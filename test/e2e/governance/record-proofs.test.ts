@@ -3,7 +3,7 @@
  * of any of its lifecycle events is the record's proof, its leaf the record's canonical bytes, and
  * `integrity verify` reports an edit of the record.
  */
-import { chainAllProjectEvents } from '../../../src/db/repositories/events';
+import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
 import { derivedEventId } from '../../../src/executions/lifecycle';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';

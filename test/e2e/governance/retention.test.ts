@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { readTar } from '../../../src/compliance/tar';
 import { verifyExportCommand } from '../../../src/compliance/verify-command';
 import { claimIdempotencyKey } from '../../../src/db/repositories/idempotency';
-import { chainAllProjectEvents } from '../../../src/db/repositories/events';
+import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
 import { derivedEventId } from '../../../src/executions/lifecycle';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';

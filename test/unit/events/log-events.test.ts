@@ -6,7 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../../src/db/pool';
-import { appendEvents, type EventRecord } from '../../../src/db/repositories/events';
+import { appendEvents } from '../../../src/db/repositories/events';
+import type { EventRecord } from '../../../src/events/types';
 import { chainedEventsAfter, findLogEvent, listLogEvents, permitsEvents, requestEvents } from '../../../src/db/repositories/log-events';
 import { insertPermit, type PermitRecord } from '../../../src/db/repositories/permits';
 import { lifecycleOf, recordEvents, type DispatchStart, type Lifecycle, type RecordColumns } from '../../../src/executions/lifecycle';
