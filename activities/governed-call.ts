@@ -60,7 +60,7 @@ export interface GovernSpec {
   /**
    * In-process pipeline: write the in-flight marker on the allow's permit (one statement), so a
    * process that dies mid-call leaves a permit reconciliation closes; the call's lifecycle events
-   * are derived from its permit and record (src/executions/lifecycle.ts), not stored.
+   * are derived from its permit and record (src/executions/lifecycle-events.ts), not stored.
    * `idempotency` says what closing it does with the call's key.
    */
   /**

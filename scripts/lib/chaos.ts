@@ -374,7 +374,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     }
     const kindOf = new Map(results.map((r) => [r.nonce, r.kind]));
     const doubleDispatches = [...counts].filter(([, n]) => n > 1).map(([nonce, n]) => `${nonce} (${kindOf.get(nonce) ?? 'probe'}) ×${n}`);
-    // provider.request_sent as the timeline has it (src/executions/lifecycle.ts): stored rows; per
+    // provider.request_sent as the timeline has it (src/executions/lifecycle-events.ts): stored rows; per
     // record, one per provider try (at least its first, for an interrupted call) plus one per later
     // job attempt, less the tries a job attempt began (its request_sent is the attempt's); one per
     // pipeline call in flight; one per started attempt of a job not yet recorded.

@@ -3,7 +3,7 @@
  *
  * Files: events.ndjson (one line per logged event of the window's position range: the event's
  * canonical bytes, exactly the Merkle leaf; for a call record, its leaf event `call.recorded`,
- * src/executions/lifecycle.ts, so offline verifiers check it as any event), proofs.ndjson (one line per log index: seq, leaf hash,
+ * src/executions/record-leaf.ts, so offline verifiers check it as any event), proofs.ndjson (one line per log index: seq, leaf hash,
  * inclusion proof against the checkpoint), checkpoint.note (the signed checkpoint covering the
  * range), permits/executions/usage/workflow_intents.ndjson (RFC 8785 JSON rows whose time falls in
  * the window), and manifest.note: a signed note whose text is the manifest (each file's sha256,

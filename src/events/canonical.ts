@@ -2,7 +2,7 @@
  * The hashed form of a chain leaf and its hash. Each project's log is a hash chain:
  * `hash = sha256(prev_hash + canonical(event))`, the first leaf's prev_hash is `GENESIS_HASH`.
  * A call record with a lifecycle is a leaf of the same chain, hashed as one event-shaped leaf
- * (`canonicalRecord`: `recordLeafEvent` of src/executions/lifecycle.ts). The sequencer
+ * (`canonicalRecord`: `recordLeafEvent` of src/executions/record-leaf.ts). The sequencer
  * (src/db/repositories/event-chain.ts), the chain's verification, checkpoints and exports all
  * write leaves through this module, so all of them hash the same bytes.
  */
@@ -10,7 +10,7 @@ import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { EventRecord } from './types';
 import type { StoredRecordLeaf } from '../db/repositories/record-leaves';
-import { recordLeafEvent } from '../executions/lifecycle';
+import { recordLeafEvent } from '../executions/record-leaf';
 
 export const GENESIS_HASH = '0'.repeat(64);
 

@@ -19,7 +19,8 @@ import type { PricingCatalog } from '../pricing/types';
 import { estimateInputTokens, makeUsage } from '../providers/shared/usage';
 import type { NormalizedRequest, ProviderResult, Usage } from '../providers/types';
 import { buildEnvelope, ExecutionEnvelope, ExecutionStatus, storedEnvelope } from './envelope';
-import { EXECUTION_EVENT_SOURCE, lifecycleOf, type Lifecycle } from './lifecycle';
+import { EXECUTION_EVENT_SOURCE } from './lifecycle-events';
+import { lifecycleOf, type Lifecycle } from './lifecycle';
 import type { Target } from './types';
 import type { AttemptRecord, ExecutionInput, RecordInput } from './types';
 
@@ -223,7 +224,7 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
   }
   if (settle && (!Number.isInteger(settle.cost) || settle.cost < 0)) throw new Error('recordExecution: cost must be a non-negative integer');
   // A dispatched call (the in-process pipeline's, a job's) keeps its lifecycle on the record, which
-  // its events derive from (src/executions/lifecycle.ts): no event rows. Other records (denials, a
+  // its events derive from (src/executions/lifecycle-events.ts): no event rows. Other records (denials, a
   // job that never reached dispatch) store theirs.
   let lifecycle: Lifecycle | null = null;
   if (gov.dispatch && rec.kind !== 'governed_out') {

@@ -33,7 +33,7 @@ export interface EvaluateOptions {
    * The governed-call pipeline's in-flight marker, written on the permit of an allow (and only of
    * one) in the same statement: what closing the call needs and its deadline. The permit's
    * decision events and the dispatch's first events are then not stored: they are derived from the
-   * permit and the call's record (src/executions/lifecycle.ts).
+   * permit and the call's record (src/executions/lifecycle-events.ts).
    */
   onAllow?: { closing: Record<string, unknown>; deadline: Date };
   /**
@@ -97,7 +97,7 @@ export function decisionFromPermit(p: PermitRecord): PermitDecision {
   return d;
 }
 
-/** A recorded call's permit events that its record derives (src/executions/lifecycle.ts) instead of storing. */
+/** A recorded call's permit events that its record derives (src/executions/lifecycle-events.ts) instead of storing. */
 const DERIVED_PERMIT_EVENTS = new Set(['permit.allowed', 'permit.expiry_scheduled']);
 
 export function permitEvents(req: GovernanceRequest, p: Pick<PermitRecord, 'id' | 'expires_at'>, o: Outcome, at: Date): NewEvent[] {

@@ -7,7 +7,7 @@ import { routeFamily } from '../route-table';
 import { findGovernanceEvent } from '../../db/repositories/governance-events';
 import { chainLinkOf, checkpointAtSize, latestCheckpoint, listComplianceKeys, type CheckpointRow } from '../../db/repositories/integrity-log';
 import { readRecordLeafById } from '../../db/repositories/record-leaves';
-import { derivedEventRef } from '../../executions/lifecycle';
+import { derivedEventRef } from '../../executions/lifecycle-events';
 import { integritySigner } from '../../intents/signing';
 import { complianceSigner, COMPLIANCE_KEY_PURPOSE } from '../../integrity/keys';
 import { logOrigin, proveConsistency, proveInclusion, rootAt, storedTreeSize } from '../../integrity/log';

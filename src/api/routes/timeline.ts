@@ -24,7 +24,7 @@ function endpointOf(route: string): string {
 
 /**
  * Timelines are rebuilt only from persisted events, call records and permits (a record's events are
- * derived from its columns, src/executions/lifecycle.ts); nothing is synthesised.
+ * derived from its columns, src/executions/lifecycle-events.ts); nothing is synthesised.
  */
 export const timelineRoutes = routeFamily(
   'Timelines',

@@ -10,7 +10,7 @@
  * `UNFOLDED_RECORDS_SQL` finds the others.
  */
 import type { Queryable } from '../pool';
-import { EXECUTION_EVENT_SOURCE } from '../../executions/lifecycle';
+import { EXECUTION_EVENT_SOURCE } from '../../executions/lifecycle-events';
 import { LATENCY_BOUNDS } from '../latency-histogram';
 
 /** The events that end a record without a lifecycle (src/executions/record.ts writes one per such record). */

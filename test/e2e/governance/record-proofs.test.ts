@@ -4,7 +4,7 @@
  * `integrity verify` reports an edit of the record.
  */
 import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
-import { derivedEventId } from '../../../src/executions/lifecycle';
+import { derivedEventId } from '../../../src/executions/lifecycle-events';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';
 import { leafHash, verifyInclusion } from '../../../src/integrity/merkle';

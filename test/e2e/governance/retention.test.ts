@@ -12,7 +12,7 @@ import { readTar } from '../../../src/compliance/tar';
 import { verifyExportCommand } from '../../../src/compliance/verify-command';
 import { claimIdempotencyKey } from '../../../src/db/repositories/idempotency';
 import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
-import { derivedEventId } from '../../../src/executions/lifecycle';
+import { derivedEventId } from '../../../src/executions/lifecycle-events';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';
 import { latestCheckpoint } from '../../../src/db/repositories/integrity-log';

@@ -1,4 +1,6 @@
-import { derivedEventId, derivedEventRef, inFlightEvents, lifecycleOf, permitEventRows, recordEvents, recordLeafEvent, type DispatchStart, type Lifecycle, type PermitColumns, type RecordColumns } from '../../../src/executions/lifecycle';
+import { derivedEventId, derivedEventRef, inFlightEvents, permitEventRows, recordEvents } from '../../../src/executions/lifecycle-events';
+import { lifecycleOf, type DispatchStart, type Lifecycle, type PermitColumns, type RecordColumns } from '../../../src/executions/lifecycle';
+import { recordLeafEvent } from '../../../src/executions/record-leaf';
 import { buildEnvelope, envelopeOfRow, storedEnvelope } from '../../../src/executions/envelope';
 
 const permit: PermitColumns = {
