@@ -47,7 +47,7 @@ export async function rollupStart(db: Queryable, projectId: string): Promise<Dat
 }
 
 /**
- * Retention (src/retention/run.ts) deleted the project's records before `cutoff`: from now on reads
+ * Retention (src/retention/delete.ts) deleted the project's records before `cutoff`: from now on reads
  * take the time before it from the records that remain, so the rollup's start moves there (never
  * back) and the rows of periods ending by it can go (`deleteRollupBefore`).
  */

@@ -19,7 +19,8 @@ import { latestCheckpoint } from '../../../src/db/repositories/integrity-log';
 import { verifierKey } from '../../../src/integrity/note';
 import { verifyLog } from '../../../src/integrity/verify-log';
 import { idInstant } from '../../../src/retention/archived';
-import { ArchiveVerificationError, runRetention } from '../../../src/retention/run';
+import { ArchiveVerificationError } from '../../../src/retention/archive';
+import { runRetention } from '../../../src/retention/run';
 import { say, startHarness, type Harness } from '../executions/helpers';
 import { goVerifier } from './helpers';
 
