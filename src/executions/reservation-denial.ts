@@ -10,7 +10,8 @@ import { findPermit, insertPermit } from '../db/repositories/permits';
 import type { NormalizedRequest } from '../providers/types';
 import { executionEvent } from './record';
 import type { ExecutionInput, GovernOutcome } from './types';
-import { RESERVATION_REASON_CODES, type IntentReservations, type ReservationDenial } from '../intents/reservations';
+import { RESERVATION_REASON_CODES, type ReservationDenial } from '../intents/reservation-outcome';
+import type { IntentReservations } from '../intents/reservations';
 import { findWorkflowIntent } from '../db/repositories/workflow-intents';
 import type { Queryable } from '../db/pool';
 
