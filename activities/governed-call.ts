@@ -162,7 +162,7 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
     let streamed = '';
     type Try = { ok: boolean; failure?: ProviderFailure; final?: boolean; result?: ProviderResult; partial?: Usage | null; req: NormalizedRequest };
     const outcomeOf = (t: Try) => (t.ok ? { usage: t.result!.usage, responseModel: t.result!.provider_model } : { failure: t.failure, usage: t.partial });
-    const run = await dispatchWithFallback<Try>(input, targets, clock, (target, i) => providerAttempt(deps.genAi, { operation: input.request.operation, provider: target.provider, model: target.model, attempt: i + 1 }, async (span) => {
+    const run = await dispatchWithFallback<Try>(input, targets, (target, i) => providerAttempt(deps.genAi, { operation: input.request.operation, provider: target.provider, model: target.model, attempt: i + 1 }, async (span) => {
       const req = normalizedRequest(input, target);
       try {
         const result = await providers.dispatch(req, {
@@ -185,7 +185,7 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
         // Once a delta reached the caller, another target would splice two answers: no fallback.
         return { ok: false, failure, partial, req, final: streamed.length > 0 || aborted };
       }
-    }, outcomeOf), { stream: input.mode === 'stream', signal: hooks.signal });
+    }, outcomeOf), { clock, stream: input.mode === 'stream', signal: hooks.signal });
     const { last, target, attempts, fallbackOccurred } = run;
     if (last.ok) return { outcome: { ok: true, target, result: last.result!, attempts, fallbackOccurred }, fallbackEvents: run.events };
     const gone = hooks.clientGone?.() ?? false;

@@ -106,7 +106,7 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
   const row = await load(deps.db, exportId);
   if (part !== 'events') {
     const docs = new ExportFileWriter(deps, exportId, `${part}.ndjson`);
-    await written([docs], async () => docs.add((await exportRows(deps.db, part, row.project_id, row.window_start, row.window_end)).map((d) => canonicalize(d) as string)));
+    await written([docs], async () => docs.add((await exportRows(deps.db, part, { projectId: row.project_id, since: row.window_start, until: row.window_end })).map((d) => canonicalize(d) as string)));
     await markExportPartDone(deps.db, row.id, part);
     return docs.records;
   }
@@ -138,7 +138,7 @@ async function writeEventsPart(deps: BuildDeps, row: ExportRow, events: ExportFi
     for (let lo = first; lo <= last; lo += BATCH) {
       const hi = Math.min(lo + BATCH - 1, last);
       // Positions lo+1 .. hi+1, from the chain's side (a deleted event row comes back with seq null).
-      const chainRows = await readChainRangeColumns(deps.db, row.project_id, lo, hi + 1, BATCH);
+      const chainRows = await readChainRangeColumns(deps.db, row.project_id, { afterPos: lo, toPos: hi + 1, limit: BATCH });
       const chained = new Map(chainRows.map((r) => [Number(r.chain_pos), r]));
       // Positions no event row answers for are call records' (or deleted rows): their records in one statement.
       const notEvents = chainRows.filter((r) => r.seq === null).map((r) => r.chain_seq);

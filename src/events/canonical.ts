@@ -25,19 +25,22 @@ export const GENESIS_HASH = '0'.repeat(64);
  * generic form is checked by test/unit/events/canonical-event.test.ts.
  */
 export function canonicalEvent(e: Omit<EventRecord, 'hash'>, prevHash: string | null = e.prev_hash): string {
-  return canonicalForm(e, Number(e.seq), canonicalize(e.metadata ?? {}) as string, new Date(e.timestamp).toISOString(), prevHash);
+  return canonicalForm(e, canonicalize(e.metadata ?? {}) as string, new Date(e.timestamp).toISOString(), prevHash);
 }
 
-/** The columns of an event that the canonical form holds as JSON strings (or null). */
-type CanonicalStrings = Pick<EventRecord, 'event_type' | 'id' | 'job_id' | 'model' | 'permit_id' | 'phase' | 'project_id' | 'provider' | 'request_id' | 'session_id' | 'source'>;
+/** The columns of an event that the canonical form holds as they are: JSON strings (or null), and the seq. */
+type CanonicalStrings = Pick<EventRecord, 'event_type' | 'id' | 'job_id' | 'model' | 'permit_id' | 'phase' | 'project_id' | 'provider' | 'request_id' | 'session_id' | 'source'> & {
+  seq: string | number;
+};
 
 /**
  * The one writer of the canonical form: the members in RFC 8785's key order, strings as
  * JSON.stringify writes them (RFC 8785's string form), `metadata` already canonical. An undefined
  * `prevHash` leaves its member out, as canonicalize leaves out an undefined value.
  */
-function canonicalForm(e: CanonicalStrings, seq: number, metadata: string, timestamp: string, prevHash: string | null | undefined): string {
+function canonicalForm(e: CanonicalStrings, metadata: string, timestamp: string, prevHash: string | null | undefined): string {
   const j = JSON.stringify;
+  const seq = Number(e.seq);
   const link = prevHash === undefined ? '' : `,"prev_hash":${j(prevHash)}`;
   return (
     `{"event_type":${j(e.event_type)},"id":${j(e.id)},"job_id":${j(e.job_id ?? null)},"metadata":${metadata},"model":${j(e.model ?? null)}` +
@@ -72,7 +75,7 @@ export interface CanonicalColumns {
 /** `canonicalEvent(row, prevHash)` from `CANONICAL_COLUMNS_SQL`'s columns; null when they cannot carry it (a timestamp outside years 1–9999). */
 export function canonicalFromColumns(c: CanonicalColumns, prevHash: string | null): string | null {
   if (c.timestamp_ms === null) return null;
-  return canonicalForm(c, Number(c.seq), canonicalMetadata(c.metadata), new Date(Number(c.timestamp_ms)).toISOString(), prevHash);
+  return canonicalForm(c, canonicalMetadata(c.metadata), new Date(Number(c.timestamp_ms)).toISOString(), prevHash);
 }
 
 /**

@@ -81,16 +81,33 @@ export function permitEventRows(p: PermitColumns): NewEvent[] {
   }));
 }
 
-function exec(type: string, phase: string, at: string, target: Draft['target'], metadata: Record<string, unknown>): Draft {
-  return { type, source: EXECUTION_EVENT_SOURCE, phase, at, target, metadata };
+/** The phase of each execution event type (source execution_events), derived or stored. */
+export const EXECUTION_EVENT_PHASES = {
+  'permit.denied': 'permit',
+  'request.denied': 'completion',
+  'routing.selected_model': 'routing',
+  'execution.started': 'execution',
+  'provider.request_sent': 'execution',
+  'provider.response_received': 'execution',
+  'fallback.triggered': 'routing',
+  'fallback.selected_model': 'routing',
+  'usage.recorded': 'usage',
+  'request.completed': 'completion',
+  'request.errored': 'completion',
+} as const;
+
+export type ExecutionEventType = keyof typeof EXECUTION_EVENT_PHASES;
+
+function exec(type: ExecutionEventType, at: string, target: Draft['target'], metadata: Record<string, unknown>): Draft {
+  return { type, source: EXECUTION_EVENT_SOURCE, phase: EXECUTION_EVENT_PHASES[type], at, target, metadata };
 }
 
 /** The first try's events: routing.selected_model, execution.started, provider.request_sent. */
 function dispatchDrafts(d: DispatchStart): Draft[] {
   return [
-    exec('routing.selected_model', 'routing', d.at, d.primary, d.routing),
-    exec('execution.started', 'execution', d.at, d.primary, d.started),
-    exec('provider.request_sent', 'execution', d.at, d.primary, { attempt: 1, stream: d.stream }),
+    exec('routing.selected_model', d.at, d.primary, d.routing),
+    exec('execution.started', d.at, d.primary, d.started),
+    exec('provider.request_sent', d.at, d.primary, { attempt: 1, stream: d.stream }),
   ];
 }
 
@@ -105,10 +122,10 @@ function recordDrafts(r: RecordColumns, l: Lifecycle, stream: boolean): Draft[] 
   // of the try before it (as the job's dispatch activity wrote them as rows).
   const startsAt = (n: number) => (jobs ?? []).filter((j) => j[2] === n);
   const jobAttemptOf = (tryIndex: number) => Math.max(1, ...(jobs ?? []).filter((j) => j[2] <= tryIndex).map((j) => j[0]));
-  const jobSent = (j: JobAttemptStart, primary: Draft['target']) => exec('provider.request_sent', 'execution', at(j[1]), primary, { attempt: j[2] + 1, stream, job_attempt: j[0] });
+  const jobSent = (j: JobAttemptStart, primary: Draft['target']) => exec('provider.request_sent', at(j[1]), primary, { attempt: j[2] + 1, stream, job_attempt: j[0] });
   const retried = (i: number) => {
     const [provider, model, , received, status, failureKind] = a[i];
-    return exec('provider.response_received', 'execution', at(received), { provider, model }, { ok: false, status, failure_kind: failureKind, attempt: i + 1, job_attempt: jobAttemptOf(i), retried: true });
+    return exec('provider.response_received', at(received), { provider, model }, { ok: false, status, failure_kind: failureKind, attempt: i + 1, job_attempt: jobAttemptOf(i), retried: true });
   };
   const primaryTarget = jobs ? dispatchOfRecord(r, l).primary : null;
   for (const j of startsAt(0)) out.push(jobSent(j, primaryTarget));
@@ -122,10 +139,10 @@ function recordDrafts(r: RecordColumns, l: Lifecycle, stream: boolean): Draft[] 
     const [nextProvider, nextModel, nextSent] = a[i + 1];
     const t = { provider, model };
     const nextTarget = { provider: nextProvider, model: nextModel };
-    out.push(exec('provider.response_received', 'execution', at(received), t, { ok: false, status, failure_kind: failureKind, attempt: i + 1 }));
-    out.push(exec('fallback.triggered', 'routing', at(nextSent), t, { failure_kind: failureKind, status: status ?? null, next_provider: nextProvider, next_model: nextModel }));
-    out.push(exec('fallback.selected_model', 'routing', at(nextSent), nextTarget, { position: i + 1 }));
-    out.push(exec('provider.request_sent', 'execution', at(nextSent), nextTarget, { attempt: i + 2, stream }));
+    out.push(exec('provider.response_received', at(received), t, { ok: false, status, failure_kind: failureKind, attempt: i + 1 }));
+    out.push(exec('fallback.triggered', at(nextSent), t, { failure_kind: failureKind, status: status ?? null, next_provider: nextProvider, next_model: nextModel }));
+    out.push(exec('fallback.selected_model', at(nextSent), nextTarget, { position: i + 1 }));
+    out.push(exec('provider.request_sent', at(nextSent), nextTarget, { attempt: i + 2, stream }));
   }
   if (jobs && a.length > 0) {
     // A job that ended after a retried try (cancelled while waiting, or its next attempt lost).
@@ -136,15 +153,15 @@ function recordDrafts(r: RecordColumns, l: Lifecycle, stream: boolean): Draft[] 
   const target = { provider: r.provider, model: r.model };
   const last = a[a.length - 1];
   if (l.end === 'ok') {
-    out.push(exec('provider.response_received', 'execution', at(last[3]), target, { ok: true, status: 200, attempt: a.length, finish_reason: l.finish_reason ?? null }));
+    out.push(exec('provider.response_received', at(last[3]), target, { ok: true, status: 200, attempt: a.length, finish_reason: l.finish_reason ?? null }));
   } else if (l.end === 'failed') {
-    out.push(exec('provider.response_received', 'execution', last ? at(last[3]) : completedAt, target, { ok: false, status: l.failure_status ?? null, failure_kind: l.failure_kind, attempt: a.length }));
+    out.push(exec('provider.response_received', last ? at(last[3]) : completedAt, target, { ok: false, status: l.failure_status ?? null, failure_kind: l.failure_kind, attempt: a.length }));
   } else {
     const primary = dispatchOfRecord(r, l).primary;
-    out.push(exec('provider.response_received', 'execution', completedAt, primary, { ok: false, failure_kind: 'interrupted' }));
+    out.push(exec('provider.response_received', completedAt, primary, { ok: false, failure_kind: 'interrupted' }));
   }
   out.push(
-    exec('usage.recorded', 'usage', completedAt, target, {
+    exec('usage.recorded', completedAt, target, {
       input_tokens: r.input_tokens,
       output_tokens: r.output_tokens,
       total_tokens: totalTokens(r),
@@ -152,8 +169,8 @@ function recordDrafts(r: RecordColumns, l: Lifecycle, stream: boolean): Draft[] 
       estimated_final: r.estimated_final,
     }),
   );
-  if (r.status === 'completed') out.push(exec('request.completed', 'completion', completedAt, target, { status_code: r.status_code }));
-  else out.push(exec('request.errored', 'completion', completedAt, target, { status_code: r.status_code, error_code: r.error_code ?? undefined }));
+  if (r.status === 'completed') out.push(exec('request.completed', completedAt, target, { status_code: r.status_code }));
+  else out.push(exec('request.errored', completedAt, target, { status_code: r.status_code, error_code: r.error_code ?? undefined }));
   return out;
 }
 

@@ -83,15 +83,20 @@ export interface RecordColumns
   lifecycle: Lifecycle | null;
 }
 
+/** A finished dispatch as the pipeline (or a job) reports it. */
+export interface DispatchRun {
+  attempts: { provider: string; model: string; sentAt: string; receivedAt: string; status: number | null; failureKind?: string }[];
+  /** How the last try ended. */
+  end: { kind: 'ok'; finishReason: string | null } | { kind: 'failed'; failureKind: string; status: number | null } | { kind: 'interrupted' };
+  /** The envelope's routing reason: the lifecycle keeps the first target's only when it differs. */
+  envelopeReason: string;
+  /** A job's dispatch attempts (absent for the in-process pipeline). */
+  jobAttempts?: { attempt: number; at: string; priorTries: number }[];
+}
+
 /** The record's lifecycle from a finished dispatch (the pipeline's attempts and how the last ended). */
-export function lifecycleOf(
-  createdAt: string,
-  dispatch: DispatchStart,
-  attempts: { provider: string; model: string; sentAt: string; receivedAt: string; status: number | null; failureKind?: string }[],
-  end: { kind: 'ok'; finishReason: string | null } | { kind: 'failed'; failureKind: string; status: number | null } | { kind: 'interrupted' },
-  envelopeReason: string,
-  jobAttempts?: { attempt: number; at: string; priorTries: number }[],
-): Lifecycle {
+export function lifecycleOf(createdAt: string, dispatch: DispatchStart, run: DispatchRun): Lifecycle {
+  const { attempts, end, envelopeReason, jobAttempts } = run;
   const t0 = new Date(createdAt).getTime();
   const ms = (at: string) => new Date(at).getTime() - t0;
   const { reason_code: routingReason, requested_provider: _p, requested_model: _m, ...routingExtra } = dispatch.routing;

@@ -45,13 +45,13 @@ export interface EvaluateOptions {
   derivePermitEvents?: boolean;
 }
 
+/** The decision as the caller sees it: `extraMeta` joins the decision's metadata. */
 export function decisionFromOutcome(
   o: Outcome,
   permitId: string,
-  evaluatedAt: Date,
-  expiresAt: Date | null,
-  extraMeta: Record<string, unknown> = {},
+  issue: { evaluatedAt: Date; expiresAt: Date | null; extraMeta?: Record<string, unknown> },
 ): PermitDecision {
+  const { evaluatedAt, expiresAt, extraMeta = {} } = issue;
   const d: PermitDecision = {
     permit_id: permitId,
     decision: o.decision,
@@ -141,10 +141,11 @@ export function permitEvents(req: GovernanceRequest, p: Pick<PermitRecord, 'id' 
 }
 
 /** What persisting outcome `o` writes: the permit row, its reservation, rate consumption and events. */
-export function permitWrite(req: GovernanceRequest, opts: EvaluateOptions, permitId: string, o: Outcome, ctx: EvalContext, now: Date) {
+export function permitWrite(req: GovernanceRequest, opts: EvaluateOptions, decided: { permitId: string; outcome: Outcome; ctx: EvalContext; now: Date }) {
+  const { permitId, outcome: o, ctx, now } = decided;
   const ttl = o.decision === 'allow' ? (opts.ttlSeconds ?? DEFAULT_ALLOW_TTL_SECONDS) : o.decision === 'review' ? (opts.ttlSeconds ?? DEFAULT_REVIEW_TTL_SECONDS) : null;
   const expiresAt = ttl !== null ? new Date(now.getTime() + ttl * 1000) : null;
-  const decision = decisionFromOutcome(o, permitId, now, expiresAt, { ...(opts.decisionMetadata ?? {}), policy_version: ctx.policyVersion });
+  const decision = decisionFromOutcome(o, permitId, { evaluatedAt: now, expiresAt, extraMeta: { ...(opts.decisionMetadata ?? {}), policy_version: ctx.policyVersion } });
   const allow = o.decision === 'allow';
   // An allow under a checked output ceiling reserves its worst case (hard caps), else the estimate.
   const outputTokens = (allow && o.reservation?.outputTokens) || req.estimatedOutputTokens;

@@ -172,7 +172,7 @@ export async function* chainedLeaves(db: Queryable, projectId: string, from: num
   while (n < to) {
     // The common case in one row; any gap, broken link or unstored leaf is read again row by row,
     // which names the position or writes the leaf out.
-    const packed = await readChainLeavesPacked(db, projectId, n, to, LEAVES_PER_READ);
+    const packed = await readChainLeavesPacked(db, projectId, { afterPos: n, toPos: to, limit: LEAVES_PER_READ });
     if (
       packed.n > 0 &&
       Number(packed.first_pos) === n + 1 &&
@@ -188,7 +188,7 @@ export async function* chainedLeaves(db: Queryable, projectId: string, from: num
       n += packed.n;
       continue;
     }
-    const rows = await readChainRangeColumns(db, projectId, n, to, LEAVES_PER_READ);
+    const rows = await readChainRangeColumns(db, projectId, { afterPos: n, toPos: to, limit: LEAVES_PER_READ });
     if (rows.length === 0) throw new LogIntegrityError(projectId, n + 1, `chain position ${n + 1} is missing`);
     const leaves: Buffer[] = [];
     const writtenOut = new Set<number>();
@@ -284,7 +284,7 @@ export async function issueCheckpoint(db: Db, signer: ComplianceSigner, projectI
       const lastSize = Number(last.tree_size);
       const nodes = await treeNodes(c, projectId, nodesNeeded((get) => consistencyProof(lastSize, size, get)));
       const proof = consistencyProof(lastSize, size, sourceOf(nodes));
-      if (!verifyConsistency(lastSize, size, proof, last.root_hash, root)) {
+      if (!verifyConsistency({ first: lastSize, second: size, proof }, last.root_hash, root)) {
         throw new LogIntegrityError(projectId, lastSize, `tree of size ${size} is not consistent with the checkpoint of size ${lastSize}`);
       }
     }

@@ -21,6 +21,16 @@ export async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptio
   const end = Number(a.last_index) + 1;
   const cutoff = new Date(a.window_until);
   const step = async () => opts.onStep?.('batch', a.id);
+  // Runs `once_` (one batch of `table`'s rows) until it deletes nothing, counting what it deleted.
+  const drain = async (table: string, once_: () => Promise<{ rowCount: number | null }>): Promise<void> => {
+    for (;;) {
+      const r = await once_();
+      const n = r.rowCount ?? 0;
+      await addArchiveDeleted(db, a.id, table, n);
+      if (n === 0) return;
+      await step();
+    }
+  };
 
   for (;;) {
     const n = await withTransaction(db, async (c) => {
@@ -39,13 +49,13 @@ export async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptio
     await step();
   }
   // Leaves written out into merkle_nodes (rows chained before leaf hashes were stored) go with their rows.
-  await drain(db, a.id, 'merkle_nodes', step, () =>
+  await drain('merkle_nodes', () =>
     db.query(
       `DELETE FROM merkle_nodes WHERE ctid = ANY(ARRAY(SELECT ctid FROM merkle_nodes WHERE project_id = $1 AND level = 0 AND idx < $2 LIMIT $3))`,
       [project, end, batch],
     ),
   );
-  await drain(db, a.id, 'executions', step, () =>
+  await drain('executions', () =>
     db.query(
       `DELETE FROM executions WHERE id = ANY(ARRAY(SELECT id FROM executions WHERE project_id = $1 AND seq IS NULL AND created_at < $2 LIMIT $3))`,
       [project, cutoff, batch],
@@ -53,10 +63,10 @@ export async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptio
   );
   // The Overview reads the time before the cutoff from the records that remain, not the rollup.
   await moveRollupStart(db, project, cutoff);
-  await drain(db, a.id, 'call_rollup', step, () => deleteRollupBefore(db, project, cutoff, batch));
+  await drain('call_rollup', () => deleteRollupBefore(db, project, cutoff, batch));
   // A permit stays while a retained record or event names it (a record's leaf holds its permit's
   // decision fields) or a retained permit descends from it.
-  await drain(db, a.id, 'permits', step, () =>
+  await drain('permits', () =>
     withTransaction(db, async (c) => {
       const { rows } = await c.query<{ id: string }>(
         `SELECT p.id FROM permits p
@@ -80,20 +90,10 @@ export async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptio
       );
     }),
   );
-  await drain(db, a.id, 'idempotency_keys', step, () =>
+  await drain('idempotency_keys', () =>
     db.query(
       `DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(SELECT ctid FROM idempotency_keys WHERE project_id = $1 AND created_at < $2 LIMIT $3))`,
       [project, cutoff, batch],
     ),
   );
-}
-
-async function drain(db: Db, archiveId: string, table: string, step: () => Promise<void>, once_: () => Promise<{ rowCount: number | null }>): Promise<void> {
-  for (;;) {
-    const r = await once_();
-    const n = r.rowCount ?? 0;
-    await addArchiveDeleted(db, archiveId, table, n);
-    if (n === 0) return;
-    await step();
-  }
 }

@@ -179,7 +179,7 @@ export const integrityRoutes = routeFamily(
         if (derived) {
           // A lifecycle event derived from a call record is logged as its record: the proof is the record's leaf.
           const record = await readRecordLeafById(deps.db, projectId, derived.executionId);
-          if (!record) throw await notFoundOrArchived(deps.db, projectId, 'Governance event', q.event_id!, derived.executionId);
+          if (!record) throw await notFoundOrArchived(deps.db, projectId, { what: 'Governance event', id: q.event_id!, timeId: derived.executionId });
           const link = await chainLinkOf(deps.db, projectId, record.seq);
           if (!link) throw errors.conflict('event_not_yet_logged', 'The event is not chained yet; retry in a moment');
           position = Number(link.chain_pos);
@@ -252,5 +252,5 @@ export const integrityRoutes = routeFamily(
 
 /** A position or tree size inside the log's archived prefix: its leaves were deleted by retention, its proofs are in the archive. */
 function archivedPositions(archiveId: string, position: number): ApiError {
-  return new ApiError(404, 'archived', `Position ${position} of the log is older than the project's retention: its proof is in archive ${archiveId}`, { position, archive_id: archiveId });
+  return new ApiError(404, 'archived', `Position ${position} of the log is older than the project's retention: its proof is in archive ${archiveId}`, { details: { position, archive_id: archiveId } });
 }

@@ -46,7 +46,7 @@ export const timelineRoutes = routeFamily(
           requestEvents(deps.db, auth.projectId, requestId),
           listPermitsByRequest(deps.db, auth.projectId, requestId),
         ]);
-        if (events.length === 0 && permits.length === 0) throw await notFoundOrArchived(deps.db, auth.projectId, 'Request', requestId);
+        if (events.length === 0 && permits.length === 0) throw await notFoundOrArchived(deps.db, auth.projectId, { what: 'Request', id: requestId });
         ctx.body = {
           project_id: auth.projectId,
           request_id: requestId,

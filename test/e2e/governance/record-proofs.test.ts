@@ -41,7 +41,7 @@ describe('a pipeline call in the signed log', () => {
     const lh = Buffer.from(proof.json.leaf_hash, 'base64');
     expect(leafHash(proof.json.leaf).equals(lh)).toBe(true);
     const path = proof.json.proof.map((x: string) => Buffer.from(x, 'base64'));
-    expect(verifyInclusion(position - 1, proof.json.tree_size, lh, path, Buffer.from(proof.json.root_hash, 'base64'))).toBe(true);
+    expect(verifyInclusion(lh, { index: position - 1, size: proof.json.tree_size, proof: path }, Buffer.from(proof.json.root_hash, 'base64'))).toBe(true);
     // By position: the same leaf.
     const byPos = await h.call('GET', `/v1/integrity/proofs/inclusion?position=${position}`, { key: p.clientKey });
     expect(byPos.json.leaf_hash).toBe(proof.json.leaf_hash);

@@ -127,7 +127,7 @@ describe('the call rollup', () => {
   };
 
   async function expectSameAsRaw(projectId: string, from: Date, to: Date, bucketSeconds: number): Promise<number> {
-    const m = await callMetrics(own.db, projectId, from, to, bucketSeconds);
+    const m = await callMetrics(own.db, projectId, { from, to, bucketSeconds });
     const raw = await rawMetrics(projectId, from, to, bucketSeconds);
     const label = `${from.toISOString()} – ${to.toISOString()} by ${bucketSeconds} s`;
     const totals = raw.series.find((r) => r.start === null)!;

@@ -85,7 +85,7 @@ describe('checkpoint over a backlog', () => {
     }
     for (const first of [1, 5, 13, 1000, 1499]) {
       const proof = await proveConsistency(own.db, project.id, first, 1500);
-      expect(verifyConsistency(first, 1500, proof, await rootFromChain(own.db, project.id, first), root)).toBe(true);
+      expect(verifyConsistency({ first, second: 1500, proof }, await rootFromChain(own.db, project.id, first), root)).toBe(true);
     }
   });
 

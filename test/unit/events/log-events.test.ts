@@ -38,7 +38,7 @@ function lifecycle(minute: number, fallback: boolean): Lifecycle {
         { provider: 'anthropic', model: 'claude-haiku-4-5', sentAt: t(2), receivedAt: t(3), status: 200 },
       ]
     : [{ provider: 'openai', model: 'gpt-4o-mini', sentAt: t(0), receivedAt: t(1), status: 200 }];
-  return lifecycleOf(at(minute).toISOString(), dispatchAt(minute), attempts, { kind: 'ok', finishReason: 'stop' }, 'explicit_request');
+  return lifecycleOf(at(minute).toISOString(), dispatchAt(minute), { attempts, end: { kind: 'ok', finishReason: 'stop' }, envelopeReason: 'explicit_request' });
 }
 
 /** The stored envelope's members the derived events read. */
