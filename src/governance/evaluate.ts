@@ -7,15 +7,16 @@
  *   6 plan quota → 7 rate limits → 8 period caps (day, week, month, quarter) →
  *   9 monthly threshold → 10 daily spike → 11 review rules → allow.
  *
- * Size: the ordered checks of one decision (policy rules, quotas, caps, spikes, rate limits,
- * firewall, output ceilings) read top to bottom; splitting them would hide the order.
+ * The ordered checks of one decision read top to bottom in `decide`; whether a request matches a
+ * rule or the allow-list is src/governance/match.ts.
  */
 import type { Decision, GovernanceRequest } from './types';
-import { effectiveQuota, MatchSpec, PolicyDocument, RateLimit } from './policy';
+import { effectiveQuota, PolicyDocument, RateLimit } from './policy';
 import type { EvalContext } from './eval-context';
 import type { PeriodKind } from './periods';
 import { inspectText, residualCategories, FirewallCategory, type RedactCounts } from './firewall';
 import { ceilingAction, fitOutputCeiling, type OutputFit } from './output-ceiling';
+import { modelAllowed, ruleMatches } from './match';
 
 export interface Outcome {
   decision: Decision;
@@ -54,46 +55,6 @@ export function firewallActions(fw: FirewallNote | undefined): Outcome['actions'
 }
 
 const fmtUsd = (micros: number) => `$${(micros / 1_000_000).toFixed(micros % 10_000 === 0 ? 2 : 6)}`;
-
-function valueMatches(pattern: string | string[] | undefined, value: string | null | undefined): boolean {
-  if (pattern === undefined) return true;
-  if (value === null || value === undefined) return false;
-  const list = Array.isArray(pattern) ? pattern : [pattern];
-  return list.some((p) => globMatch(p, value));
-}
-
-// Compiled glob patterns: policies are evaluated on every call, and compiling a RegExp per rule and
-// call showed in the request path's profile. Bounded: patterns come from stored policies.
-const globs = new Map<string, RegExp>();
-
-export function globMatch(pattern: string, value: string): boolean {
-  if (!pattern.includes('*')) return pattern === value;
-  let rx = globs.get(pattern);
-  if (!rx) {
-    if (globs.size >= 1_000) globs.clear();
-    rx = new RegExp('^' + pattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*') + '$');
-    globs.set(pattern, rx);
-  }
-  return rx.test(value);
-}
-
-export function ruleMatches(match: MatchSpec, req: GovernanceRequest): boolean {
-  if (!valueMatches(match.provider, req.provider)) return false;
-  if (!valueMatches(match.model, req.model)) return false;
-  if (!valueMatches(match.operation, req.operation)) return false;
-  if (!valueMatches(match.route, req.route)) return false;
-  if (match.metadata) {
-    for (const [k, v] of Object.entries(match.metadata)) {
-      if (!valueMatches(v, req.metadata?.[k])) return false;
-    }
-  }
-  return true;
-}
-
-function modelAllowed(list: string[] | null, req: GovernanceRequest): boolean {
-  if (list === null) return true;
-  return list.some((entry) => (entry.includes('/') ? globMatch(entry, `${req.provider}/${req.model}`) : globMatch(entry, req.model)));
-}
 
 const PERIOD_CODE: Record<PeriodKind, { code: string; cap: keyof PolicyDocument['budgets']; label: string }> = {
   day: { code: 'budget.daily_cap_exceeded', cap: 'daily_usd_micros', label: 'daily' },

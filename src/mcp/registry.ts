@@ -9,7 +9,7 @@ import { errors } from '../errors';
 import { newId } from '../ids';
 import { secretBox } from '../crypto/secret-box';
 import { allowList, checkedAddresses } from '../webhooks/ssrf';
-import { globMatch } from '../governance/evaluate';
+import { globMatch } from '../governance/match';
 import { findMcpServer, insertMcpServer, updateMcpServer, type McpServerRecord } from '../db/repositories/mcp-servers';
 import type { CreateServerBody, UpdateServerBody } from './schemas';
 import type { McpTarget } from './client';
