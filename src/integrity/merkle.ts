@@ -1,6 +1,6 @@
 /**
  * RFC 6962 (and RFC 9162 §2.1) Merkle tree hashing, proofs and proof verification. Pure functions
- * over node:crypto: the offline export verifier (src/integrity/verify-export.ts) uses them too.
+ * over node:crypto: the offline export verifier (src/compliance/verify-export.ts) uses them too.
  *
  *   leaf hash  = SHA-256(0x00 || leaf bytes)
  *   node hash  = SHA-256(0x01 || left || right)
