@@ -23,6 +23,12 @@ export default tseslint.config(
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
   },
   { files: ['src/providers/**/*.ts', 'emulator/**/*.ts', 'src/proxy/**/*.ts'], rules: UNSAFE_ANY },
+  // Past four, a call's arguments are named (an options object): positional lists that long get
+  // swapped silently. A module past 400 lines holds more than one concern: split it by concern.
+  {
+    files: ['src/**/*.ts', 'activities/**/*.ts', 'workflows/**/*.ts'],
+    rules: { 'max-params': ['error', 4], 'max-lines': ['error', { max: 400 }] },
+  },
   {
     files: ['test/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts', 'sdk/**/*.ts', 'dashboard/**/*.{ts,tsx,mts}'],
     extends: [...tseslint.configs.recommended],

@@ -13,7 +13,7 @@
  */
 import type { Clock } from '../src/clock';
 import type { Db } from '../src/db/pool';
-import type { NewEvent } from '../src/db/repositories/events';
+import type { NewEvent } from '../src/events/types';
 import { outputCeilingSpec } from '../src/executions/output-ceiling';
 import { normalizedRequest, recordExecution, type RecordOptions } from '../src/executions/record';
 import { recordReservationDenial } from '../src/executions/reservation-denial';
@@ -60,7 +60,7 @@ export interface GovernSpec {
   /**
    * In-process pipeline: write the in-flight marker on the allow's permit (one statement), so a
    * process that dies mid-call leaves a permit reconciliation closes; the call's lifecycle events
-   * are derived from its permit and record (src/executions/lifecycle.ts), not stored.
+   * are derived from its permit and record (src/executions/lifecycle-events.ts), not stored.
    * `idempotency` says what closing it does with the call's key.
    */
   /**
@@ -162,7 +162,7 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
     let streamed = '';
     type Try = { ok: boolean; failure?: ProviderFailure; final?: boolean; result?: ProviderResult; partial?: Usage | null; req: NormalizedRequest };
     const outcomeOf = (t: Try) => (t.ok ? { usage: t.result!.usage, responseModel: t.result!.provider_model } : { failure: t.failure, usage: t.partial });
-    const run = await dispatchWithFallback<Try>(input, targets, clock, (target, i) => providerAttempt(deps.genAi, { operation: input.request.operation, provider: target.provider, model: target.model, attempt: i + 1 }, async (span) => {
+    const run = await dispatchWithFallback<Try>(input, targets, (target, i) => providerAttempt(deps.genAi, { operation: input.request.operation, provider: target.provider, model: target.model, attempt: i + 1 }, async (span) => {
       const req = normalizedRequest(input, target);
       try {
         const result = await providers.dispatch(req, {
@@ -185,7 +185,7 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
         // Once a delta reached the caller, another target would splice two answers: no fallback.
         return { ok: false, failure, partial, req, final: streamed.length > 0 || aborted };
       }
-    }, outcomeOf), { stream: input.mode === 'stream', signal: hooks.signal });
+    }, outcomeOf), { clock, stream: input.mode === 'stream', signal: hooks.signal });
     const { last, target, attempts, fallbackOccurred } = run;
     if (last.ok) return { outcome: { ok: true, target, result: last.result!, attempts, fallbackOccurred }, fallbackEvents: run.events };
     const gone = hooks.clientGone?.() ?? false;

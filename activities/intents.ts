@@ -1,5 +1,6 @@
 import { withTransaction } from '../src/db/pool';
-import { appendEvents, type NewEvent } from '../src/db/repositories/events';
+import { appendEvents } from '../src/db/repositories/events';
+import type { NewEvent } from '../src/events/types';
 import { notifyChannel } from '../src/db/notify';
 import { countPermitsByLease } from '../src/db/repositories/permits';
 import {
@@ -171,7 +172,7 @@ export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps,
 
     /** Calls consumed on leases whose holder did not return them: allowed permits carrying the lease id. */
     async countLeasePermits(i: { projectId: string; workflowId: string; leaseIds: string[] }): Promise<Record<string, number>> {
-      return countPermitsByLease(db, i.projectId, i.workflowId, PERMIT_LEASE_KEY, i.leaseIds);
+      return countPermitsByLease(db, PERMIT_LEASE_KEY, i);
     },
   };
 }

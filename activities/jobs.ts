@@ -7,13 +7,15 @@
  * not come here: the API runs the same steps in process.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { appendEvents, requestHasEvent, type NewEvent } from '../src/db/repositories/events';
+import { appendEvents, requestHasEvent } from '../src/db/repositories/events';
+import type { NewEvent } from '../src/events/types';
 import { findExecutionById } from '../src/db/repositories/executions';
 import { acquireJobSlot, findJobDispatch, findJobRequest, finishJob, markJobDispatch, markJobQueued, setJobAttempts, type SlotOutcome } from '../src/db/repositories/jobs';
 import { findPermit } from '../src/db/repositories/permits';
-import { permitEventRows, type DispatchStart } from '../src/executions/lifecycle';
+import { permitEventRows } from '../src/executions/lifecycle-events';
+import type { DispatchStart } from '../src/executions/lifecycle';
 import type { ExecutionEnvelope } from '../src/executions/envelope';
-import { executionEvent, normalizedRequest } from '../src/executions/record';
+import { executionEvents, normalizedRequest } from '../src/executions/record';
 import type { AttemptRecord, DispatchOutcome, ExecutionInput, GovernOutcome, RecordInput } from '../src/executions/types';
 import { triggersFallback } from '../src/pipeline/fallback';
 import { requestInspectable } from '../src/providers/shared/usage';
@@ -139,6 +141,7 @@ export function createJobActivities(deps: ActivityDeps) {
       const existing = await findExecutionById(db, exec.executionId);
       if (existing) return { recorded: existing.envelope };
       const input = await withRequest(exec);
+      const ev = executionEvents(input);
       const ctx = Context.current();
       const heartbeat = setInterval(() => ctx.heartbeat(), Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
       heartbeat.unref?.();
@@ -168,11 +171,11 @@ export function createJobActivities(deps: ActivityDeps) {
             db,
             spec.attempt === 1
               ? [
-                  executionEvent(input, 'routing.selected_model', 'routing', now, t, { reason_code: input.routing.reason_code, requested_provider: input.routing.requested_provider, requested_model: input.routing.requested_model }),
-                  executionEvent(input, 'execution.started', 'execution', now, t, { operation: req.operation, mode: input.mode, job_id: spec.jobId }),
-                  executionEvent(input, 'provider.request_sent', 'execution', now, t, { attempt: 1, stream: false }),
+                  ev('routing.selected_model', now, t, { reason_code: input.routing.reason_code, requested_provider: input.routing.requested_provider, requested_model: input.routing.requested_model }),
+                  ev('execution.started', now, t, { operation: req.operation, mode: input.mode, job_id: spec.jobId }),
+                  ev('provider.request_sent', now, t, { attempt: 1, stream: false }),
                 ]
-              : [executionEvent(input, 'provider.request_sent', 'execution', now, t, { attempt: spec.prior.attempts.length + 1, stream: false, job_attempt: spec.attempt })],
+              : [ev('provider.request_sent', now, t, { attempt: spec.prior.attempts.length + 1, stream: false, job_attempt: spec.attempt })],
           );
         } else {
           // Kept before the provider is called: whatever records the call knows it was sent, and
@@ -185,7 +188,7 @@ export function createJobActivities(deps: ActivityDeps) {
             started: { operation: req.operation, mode: input.mode, job_id: spec.jobId },
             stream: false,
           };
-          await markJobDispatch(db, spec.jobId, spec.attempt, start, spec.prior.attempts.length);
+          await markJobDispatch(db, spec.jobId, { attempt: spec.attempt, start, priorTries: spec.prior.attempts.length });
         }
         // Hard caps: the output ceiling governance set or lowered goes to every try.
         const { outcome, fallbackEvents } = await calls.dispatch(withOutputCeiling(input, gov), { signal: jobCancel.signal });
@@ -195,7 +198,7 @@ export function createJobActivities(deps: ActivityDeps) {
         if (retryable && !spec.final && !outcome.ok) {
           const last = outcome.attempts[outcome.attempts.length - 1];
           if (legacy) events.push(
-            executionEvent(input, 'provider.response_received', 'execution', last?.receivedAt ?? clock.now(), outcome.target, {
+            ev('provider.response_received', last?.receivedAt ?? clock.now(), outcome.target, {
               ok: false, status: outcome.failure.status, failure_kind: outcome.failure.kind, attempt: merged.attempts.length, job_attempt: spec.attempt, retried: true,
             }),
           );

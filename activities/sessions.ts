@@ -22,7 +22,7 @@ export function closingEventType(status: CloseSessionInput['status']): 'session.
 export function createSessionActivities(deps: ActivityDeps) {
   return {
     async persistSessionCounters(input: { projectId: string; sessionId: string; turns: number; spentMicros: number }): Promise<void> {
-      await updateSessionCounters(deps.db, input.projectId, input.sessionId, input.turns, input.spentMicros);
+      await updateSessionCounters(deps.db, input);
     },
 
     /**
@@ -48,7 +48,7 @@ export function createSessionActivities(deps: ActivityDeps) {
             turns: input.turns,
             spent_usd_micros: input.spentMicros,
             ...(input.error ? { error: input.error } : {}),
-          }, at),
+          }, { at }),
         ),
       );
     },

@@ -4,7 +4,7 @@
  * guard, and records the attempt with its timeline events. A 410 disables the subscription.
  */
 import { secretBox } from '../src/crypto/secret-box';
-import type { NewEvent } from '../src/db/repositories/events';
+import type { NewEvent } from '../src/events/types';
 import { disableSubscription, findMessage, findSubscriptionById, recordAttempt, setMessageStatus, type WebhookMessageRecord } from '../src/db/repositories/webhooks';
 import { newId } from '../src/ids';
 import { TEST_EVENT_TYPE } from '../src/webhooks/events';
@@ -24,7 +24,9 @@ export function createWebhookActivities(deps: ActivityDeps & { resolve?: Resolve
   const { db, clock, config } = deps;
   const allow = allowList(config.webhooks.allowedHosts);
 
-  function events(m: WebhookMessageRecord, at: Date, done: Date, meta: Record<string, unknown>, ok: boolean, final: boolean): NewEvent[] {
+  /** A delivery attempt's events: sent `at`, answered `done`, `final` when no retry follows a failure. */
+  function events(m: WebhookMessageRecord, a: { at: Date; done: Date; meta: Record<string, unknown>; ok: boolean; final: boolean }): NewEvent[] {
+    const { at, done, meta, ok, final } = a;
     const base = { projectId: m.project_id, source: 'webhooks', phase: 'webhook', requestId: m.request_id, jobId: m.job_id, permitId: m.permit_id };
     const common = { subscription_id: m.subscription_id, webhook_id: m.id, webhook_event_type: m.event_type, ...meta };
     const out: NewEvent[] = [{ ...base, eventType: 'webhook.delivery_attempted', timestamp: at, metadata: common }];
@@ -72,7 +74,13 @@ export function createWebhookActivities(deps: ActivityDeps & { resolve?: Resolve
           response_body: res.responseBody,
         },
         status,
-        events(m, at, clock.now(), { attempt, status_code: res.statusCode, latency_ms: res.latencyMs, ...(res.error ? { error: res.error } : {}) }, res.ok, gone || final),
+        events(m, {
+          at,
+          done: clock.now(),
+          meta: { attempt, status_code: res.statusCode, latency_ms: res.latencyMs, ...(res.error ? { error: res.error } : {}) },
+          ok: res.ok,
+          final: gone || final,
+        }),
       );
       return { outcome: res.ok ? 'succeeded' : gone ? 'stop' : 'retry', statusCode: res.statusCode, retryAfterSeconds: res.retryAfterSeconds };
     },

@@ -5,15 +5,20 @@ import { z } from 'zod';
  * Execution outcomes (denied, failed) are not ApiErrors: they stay inside the execution envelope.
  */
 export class ApiError extends Error {
+  readonly details: Record<string, unknown>;
+  /** Response headers the error carries (`www-authenticate`, `retry-after`). */
+  readonly headers: Record<string, string>;
+
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
-    readonly details: Record<string, unknown> = {},
-    readonly headers: Record<string, string> = {},
+    extra: { details?: Record<string, unknown>; headers?: Record<string, string> } = {},
   ) {
     super(message);
     this.name = 'ApiError';
+    this.details = extra.details ?? {};
+    this.headers = extra.headers ?? {};
   }
 
   toBody(): { error: { code: string; message: string; details: Record<string, unknown> } } {
@@ -27,21 +32,21 @@ export const errors = {
       400,
       'validation_error',
       `Invalid request: ${issues.map((i) => `${i.path || '(body)'}: ${i.message}`).join('; ')}`,
-      { issues },
+      { details: { issues } },
     ),
   notFound: (what: string, id?: string) =>
-    new ApiError(404, 'not_found', `${what} not found`, id === undefined ? {} : { id }),
+    new ApiError(404, 'not_found', `${what} not found`, { details: id === undefined ? {} : { id } }),
   conflict: (code: string, message: string, details: Record<string, unknown> = {}) =>
-    new ApiError(409, code, message, details),
+    new ApiError(409, code, message, { details }),
   idempotencyConflict: (key: string) =>
     new ApiError(
       409,
       'idempotency_conflict',
       'This Idempotency-Key was already used with a different request payload',
-      { idempotency_key: key },
+      { details: { idempotency_key: key } },
     ),
   forbidden: (code: string, message: string, details: Record<string, unknown> = {}) =>
-    new ApiError(403, code, message, details),
+    new ApiError(403, code, message, { details }),
   internal: () => new ApiError(500, 'internal_error', 'An internal error occurred; retry later'),
 };
 

@@ -29,7 +29,7 @@ import { createPool, type Db } from '../../src/db/pool';
 import { ensureWeekPartitions, weekStart } from '../../src/db/partitions';
 import { createProject } from '../../src/db/repositories/projects';
 import { createApiKey } from '../../src/db/repositories/api-keys';
-import { canonicalRecord, eventHash, GENESIS_HASH } from '../../src/db/repositories/events';
+import { canonicalRecord, eventHash, GENESIS_HASH } from '../../src/events/canonical';
 import { insertCheckpoint } from '../../src/db/repositories/integrity-log';
 import { readRecordLeaves, type StoredRecordLeaf } from '../../src/db/repositories/record-leaves';
 import { complianceSigner } from '../../src/integrity/keys';

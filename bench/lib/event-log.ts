@@ -2,7 +2,8 @@
 import { createDatabaseIfMissing, dropDatabase, withDatabase } from '../../scripts/lib/postgres';
 import { migrate } from '../../src/db/migrate';
 import { createPool, type Db } from '../../src/db/pool';
-import { appendEvents, chainAllProjectEvents } from '../../src/db/repositories/events';
+import { appendEvents } from '../../src/db/repositories/events';
+import { chainAllProjectEvents } from '../../src/db/repositories/event-chain';
 import { createProject } from '../../src/db/repositories/projects';
 import { postgresCpuMs } from './cpu';
 

@@ -136,7 +136,7 @@ export async function run(): Promise<void> {
         const end = Date.now() - Math.random() * (DAYS * 86400 - seconds - bucket) * 1000;
         const to = new Date(aligned ? Math.ceil(end / (bucket * 1000)) * bucket * 1000 : end);
         const t = performance.now();
-        const m = await callMetrics(db, projectId, new Date(to.getTime() - seconds * 1000), to, bucket);
+        const m = await callMetrics(db, projectId, { from: new Date(to.getTime() - seconds * 1000), to, bucketSeconds: bucket });
         times.push(performance.now() - t);
         n = m.totals.calls;
       }

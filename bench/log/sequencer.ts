@@ -14,7 +14,7 @@
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
 import { createProject } from '../../src/db/repositories/projects';
-import { chainEvents } from '../../src/db/repositories/events';
+import { chainEvents } from '../../src/db/repositories/event-chain';
 import { createDatabaseIfMissing, dropDatabase } from '../../scripts/lib/postgres';
 import { postgresCpuMs } from '../lib/cpu';
 import { governedCalls } from '../lib/governed-calls';

@@ -30,7 +30,7 @@ import { startEmulator, type EmulatorHandle } from '../../emulator/server';
 import { migrate } from '../../src/db/migrate';
 import { createProject } from '../../src/db/repositories/projects';
 import { createApiKey } from '../../src/db/repositories/api-keys';
-import { verifyEventChain } from '../../src/db/repositories/events';
+import { verifyEventChain } from '../../src/db/repositories/event-chain-verification';
 import { freePort, startTemporalDevServer, type DevServer } from './temporal-dev-server';
 import { findPgBin } from './postgres';
 import { SOURCE_NODE_ARGS } from './source-node-args';
@@ -376,7 +376,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     }
     const kindOf = new Map(results.map((r) => [r.nonce, r.kind]));
     const doubleDispatches = [...counts].filter(([, n]) => n > 1).map(([nonce, n]) => `${nonce} (${kindOf.get(nonce) ?? 'probe'}) ×${n}`);
-    // provider.request_sent as the timeline has it (src/executions/lifecycle.ts): stored rows; per
+    // provider.request_sent as the timeline has it (src/executions/lifecycle-events.ts): stored rows; per
     // record, one per provider try (at least its first, for an interrupted call) plus one per later
     // job attempt, less the tries a job attempt began (its request_sent is the attempt's); one per
     // pipeline call in flight; one per started attempt of a job not yet recorded.

@@ -48,7 +48,7 @@ export interface SessionGrant {
   user: { id: string; email: string };
 }
 
-const invalidGrant = (message: string) => new ApiError(401, 'invalid_grant', message, {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
+const invalidGrant = (message: string) => new ApiError(401, 'invalid_grant', message, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
 
 async function grant(deps: AuthDeps, user: User, sessionId: string): Promise<SessionGrant> {
   const now = deps.clock.now();
@@ -77,7 +77,7 @@ export async function exchangePassword(deps: AuthDeps, input: { email: string; p
   const limited = failures.byEmail >= loginMaxFailures ? failures.oldestByEmail : failures.byIp >= loginMaxFailuresPerIp ? failures.oldestByIp : null;
   if (limited) {
     const retryAfter = Math.max(1, Math.ceil((limited.getTime() + loginWindowSeconds * 1000 - Date.now()) / 1000));
-    throw new ApiError(429, 'login_rate_limited', 'Too many failed logins; retry later', { retry_after_seconds: retryAfter }, { 'retry-after': String(retryAfter) });
+    throw new ApiError(429, 'login_rate_limited', 'Too many failed logins; retry later', { details: { retry_after_seconds: retryAfter }, headers: { 'retry-after': String(retryAfter) } });
   }
   const user = await findUserForLogin(deps.db, email);
   // Unknown e-mail: verify against a decoy so the answer takes as long and says the same.

@@ -66,10 +66,10 @@ export async function handleStripeWebhook(deps: BillingDeps, raw: Buffer, signat
   const stripe = deps.config.billing.stripe;
   if (!stripe.webhookSecret) throw notConfigured('STRIPE_WEBHOOK_SECRET');
   try {
-    verifyStripeSignature(raw, signature, stripe.webhookSecret, Math.floor(deps.now().getTime() / 1000), stripe.toleranceSeconds);
+    verifyStripeSignature(raw, signature, { secret: stripe.webhookSecret, nowSeconds: Math.floor(deps.now().getTime() / 1000), toleranceSeconds: stripe.toleranceSeconds });
   } catch (err) {
     if (!(err instanceof SignatureError)) throw err;
-    throw new ApiError(400, 'invalid_signature', 'The Stripe-Signature header does not verify for this payload', { reason: err.reason });
+    throw new ApiError(400, 'invalid_signature', 'The Stripe-Signature header does not verify for this payload', { details: { reason: err.reason } });
   }
   let event: StripeEvent;
   try {

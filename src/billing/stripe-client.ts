@@ -42,7 +42,7 @@ export async function createCheckoutSession(stripe: { apiBase: string; secretKey
   }
   const body = (await res.json().catch(() => null)) as { id?: string; url?: string; error?: { message?: string } } | null;
   if (!res.ok || !body?.id || !body.url) {
-    throw new ApiError(502, 'payment_provider_error', 'The payment provider refused the checkout session', { status: res.status, message: body?.error?.message ?? null });
+    throw new ApiError(502, 'payment_provider_error', 'The payment provider refused the checkout session', { details: { status: res.status, message: body?.error?.message ?? null } });
   }
   return { id: body.id, url: body.url };
 }

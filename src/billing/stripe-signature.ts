@@ -12,7 +12,8 @@ export class SignatureError extends Error {
   }
 }
 
-export function verifyStripeSignature(raw: Buffer, header: string | undefined, secret: string, nowSeconds: number, toleranceSeconds: number): void {
+export function verifyStripeSignature(raw: Buffer, header: string | undefined, check: { secret: string; nowSeconds: number; toleranceSeconds: number }): void {
+  const { secret, nowSeconds, toleranceSeconds } = check;
   if (!header) throw new SignatureError('missing');
   let t: number | null = null;
   const v1: Buffer[] = [];

@@ -3,7 +3,7 @@
  *
  * Files: events.ndjson (one line per logged event of the window's position range: the event's
  * canonical bytes, exactly the Merkle leaf; for a call record, its leaf event `call.recorded`,
- * src/executions/lifecycle.ts, so offline verifiers check it as any event), proofs.ndjson (one line per log index: seq, leaf hash,
+ * src/executions/record-leaf.ts, so offline verifiers check it as any event), proofs.ndjson (one line per log index: seq, leaf hash,
  * inclusion proof against the checkpoint), checkpoint.note (the signed checkpoint covering the
  * range), permits/executions/usage/workflow_intents.ndjson (RFC 8785 JSON rows whose time falls in
  * the window), and manifest.note: a signed note whose text is the manifest (each file's sha256,
@@ -19,7 +19,9 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import canonicalize from 'canonicalize';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
-import { canonicalOfStored, canonicalRecord, chainAllProjectEvents, type CanonicalColumns } from '../db/repositories/events';
+import { canonicalOfStored } from '../db/repositories/canonical-columns';
+import { canonicalRecord, type CanonicalColumns } from '../events/canonical';
+import { chainAllProjectEvents } from '../db/repositories/event-chain';
 import { readRecordLeaves } from '../db/repositories/record-leaves';
 import {
   exportRows,
@@ -104,7 +106,7 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
   const row = await load(deps.db, exportId);
   if (part !== 'events') {
     const docs = new ExportFileWriter(deps, exportId, `${part}.ndjson`);
-    await written([docs], async () => docs.add((await exportRows(deps.db, part, row.project_id, row.window_start, row.window_end)).map((d) => canonicalize(d) as string)));
+    await written([docs], async () => docs.add((await exportRows(deps.db, part, { projectId: row.project_id, since: row.window_start, until: row.window_end })).map((d) => canonicalize(d) as string)));
     await markExportPartDone(deps.db, row.id, part);
     return docs.records;
   }
@@ -136,7 +138,7 @@ async function writeEventsPart(deps: BuildDeps, row: ExportRow, events: ExportFi
     for (let lo = first; lo <= last; lo += BATCH) {
       const hi = Math.min(lo + BATCH - 1, last);
       // Positions lo+1 .. hi+1, from the chain's side (a deleted event row comes back with seq null).
-      const chainRows = await readChainRangeColumns(deps.db, row.project_id, lo, hi + 1, BATCH);
+      const chainRows = await readChainRangeColumns(deps.db, row.project_id, { afterPos: lo, toPos: hi + 1, limit: BATCH });
       const chained = new Map(chainRows.map((r) => [Number(r.chain_pos), r]));
       // Positions no event row answers for are call records' (or deleted rows): their records in one statement.
       const notEvents = chainRows.filter((r) => r.seq === null).map((r) => r.chain_seq);

@@ -33,7 +33,7 @@ export async function createComplianceExport(
   } catch (err) {
     deps.logger.error({ err, export_id: id }, 'compliance export workflow could not be started');
     await updateExport(deps.db, id, { status: 'failed', completed: true, error: { code: 'export_not_started', message: 'The export could not be started' } }).catch(() => undefined);
-    throw new ApiError(503, 'exports_unavailable', 'The export could not be started; retry later', { export_id: id });
+    throw new ApiError(503, 'exports_unavailable', 'The export could not be started; retry later', { details: { export_id: id } });
   }
   return row;
 }

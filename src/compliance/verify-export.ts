@@ -158,7 +158,7 @@ export function verifyExport(files: Map<string, Buffer>, key: string): VerifyRes
       }
       used.add(p.seq);
       const lh = Buffer.from(p.leaf_hash, 'base64');
-      if (!verifyInclusion(index, checkpoint.size, lh, p.proof.map((h) => Buffer.from(h, 'base64')), checkpoint.root)) {
+      if (!verifyInclusion(lh, { index, size: checkpoint.size, proof: p.proof.map((h) => Buffer.from(h, 'base64')) }, checkpoint.root)) {
         fail({ check: 'proof', file: 'proofs.ndjson', line: k + 1, index, position: pos, message: `log index ${index} (position ${pos}): the inclusion proof does not lead to the checkpoint's root` });
         prev = null;
         continue;

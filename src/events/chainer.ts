@@ -1,11 +1,11 @@
 /**
  * The event-chain sequencer: every `intervalMs`, chains the pending events of every project that
- * has some, all of them in one transaction (src/db/repositories/events.ts, chainEvents). Runs in
+ * has some, all of them in one transaction (src/db/repositories/event-chain.ts, chainEvents). Runs in
  * every API process; the per-project try-lock makes concurrent sequencers skip a project another
  * one is chaining, so each chain stays linear. Off the request path: a governed call never waits for it.
  */
 import type { Db } from '../db/pool';
-import { chainEvents, projectsWithUnchainedEvents } from '../db/repositories/events';
+import { chainEvents, projectsWithUnchainedEvents } from '../db/repositories/event-chain';
 import type { Logger } from '../logger';
 import { startPeriodicRound } from './periodic';
 

@@ -1,10 +1,10 @@
 /**
- * How stored event rows and the events derived from call records (src/executions/lifecycle.ts)
+ * How stored event rows and the events derived from call records (src/executions/lifecycle-events.ts)
  * form one log: pure functions over lists already read, used by src/db/repositories/log-events.ts
  * (the reads) and the event stream. Stored events and records share the events' sequence, a
  * record's derived events taking the seqs after its own, so one integer order (`seq`) sorts both.
  */
-import type { EventRecord } from '../db/repositories/events';
+import type { EventRecord } from './types';
 
 /** A chain row's link: what a derived event shows as its place in the hash chain (its record's leaf). */
 export interface ChainLink {
@@ -19,7 +19,7 @@ export interface ChainLink {
  */
 export type LogEvent = EventRecord & { derived_from?: 'record' | 'permit'; link?: ChainLink | null };
 
-/** The types a record derives (src/executions/lifecycle.ts); a filter naming none of them needs no record. */
+/** The types a record derives (src/executions/lifecycle-events.ts); a filter naming none of them needs no record. */
 export const DERIVED_EVENT_TYPES: ReadonlySet<string> = new Set([
   'permit.allowed',
   'permit.expiry_scheduled',

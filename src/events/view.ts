@@ -1,4 +1,4 @@
-import type { EventRecord } from '../db/repositories/events';
+import type { EventRecord } from './types';
 import type { LogEvent } from './merge';
 
 /** The spec's timeline event: persisted columns only. */

@@ -1,23 +1,14 @@
 /**
- * A governed call's lifecycle events, derived from its record and its permit instead of stored as
- * event rows (docs/decisions/call-record.md).
+ * The execution row's `lifecycle` column: what a governed call's lifecycle events need beyond the
+ * row's columns and its stored envelope (docs/decisions/call-record.md).
  *
  * The in-process pipeline and a job write no row per lifecycle step: the permit holds the decision
  * (and, while a pipeline call runs, `closing`, whose `dispatch` says when and how it was
  * dispatched; a job keeps its dispatch starts on the job instead), and the execution row holds
- * `lifecycle` (below) with its columns (status, usage, cost, error, times).
- * Every event here is rebuilt from those persisted columns: the same types, order, timestamps and
- * metadata the pipeline wrote as rows before, and nothing that is not stored ("no synthetic data").
- *
- * Seqs: a record takes one seq from the events' sequence, which hands out every 64th value
- * (migration 0170); its derived events take seq + 1, seq + 2, ... so they sort among stored events
- * as the rows they replace did. Ids: `evt_<execution id>.<n>` (`derivedEventRef` reads one back).
+ * `lifecycle` with its columns (status, usage, cost, error, times). The events are derived from
+ * these stored columns (src/executions/lifecycle-events.ts).
  */
-import canonicalize from 'canonicalize';
-import type { EventRecord, NewEvent } from '../events/types';
 import type { EnvelopeColumns } from './envelope';
-
-export const EXECUTION_EVENT_SOURCE = 'execution_events';
 
 /** How and when a call was dispatched: the metadata of its first three events, from its surface. */
 export interface DispatchStart {
@@ -73,7 +64,7 @@ export interface Lifecycle {
 export type JobAttemptStart = [jobAttempt: number, sentMs: number, priorTries: number];
 
 /** The stored envelope's members the dispatch events read (src/executions/envelope.ts, StoredEnvelope). */
-interface StoredRouting {
+export interface StoredRouting {
   routing?: { requested_provider: string | null; requested_model: string | null; reason_code: string };
   usage?: { total_tokens?: number };
 }
@@ -92,15 +83,20 @@ export interface RecordColumns
   lifecycle: Lifecycle | null;
 }
 
+/** A finished dispatch as the pipeline (or a job) reports it. */
+export interface DispatchRun {
+  attempts: { provider: string; model: string; sentAt: string; receivedAt: string; status: number | null; failureKind?: string }[];
+  /** How the last try ended. */
+  end: { kind: 'ok'; finishReason: string | null } | { kind: 'failed'; failureKind: string; status: number | null } | { kind: 'interrupted' };
+  /** The envelope's routing reason: the lifecycle keeps the first target's only when it differs. */
+  envelopeReason: string;
+  /** A job's dispatch attempts (absent for the in-process pipeline). */
+  jobAttempts?: { attempt: number; at: string; priorTries: number }[];
+}
+
 /** The record's lifecycle from a finished dispatch (the pipeline's attempts and how the last ended). */
-export function lifecycleOf(
-  createdAt: string,
-  dispatch: DispatchStart,
-  attempts: { provider: string; model: string; sentAt: string; receivedAt: string; status: number | null; failureKind?: string }[],
-  end: { kind: 'ok'; finishReason: string | null } | { kind: 'failed'; failureKind: string; status: number | null } | { kind: 'interrupted' },
-  envelopeReason: string,
-  jobAttempts?: { attempt: number; at: string; priorTries: number }[],
-): Lifecycle {
+export function lifecycleOf(createdAt: string, dispatch: DispatchStart, run: DispatchRun): Lifecycle {
+  const { attempts, end, envelopeReason, jobAttempts } = run;
   const t0 = new Date(createdAt).getTime();
   const ms = (at: string) => new Date(at).getTime() - t0;
   const { reason_code: routingReason, requested_provider: _p, requested_model: _m, ...routingExtra } = dispatch.routing;
@@ -143,12 +139,6 @@ export function dispatchOfRecord(r: RecordColumns, l: Lifecycle): DispatchStart 
   };
 }
 
-/** total_tokens as the envelope holds it: stored when the provider's differs from input + output. */
-function totalTokens(r: RecordColumns): number {
-  const u = (r.envelope as StoredRouting).usage;
-  return u?.total_tokens ?? r.input_tokens + r.output_tokens;
-}
-
 /** The permit columns its decision events read. */
 export interface PermitColumns {
   id: string;
@@ -168,261 +158,3 @@ export interface PermitColumns {
   metadata: Record<string, unknown>;
   closing?: Record<string, unknown> | null;
 }
-
-/** A derived event: an EventRecord with no hash of its own (its record is the chained leaf). */
-export type DerivedEvent = EventRecord & { derived_from: 'record' | 'permit' };
-
-const iso = (d: Date | string) => new Date(d).toISOString();
-
-interface Draft {
-  type: string;
-  source: string;
-  phase: string;
-  at: string;
-  target: { provider: string | null; model: string | null } | null;
-  metadata: Record<string, unknown>;
-}
-
-/** permit.allowed and permit.expiry_scheduled of a pipeline call's permit (what governance wrote as rows before). */
-function permitDrafts(p: PermitColumns): Draft[] {
-  const fw = (p.metadata?.decision_metadata as { firewall?: { mode?: string; categories?: string[] } } | undefined)?.firewall;
-  const target = { provider: p.provider, model: p.model };
-  const out: Draft[] = [
-    {
-      type: 'permit.allowed',
-      source: 'permits',
-      phase: 'permit',
-      at: iso(p.issued_at),
-      target,
-      metadata: {
-        decision: p.decision,
-        reason: p.display_reason,
-        reason_code: p.reason_code,
-        route: p.route,
-        operation: p.operation,
-        workflow_id: p.workflow_id ?? null,
-        reserved_cost_usd_micros: Number(p.reserved_cost_micros),
-        ...(fw?.mode === 'monitor' ? { firewall_monitor_categories: fw.categories } : {}),
-      },
-    },
-  ];
-  if (p.expires_at) out.push({ type: 'permit.expiry_scheduled', source: 'permits', phase: 'permit', at: iso(p.issued_at), target, metadata: { expires_at: iso(p.expires_at) } });
-  return out;
-}
-
-/**
- * An allow's decision events as rows, for a call governance left them to but that is recorded
- * without a lifecycle (a job cancelled before its dispatch started): the same events its record
- * would have derived.
- */
-export function permitEventRows(p: PermitColumns): NewEvent[] {
-  return permitDrafts(p).map((d) => ({
-    projectId: p.project_id,
-    eventType: d.type,
-    source: d.source,
-    phase: d.phase,
-    provider: d.target?.provider ?? null,
-    model: d.target?.model ?? null,
-    permitId: p.id,
-    requestId: p.request_id,
-    metadata: d.metadata,
-    timestamp: new Date(d.at),
-  }));
-}
-
-function exec(type: string, phase: string, at: string, target: Draft['target'], metadata: Record<string, unknown>): Draft {
-  return { type, source: EXECUTION_EVENT_SOURCE, phase, at, target, metadata };
-}
-
-/** The first try's events: routing.selected_model, execution.started, provider.request_sent. */
-function dispatchDrafts(d: DispatchStart): Draft[] {
-  return [
-    exec('routing.selected_model', 'routing', d.at, d.primary, d.routing),
-    exec('execution.started', 'execution', d.at, d.primary, d.started),
-    exec('provider.request_sent', 'execution', d.at, d.primary, { attempt: 1, stream: d.stream }),
-  ];
-}
-
-/** Everything after the first request: fallback tries, the last response, usage and completion. */
-function recordDrafts(r: RecordColumns, l: Lifecycle, stream: boolean): Draft[] {
-  const out: Draft[] = [];
-  const t0 = new Date(r.created_at).getTime();
-  const at = (ms: number) => new Date(t0 + ms).toISOString();
-  const a = l.attempts;
-  const jobs = l.job_attempts;
-  // A job's later dispatch attempts: each one's own provider.request_sent, and the retried response
-  // of the try before it (as the job's dispatch activity wrote them as rows).
-  const startsAt = (n: number) => (jobs ?? []).filter((j) => j[2] === n);
-  const jobAttemptOf = (tryIndex: number) => Math.max(1, ...(jobs ?? []).filter((j) => j[2] <= tryIndex).map((j) => j[0]));
-  const jobSent = (j: JobAttemptStart, primary: Draft['target']) => exec('provider.request_sent', 'execution', at(j[1]), primary, { attempt: j[2] + 1, stream, job_attempt: j[0] });
-  const retried = (i: number) => {
-    const [provider, model, , received, status, failureKind] = a[i];
-    return exec('provider.response_received', 'execution', at(received), { provider, model }, { ok: false, status, failure_kind: failureKind, attempt: i + 1, job_attempt: jobAttemptOf(i), retried: true });
-  };
-  const primaryTarget = jobs ? dispatchOfRecord(r, l).primary : null;
-  for (const j of startsAt(0)) out.push(jobSent(j, primaryTarget));
-  for (let i = 0; i + 1 < a.length; i++) {
-    if (jobs && startsAt(i + 1).length > 0) {
-      out.push(retried(i));
-      for (const j of startsAt(i + 1)) out.push(jobSent(j, primaryTarget));
-      continue;
-    }
-    const [provider, model, , received, status, failureKind] = a[i];
-    const [nextProvider, nextModel, nextSent] = a[i + 1];
-    const t = { provider, model };
-    const nextTarget = { provider: nextProvider, model: nextModel };
-    out.push(exec('provider.response_received', 'execution', at(received), t, { ok: false, status, failure_kind: failureKind, attempt: i + 1 }));
-    out.push(exec('fallback.triggered', 'routing', at(nextSent), t, { failure_kind: failureKind, status: status ?? null, next_provider: nextProvider, next_model: nextModel }));
-    out.push(exec('fallback.selected_model', 'routing', at(nextSent), nextTarget, { position: i + 1 }));
-    out.push(exec('provider.request_sent', 'execution', at(nextSent), nextTarget, { attempt: i + 2, stream }));
-  }
-  if (jobs && a.length > 0) {
-    // A job that ended after a retried try (cancelled while waiting, or its next attempt lost).
-    if (startsAt(a.length).length > 0 || l.end === 'interrupted') out.push(retried(a.length - 1));
-    for (const j of startsAt(a.length)) out.push(jobSent(j, primaryTarget));
-  }
-  const completedAt = iso(r.completed_at);
-  const target = { provider: r.provider, model: r.model };
-  const last = a[a.length - 1];
-  if (l.end === 'ok') {
-    out.push(exec('provider.response_received', 'execution', at(last[3]), target, { ok: true, status: 200, attempt: a.length, finish_reason: l.finish_reason ?? null }));
-  } else if (l.end === 'failed') {
-    out.push(exec('provider.response_received', 'execution', last ? at(last[3]) : completedAt, target, { ok: false, status: l.failure_status ?? null, failure_kind: l.failure_kind, attempt: a.length }));
-  } else {
-    const primary = dispatchOfRecord(r, l).primary;
-    out.push(exec('provider.response_received', 'execution', completedAt, primary, { ok: false, failure_kind: 'interrupted' }));
-  }
-  out.push(
-    exec('usage.recorded', 'usage', completedAt, target, {
-      input_tokens: r.input_tokens,
-      output_tokens: r.output_tokens,
-      total_tokens: totalTokens(r),
-      cost_usd_micros: Number(r.cost_usd_micros),
-      estimated_final: r.estimated_final,
-    }),
-  );
-  if (r.status === 'completed') out.push(exec('request.completed', 'completion', completedAt, target, { status_code: r.status_code }));
-  else out.push(exec('request.errored', 'completion', completedAt, target, { status_code: r.status_code, error_code: r.error_code ?? undefined }));
-  return out;
-}
-
-function materialize(drafts: Draft[], base: { seq: number | null; projectId: string; permitId: string | null; requestId: string; jobId: string | null; idOf: (n: number) => string }, from: DerivedEvent['derived_from'], offset: number): DerivedEvent[] {
-  return drafts.map((d, i) => ({
-    seq: base.seq === null ? (null as unknown as number) : base.seq + offset + i + 1,
-    id: base.idOf(offset + i + 1),
-    project_id: base.projectId,
-    timestamp: new Date(d.at),
-    event_type: d.type,
-    source: d.source,
-    phase: d.phase,
-    provider: d.target?.provider ?? null,
-    model: d.target?.model ?? null,
-    permit_id: base.permitId,
-    request_id: base.requestId,
-    job_id: base.jobId,
-    session_id: null,
-    // As the rows held them: JSON, so an undefined member is absent.
-    metadata: JSON.parse(JSON.stringify(d.metadata)) as Record<string, unknown>,
-    prev_hash: null,
-    hash: null,
-    chain_pos: null,
-    derived_from: from,
-  }));
-}
-
-/** The id of a record's n-th derived event. */
-export function derivedEventId(executionId: string, n: number): string {
-  return `evt_${executionId}.${n}`;
-}
-
-/** The record and position a derived event id names, or null for a stored event's id. */
-export function derivedEventRef(eventId: string): { executionId: string; n: number } | null {
-  const m = /^evt_(.+)\.(\d{1,2})$/.exec(eventId);
-  return m ? { executionId: m[1], n: Number(m[2]) } : null;
-}
-
-/**
- * The lifecycle events of a recorded call, in order: its permit's decision events, the dispatch,
- * every attempt, the response, usage and completion. Empty for a record without `lifecycle` (its
- * events are stored rows). `chainPos` is the record's chain position, when chained: every event
- * derived from it is at that position.
- */
-export function recordEvents(r: RecordColumns, permit: PermitColumns | null, chainPos: number | null = null): DerivedEvent[] {
-  if (!r.lifecycle) return [];
-  const seq = r.seq === null ? null : Number(r.seq);
-  const base = { seq, projectId: r.project_id, permitId: r.permit_id, requestId: r.id, jobId: r.job_id ?? null, idOf: (n: number) => derivedEventId(r.id, n) };
-  const own = permit ? permitDrafts(permit) : [];
-  const dispatch = dispatchOfRecord(r, r.lifecycle);
-  const drafts = [...own, ...dispatchDrafts(dispatch), ...recordDrafts(r, r.lifecycle, dispatch.stream)];
-  return materialize(drafts, base, 'record', 0).map((e, i) => ({ ...e, derived_from: i < own.length ? 'permit' : 'record', chain_pos: chainPos }));
-}
-
-/**
- * The events of a call still in flight, from its permit alone (`closing.dispatch`): its decision
- * and the first try. No seq: the call has no record yet; they sort after the request's stored events.
- */
-export function inFlightEvents(permit: PermitColumns): DerivedEvent[] {
-  const dispatch = (permit.closing as { dispatch?: DispatchStart } | null | undefined)?.dispatch;
-  const executionId = (permit.closing as { input?: { executionId?: string } } | null | undefined)?.input?.executionId;
-  if (!dispatch || !executionId) return [];
-  const base = { seq: null, projectId: permit.project_id, permitId: permit.id, requestId: executionId, jobId: null, idOf: (n: number) => derivedEventId(executionId, n) };
-  const own = permitDrafts(permit);
-  return materialize([...own, ...dispatchDrafts(dispatch)], base, 'permit', 0);
-}
-
-/**
- * The call record as one chain leaf: an event-shaped object (`call.recorded`) whose metadata is
- * the record's persisted columns and the permit decision its events derive from, so the chain,
- * the Merkle log, exports and both offline verifiers hash and check it as they do any event
- * (canonicalEvent in src/db/repositories/events.ts). Editing any of these columns breaks the leaf.
- */
-export function recordLeafEvent(
-  row: RecordColumns & Record<string, unknown>,
-  permit: PermitColumns | null,
-): Omit<EventRecord, 'prev_hash' | 'hash'> {
-  const columns: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(row)) {
-    if (LEAF_EXCLUDED.has(k)) continue;
-    columns[k] = v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? Number(v) : v;
-  }
-  const decision = permit
-    ? {
-        decision: permit.decision,
-        reason_code: permit.reason_code,
-        display_reason: permit.display_reason,
-        route: permit.route,
-        operation: permit.operation,
-        provider: permit.provider,
-        model: permit.model,
-        workflow_id: permit.workflow_id,
-        reserved_cost_micros: Number(permit.reserved_cost_micros),
-        issued_at: iso(permit.issued_at),
-        expires_at: permit.expires_at ? iso(permit.expires_at) : null,
-        firewall: (permit.metadata?.decision_metadata as { firewall?: unknown } | undefined)?.firewall ?? null,
-      }
-    : null;
-  // Numeric strings (pg returns bigint columns as text) are written as numbers, as the row holds them.
-  for (const k of NUMERIC_COLUMNS) if (typeof columns[k] === 'string') columns[k] = Number(columns[k]);
-  return {
-    seq: Number(row.seq),
-    id: row.id,
-    project_id: row.project_id,
-    timestamp: new Date(row.completed_at),
-    event_type: RECORD_LEAF_EVENT_TYPE,
-    source: 'calls',
-    phase: 'record',
-    provider: row.provider,
-    model: row.model,
-    permit_id: row.permit_id,
-    request_id: row.id,
-    job_id: row.job_id ?? null,
-    session_id: null,
-    metadata: JSON.parse(canonicalize({ record: columns, permit: decision }) as string) as Record<string, unknown>,
-  };
-}
-
-export const RECORD_LEAF_EVENT_TYPE = 'call.recorded';
-
-/** Columns the leaf carries elsewhere (id, project, seq, provider, model, permit, job, completed_at) or that are not the call's (recorded_at). */
-const LEAF_EXCLUDED = new Set(['id', 'project_id', 'seq', 'provider', 'model', 'permit_id', 'job_id', 'completed_at', 'recorded_at', 'chain_pos', 'prev_hash', 'hash']);
-const NUMERIC_COLUMNS = ['cost_usd_micros', 'input_tokens', 'output_tokens', 'total_tokens', 'status_code', 'duration_ms'];

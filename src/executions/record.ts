@@ -8,7 +8,9 @@
  */
 import type { Clock } from '../clock';
 import type { Db } from '../db/pool';
-import { batchEvents, requestHasEvent, type NewEvent } from '../db/repositories/events';
+import { batchEvents } from '../events/batch';
+import { requestHasEvent } from '../db/repositories/events';
+import type { NewEvent } from '../events/types';
 import { findExecutionById } from '../db/repositories/executions';
 import type { StoredResponse } from '../db/repositories/idempotency';
 import { finishCalls } from '../db/repositories/governed-calls';
@@ -17,11 +19,10 @@ import type { PricingCatalog } from '../pricing/types';
 import { estimateInputTokens, makeUsage } from '../providers/shared/usage';
 import type { NormalizedRequest, ProviderResult, Usage } from '../providers/types';
 import { buildEnvelope, ExecutionEnvelope, ExecutionStatus, storedEnvelope } from './envelope';
-import { EXECUTION_EVENT_SOURCE, lifecycleOf, type Lifecycle } from './lifecycle';
+import { EXECUTION_EVENT_PHASES, EXECUTION_EVENT_SOURCE, type ExecutionEventType } from './lifecycle-events';
+import { lifecycleOf, type Lifecycle } from './lifecycle';
 import type { Target } from './types';
 import type { AttemptRecord, ExecutionInput, RecordInput } from './types';
-
-export { EXECUTION_EVENT_SOURCE };
 
 export interface RecordDeps {
   db: Db;
@@ -82,27 +83,23 @@ export function normalizedRequest(input: ExecutionInput, target: Target): Normal
   return req;
 }
 
-/** One timeline event of an execution (source execution_events). */
-export function executionEvent(
-  input: Pick<ExecutionInput, 'projectId' | 'permitId' | 'executionId'>,
-  eventType: string,
-  phase: string,
-  at: Date | string,
-  t: Partial<Target> | null,
-  metadata: Record<string, unknown> = {},
-): NewEvent {
-  return {
+/**
+ * The timeline events of one execution (source execution_events): `(type, at, target, metadata)`,
+ * the phase following from the type.
+ */
+export function executionEvents(input: Pick<ExecutionInput, 'projectId' | 'permitId' | 'executionId'>) {
+  return (eventType: ExecutionEventType, at: Date | string, t: Partial<Target> | null, metadata: Record<string, unknown> = {}): NewEvent => ({
     projectId: input.projectId,
     eventType,
     source: EXECUTION_EVENT_SOURCE,
-    phase,
+    phase: EXECUTION_EVENT_PHASES[eventType],
     provider: t?.provider ?? null,
     model: t?.model ?? null,
     permitId: input.permitId,
     requestId: input.executionId,
     metadata,
     timestamp: new Date(at),
-  };
+  });
 }
 
 /**
@@ -111,7 +108,7 @@ export function executionEvent(
  */
 export async function recordExecution(deps: RecordDeps, input: ExecutionInput, rec: RecordInput, opts: RecordOptions = {}): Promise<ExecutionEnvelope> {
   const { db, clock, pricing } = deps;
-  const ev = (...a: Parameters<typeof executionEvent>) => executionEvent(...a);
+  const ev = executionEvents(input);
   const completedAt = clock.now();
   const gov = rec.gov;
   const primary = input.routing.primary;
@@ -133,7 +130,7 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
       code: gov.reason_code === 'prompt_firewall_blocked' ? 'prompt_firewall_blocked' : gov.decision === 'throttle' ? 'throttled' : 'denied',
       message: gov.display_reason,
     };
-    tail.push(ev(input, 'request.denied', 'completion', completedAt, primary, { decision: gov.decision, reason_code: gov.reason_code, reason: gov.display_reason, status_code: statusCode }));
+    tail.push(ev('request.denied', completedAt, primary, { decision: gov.decision, reason_code: gov.reason_code, reason: gov.display_reason, status_code: statusCode }));
   } else if (rec.kind === 'interrupted') {
     // The dispatch activity never reported back (its worker died, or it timed out): the
     // provider may have received and billed the call, so it is not repeated. Usage is the
@@ -151,7 +148,7 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
       cost = pricing.costMicros(primary.provider, primary.model, usage);
     }
     error = { code: 'dispatch_interrupted', message: `The provider call did not report back (${rec.message}); its outcome is unknown and it was not repeated` };
-    tail.push(ev(input, 'provider.response_received', 'execution', completedAt, primary, { ok: false, failure_kind: 'interrupted' }));
+    tail.push(ev('provider.response_received', completedAt, primary, { ok: false, failure_kind: 'interrupted' }));
   } else {
     const o = rec.outcome;
     target = o.target;
@@ -163,14 +160,14 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
       result = o.result;
       usage = o.result.usage;
       cost = pricing.costMicros(o.target.provider, o.target.model, usage);
-      tail.push(ev(input, 'provider.response_received', 'execution', last.receivedAt, o.target, { ok: true, status: 200, attempt: o.attempts.length, finish_reason: o.result.finish_reason ?? null }));
+      tail.push(ev('provider.response_received', last.receivedAt, o.target, { ok: true, status: 200, attempt: o.attempts.length, finish_reason: o.result.finish_reason ?? null }));
     } else {
       status = 'failed';
       statusCode = o.kind === 'aborted' ? 499 : 502;
       usage = o.partialUsage;
       cost = usage ? pricing.costMicros(o.target.provider, o.target.model, usage) : null;
       error = o.kind === 'aborted' ? { code: 'client_disconnected', message: o.failure.message } : { code: 'upstream_error', message: o.failure.message };
-      tail.push(ev(input, 'provider.response_received', 'execution', last?.receivedAt ?? completedAt, o.target, { ok: false, status: o.failure.status, failure_kind: o.failure.kind, attempt: o.attempts.length }));
+      tail.push(ev('provider.response_received', last?.receivedAt ?? completedAt, o.target, { ok: false, status: o.failure.status, failure_kind: o.failure.kind, attempt: o.attempts.length }));
     }
   }
 
@@ -200,7 +197,7 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
 
   if (status !== 'denied') {
     tail.push(
-      ev(input, 'usage.recorded', 'usage', completedAt, target, {
+      ev('usage.recorded', completedAt, target, {
         input_tokens: envelope.usage.input_tokens,
         output_tokens: envelope.usage.output_tokens,
         total_tokens: envelope.usage.total_tokens,
@@ -209,8 +206,8 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
       }),
     );
   }
-  if (status === 'completed') tail.push(ev(input, 'request.completed', 'completion', completedAt, target, { status_code: statusCode }));
-  else if (status === 'failed') tail.push(ev(input, 'request.errored', 'completion', completedAt, target, { status_code: statusCode, error_code: error?.code }));
+  if (status === 'completed') tail.push(ev('request.completed', completedAt, target, { status_code: statusCode }));
+  else if (status === 'failed') tail.push(ev('request.errored', completedAt, target, { status_code: statusCode, error_code: error?.code }));
 
   // Spend: an allowed call settles what it used (completed, or failed with usage) or releases its reservation.
   let settle: { cost: number; input: number; output: number } | null = null;
@@ -221,21 +218,23 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
   }
   if (settle && (!Number.isInteger(settle.cost) || settle.cost < 0)) throw new Error('recordExecution: cost must be a non-negative integer');
   // A dispatched call (the in-process pipeline's, a job's) keeps its lifecycle on the record, which
-  // its events derive from (src/executions/lifecycle.ts): no event rows. Other records (denials, a
+  // its events derive from (src/executions/lifecycle-events.ts): no event rows. Other records (denials, a
   // job that never reached dispatch) store theirs.
   let lifecycle: Lifecycle | null = null;
   if (gov.dispatch && rec.kind !== 'governed_out') {
     lifecycle = lifecycleOf(
       input.createdAt,
       gov.dispatch,
-      rec.kind === 'dispatched' ? rec.outcome.attempts : opts.job?.priorAttempts ?? [],
-      rec.kind === 'interrupted'
-        ? { kind: 'interrupted' }
-        : rec.outcome.ok
-          ? { kind: 'ok', finishReason: rec.outcome.result.finish_reason ?? null }
-          : { kind: 'failed', failureKind: rec.outcome.failure.kind, status: rec.outcome.failure.status },
-      envelope.routing.reason_code,
-      opts.job?.attempts,
+      {
+        attempts: rec.kind === 'dispatched' ? rec.outcome.attempts : opts.job?.priorAttempts ?? [],
+        end: rec.kind === 'interrupted'
+          ? { kind: 'interrupted' }
+          : rec.outcome.ok
+            ? { kind: 'ok', finishReason: rec.outcome.result.finish_reason ?? null }
+            : { kind: 'failed', failureKind: rec.outcome.failure.kind, status: rec.outcome.failure.status },
+        envelopeReason: envelope.routing.reason_code,
+        jobAttempts: opts.job?.attempts,
+      },
     );
   }
   const row = {

@@ -8,9 +8,10 @@ import { Db, withTransaction } from '../db/pool';
 import { appendEvents } from '../db/repositories/events';
 import { findPermit, insertPermit } from '../db/repositories/permits';
 import type { NormalizedRequest } from '../providers/types';
-import { executionEvent } from './record';
+import { executionEvents } from './record';
 import type { ExecutionInput, GovernOutcome } from './types';
-import { RESERVATION_REASON_CODES, type IntentReservations, type ReservationDenial } from '../intents/reservations';
+import { RESERVATION_REASON_CODES, type ReservationDenial } from '../intents/reservation-outcome';
+import type { IntentReservations } from '../intents/reservations';
 import { findWorkflowIntent } from '../db/repositories/workflow-intents';
 import type { Queryable } from '../db/pool';
 
@@ -63,7 +64,7 @@ export async function recordReservationDenial(
     });
     await appendEvents(tx, [
       {
-        ...executionEvent(input, 'permit.denied', 'permit', now, req, { decision: 'deny', reason_code: denial.reason_code, reason: denial.message }),
+        ...executionEvents(input)('permit.denied', now, req, { decision: 'deny', reason_code: denial.reason_code, reason: denial.message }),
         source: 'permits',
       },
     ]);

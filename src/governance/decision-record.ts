@@ -2,7 +2,7 @@
  * What a decision writes and answers: the permit row, its reservation and rate consumption, the
  * permit events, and the decision shape (from an evaluation outcome or rebuilt from a stored permit).
  */
-import type { NewEvent } from '../db/repositories/events';
+import type { NewEvent } from '../events/types';
 import type { NewPermit, PermitRecord } from '../db/repositories/permits';
 import type { EvalContext } from './eval-context';
 import type { Outcome } from './evaluate';
@@ -33,7 +33,7 @@ export interface EvaluateOptions {
    * The governed-call pipeline's in-flight marker, written on the permit of an allow (and only of
    * one) in the same statement: what closing the call needs and its deadline. The permit's
    * decision events and the dispatch's first events are then not stored: they are derived from the
-   * permit and the call's record (src/executions/lifecycle.ts).
+   * permit and the call's record (src/executions/lifecycle-events.ts).
    */
   onAllow?: { closing: Record<string, unknown>; deadline: Date };
   /**
@@ -45,13 +45,13 @@ export interface EvaluateOptions {
   derivePermitEvents?: boolean;
 }
 
+/** The decision as the caller sees it: `extraMeta` joins the decision's metadata. */
 export function decisionFromOutcome(
   o: Outcome,
   permitId: string,
-  evaluatedAt: Date,
-  expiresAt: Date | null,
-  extraMeta: Record<string, unknown> = {},
+  issue: { evaluatedAt: Date; expiresAt: Date | null; extraMeta?: Record<string, unknown> },
 ): PermitDecision {
+  const { evaluatedAt, expiresAt, extraMeta = {} } = issue;
   const d: PermitDecision = {
     permit_id: permitId,
     decision: o.decision,
@@ -97,7 +97,7 @@ export function decisionFromPermit(p: PermitRecord): PermitDecision {
   return d;
 }
 
-/** A recorded call's permit events that its record derives (src/executions/lifecycle.ts) instead of storing. */
+/** A recorded call's permit events that its record derives (src/executions/lifecycle-events.ts) instead of storing. */
 const DERIVED_PERMIT_EVENTS = new Set(['permit.allowed', 'permit.expiry_scheduled']);
 
 export function permitEvents(req: GovernanceRequest, p: Pick<PermitRecord, 'id' | 'expires_at'>, o: Outcome, at: Date): NewEvent[] {
@@ -141,10 +141,11 @@ export function permitEvents(req: GovernanceRequest, p: Pick<PermitRecord, 'id' 
 }
 
 /** What persisting outcome `o` writes: the permit row, its reservation, rate consumption and events. */
-export function permitWrite(req: GovernanceRequest, opts: EvaluateOptions, permitId: string, o: Outcome, ctx: EvalContext, now: Date) {
+export function permitWrite(req: GovernanceRequest, opts: EvaluateOptions, decided: { permitId: string; outcome: Outcome; ctx: EvalContext; now: Date }) {
+  const { permitId, outcome: o, ctx, now } = decided;
   const ttl = o.decision === 'allow' ? (opts.ttlSeconds ?? DEFAULT_ALLOW_TTL_SECONDS) : o.decision === 'review' ? (opts.ttlSeconds ?? DEFAULT_REVIEW_TTL_SECONDS) : null;
   const expiresAt = ttl !== null ? new Date(now.getTime() + ttl * 1000) : null;
-  const decision = decisionFromOutcome(o, permitId, now, expiresAt, { ...(opts.decisionMetadata ?? {}), policy_version: ctx.policyVersion });
+  const decision = decisionFromOutcome(o, permitId, { evaluatedAt: now, expiresAt, extraMeta: { ...(opts.decisionMetadata ?? {}), policy_version: ctx.policyVersion } });
   const allow = o.decision === 'allow';
   // An allow under a checked output ceiling reserves its worst case (hard caps), else the estimate.
   const outputTokens = (allow && o.reservation?.outputTokens) || req.estimatedOutputTokens;

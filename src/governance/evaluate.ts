@@ -7,15 +7,16 @@
  *   6 plan quota → 7 rate limits → 8 period caps (day, week, month, quarter) →
  *   9 monthly threshold → 10 daily spike → 11 review rules → allow.
  *
- * Size: the ordered checks of one decision (policy rules, quotas, caps, spikes, rate limits,
- * firewall, output ceilings) read top to bottom; splitting them would hide the order.
+ * The ordered checks of one decision read top to bottom in `decide`; whether a request matches a
+ * rule or the allow-list is src/governance/match.ts.
  */
 import type { Decision, GovernanceRequest } from './types';
-import { effectiveQuota, MatchSpec, PolicyDocument, RateLimit } from './policy';
+import { effectiveQuota, PolicyDocument, RateLimit } from './policy';
 import type { EvalContext } from './eval-context';
 import type { PeriodKind } from './periods';
 import { inspectText, residualCategories, FirewallCategory, type RedactCounts } from './firewall';
 import { ceilingAction, fitOutputCeiling, type OutputFit } from './output-ceiling';
+import { modelAllowed, ruleMatches } from './match';
 
 export interface Outcome {
   decision: Decision;
@@ -55,46 +56,6 @@ export function firewallActions(fw: FirewallNote | undefined): Outcome['actions'
 
 const fmtUsd = (micros: number) => `$${(micros / 1_000_000).toFixed(micros % 10_000 === 0 ? 2 : 6)}`;
 
-function valueMatches(pattern: string | string[] | undefined, value: string | null | undefined): boolean {
-  if (pattern === undefined) return true;
-  if (value === null || value === undefined) return false;
-  const list = Array.isArray(pattern) ? pattern : [pattern];
-  return list.some((p) => globMatch(p, value));
-}
-
-// Compiled glob patterns: policies are evaluated on every call, and compiling a RegExp per rule and
-// call showed in the request path's profile. Bounded: patterns come from stored policies.
-const globs = new Map<string, RegExp>();
-
-export function globMatch(pattern: string, value: string): boolean {
-  if (!pattern.includes('*')) return pattern === value;
-  let rx = globs.get(pattern);
-  if (!rx) {
-    if (globs.size >= 1_000) globs.clear();
-    rx = new RegExp('^' + pattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*') + '$');
-    globs.set(pattern, rx);
-  }
-  return rx.test(value);
-}
-
-export function ruleMatches(match: MatchSpec, req: GovernanceRequest): boolean {
-  if (!valueMatches(match.provider, req.provider)) return false;
-  if (!valueMatches(match.model, req.model)) return false;
-  if (!valueMatches(match.operation, req.operation)) return false;
-  if (!valueMatches(match.route, req.route)) return false;
-  if (match.metadata) {
-    for (const [k, v] of Object.entries(match.metadata)) {
-      if (!valueMatches(v, req.metadata?.[k])) return false;
-    }
-  }
-  return true;
-}
-
-function modelAllowed(list: string[] | null, req: GovernanceRequest): boolean {
-  if (list === null) return true;
-  return list.some((entry) => (entry.includes('/') ? globMatch(entry, `${req.provider}/${req.model}`) : globMatch(entry, req.model)));
-}
-
 const PERIOD_CODE: Record<PeriodKind, { code: string; cap: keyof PolicyDocument['budgets']; label: string }> = {
   day: { code: 'budget.daily_cap_exceeded', cap: 'daily_usd_micros', label: 'daily' },
   week: { code: 'budget.weekly_cap_exceeded', cap: 'weekly_usd_micros', label: 'weekly' },
@@ -102,15 +63,7 @@ const PERIOD_CODE: Record<PeriodKind, { code: string; cap: keyof PolicyDocument[
   quarter: { code: 'budget.quarterly_cap_exceeded', cap: 'quarterly_usd_micros', label: 'quarterly' },
 };
 
-const deny = (code: string, reason: string, category: string, kind: string, figures: Record<string, unknown>, actions: Outcome['actions']): Outcome => ({
-  decision: 'deny',
-  code,
-  reason,
-  category,
-  kind,
-  figures,
-  actions,
-});
+const deny = (d: Omit<Outcome, 'decision'>): Outcome => ({ decision: 'deny', ...d });
 
 export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
   const doc = ctx.policy;
@@ -118,7 +71,7 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
 
   // 0. The workflow intent the call is joined to refused it: nothing else is evaluated.
   if (req.intentRefusal) {
-    return deny(req.intentRefusal.reason_code, req.intentRefusal.message, 'workflow_intent', 'call_reservation', { workflow_id: req.workflowId ?? null }, []);
+    return deny({ code: req.intentRefusal.reason_code, reason: req.intentRefusal.message, category: 'workflow_intent', kind: 'call_reservation', figures: { workflow_id: req.workflowId ?? null }, actions: [] });
   }
 
   // 1. Prompt firewall (only on routes that hand in inspectable text).
@@ -145,14 +98,14 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
       if (denied.length > 0) {
         const why = blocked.length === 0 ? '; it could not be redacted' : '';
         return {
-          ...deny(
-            'prompt_firewall_blocked',
-            `The prompt firewall blocked the request (${denied.join(', ')} detected${why})`,
-            'firewall',
-            denied[0],
-            { firewall_categories: denied },
-            [{ type: 'remove_flagged_content', message: `Remove the ${denied.join(' and ')} content from the request and retry` }],
-          ),
+          ...deny({
+            code: 'prompt_firewall_blocked',
+            reason: `The prompt firewall blocked the request (${denied.join(', ')} detected${why})`,
+            category: 'firewall',
+            kind: denied[0],
+            figures: { firewall_categories: denied },
+            actions: [{ type: 'remove_flagged_content', message: `Remove the ${denied.join(' and ')} content from the request and retry` }],
+          }),
           firewall: { mode: 'block', categories: denied },
         };
       }
@@ -164,9 +117,14 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
   // 2. Model allow-list.
   if (!modelAllowed(doc.allowed_models, req)) {
     return withFw(
-      deny('policy.model_not_allowed', `Model ${req.provider}/${req.model} is not in the project's allowed models`, 'policy', 'model_allow_list',
-        { provider: req.provider, model: req.model },
-        [{ type: 'use_allowed_model', message: 'Choose a model from the project allow-list' }]),
+      deny({
+        code: 'policy.model_not_allowed',
+        reason: `Model ${req.provider}/${req.model} is not in the project's allowed models`,
+        category: 'policy',
+        kind: 'model_allow_list',
+        figures: { provider: req.provider, model: req.model },
+        actions: [{ type: 'use_allowed_model', message: 'Choose a model from the project allow-list' }],
+      }),
     );
   }
 
@@ -174,17 +132,28 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
   const denyRule = doc.deny_rules.find((r) => ruleMatches(r.match, req));
   if (denyRule) {
     return withFw(
-      deny('policy.rule_denied', denyRule.reason ?? `Denied by policy rule ${denyRule.id}`, 'policy', 'deny_rule', { rule_id: denyRule.id },
-        [{ type: 'contact_admin', message: 'A project policy rule denies this request; ask a project admin' }]),
+      deny({
+        code: 'policy.rule_denied',
+        reason: denyRule.reason ?? `Denied by policy rule ${denyRule.id}`,
+        category: 'policy',
+        kind: 'deny_rule',
+        figures: { rule_id: denyRule.id },
+        actions: [{ type: 'contact_admin', message: 'A project policy rule denies this request; ask a project admin' }],
+      }),
     );
   }
 
   // 4. Pricing.
   if (req.estimatedCostMicros === null || req.estimatedCostMicros === undefined) {
     return withFw(
-      deny('budget.pricing_unavailable', `No pricing is known for ${req.provider}/${req.model}; its cost cannot be evaluated`, 'budget', 'pricing',
-        { provider: req.provider, model: req.model },
-        [{ type: 'use_priced_model', message: 'Choose a model with published pricing' }]),
+      deny({
+        code: 'budget.pricing_unavailable',
+        reason: `No pricing is known for ${req.provider}/${req.model}; its cost cannot be evaluated`,
+        category: 'budget',
+        kind: 'pricing',
+        figures: { provider: req.provider, model: req.model },
+        actions: [{ type: 'use_priced_model', message: 'Choose a model with published pricing' }],
+      }),
     );
   }
 
@@ -196,9 +165,14 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
   const b = doc.budgets;
   if (b.per_request_usd_micros !== null && cost > b.per_request_usd_micros) {
     return withFw(
-      deny('budget.request_cap_exceeded', `Estimated cost ${fmtUsd(cost)} exceeds the per-request cap of ${fmtUsd(b.per_request_usd_micros)}`, 'budget', 'request_cap',
-        { cap_usd_micros: b.per_request_usd_micros, projected_cost_usd_micros: cost, current_spend_usd_micros: 0 },
-        [{ type: 'reduce_request_cost', message: 'Lower max_output_tokens or shorten the input' }]),
+      deny({
+        code: 'budget.request_cap_exceeded',
+        reason: `Estimated cost ${fmtUsd(cost)} exceeds the per-request cap of ${fmtUsd(b.per_request_usd_micros)}`,
+        category: 'budget',
+        kind: 'request_cap',
+        figures: { cap_usd_micros: b.per_request_usd_micros, projected_cost_usd_micros: cost, current_spend_usd_micros: 0 },
+        actions: [{ type: 'reduce_request_cost', message: 'Lower max_output_tokens or shorten the input' }],
+      }),
     );
   }
 
@@ -207,9 +181,14 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
   const used = ctx.spend.month.requests;
   if (quota !== null && used + 1 > quota) {
     return withFw(
-      deny('budget.plan_quota_exceeded', `The ${ctx.plan} plan quota of ${quota} requests for this billing period is used up`, 'budget', 'plan_quota',
-        { limit: quota, used, plan: ctx.plan, period_start: ctx.periods.month.start, resets_at: ctx.periods.month.end.toISOString() },
-        [{ type: 'upgrade_plan', message: 'Upgrade the plan or wait for the next billing period' }]),
+      deny({
+        code: 'budget.plan_quota_exceeded',
+        reason: `The ${ctx.plan} plan quota of ${quota} requests for this billing period is used up`,
+        category: 'budget',
+        kind: 'plan_quota',
+        figures: { limit: quota, used, plan: ctx.plan, period_start: ctx.periods.month.start, resets_at: ctx.periods.month.end.toISOString() },
+        actions: [{ type: 'upgrade_plan', message: 'Upgrade the plan or wait for the next billing period' }],
+      }),
     );
   }
 
@@ -245,8 +224,14 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
         actions: [{ type: 'retry_after', message: `Retry after ${retry} seconds` }], retryAfterSeconds: retry,
       });
     }
-    return withFw(deny('budget.rate_limit_exceeded', reason, 'budget', 'rate_limit', figures,
-      [{ type: 'reduce_request_rate', message: `Send fewer ${rl.metric} per ${rl.window_seconds} seconds` }]));
+    return withFw(deny({
+      code: 'budget.rate_limit_exceeded',
+      reason,
+      category: 'budget',
+      kind: 'rate_limit',
+      figures,
+      actions: [{ type: 'reduce_request_rate', message: `Send fewer ${rl.metric} per ${rl.window_seconds} seconds` }],
+    }));
   }
 
   // 8. Period caps: the reservation must fit every period (projected = settled + reserved + this estimate).
@@ -256,11 +241,15 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
     const current = ctx.spend[kind].settled + ctx.spend[kind].reserved;
     if (current + cost > cap) {
       return withFw(
-        deny(PERIOD_CODE[kind].code, `Projected ${PERIOD_CODE[kind].label} spend ${fmtUsd(current + cost)} would exceed the ${PERIOD_CODE[kind].label} cap of ${fmtUsd(cap)}`,
-          'budget', `${PERIOD_CODE[kind].label}_cap`,
-          { cap_usd_micros: cap, current_spend_usd_micros: current, projected_cost_usd_micros: cost, projected_spend_usd_micros: current + cost,
+        deny({
+          code: PERIOD_CODE[kind].code,
+          reason: `Projected ${PERIOD_CODE[kind].label} spend ${fmtUsd(current + cost)} would exceed the ${PERIOD_CODE[kind].label} cap of ${fmtUsd(cap)}`,
+          category: 'budget',
+          kind: `${PERIOD_CODE[kind].label}_cap`,
+          figures: { cap_usd_micros: cap, current_spend_usd_micros: current, projected_cost_usd_micros: cost, projected_spend_usd_micros: current + cost,
             period: kind, period_start: ctx.periods[kind].start, resets_at: ctx.periods[kind].end.toISOString() },
-          [{ type: 'wait_for_period_reset', message: `The ${PERIOD_CODE[kind].label} budget resets at ${ctx.periods[kind].end.toISOString()}` }]),
+          actions: [{ type: 'wait_for_period_reset', message: `The ${PERIOD_CODE[kind].label} budget resets at ${ctx.periods[kind].end.toISOString()}` }],
+        }),
       );
     }
   }

@@ -10,9 +10,10 @@
  */
 import type { PoolClient } from 'pg';
 import type { Clock } from '../clock';
-import { Db, Queryable, withTransaction } from '../db/pool';
+import { Db, withTransaction } from '../db/pool';
 import { newId } from '../ids';
-import { appendEvents, batchEvents } from '../db/repositories/events';
+import { appendEvents } from '../db/repositories/events';
+import { batchEvents } from '../events/batch';
 import { findPermit, findPermitForUpdate, findPermitProjectId, insertPermit, listExpiredActivePermitIds, markPermitRevoked, PermitRecord } from '../db/repositories/permits';
 import { lockProjectGovernance } from '../db/repositories/policies';
 import { addToSpend, consumeRates, purgeRateEvents, releasePermitSpend, settlePermitSpend } from '../db/repositories/spend';
@@ -81,7 +82,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
       const now = clock.now();
       const ctx = await loadContext(db, req, now);
       const o = decide(ctx, req);
-      return decisionFromOutcome(o, permitId, now, null, { ...(opts.decisionMetadata ?? {}), dry_run: true, policy_version: ctx.policyVersion });
+      return decisionFromOutcome(o, permitId, { evaluatedAt: now, expiresAt: null, extraMeta: { ...(opts.decisionMetadata ?? {}), dry_run: true, policy_version: ctx.policyVersion } });
     }
     // Optimistic path: decide without locking, then apply an allow with one statement that takes
     // the lock, re-checks plan, policy version and every counter against the allow's bounds and
@@ -102,7 +103,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
     const snapOutcome = inSpanSync('governance.decide', { 'tollgate.policy_version': snap.policyVersion }, () => decide(snap, req));
     const bounds = snapOutcome.decision === 'allow' ? allowBounds(snap, req, snapOutcome) : null;
     if (bounds) {
-      const w = permitWrite(req, opts, permitId, snapOutcome, snap, snapNow);
+      const w = permitWrite(req, opts, { permitId, outcome: snapOutcome, ctx: snap, now: snapNow });
       const r = await inSpan('governance.permit', { 'tollgate.path': 'optimistic' }, () => begins.submit(req.projectId, {
         project: req.projectId,
         plan: snap.plan,
@@ -133,7 +134,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
       const ctx = await loadContext(c, req, now);
       remember(req.projectId, ctx);
       const o = decide(ctx, req);
-      const w = permitWrite(req, opts, permitId, o, ctx, now);
+      const w = permitWrite(req, opts, { permitId, outcome: o, ctx, now });
       await insertPermit(c, w.row);
       if (o.decision === 'allow') {
         await addToSpend(c, req.projectId, w.periodKeys, { reserved: w.cost, requests: 1 });
@@ -163,12 +164,8 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
     await settlePermitSpend(db, permitId, { ...actual, at: clock.now() });
   }
 
-  async function releaseWith(c: Queryable, permitId: string, state: 'released' | 'expired', reason: string, at: Date): Promise<boolean> {
-    return releasePermitSpend(c, permitId, state, reason, at);
-  }
-
   async function release(permitId: string, reason: string): Promise<void> {
-    await releaseWith(db, permitId, 'released', reason, clock.now());
+    await releasePermitSpend(db, permitId, { state: 'released', reason, at: clock.now() });
   }
 
   async function expireStaleReservations(now: Date = clock.now(), opts: { projectId?: string } = {}): Promise<number> {
@@ -179,7 +176,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
       for (const id of ids) {
         const done = await withLockedPermit(id, async (c, p) => {
           if (!p.expires_at || new Date(p.expires_at) > now) return false;
-          const ok = await releaseWith(c, p.id, 'expired', 'permit_expired', now);
+          const ok = await releasePermitSpend(c, p.id, { state: 'expired', reason: 'permit_expired', at: now });
           if (ok) {
             await appendEvents(c, [{
               projectId: p.project_id, eventType: 'permit.expired', source: 'permits', phase: 'permit', provider: p.provider, model: p.model,
@@ -203,7 +200,7 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
     return withLockedPermit(permitId, async (c, p) => {
       if (p.revoked_at) return null;
       const now = clock.now();
-      await releaseWith(c, p.id, 'released', 'permit_revoked', now);
+      await releasePermitSpend(c, p.id, { state: 'released', reason: 'permit_revoked', at: now });
       const revoked = await markPermitRevoked(c, p.id, { revokedBy: input.revokedBy, reason: input.reason, at: now });
       await appendEvents(c, [{
         projectId: p.project_id, eventType: 'permit.revoked', source: 'permits', phase: 'permit', provider: p.provider, model: p.model,

@@ -2,7 +2,7 @@
  * Each project's event log as an RFC 6962 Merkle tree, and its signed checkpoints.
  *
  * Leaf i is the event or call record at chain position i + 1; the leaf bytes are the event's
- * canonical form (`canonicalEvent` in src/db/repositories/events.ts, RFC 8785 JSON including
+ * canonical form (`canonicalEvent` in src/events/canonical.ts, RFC 8785 JSON including
  * prev_hash; a record's is its leaf event's, `canonicalRecord`), the same bytes the hash chain hashes. The sequencer stores each event's leaf hash as it chains it
  * (event_chain.leaf_hash), so a checkpoint signs what was chained: it reads the chain rows in
  * order, checks their links (positions without gaps, each prev_hash the hash before), and builds
@@ -22,7 +22,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Db, Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
-import { canonicalOfStored, canonicalRecord, eventHash, GENESIS_HASH, type CanonicalColumns } from '../db/repositories/events';
+import { canonicalOfStored } from '../db/repositories/canonical-columns';
+import { canonicalRecord, eventHash, GENESIS_HASH, type CanonicalColumns } from '../events/canonical';
 import { readRecordLeaves } from '../db/repositories/record-leaves';
 import { logAnchor } from '../db/repositories/archives';
 import {
@@ -171,7 +172,7 @@ export async function* chainedLeaves(db: Queryable, projectId: string, from: num
   while (n < to) {
     // The common case in one row; any gap, broken link or unstored leaf is read again row by row,
     // which names the position or writes the leaf out.
-    const packed = await readChainLeavesPacked(db, projectId, n, to, LEAVES_PER_READ);
+    const packed = await readChainLeavesPacked(db, projectId, { afterPos: n, toPos: to, limit: LEAVES_PER_READ });
     if (
       packed.n > 0 &&
       Number(packed.first_pos) === n + 1 &&
@@ -187,7 +188,7 @@ export async function* chainedLeaves(db: Queryable, projectId: string, from: num
       n += packed.n;
       continue;
     }
-    const rows = await readChainRangeColumns(db, projectId, n, to, LEAVES_PER_READ);
+    const rows = await readChainRangeColumns(db, projectId, { afterPos: n, toPos: to, limit: LEAVES_PER_READ });
     if (rows.length === 0) throw new LogIntegrityError(projectId, n + 1, `chain position ${n + 1} is missing`);
     const leaves: Buffer[] = [];
     const writtenOut = new Set<number>();
@@ -283,7 +284,7 @@ export async function issueCheckpoint(db: Db, signer: ComplianceSigner, projectI
       const lastSize = Number(last.tree_size);
       const nodes = await treeNodes(c, projectId, nodesNeeded((get) => consistencyProof(lastSize, size, get)));
       const proof = consistencyProof(lastSize, size, sourceOf(nodes));
-      if (!verifyConsistency(lastSize, size, proof, last.root_hash, root)) {
+      if (!verifyConsistency({ first: lastSize, second: size, proof }, last.root_hash, root)) {
         throw new LogIntegrityError(projectId, lastSize, `tree of size ${size} is not consistent with the checkpoint of size ${lastSize}`);
       }
     }

@@ -1,6 +1,6 @@
 /**
  * RFC 6962 (and RFC 9162 §2.1) Merkle tree hashing, proofs and proof verification. Pure functions
- * over node:crypto: the offline export verifier (src/integrity/verify-export.ts) uses them too.
+ * over node:crypto: the offline export verifier (src/compliance/verify-export.ts) uses them too.
  *
  *   leaf hash  = SHA-256(0x00 || leaf bytes)
  *   node hash  = SHA-256(0x01 || left || right)
@@ -227,13 +227,15 @@ export function rootFromInclusionProof(index: number, size: number, leaf: Buffer
   return sn === 0 ? r : null;
 }
 
-export function verifyInclusion(index: number, size: number, leaf: Buffer, proof: Buffer[], root: Buffer): boolean {
-  const r = rootFromInclusionProof(index, size, leaf, proof);
+/** Whether `leaf` (its leaf hash) is at `index` of the tree of `size` leaves whose root is `root`. */
+export function verifyInclusion(leaf: Buffer, at: { index: number; size: number; proof: Buffer[] }, root: Buffer): boolean {
+  const r = rootFromInclusionProof(at.index, at.size, leaf, at.proof);
   return r !== null && r.equals(root);
 }
 
-/** RFC 9162 §2.1.4.2. */
-export function verifyConsistency(first: number, second: number, proof: Buffer[], firstRoot: Buffer, secondRoot: Buffer): boolean {
+/** RFC 9162 §2.1.4.2: whether the tree of `first` leaves (root `firstRoot`) is a prefix of the one of `second` (root `secondRoot`). */
+export function verifyConsistency(sizes: { first: number; second: number; proof: Buffer[] }, firstRoot: Buffer, secondRoot: Buffer): boolean {
+  const { first, second, proof } = sizes;
   if (first > second) return false;
   if (first === second) return proof.length === 0 && firstRoot.equals(secondRoot);
   if (first === 0) return proof.length === 0;

@@ -7,7 +7,7 @@
  * export's verification), not by a refused checkpoint (docs/decisions/checkpoints-sign-what-was-chained.md).
  */
 import type { Pool } from 'pg';
-import { verifyEventChain } from '../db/repositories/events';
+import { verifyEventChain } from '../db/repositories/event-chain-verification';
 import { latestCheckpoint, listComplianceKeys } from '../db/repositories/integrity-log';
 import { logAnchor } from '../db/repositories/archives';
 import { LogIntegrityError, logOrigin, rootFromChain } from './log';

@@ -13,61 +13,8 @@ import {
   intentTemporalWorkflowId,
   leaseCallsUpdate,
 } from '../../workflows/intent-messages';
-
-export type ReservationDenial = 'ceiling_reached' | 'not_active' | 'unknown';
-
-export interface ReservationOutcome {
-  granted: boolean;
-  /** Set when not granted: at max_calls / intent completed or expired (or rejected) / no such intent. */
-  reason?: ReservationDenial;
-  /**
-   * The lease the call was taken from (leased mode). Recorded in the permit's metadata
-   * (`intent_lease`), so a lease whose process died is settled from permit records.
-   */
-  lease?: string;
-}
-
-/** Public reason codes for denied requests (docs/decisions/workflow-intents.md). */
-export const RESERVATION_REASON_CODES: Record<ReservationDenial, string> = {
-  ceiling_reached: 'workflow_intent.max_calls_exceeded',
-  not_active: 'workflow_intent.not_active',
-  unknown: 'workflow_intent.not_found',
-};
-
-interface Waiter {
-  resolve(o: ReservationOutcome): void;
-  reject(err: unknown): void;
-}
-
-/** This process's lease on one intent and the callers waiting for calls. */
-interface LeaseLane {
-  key: string;
-  projectId: string;
-  workflowId: string;
-  leaseId: string;
-  /** The workflow holds the lease open (a request for it was answered open). */
-  open: boolean;
-  size: number;
-  used: number;
-  /** performance.now() after which no call is taken from the lease. */
-  deadline: number;
-  revoked: boolean;
-  queue: Waiter[];
-  busy: boolean;
-  lastUse: number;
-  lastSentAt: number;
-  reported: number;
-  /** Calls taken on this intent (all leases) and the time of the last rate sample. */
-  consumedTotal: number;
-  sampleAt: number;
-  sampleConsumed: number;
-  /** Calls per second (moving average), sizes the blocks asked for. */
-  rate: number;
-  /** Calls granted by the last request that granted any (doubled while callers run dry). */
-  lastGrant: number;
-  /** performance.now() before which no renewal is sent to grow the lease (the last one granted nothing). */
-  quietUntil: number;
-}
+import { available, blockSize, IDLE_MS, MAX_BLOCK, newLane, REPORT_EVERY_MS, resetLease, sampleRate, take, wantsRelease, wantsRenewal, type LeaseLane } from './lease-lane';
+import type { ReservationOutcome } from './reservation-outcome';
 
 export interface IntentReservationsOptions {
   client: Client;
@@ -81,19 +28,8 @@ export interface IntentReservationsOptions {
   idleMs?: number;
 }
 
-/** A lease's block covers this much of the holder's recent rate. */
-const BLOCK_SECONDS = 2;
-const MIN_BLOCK = 4;
-const MAX_BLOCK = 100_000;
-/** Returned when no call was taken for this long (default of `idleMs`). */
-const IDLE_MS = 500;
-/** Renewed (and extended) this long before its deadline while in use; consumption reported at least this often. */
-const RENEW_BEFORE_DEADLINE_MS = 1_000;
-const REPORT_EVERY_MS = 1_000;
 const TICK_MS = 100;
 const CLOSE_TIMEOUT_MS = 5_000;
-
-const newLeaseId = () => `lse_${randomBytes(12).toString('base64url')}`;
 
 /**
  * Call reservations against workflow intents for one API process.
@@ -106,8 +42,8 @@ const newLeaseId = () => `lse_${randomBytes(12).toString('base64url')}`;
  * (announced on PostgreSQL). At most one Update per intent is in flight from this process; callers
  * arriving while none is left wait for it and are served first come, first served.
  *
- * Size: the lease sizing, renewal, return and revocation are one state machine that reads best in
- * one place.
+ * The lane's state and the rules over it (when to take locally, renew, return) are
+ * src/intents/lease-lane.ts; this class sends the requests and serves the waiting callers.
  */
 export class IntentReservations {
   private readonly leaseLanes = new Map<string, LeaseLane>();
@@ -168,17 +104,13 @@ export class IntentReservations {
     const key = intentTemporalWorkflowId(projectId, workflowId);
     let lane = this.leaseLanes.get(key);
     if (!lane) {
-      const now = performance.now();
-      lane = {
-        key, projectId, workflowId, leaseId: newLeaseId(), open: false, size: 0, used: 0, deadline: 0, revoked: false, queue: [], busy: false,
-        lastUse: now, lastSentAt: now, reported: 0, consumedTotal: 0, sampleAt: now, sampleConsumed: 0, rate: 0, lastGrant: 0, quietUntil: 0,
-      };
+      lane = newLane(key, { projectId, workflowId }, performance.now());
       this.leaseLanes.set(key, lane);
       this.ensureTick();
     }
     const now = performance.now();
-    if (lane.queue.length === 0 && this.available(lane, now)) {
-      const outcome = this.take(lane, now);
+    if (lane.queue.length === 0 && available(lane, now)) {
+      const outcome = take(lane, now);
       if (this.wantsRenewal(lane, now)) this.kick(lane);
       return Promise.resolve(outcome);
     }
@@ -189,38 +121,12 @@ export class IntentReservations {
     return promise;
   }
 
-  private available(lane: LeaseLane, now: number): boolean {
-    return lane.open && !lane.revoked && lane.used < lane.size && now < lane.deadline;
-  }
-
-  private take(lane: LeaseLane, now: number): ReservationOutcome {
-    lane.used++;
-    lane.consumedTotal++;
-    lane.lastUse = now;
-    return { granted: true, lease: lane.leaseId };
-  }
-
-  private block(lane: LeaseLane): number {
-    return Math.max(MIN_BLOCK, Math.min(MAX_BLOCK, Math.ceil(lane.rate * BLOCK_SECONDS)));
-  }
-
   private wantsRenewal(lane: LeaseLane, now: number): boolean {
-    if (!lane.open || lane.revoked || lane.queue.length > 0) return false;
-    const recentlyUsed = now - lane.lastUse < this.idleMs;
-    if (!recentlyUsed) return false;
-    // After a renewal that granted nothing (near the ceiling, or the intent's expiry capping the
-    // deadline) the next one waits: callers running dry ask at once anyway.
-    const growable = now >= lane.quietUntil;
-    return (
-      (growable && lane.size - lane.used <= Math.floor(this.block(lane) / 2)) ||
-      (growable && lane.deadline - now < RENEW_BEFORE_DEADLINE_MS) ||
-      (lane.used > lane.reported && now - lastSent(lane) >= REPORT_EVERY_MS)
-    );
+    return wantsRenewal(lane, now, this.idleMs);
   }
 
   private wantsRelease(lane: LeaseLane, now: number): boolean {
-    if (!lane.open) return false;
-    return lane.revoked || this.closing || now >= lane.deadline || (lane.queue.length === 0 && now - lane.lastUse >= this.idleMs);
+    return wantsRelease(lane, now, { idleMs: this.idleMs, closing: this.closing });
   }
 
   private kick(lane: LeaseLane): void {
@@ -248,7 +154,7 @@ export class IntentReservations {
 
   private serveQueue(lane: LeaseLane): void {
     const now = performance.now();
-    while (lane.queue.length > 0 && this.available(lane, now)) lane.queue.shift()!.resolve(this.take(lane, now));
+    while (lane.queue.length > 0 && available(lane, now)) lane.queue.shift()!.resolve(take(lane, now));
   }
 
   private async pump(lane: LeaseLane): Promise<void> {
@@ -266,7 +172,7 @@ export class IntentReservations {
         if (need === 0 && !this.wantsRenewal(lane, now)) break;
         const remaining = lane.open ? Math.max(0, lane.size - lane.used) : 0;
         // Callers ran dry: the rate outgrew the estimate (a ramp), so at least double the last block.
-        const block = need > 0 ? Math.min(MAX_BLOCK, Math.max(this.block(lane), 2 * lane.lastGrant)) : this.block(lane);
+        const block = need > 0 ? Math.min(MAX_BLOCK, Math.max(blockSize(lane), 2 * lane.lastGrant)) : blockSize(lane);
         const want = Math.max(need, need + block - remaining);
         const wasOpen = lane.open;
         const sizeBefore = lane.size;
@@ -278,7 +184,7 @@ export class IntentReservations {
           break;
         }
         if (res.closed) {
-          this.resetLease(lane);
+          resetLease(lane);
           // A lease the workflow no longer has (settled after its deadline): start a new one.
           if (wasOpen) continue;
           // Nothing granted to a new lease: the ceiling (or the intent is no longer active).
@@ -306,17 +212,6 @@ export class IntentReservations {
     for (const w of lane.queue.splice(0)) w.resolve(outcome);
   }
 
-  private resetLease(lane: LeaseLane): void {
-    lane.leaseId = newLeaseId();
-    lane.open = false;
-    lane.size = 0;
-    lane.used = 0;
-    lane.reported = 0;
-    lane.revoked = false;
-    lane.deadline = 0;
-    lane.quietUntil = 0;
-  }
-
   private async release(lane: LeaseLane): Promise<void> {
     // No call is taken from it from here on (revoked covers the time the Update is in flight).
     lane.revoked = true;
@@ -332,19 +227,12 @@ export class IntentReservations {
       }
       this.opts.logger?.warn({ err, workflow_id: lane.workflowId, lease: lane.leaseId }, 'intent lease release failed; the workflow settles it from permit records');
     }
-    this.resetLease(lane);
+    resetLease(lane);
   }
 
   private async sendLease(lane: LeaseLane, a: { need: number; want: number; release?: boolean }): Promise<LeaseResult> {
     const sentAt = performance.now();
-    // Rate sample (calls/s over the time since the last request), smoothed.
-    const dt = (sentAt - lane.sampleAt) / 1000;
-    if (dt >= 0.05) {
-      const inst = (lane.consumedTotal - lane.sampleConsumed) / dt;
-      lane.rate = lane.rate === 0 ? inst : 0.5 * lane.rate + 0.5 * inst;
-      lane.sampleAt = sentAt;
-      lane.sampleConsumed = lane.consumedTotal;
-    }
+    sampleRate(lane, sentAt);
     const used = lane.used;
     const args: LeaseArgs = { leaseId: lane.leaseId, holder: this.holder, used, need: a.need, want: a.want, ...(a.release ? { release: true } : {}) };
     const res = await this.sendUpdate(lane.key, leaseCallsUpdate, args);
@@ -362,7 +250,7 @@ export class IntentReservations {
     const outcome = await this.denialFromRow(lane.projectId, lane.workflowId);
     const waiters = lane.queue.splice(0);
     if (outcome) {
-      this.resetLease(lane);
+      resetLease(lane);
       waiters.forEach((w) => w.resolve(outcome));
     } else {
       this.opts.logger?.warn({ err, workflow_id: lane.workflowId }, 'intent lease request failed');
@@ -416,10 +304,6 @@ export class IntentReservations {
       }
     }
   }
-}
-
-function lastSent(lane: LeaseLane): number {
-  return lane.lastSentAt;
 }
 
 export function createIntentReservations(opts: IntentReservationsOptions): IntentReservations {

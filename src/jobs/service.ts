@@ -171,7 +171,7 @@ export async function submitJob(
     deps.logger.error({ err, jobId }, 'job workflow could not be started');
     await failUnstartedJob(db, jobId, clock.now()).catch(() => undefined);
     if (key) await releaseIdempotencyKey(db, { projectId: caller.projectId, scope: IDEMPOTENCY_SCOPE, key }).catch(() => undefined);
-    throw new ApiError(503, 'jobs_unavailable', 'The job could not be queued; retry later', { job_id: jobId });
+    throw new ApiError(503, 'jobs_unavailable', 'The job could not be queued; retry later', { details: { job_id: jobId } });
   }
   if (key) await completeIdempotencyKey(db, { projectId: caller.projectId, scope: IDEMPOTENCY_SCOPE, key, resourceId: jobId });
   return { status: 202, headers: { location: `/v1/jobs/${jobId}` }, body: jobView(job) };

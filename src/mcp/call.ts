@@ -46,11 +46,11 @@ export interface StreamSink {
 }
 
 const conflict = (key: string, reason: string) =>
-  new ApiError(409, 'idempotency_conflict', reason === 'stream' ? 'A streaming tool call with this Idempotency-Key was already claimed; streams are not replayed' : reason === 'in_progress' ? 'A tool call with this Idempotency-Key is still running' : 'This Idempotency-Key was already used with different bound content', { idempotency_key: key, reason });
+  new ApiError(409, 'idempotency_conflict', reason === 'stream' ? 'A streaming tool call with this Idempotency-Key was already claimed; streams are not replayed' : reason === 'in_progress' ? 'A tool call with this Idempotency-Key is still running' : 'This Idempotency-Key was already used with different bound content', { details: { idempotency_key: key, reason } });
 
 function denial(p: PermitDecision): ApiError {
   const headers: Record<string, string> = p.retry_after_seconds ? { 'retry-after': String(p.retry_after_seconds) } : {};
-  return new ApiError(p.decision === 'throttle' ? 429 : 403, 'denied', p.display_reason, { permit_id: p.permit_id, decision: p.decision, reason_code: p.reason_code, decision_details: p.decision_details }, headers);
+  return new ApiError(p.decision === 'throttle' ? 429 : 403, 'denied', p.display_reason, { details: { permit_id: p.permit_id, decision: p.decision, reason_code: p.reason_code, decision_details: p.decision_details }, headers });
 }
 
 export function toolCallView(c: McpToolCallRecord) {
@@ -61,7 +61,9 @@ export function toolCallView(c: McpToolCallRecord) {
   };
 }
 
-export async function callTool(deps: McpCallDeps, auth: KeyAuthContext, serverRef: string, tool: string, b: ToolCallBody, sink?: StreamSink): Promise<Reply> {
+/** Calls `tool` of the project's server `serverRef` under governance; `sink` receives a streamed call's progress. */
+export async function callTool(deps: McpCallDeps, auth: KeyAuthContext, call: { serverRef: string; tool: string; body: ToolCallBody }, sink?: StreamSink): Promise<Reply> {
+  const { serverRef, tool, body: b } = call;
   const server = await findMcpServer(deps.db, auth.projectId, serverRef);
   if (!server) throw errors.notFound('MCP server', serverRef);
   if (!toolAllowed(server, tool)) throw errors.forbidden('mcp.tool_not_allowed', `Tool ${tool} is not in the allowed tools of MCP server ${serverRef}`, { server_ref: serverRef, tool_name: tool });
@@ -109,7 +111,7 @@ export async function callTool(deps: McpCallDeps, auth: KeyAuthContext, serverRe
   }
   const events = (type: string, meta: Record<string, unknown>) =>
     session
-      ? [sessionEvent(session, type, meta, deps.clock.now(), { permitId: permit.id, phase: 'tool' })]
+      ? [sessionEvent(session, type, meta, { at: deps.clock.now(), permitId: permit.id, phase: 'tool' })]
       : [{ projectId: auth.projectId, eventType: type, source: 'mcp', phase: 'tool', provider: 'mcp', model: `${serverRef}/${tool}`, permitId: permit.id, requestId: id, metadata: meta, timestamp: deps.clock.now() }];
   const base = { tool_call_id: id, server_ref: serverRef, tool_name: tool, arguments_sha256: argsHash };
   if (permit.decision) {
@@ -133,7 +135,7 @@ export async function callTool(deps: McpCallDeps, auth: KeyAuthContext, serverRe
   const record = { ...claim, permit_id: permit.id, status: 'completed' as const, duration_ms: duration, finished_at: finishedAt };
   if (out.kind === 'protocol_error') {
     if (!session && permit.id) await deps.governance.release(permit.id, 'mcp_protocol_error');
-    const err = new ApiError(502, 'upstream_error', `MCP server ${serverRef} failed: ${out.error.message}`, { tool_call_id: id, permit_id: permit.id, mcp_error: out.error });
+    const err = new ApiError(502, 'upstream_error', `MCP server ${serverRef} failed: ${out.error.message}`, { details: { tool_call_id: id, permit_id: permit.id, mcp_error: out.error } });
     await finishMcpToolCall(deps.db, id, { permit_id: permit.id, outcome: 'protocol_error', result_sha256: null, error: out.error, duration_ms: duration, http_status: 502, response: err.toBody(), finished_at: finishedAt }, events('mcp.tool_call.failed', { ...base, outcome: 'protocol_error', error: out.error, duration_ms: duration }));
     throw err;
   }

@@ -9,7 +9,7 @@ import { errors } from '../errors';
 import { newId } from '../ids';
 import { secretBox } from '../crypto/secret-box';
 import { allowList, checkedAddresses } from '../webhooks/ssrf';
-import { globMatch } from '../governance/evaluate';
+import { globMatch } from '../governance/match';
 import { findMcpServer, insertMcpServer, updateMcpServer, type McpServerRecord } from '../db/repositories/mcp-servers';
 import type { CreateServerBody, UpdateServerBody } from './schemas';
 import type { McpTarget } from './client';
@@ -38,28 +38,36 @@ export async function checkServerUrl(config: Config, url: string): Promise<void>
   }
 }
 
-async function sealed(db: Db, config: Config, projectId: string, serverRef: string, c: CreateServerBody['credential'] | null | undefined) {
+/** A project's MCP server by its ref. */
+interface ServerKey {
+  projectId: string;
+  serverRef: string;
+}
+
+/** A server's credential sealed for storage (the server it is sealed to is part of its purpose). */
+async function sealed(db: Db, config: Config, server: ServerKey, c: CreateServerBody['credential'] | null | undefined) {
   if (!c) return { credential_type: null, credential_header: null, credential_encrypted: null };
   const box = await secretBox(db, config);
   const secret = c.type === 'bearer' ? c.token : c.value;
-  return { credential_type: c.type, credential_header: c.type === 'header' ? c.name : null, credential_encrypted: box.seal(secret, purpose(projectId, serverRef)) };
+  return { credential_type: c.type, credential_header: c.type === 'header' ? c.name : null, credential_encrypted: box.seal(secret, purpose(server.projectId, server.serverRef)) };
 }
 
 export async function registerServer(db: Db, config: Config, projectId: string, b: CreateServerBody) {
   await checkServerUrl(config, b.url);
   const row = await insertMcpServer(db, {
     id: newId('mcps'), project_id: projectId, server_ref: b.server_ref, url: b.url, description: b.description ?? null, allowed_tools: b.allowed_tools,
-    ...(await sealed(db, config, projectId, b.server_ref, b.credential)),
+    ...(await sealed(db, config, { projectId, serverRef: b.server_ref }, b.credential)),
   });
   if (!row) throw errors.conflict('mcp.server_exists', `MCP server ${b.server_ref} is already registered`, { server_ref: b.server_ref });
   return serverView(row);
 }
 
-export async function changeServer(db: Db, config: Config, projectId: string, serverRef: string, b: UpdateServerBody) {
+export async function changeServer(db: Db, config: Config, server: ServerKey, b: UpdateServerBody) {
+  const { projectId, serverRef } = server;
   const s = await findMcpServer(db, projectId, serverRef);
   if (!s) throw errors.notFound('MCP server', serverRef);
   if (b.url) await checkServerUrl(config, b.url);
-  const cred = b.credential === undefined ? { credential_type: s.credential_type, credential_header: s.credential_header, credential_encrypted: s.credential_encrypted } : await sealed(db, config, projectId, serverRef, b.credential);
+  const cred = b.credential === undefined ? { credential_type: s.credential_type, credential_header: s.credential_header, credential_encrypted: s.credential_encrypted } : await sealed(db, config, server, b.credential);
   const row = await updateMcpServer(db, {
     ...s, url: b.url ?? s.url, description: b.description === undefined ? s.description : b.description, allowed_tools: b.allowed_tools ?? s.allowed_tools, ...cred,
   });

@@ -2,7 +2,7 @@
  * Permit read models: the timeline (stored events plus the expiry events derived from
  * expires_at), the bundle, the lineage and the NDJSON export.
  */
-import { chainAllProjectEvents } from '../db/repositories/events';
+import { chainAllProjectEvents } from '../db/repositories/event-chain';
 import { permitsEvents } from '../db/repositories/log-events';
 import { decodeCursor, listChildPermits, listPermitLineage, listPermits, PermitRecord, listPermitsForExport } from '../db/repositories/permits';
 import { errors } from '../errors';
@@ -104,7 +104,7 @@ export function permitReadModels(ctx: PermitContext) {
     let after: { issuedAt: Date; id: string } | null = null;
     let count = 0;
     for (;;) {
-      const page = await listPermitsForExport(db, projectId, window, after, 200);
+      const page = await listPermitsForExport(db, projectId, window, { after, limit: 200 });
       if (page.length === 0) break;
       const events = includeEvents ? await permitsEvents(db, projectId, page.map((p) => p.id)) : [];
       for (const p of page) {
@@ -135,8 +135,7 @@ export function permitReadModels(ctx: PermitContext) {
         issued_after: q.created_after ? new Date(q.created_after) : undefined,
         issued_before: q.created_before ? new Date(q.created_before) : undefined,
       },
-      q.cursor ?? null,
-      q.limit,
+      { cursor: q.cursor ?? null, limit: q.limit },
     );
     const data = await Promise.all(page.data.map((p) => ctx.view(p)));
     return { object: 'list' as const, data, has_more: page.next_cursor !== null, next_cursor: page.next_cursor };

@@ -32,8 +32,7 @@ export function permitUsage(ctx: PermitContext) {
         }
         if (existing.request_hash !== hash) {
           throw new ApiError(409, 'idempotency_conflict', 'This usage_idempotency_key was already used with different closeout values', {
-            idempotency_key: key,
-            usage_idempotency_key: key,
+            details: { idempotency_key: key, usage_idempotency_key: key },
           });
         }
         return { body: existing.response, replayed: true };

@@ -1,4 +1,4 @@
-import type { EventRecord } from '../db/repositories/events';
+import type { EventRecord } from '../events/types';
 import type { PermitDecision } from '../governance/types';
 import { timelineEventView } from '../events/view';
 import type { PermitRecord } from '../db/repositories/permits';

@@ -5,8 +5,8 @@
  * does (a normalized dispatch, a native pass-through, a translated call) is the caller's.
  */
 import type { Clock } from '../clock';
-import type { NewEvent } from '../db/repositories/events';
-import { executionEvent } from '../executions/record';
+import type { NewEvent } from '../events/types';
+import { executionEvents } from '../executions/record';
 import type { Target } from '../executions/types';
 import type { AttemptRecord, ExecutionInput } from '../executions/types';
 import type { ProviderFailure } from '../providers/types';
@@ -38,32 +38,32 @@ type EventInput = Pick<ExecutionInput, 'projectId' | 'permitId' | 'executionId'>
 export async function dispatchWithFallback<A extends AttemptOutcome>(
   input: EventInput,
   targets: Target[],
-  clock: Clock,
   attempt: (target: Target, index: number) => Promise<A>,
-  opts: { stream: boolean; signal?: AbortSignal },
+  opts: { clock: Clock; stream: boolean; signal?: AbortSignal },
 ): Promise<FallbackRun<A>> {
+  const ev = executionEvents(input);
   const attempts: AttemptRecord[] = [];
   const events: NewEvent[] = [];
   let previous: { target: Target; failure: ProviderFailure } | null = null;
   for (let i = 0; i < targets.length; i++) {
     const target = targets[i];
-    const sent = clock.now();
+    const sent = opts.clock.now();
     if (previous) {
-      events.push(executionEvent(input, 'fallback.triggered', 'routing', sent, previous.target, {
+      events.push(ev('fallback.triggered', sent, previous.target, {
         failure_kind: previous.failure.kind, status: previous.failure.status ?? null, next_provider: target.provider, next_model: target.model,
       }));
-      events.push(executionEvent(input, 'fallback.selected_model', 'routing', sent, target, { position: i }));
-      events.push(executionEvent(input, 'provider.request_sent', 'execution', sent, target, { attempt: i + 1, stream: opts.stream }));
+      events.push(ev('fallback.selected_model', sent, target, { position: i }));
+      events.push(ev('provider.request_sent', sent, target, { attempt: i + 1, stream: opts.stream }));
     }
     const a = await attempt(target, i);
-    const received = clock.now();
+    const received = opts.clock.now();
     attempts.push({
       provider: target.provider, model: target.model, sentAt: sent.toISOString(), receivedAt: received.toISOString(), ok: a.ok,
       status: a.ok ? 200 : a.failure?.status ?? null, ...(a.failure ? { failureKind: a.failure.kind } : {}),
     });
     const more = !a.ok && !a.final && i + 1 < targets.length && !opts.signal?.aborted && triggersFallback(a.failure!);
     if (!more) return { last: a, target, attempts, fallbackOccurred: i > 0, events };
-    events.push(executionEvent(input, 'provider.response_received', 'execution', received, target, {
+    events.push(ev('provider.response_received', received, target, {
       ok: false, status: a.failure!.status, failure_kind: a.failure!.kind, attempt: i + 1,
     }));
     previous = { target, failure: a.failure! };

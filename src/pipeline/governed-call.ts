@@ -14,7 +14,7 @@
 import type { GovernedCallActivities, GovernSpec } from '../../activities/governed-call';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
-import type { NewEvent } from '../db/repositories/events';
+import type { NewEvent } from '../events/types';
 import { claimIdempotencyKey, releaseIdempotencyKey, type StoredResponse } from '../db/repositories/idempotency';
 import type { ExecutionEnvelope } from '../executions/envelope';
 import type { IdempotencyCompletion } from '../executions/record';

@@ -20,20 +20,22 @@ export interface RealtimePrice {
 }
 
 const usd = (dollarsPerMillion: number) => Math.round(dollarsPerMillion * 1_000_000);
-const rt = (ti: number, tc: number, to: number, ai: number, ac: number, ao: number): RealtimePrice => ({
-  text_input_per_mtok: usd(ti),
-  text_cached_input_per_mtok: usd(tc),
-  text_output_per_mtok: usd(to),
-  audio_input_per_mtok: usd(ai),
-  audio_cached_input_per_mtok: usd(ac),
-  audio_output_per_mtok: usd(ao),
+/** Dollars per million tokens: input, cached input, output. */
+type PerMtok = [input: number, cachedInput: number, output: number];
+const rt = (text: PerMtok, audio: PerMtok): RealtimePrice => ({
+  text_input_per_mtok: usd(text[0]),
+  text_cached_input_per_mtok: usd(text[1]),
+  text_output_per_mtok: usd(text[2]),
+  audio_input_per_mtok: usd(audio[0]),
+  audio_cached_input_per_mtok: usd(audio[1]),
+  audio_output_per_mtok: usd(audio[2]),
 });
 
 export const REALTIME_PRICES: Record<string, RealtimePrice> = {
-  'gpt-realtime': rt(4, 0.4, 16, 32, 0.4, 64),
-  'gpt-realtime-mini': rt(0.6, 0.06, 2.4, 10, 0.3, 20),
-  'gpt-4o-realtime-preview': rt(5, 2.5, 20, 40, 2.5, 80),
-  'gpt-4o-mini-realtime-preview': rt(0.6, 0.3, 2.4, 10, 0.3, 20),
+  'gpt-realtime': rt([4, 0.4, 16], [32, 0.4, 64]),
+  'gpt-realtime-mini': rt([0.6, 0.06, 2.4], [10, 0.3, 20]),
+  'gpt-4o-realtime-preview': rt([5, 2.5, 20], [40, 2.5, 80]),
+  'gpt-4o-mini-realtime-preview': rt([0.6, 0.3, 2.4], [10, 0.3, 20]),
 };
 
 /** Token counts of a realtime response (OpenAI Realtime `response.done` usage, flattened). */

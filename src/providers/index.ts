@@ -119,15 +119,14 @@ async function consumeStream(mod: ProviderModule, req: NormalizedRequest, res: U
   };
 }
 
-/** Sends one normalized request through a provider module (exported for tests and the proxy routes). */
-export async function dispatchWith(
+/** Sends one normalized request through a provider module to its endpoint. */
+async function dispatchWith(
   http: HttpClient,
-  mod: ProviderModule,
-  baseUrl: string,
-  apiKey: string,
+  to: { mod: ProviderModule; baseUrl: string; apiKey: string },
   req: NormalizedRequest,
   opts: DispatchOptions = {},
 ): Promise<ProviderResult> {
+  const { mod, baseUrl, apiKey } = to;
   const call: NativeCall = await mod.buildRequest(req, { fetchAsset: (url, mime) => http.fetchAsset(url, mime, opts.signal) });
   const res = await http.send(baseUrl.replace(/\/+$/, '') + call.path, call, mod.authHeaders(apiKey), opts.signal);
   if (res.status >= 400) return failFromStatus(mod, res);
@@ -170,7 +169,7 @@ export function createProviderGateway(config: Pick<Config, 'providers' | 'provid
       if (!apiKey || !baseUrl) {
         throw new ProviderError({ kind: 'http_error', status: null, retryable: false, message: `provider ${req.provider} has no API key configured` });
       }
-      return dispatchWith(http, providerModules[req.provider], baseUrl, apiKey, req, opts);
+      return dispatchWith(http, { mod: providerModules[req.provider], baseUrl, apiKey }, req, opts);
     },
     close: () => http.close(),
   };

@@ -54,23 +54,34 @@ export function failureOf(err: unknown, signal: AbortSignal): ProviderFailure {
   return { kind: timeout ? 'timeout' : 'network', status: null, retryable: true, message: `${timeout ? 'timeout' : 'network error'}${code ? ` (${code})` : ''} talking to the provider` };
 }
 
+/** The caller's side of a proxied call: where a streamed answer goes, and its abort signal. */
+export interface ClientSide {
+  sink: StreamSink;
+  signal: AbortSignal;
+}
+
+/** One try of a proxied call: its target, the request as Tollgate reads it, the headers added to the reply, the output ceiling. */
+export interface ProxyTry {
+  target: Target;
+  req: NormalizedRequest;
+  extraHeaders: Record<string, string>;
+  ceiling: number | undefined;
+}
+
 /** The native body, byte for byte (model replaced when a same-provider target model is set), to the provider. */
 export async function passThrough(
-  requestHeaders: RequestHeaders,
-  sink: StreamSink,
   deps: ProxyDeps,
-  call: ProxyCall,
-  body: ParsedBody,
-  target: Target,
-  req: NormalizedRequest,
-  extraHeaders: Record<string, string>,
-  clientSignal: AbortSignal,
-  ceiling: number | undefined,
+  client: ClientSide,
+  sent: { call: ProxyCall; body: ParsedBody; headers: RequestHeaders },
+  attempt: ProxyTry,
 ): Promise<Attempt> {
+  const { call, body, headers: requestHeaders } = sent;
+  const { target, req, extraHeaders, ceiling } = attempt;
+  const clientSignal = client.signal;
   const endpoint = deps.config.providers[call.provider];
   if (!endpoint?.apiKey || !endpoint.baseUrl) {
     const failure: ProviderFailure = { kind: 'http_error', status: null, retryable: false, message: `provider ${call.provider} has no API key configured` };
-    return { ok: false, failure, reply: jsonReply(502, nativeErrorBody(call.provider, 502, 'provider_not_configured', failure.message), extraHeaders) };
+    return { ok: false, failure, reply: jsonReply(502, nativeErrorBody(call.provider, { status: 502, code: 'provider_not_configured', message: failure.message }), extraHeaders) };
   }
   let bytes = body.raw;
   if (body.kind === 'json' && (target.model !== call.model || ceiling !== undefined)) {
@@ -88,12 +99,12 @@ export async function passThrough(
     d.release();
     const failure = failureOf(err, clientSignal);
     if (clientSignal.aborted) return { ok: false, aborted: true, failure, partial: null };
-    return { ok: false, failure, reply: jsonReply(502, nativeErrorBody(call.provider, 502, 'upstream_unreachable', `The provider could not be reached: ${failure.message}`), extraHeaders) };
+    return { ok: false, failure, reply: jsonReply(502, nativeErrorBody(call.provider, { status: 502, code: 'upstream_unreachable', message: `The provider could not be reached: ${failure.message}` }), extraHeaders) };
   }
   const headers = { ...passBackHeaders(res.headers), ...extraHeaders };
   const contentType = String(res.headers['content-type'] ?? '');
   if (res.statusCode < 400 && contentType.includes('text/event-stream')) {
-    return pipeStream(sink, call, req, res, headers, clientSignal);
+    return pipeStream(client, call, req, { res, headers });
   }
   let buf: Buffer;
   try {
@@ -101,7 +112,7 @@ export async function passThrough(
   } catch (err) {
     const failure = failureOf(err, clientSignal);
     if (clientSignal.aborted) return { ok: false, aborted: true, failure, partial: estimatedUsage(req, '') };
-    return { ok: false, failure, partial: estimatedUsage(req, ''), reply: jsonReply(502, nativeErrorBody(call.provider, 502, 'upstream_error', `The provider response broke off: ${failure.message}`), extraHeaders) };
+    return { ok: false, failure, partial: estimatedUsage(req, ''), reply: jsonReply(502, nativeErrorBody(call.provider, { status: 502, code: 'upstream_error', message: `The provider response broke off: ${failure.message}` }), extraHeaders) };
   }
   let json: unknown = null;
   if (contentType.includes('json')) {
@@ -126,13 +137,13 @@ function responseModelOf(json: unknown): { model?: string } {
 
 /** Pipes a native SSE stream to the caller unchanged, extracting usage from the events on the way. */
 export async function pipeStream(
-  sink: StreamSink,
+  client: ClientSide,
   call: ProxyCall,
   req: NormalizedRequest,
-  res: { statusCode: number; body: AsyncIterable<unknown> & { destroy(err?: Error): unknown } },
-  headers: Record<string, string>,
-  clientSignal: AbortSignal,
+  upstream: { res: { statusCode: number; body: AsyncIterable<unknown> & { destroy(err?: Error): unknown } }; headers: Record<string, string> },
 ): Promise<Attempt> {
+  const { sink, signal: clientSignal } = client;
+  const { res, headers } = upstream;
   const mod = providerModules[call.provider];
   const events: SseEvent[] = [];
   const parser = mod.createStreamParser(req);
@@ -186,7 +197,8 @@ export async function pipeStream(
 }
 
 /** A cross-provider target: normalized request through the target's module, rendered back in the caller's shape. */
-export async function translated(deps: ProxyDeps, call: ProxyCall, target: Target, signal: AbortSignal, extraHeaders: Record<string, string>): Promise<Attempt> {
+export async function translated(deps: ProxyDeps, call: ProxyCall, target: Target, opts: { signal: AbortSignal; extraHeaders: Record<string, string> }): Promise<Attempt> {
+  const { signal, extraHeaders } = opts;
   const req = translatedRequest(call, target);
   try {
     const result = await deps.providers.dispatch(req, { signal });
@@ -197,7 +209,7 @@ export async function translated(deps: ProxyDeps, call: ProxyCall, target: Targe
     const partial = err instanceof ProviderError ? err.partialUsage ?? null : null;
     if (signal.aborted) return { ok: false, aborted: true, failure, partial };
     const status = failure.status && failure.status >= 400 && failure.status < 500 && failure.status !== 429 ? failure.status : 502;
-    return { ok: false, failure, partial, reply: jsonReply(status, nativeErrorBody(call.provider, status, 'upstream_error', `${target.provider}/${target.model}: ${failure.message}`), extraHeaders) };
+    return { ok: false, failure, partial, reply: jsonReply(status, nativeErrorBody(call.provider, { status, code: 'upstream_error', message: `${target.provider}/${target.model}: ${failure.message}` }), extraHeaders) };
   }
 }
 

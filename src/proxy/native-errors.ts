@@ -45,7 +45,8 @@ function openAIType(status: number): string {
 }
 
 /** A provider-native error body for a Tollgate-raised failure. */
-export function nativeErrorBody(provider: ProviderId, status: number, code: string, message: string, extra: Record<string, unknown> = {}): unknown {
+export function nativeErrorBody(provider: ProviderId, error: { status: number; code: string; message: string; extra?: Record<string, unknown> }): unknown {
+  const { status, code, message, extra = {} } = error;
   const text = message.includes(code) ? message : `${message} (${code})`;
   switch (provider) {
     case 'openai':
@@ -69,14 +70,20 @@ export function nativeErrorBody(provider: ProviderId, status: number, code: stri
 
 /** A Tollgate-raised failure on a proxy route; rendered with nativeErrorBody by the route. */
 export class ProxyError extends Error {
+  /** Response headers the error carries (`www-authenticate`, `retry-after`). */
+  readonly headers: Record<string, string>;
+  /** Members added to the native error body. */
+  readonly extra: Record<string, unknown>;
+
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
-    readonly headers: Record<string, string> = {},
-    readonly extra: Record<string, unknown> = {},
+    more: { headers?: Record<string, string>; extra?: Record<string, unknown> } = {},
   ) {
     super(message);
     this.name = 'ProxyError';
+    this.headers = more.headers ?? {};
+    this.extra = more.extra ?? {};
   }
 }

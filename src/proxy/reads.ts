@@ -80,10 +80,10 @@ async function readBody(request: ProxyRequest): Promise<Buffer> {
 export async function handleProxyRead(
   deps: ProxyDeps,
   counter: Counter<'provider' | 'route' | 'status'>,
-  provider: ProviderId,
-  route: ReadRoute,
+  read: { provider: ProviderId; route: ReadRoute },
   request: ProxyRequest,
 ): Promise<Reply> {
+  const { provider, route } = read;
   const { nativePath } = request;
   try {
     const auth = await request.authenticate();
@@ -92,7 +92,7 @@ export async function handleProxyRead(
     if (!rate.ok) {
       const status = rate.action === 'deny' ? 403 : 429;
       const code = rate.action === 'deny' ? 'budget.rate_limit_exceeded' : 'budget.rate_limit_throttled';
-      throw new ProxyError(status, code, `Rate limit ${rate.limit_id} (${rate.limit} requests per ${rate.window_seconds} s) reached`, status === 429 ? { 'retry-after': String(rate.retry_after_seconds) } : {});
+      throw new ProxyError(status, code, `Rate limit ${rate.limit_id} (${rate.limit} requests per ${rate.window_seconds} s) reached`, { headers: status === 429 ? { 'retry-after': String(rate.retry_after_seconds) } : {} });
     }
     const endpoint = deps.config.providers[provider];
     if (!endpoint?.apiKey || !endpoint.baseUrl) throw new ProxyError(502, 'provider_not_configured', `provider ${provider} has no API key configured`);
@@ -131,5 +131,5 @@ export async function handleProxyRead(
 
 /** A native 404 for a path the proxy neither governs nor reads. */
 export function unsupportedPath(provider: ProviderId, method: string, nativePath: string): Reply {
-  return { status: 404, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(nativeErrorBody(provider, 404, 'unsupported_proxy_path', `${method} ${nativePath.split('?')[0]} is not a ${provider} endpoint the Tollgate proxy serves`))) };
+  return { status: 404, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(nativeErrorBody(provider, { status: 404, code: 'unsupported_proxy_path', message: `${method} ${nativePath.split('?')[0]} is not a ${provider} endpoint the Tollgate proxy serves` }))) };
 }

@@ -24,7 +24,7 @@ export interface Outgoing {
 }
 
 export function proxyErrorReply(provider: ProviderId, err: ProxyError): Reply {
-  return jsonReply(err.status, nativeErrorBody(provider, err.status, err.code, err.message, err.extra), err.headers);
+  return jsonReply(err.status, nativeErrorBody(provider, { status: err.status, code: err.code, message: err.message, extra: err.extra }), err.headers);
 }
 
 /** A stored response replayed: status, the headers that matter, and the body (an SSE body is replayed whole). */

@@ -70,7 +70,7 @@ export async function handleProxy(deps: ProxyDeps, provider: ProviderId, request
       heartbeatTimeoutMs: 0,
     };
     const scope = `proxy:${provider}`;
-    const surface = proxySurface(request, sink, deps, call, plan, body, input, state);
+    const surface = proxySurface(deps, { request, sink }, { call, plan, body, input }, state);
     const answer = await runGovernedCall(deps, input, {
       ...surface,
       requestHash: () => payloadHash(provider, path, body, headers.workflowId ? { ...plan.headers, workflow_id: headers.workflowId } : plan.headers),
@@ -96,9 +96,9 @@ export async function handleProxy(deps: ProxyDeps, provider: ProviderId, request
 const PROXY_ERRORS: SurfaceErrors = {
   invalidWorkflowId: () => new ProxyError(400, 'invalid_workflow_id', 'X-Svc-Workflow-Id must be 1 to 255 characters of [A-Za-z0-9_-]'),
   invalidIdempotencyKey: () => new ProxyError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 visible ASCII characters'),
-  idempotencyConflict: (key) => new ProxyError(409, 'idempotency_conflict', 'This Idempotency-Key was already used with a different request payload', {}, { idempotency_key: key }),
-  notReplayable: (key) => new ProxyError(409, 'idempotency_conflict', 'This Idempotency-Key was used by a request whose response is not replayable', {}, { idempotency_key: key }),
-  inFlight: (key) => new ProxyError(409, 'idempotency_in_flight', 'A request with this Idempotency-Key is still in flight', {}, { idempotency_key: key }),
+  idempotencyConflict: (key) => new ProxyError(409, 'idempotency_conflict', 'This Idempotency-Key was already used with a different request payload', { extra: { idempotency_key: key } }),
+  notReplayable: (key) => new ProxyError(409, 'idempotency_conflict', 'This Idempotency-Key was used by a request whose response is not replayable', { extra: { idempotency_key: key } }),
+  inFlight: (key) => new ProxyError(409, 'idempotency_in_flight', 'A request with this Idempotency-Key is still in flight', { extra: { idempotency_key: key } }),
 };
 
 /** What the pipeline answers on this surface: a reply to send, or `sent` when a stream already went out. */
@@ -109,15 +109,13 @@ interface ProxyAnswer {
 
 /** The proxy surface: native answers, the native attempt (pass-through or translated), native replays. */
 function proxySurface(
-  request: ProxyRequest,
-  sink: StreamSink,
   deps: ProxyDeps,
-  call: ProxyCall,
-  plan: RoutingPlan,
-  body: ParsedBody,
-  input: ExecutionInput,
+  io: { request: ProxyRequest; sink: StreamSink },
+  parsed: { call: ProxyCall; plan: RoutingPlan; body: ParsedBody; input: ExecutionInput },
   state: { governed: boolean },
 ): Omit<Surface<ProxyAnswer>, 'requestHash' | 'scope'> {
+  const { request, sink } = io;
+  const { call, plan, body, input } = parsed;
   const { clock } = deps;
   const { permitId, executionId } = input;
   const route = `proxy:${call.provider}`;
@@ -141,7 +139,7 @@ function proxySurface(
     const headers: Record<string, string> = { ...tollgateHeaders };
     if (status === 429) headers['retry-after'] = String(Math.max(1, Math.ceil(gov.retry_after_seconds ?? 1)));
     const message = gov.decision === 'review' ? `${gov.display_reason} (${gov.reason_code}; the request needs human review)` : gov.display_reason;
-    return jsonReply(status, nativeErrorBody(call.provider, status, gov.reason_code, message, { decision: gov.decision, permit_id: permitId }), headers);
+    return jsonReply(status, nativeErrorBody(call.provider, { status, code: gov.reason_code, message, extra: { decision: gov.decision, permit_id: permitId } }), headers);
   };
   return {
     errors: PROXY_ERRORS,
@@ -176,19 +174,19 @@ function proxySurface(
       const stopListening = sink.onClientGone(() => abort.abort());
       let run;
       try {
-        run = await dispatchWithFallback<Attempt>(input, [plan.primary, ...plan.fallback], clock, async (target, i) => {
+        run = await dispatchWithFallback<Attempt>(input, [plan.primary, ...plan.fallback], async (target, i) => {
           const routingHeaders: Record<string, string> = plan.headers.provider || plan.headers.model || plan.headers.chain ? { 'x-svc-selected-provider': target.provider, 'x-svc-selected-model': target.model, 'x-svc-fallback-occurred': String(i > 0) } : {};
           const extraHeaders = { ...tollgateHeaders, ...routingHeaders };
           const a = await providerAttempt(deps.genAi, { operation: call.operation, provider: target.provider, model: target.model, attempt: i + 1 }, async (span) => {
             const r =
               target.provider === call.provider
-                ? await passThrough(request.headers, sink, deps, sent, m.body, target, normalizedFor(sent, target), extraHeaders, abort.signal, ceiling)
-                : await translated(deps, sent, target, abort.signal, extraHeaders);
+                ? await passThrough(deps, { sink, signal: abort.signal }, { call: sent, body: m.body, headers: request.headers }, { target, req: normalizedFor(sent, target), extraHeaders, ceiling })
+                : await translated(deps, sent, target, { signal: abort.signal, extraHeaders });
             if (!r.ok) span.setAttribute('tollgate.failure', r.failure?.kind ?? 'unknown');
             return r;
           }, (r) => (r.ok ? { usage: r.usage, responseModel: r.model } : { failure: r.failure, usage: r.partial }));
           return { ...a, final: Boolean(a.streamed || a.aborted) };
-        }, { stream: call.stream, signal: abort.signal });
+        }, { clock, stream: call.stream, signal: abort.signal });
       } finally {
         stopListening();
       }

@@ -16,24 +16,29 @@ export function idInstant(id: string): Date | null {
   return new Date(parseInt(m[1].slice(0, 12), 16));
 }
 
+/** What was not found: its kind (`Permit`, `Call`...), its id, and the id whose instant places it when another one does (a derived event's record). */
+export interface Missing {
+  what: string;
+  id: string;
+  timeId?: string;
+}
+
 /** `404 archived` with the archive's id when `id` falls in an archived window of the project, else `404 not_found`. */
-export async function notFoundOrArchived(db: Queryable, projectId: string, what: string, id: string, timeId: string = id): Promise<ApiError> {
-  const at = idInstant(timeId);
+export async function notFoundOrArchived(db: Queryable, projectId: string, missing: Missing): Promise<ApiError> {
+  const { what, id } = missing;
+  const at = idInstant(missing.timeId ?? id);
   const archive = at ? await archiveHolding(db, projectId, at) : null;
   if (!archive) return errors.notFound(what, id);
-  return new ApiError(404, 'archived', `${what} ${id} is older than the project's retention: it was archived and deleted`, {
-    id,
-    archive_id: archive.id,
-    window: { since: new Date(archive.window_since).toISOString(), until: new Date(archive.window_until).toISOString() },
-  });
+  const window = { since: new Date(archive.window_since).toISOString(), until: new Date(archive.window_until).toISOString() };
+  return new ApiError(404, 'archived', `${what} ${id} is older than the project's retention: it was archived and deleted`, { details: { id, archive_id: archive.id, window } });
 }
 
 /** Runs `read`; a `not_found` it throws for `id` becomes `archived` when the id was aged out. */
-export async function orArchived<T>(db: Queryable, projectId: string, what: string, id: string, read: () => Promise<T>): Promise<T> {
+export async function orArchived<T>(db: Queryable, projectId: string, missing: Missing, read: () => Promise<T>): Promise<T> {
   try {
     return await read();
   } catch (err) {
-    if (err instanceof ApiError && err.status === 404 && err.code === 'not_found') throw await notFoundOrArchived(db, projectId, what, id);
+    if (err instanceof ApiError && err.status === 404 && err.code === 'not_found') throw await notFoundOrArchived(db, projectId, missing);
     throw err;
   }
 }

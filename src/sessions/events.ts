@@ -3,7 +3,7 @@
  * itself, so GET /v1/requests/{session_id}/timeline is the session's timeline (its permits are
  * issued with that request id too) and its SSE stream reads them by session id.
  */
-import type { NewEvent } from '../db/repositories/events';
+import type { NewEvent } from '../events/types';
 
 export const SESSION_EVENT_SOURCE = 'sessions';
 
@@ -18,20 +18,19 @@ export function sessionEvent(
   s: SessionRef,
   eventType: string,
   metadata: Record<string, unknown>,
-  at: Date,
-  extra: { permitId?: string | null; phase?: string } = {},
+  opts: { at: Date; permitId?: string | null; phase?: string },
 ): NewEvent {
   return {
     projectId: s.project_id,
     eventType,
     source: SESSION_EVENT_SOURCE,
-    phase: extra.phase ?? 'session',
+    phase: opts.phase ?? 'session',
     provider: s.provider,
     model: s.model,
-    permitId: extra.permitId ?? null,
+    permitId: opts.permitId ?? null,
     requestId: s.id,
     sessionId: s.id,
     metadata,
-    timestamp: at,
+    timestamp: opts.at,
   };
 }

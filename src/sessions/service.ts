@@ -116,7 +116,7 @@ export async function createSession(deps: SessionServiceDeps, auth: KeyAuthConte
     // The same check, codes and status as every governed surface that accepts an intent
     // (src/executions/reservation-denial.ts); a session's turns take their calls later.
     const { refusal } = await checkIntent(deps.db, auth.projectId, body.workflow_id);
-    if (refusal) throw new ApiError(403, refusal.reason_code, refusal.message, { decision: 'deny', reason_code: refusal.reason_code, workflow_id: body.workflow_id });
+    if (refusal) throw new ApiError(403, refusal.reason_code, refusal.message, { details: { decision: 'deny', reason_code: refusal.reason_code, workflow_id: body.workflow_id } });
   }
   const id = newId('sess');
   // The model must pass the project's policy (allow-list, deny rules) before any turn is taken.
@@ -125,7 +125,7 @@ export async function createSession(deps: SessionServiceDeps, auth: KeyAuthConte
     { persist: false },
   );
   if (check.decision === 'deny' && check.reason_code.startsWith('policy.')) {
-    throw new ApiError(403, check.reason_code, check.display_reason, { decision: check.decision, reason_code: check.reason_code, decision_details: check.decision_details });
+    throw new ApiError(403, check.reason_code, check.display_reason, { details: { decision: check.decision, reason_code: check.reason_code, decision_details: check.decision_details } });
   }
   const now = deps.clock.now();
   const row = {
@@ -154,7 +154,7 @@ export async function createSession(deps: SessionServiceDeps, auth: KeyAuthConte
     max_duration_seconds: row.max_duration_seconds,
     idle_timeout_seconds: row.idle_timeout_seconds,
     started_by: { type: 'api_key', id: auth.keyId },
-  }, now);
+  }, { at: now });
   const inserted = await insertSession(deps.db, row, started);
   if (!inserted) {
     const winner = body.idempotency_key ? await findSessionByIdempotencyKey(deps.db, auth.projectId, body.idempotency_key) : null;

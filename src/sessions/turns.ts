@@ -63,17 +63,22 @@ export async function settleTurn(
   deps: SessionServiceDeps,
   s: SessionRecord,
   turn: SessionTurnRecord,
-  usage: UsageBody,
-  opts: { costMicros?: number; responseId?: string } = {},
+  opts: { usage: UsageBody; costMicros?: number; responseId?: string },
 ): Promise<SessionTurnRecord> {
+  const { usage } = opts;
   if (turn.decision !== 'allow' || turn.settled_at) return turn;
   const cost = opts.costMicros ?? usageCostMicros(s.provider, s.model, usage) ?? Number(turn.estimated_cost_micros);
   const meters = usageRecord(usage);
   const record: Record<string, unknown> = { ...meters, ...(opts.responseId ? { response_id: opts.responseId } : {}) };
   const at = deps.clock.now();
-  const first = await settleSessionTurn(deps.db, turn.id, record, cost, at, [
-    sessionEvent(s, 'session.turn_settled', { turn_id: turn.client_turn_id, turn_number: turn.turn_number, usage: record, cost_usd_micros: cost, estimated_cost_usd_micros: Number(turn.estimated_cost_micros) }, at, { permitId: turn.permit_id }),
-  ]);
+  const first = await settleSessionTurn(deps.db, turn.id, {
+    usage: record,
+    costMicros: cost,
+    at,
+    events: [
+      sessionEvent(s, 'session.turn_settled', { turn_id: turn.client_turn_id, turn_number: turn.turn_number, usage: record, cost_usd_micros: cost, estimated_cost_usd_micros: Number(turn.estimated_cost_micros) }, { at, permitId: turn.permit_id }),
+    ],
+  });
   if (first) {
     if (turn.permit_id) {
       await deps.governance.settle(turn.permit_id, { costMicros: cost, inputTokens: meters.input_tokens + meters.input_audio_tokens, outputTokens: meters.output_tokens + meters.output_audio_tokens });
@@ -81,6 +86,14 @@ export async function settleTurn(
     await applyQuietly(deps, s, { kind: 'settle', id: turn.id, actualMicros: cost });
   }
   return { ...turn, usage: record, cost_usd_micros: cost, settled_at: turn.settled_at ?? at };
+}
+
+/** A turn or action to decide: its client id, its estimate and the columns its row keeps. */
+interface DecisionRequest {
+  kind: 'turn' | 'action';
+  clientId: string | null;
+  estimateMicros: number | null;
+  fields: { role?: string | null; tool_name?: string | null; arguments_sha256?: string | null };
 }
 
 interface Decided {
@@ -92,15 +105,8 @@ interface Decided {
  * The shared path of turns and actions: the session's ceilings (workflow), then governance, then
  * the decision row and its event. A non-allow gives the reservation back.
  */
-async function decide(
-  deps: SessionServiceDeps,
-  s: SessionRecord,
-  kind: 'turn' | 'action',
-  clientId: string | null,
-  estimateMicros: number | null,
-  govern: (permitRequestId: string) => Promise<PermitDecision>,
-  fields: { role?: string | null; tool_name?: string | null; arguments_sha256?: string | null },
-): Promise<Decided> {
+async function decide(deps: SessionServiceDeps, s: SessionRecord, req: DecisionRequest, govern: (permitRequestId: string) => Promise<PermitDecision>): Promise<Decided> {
+  const { kind, clientId, estimateMicros, fields } = req;
   const id = newId(kind === 'turn' ? 'sturn' : 'sact');
   const result = await applyOp(deps, s, { kind, id, estimateMicros: estimateMicros ?? 0 });
   if (!result.granted && result.reason === 'not_active') throw sessionNotActive(s.id, result.status);
@@ -131,7 +137,7 @@ async function decide(
       decision: decision.decision, reason_code: decision.code, [kind === 'turn' ? 'turn_id' : 'action_id']: clientId,
       ...(kind === 'turn' ? { role: fields.role, turn_number: allowed ? (result.turnNumber ?? null) : null } : { tool_name: fields.tool_name, arguments_sha256: fields.arguments_sha256 }),
       estimated_cost_usd_micros: estimateMicros ?? 0,
-    }, at, { permitId: decision.permitId })],
+    }, { at, permitId: decision.permitId })],
   );
   if (!row) {
     // The same client id was decided concurrently: that decision stands; give this one back.
@@ -154,7 +160,7 @@ async function decide(
 async function intentOf(deps: SessionServiceDeps, s: SessionRecord, named: string | undefined): Promise<string | null> {
   if (!named) return s.workflow_id;
   const { refusal } = await checkIntent(deps.db, s.project_id, named);
-  if (refusal) throw new ApiError(403, refusal.reason_code, refusal.message, { decision: 'deny', reason_code: refusal.reason_code, workflow_id: named });
+  if (refusal) throw new ApiError(403, refusal.reason_code, refusal.message, { details: { decision: 'deny', reason_code: refusal.reason_code, workflow_id: named } });
   if (s.workflow_id && s.workflow_id !== named) {
     throw errors.conflict('workflow_intent.mismatch', `This session is joined to intent ${s.workflow_id}; its turns and actions cannot name another`, { workflow_id: named, session_workflow_id: s.workflow_id });
   }
@@ -166,7 +172,7 @@ export async function takeTurn(deps: SessionServiceDeps, s: SessionRecord, body:
   if (body.turn_id) {
     const existing = await findSessionTurn(deps.db, s.id, 'turn', body.turn_id);
     if (existing) {
-      const settled = body.usage ? await settleTurn(deps, s, existing, body.usage) : existing;
+      const settled = body.usage ? await settleTurn(deps, s, existing, { usage: body.usage }) : existing;
       return { replayed: true, body: turnView(settled) };
     }
   }
@@ -178,7 +184,7 @@ export async function takeTurn(deps: SessionServiceDeps, s: SessionRecord, body:
   const estimate = body.usage
     ? usageCostMicros(s.provider, s.model, body.usage)
     : usageCostMicros(s.provider, s.model, { input_tokens: inputTokens, output_tokens: outputTokens });
-  const { row, result } = await decide(deps, s, 'turn', body.turn_id ?? null, estimate, (requestId) =>
+  const { row, result } = await decide(deps, s, { kind: 'turn', clientId: body.turn_id ?? null, estimateMicros: estimate, fields: { role: body.role } }, (requestId) =>
     deps.governance.evaluate(
       {
         projectId: s.project_id, requestId, route: 'sessions', operation: 'generate.text', provider: s.provider as ProviderId, model: s.model,
@@ -187,9 +193,8 @@ export async function takeTurn(deps: SessionServiceDeps, s: SessionRecord, body:
       },
       { persist: true, permitMetadata: { session_id: s.id, session_turn_id: body.turn_id ?? null } },
     ),
-    { role: body.role },
   );
-  const settled = body.usage ? await settleTurn(deps, s, row, body.usage) : row;
+  const settled = body.usage ? await settleTurn(deps, s, row, { usage: body.usage }) : row;
   return { replayed: false, body: turnView(settled, counters(s, result)) };
 }
 
@@ -203,7 +208,8 @@ export async function permitAction(deps: SessionServiceDeps, s: SessionRecord, b
   const workflowId = await intentOf(deps, s, body.workflow_id);
   const argsHash = body.arguments_sha256 ?? (body.arguments ? argumentsSha256(body.arguments) : null);
   const estimate = body.estimated_cost_usd_micros;
-  const { row, result } = await decide(deps, s, 'action', body.action_id ?? null, estimate, (requestId) =>
+  const decision: DecisionRequest = { kind: 'action', clientId: body.action_id ?? null, estimateMicros: estimate, fields: { tool_name: body.tool_name, arguments_sha256: argsHash } };
+  const { row, result } = await decide(deps, s, decision, (requestId) =>
     deps.governance.evaluate(
       {
         projectId: s.project_id, requestId, route: 'sessions', operation: TOOL_OPERATION, provider: 'tool' as ProviderId, model: body.tool_name,
@@ -212,9 +218,8 @@ export async function permitAction(deps: SessionServiceDeps, s: SessionRecord, b
       },
       { persist: true, permitMetadata: { session_id: s.id, session_action_id: body.action_id ?? null, arguments_sha256: argsHash } },
     ),
-    { tool_name: body.tool_name, arguments_sha256: argsHash },
   );
   // An action's cost is its declared estimate: settled at once.
-  const settled = await settleTurn(deps, s, row, {}, { costMicros: estimate });
+  const settled = await settleTurn(deps, s, row, { usage: {}, costMicros: estimate });
   return { replayed: false, body: turnView(settled, counters(s, result)) };
 }

@@ -84,13 +84,13 @@ export async function handleRealtimeEvent(deps: SessionServiceDeps, s: SessionRe
       const r = p.data.response;
       const usage = usageFromResponseDone(r.usage ?? {});
       if (r.status === 'cancelled') {
-        await appendEvent(deps.db, sessionEvent(s, 'session.interrupted', { type: 'cancel', response_id: r.id, source: 'response.done' }, at()));
+        await appendEvent(deps.db, sessionEvent(s, 'session.interrupted', { type: 'cancel', response_id: r.id, source: 'response.done' }, { at: at() }));
       }
       const seen = await findTurnByResponseId(deps.db, s.id, r.id);
       if (seen) return { ...base, handled: true, outcome: 'settled', turn: turnView(seen) };
       const open = await findOpenTurn(deps.db, s.id);
       if (open) {
-        const settled = await settleTurn(deps, s, open, usage, { responseId: r.id });
+        const settled = await settleTurn(deps, s, open, { usage, responseId: r.id });
         return { ...base, handled: true, outcome: 'settled', turn: turnView(settled) };
       }
       // No turn waits for this response (e.g. a response the server started on its own): it is a turn with its usage.
@@ -101,13 +101,13 @@ export async function handleRealtimeEvent(deps: SessionServiceDeps, s: SessionRe
       if (s.status !== 'active') throw sessionNotActive(s.id, s.status);
       await applyOp(deps, s, { kind: 'touch' });
       const meta = { item_id: typeof ev.item_id === 'string' ? ev.item_id.slice(0, 100) : null, audio_start_ms: typeof ev.audio_start_ms === 'number' ? ev.audio_start_ms : null };
-      await appendEvent(deps.db, sessionEvent(s, 'session.speech_started', meta, at()));
+      await appendEvent(deps.db, sessionEvent(s, 'session.speech_started', meta, { at: at() }));
       return { ...base, handled: true, outcome: 'recorded' };
     }
     case 'error': {
       const e = (ev.error ?? {}) as Record<string, unknown>;
       const meta = { code: typeof e.code === 'string' ? e.code.slice(0, 100) : null, error_type: typeof e.type === 'string' ? e.type.slice(0, 100) : null, message: typeof e.message === 'string' ? e.message.slice(0, 500) : null };
-      await appendEvent(deps.db, sessionEvent(s, 'session.provider_error', meta, at()));
+      await appendEvent(deps.db, sessionEvent(s, 'session.provider_error', meta, { at: at() }));
       return { ...base, handled: true, outcome: 'recorded' };
     }
     default:

@@ -34,7 +34,7 @@ export function startWebhookFanout(deps: {
 
   async function project(projectId: string): Promise<number> {
     const ids: string[] = [];
-    const range = await fanOutProjectEvents(deps.db, projectId, SOURCE_EVENT_TYPES, BATCH, async (c, events) => {
+    const range = await fanOutProjectEvents(deps.db, projectId, { types: SOURCE_EVENT_TYPES, batch: BATCH }, async (c, events) => {
       const subs = await enabledSubscriptions(c, projectId);
       for (const e of events) {
         const types = webhookTypesOf(e);

@@ -10,7 +10,7 @@ import type { Clock } from '../clock';
 import type { Config } from '../config';
 import { secretBox, SecretBoxUnavailableError } from '../crypto/secret-box';
 import type { Db } from '../db/pool';
-import type { EventRecord } from '../db/repositories/events';
+import type { EventRecord } from '../events/types';
 import { findJobById } from '../db/repositories/jobs';
 import {
   deleteSubscription,
@@ -94,7 +94,7 @@ export async function validateWebhookUrl(deps: Pick<WebhookServiceDeps, 'config'
     await checkedAddresses(url.hostname, allow, deps.resolve);
   } catch (err) {
     if (err instanceof SsrfRefusedError) {
-      throw new ApiError(400, 'webhook_url_refused', `Webhook URL refused: ${err.message}`, { url: raw, host: err.host, address: err.address });
+      throw new ApiError(400, 'webhook_url_refused', `Webhook URL refused: ${err.message}`, { details: { url: raw, host: err.host, address: err.address } });
     }
     throw err;
   }

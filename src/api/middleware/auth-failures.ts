@@ -71,8 +71,8 @@ export function limitFailedAuthentication(limiter: AuthFailureLimiter): Middlewa
       ctx.set('retry-after', String(retryAfter));
       const provider = /^\/v1\/proxy\/([a-z]+)\//.exec(ctx.path)?.[1] as ProviderId | undefined;
       ctx.body = provider && PROVIDER_IDS.includes(provider)
-        ? nativeErrorBody(provider, 429, 'too_many_failed_authentications', message)
-        : new ApiError(429, 'too_many_failed_authentications', message, { retry_after_seconds: retryAfter }).toBody();
+        ? nativeErrorBody(provider, { status: 429, code: 'too_many_failed_authentications', message })
+        : new ApiError(429, 'too_many_failed_authentications', message, { details: { retry_after_seconds: retryAfter } }).toBody();
       return;
     }
     await next();

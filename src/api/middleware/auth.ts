@@ -25,32 +25,25 @@ export function authenticate(keys: KeyLookup, opts: { scope?: KeyScope; extract?
   return async (ctx, next) => {
     const presented = extract(ctx);
     if (presented === null) {
-      throw new ApiError(401, 'authentication_required', 'Send a project API key as "Authorization: Bearer <key>"', {}, {
-        'www-authenticate': 'Bearer',
-      });
+      throw new ApiError(401, 'authentication_required', 'Send a project API key as "Authorization: Bearer <key>"', { headers: { 'www-authenticate': 'Bearer' } });
     }
     if (presented === '') {
-      throw new ApiError(401, 'malformed_authorization', 'The Authorization header must be "Bearer <key>"', {}, {
-        'www-authenticate': 'Bearer',
-      });
+      throw new ApiError(401, 'malformed_authorization', 'The Authorization header must be "Bearer <key>"', { headers: { 'www-authenticate': 'Bearer' } });
     }
     const record = await keys.find(presented);
     if (!record) {
-      throw new ApiError(401, 'invalid_api_key', 'The API key is not valid', {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
+      throw new ApiError(401, 'invalid_api_key', 'The API key is not valid', { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
     }
     if (record.revoked_at) {
-      throw new ApiError(401, 'api_key_revoked', 'The API key has been revoked', { key_id: record.id }, {
+      throw new ApiError(401, 'api_key_revoked', 'The API key has been revoked', { details: { key_id: record.id }, headers: {
         'www-authenticate': 'Bearer error="invalid_token"',
-      });
+      } });
     }
     if (record.expires_at && new Date(record.expires_at).getTime() <= Date.now()) {
-      throw new ApiError(401, 'api_key_expired', 'The API key has expired', { key_id: record.id }, { 'www-authenticate': 'Bearer error="invalid_token"' });
+      throw new ApiError(401, 'api_key_expired', 'The API key has expired', { details: { key_id: record.id }, headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
     }
     if (opts.scope === 'admin' && record.scope !== 'admin') {
-      throw new ApiError(403, 'insufficient_scope', 'This route requires an admin-scoped API key', {
-        required_scope: 'admin',
-        key_scope: record.scope,
-      });
+      throw new ApiError(403, 'insufficient_scope', 'This route requires an admin-scoped API key', { details: { required_scope: 'admin', key_scope: record.scope } });
     }
     const auth: AuthContext = { projectId: record.project_id, plan: record.plan, keyId: record.id, scope: record.scope, actor: `api_key:${record.id}` };
     ctx.state.auth = auth;

@@ -43,7 +43,7 @@ const DB_OUTAGE_MESSAGES = /^(Connection terminated|timeout exceeded when trying
 function fromDatabaseOutage(err: Error & { code?: string }): ApiError | null {
   const outage = (err.code !== undefined && (DB_OUTAGE_CODES.has(err.code) || err.code === 'ECONNREFUSED' || err.code === 'ECONNRESET')) || DB_OUTAGE_MESSAGES.test(err.message ?? '');
   if (!outage) return null;
-  return new ApiError(503, 'database_unavailable', 'The database is unavailable; retry shortly', {}, { 'retry-after': '1' });
+  return new ApiError(503, 'database_unavailable', 'The database is unavailable; retry shortly', { headers: { 'retry-after': '1' } });
 }
 
 /**

@@ -44,14 +44,12 @@ export function jsonBody(limitBytes: number, controlLimitBytes = limitBytes): Mi
     }
     if (['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method) && hasBody(ctx.req.headers)) {
       if (!ctx.is('application/json', 'application/*+json')) {
-        throw new ApiError(415, 'unsupported_media_type', 'Send the request body as JSON with "Content-Type: application/json"', {
-          content_type: ctx.get('content-type') || null,
-        });
+        throw new ApiError(415, 'unsupported_media_type', 'Send the request body as JSON with "Content-Type: application/json"', { details: { content_type: ctx.get('content-type') || null } });
       }
       const parse = isModelInputRoute(ctx.method, ctx.path) ? modelParse : controlParse;
       await parse(ctx, async () => {
         if (jsonDepth(ctx.request.body) > MAX_JSON_DEPTH) {
-          throw new ApiError(400, 'invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels`, { max_depth: MAX_JSON_DEPTH });
+          throw new ApiError(400, 'invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels`, { details: { max_depth: MAX_JSON_DEPTH } });
         }
         await next();
       });

@@ -33,7 +33,7 @@ export interface ManagementAuthOptions {
   apiKeys?: 'none' | 'admin' | 'any';
 }
 
-const unauthorized = (code: string, message: string) => new ApiError(401, code, message, {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
+const unauthorized = (code: string, message: string) => new ApiError(401, code, message, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
 
 /**
  * Verifies a user access token and, when `projectId` is given, the user's membership and role in
@@ -76,7 +76,7 @@ export function managementAuthorizer(deps: ApiDeps, opts: ManagementAuthOptions 
       return;
     }
     if (!keyAuth) {
-      if (bearer === null) throw new ApiError(401, 'authentication_required', 'Send a user access token as "Authorization: Bearer <token>"', {}, { 'www-authenticate': 'Bearer' });
+      if (bearer === null) throw new ApiError(401, 'authentication_required', 'Send a user access token as "Authorization: Bearer <token>"', { headers: { 'www-authenticate': 'Bearer' } });
       throw unauthorized('user_token_required', 'This route requires a user access token (POST /v1/auth/exchange)');
     }
     await keyAuth(ctx, async () => undefined);

@@ -37,7 +37,7 @@ export async function authenticateNative(ctx: ParameterizedContext, keys: KeyLoo
   } catch (err) {
     if (err instanceof ApiError) {
       const message = err.code === 'authentication_required' ? `${AUTH_HINT[provider]}` : err.message;
-      throw new ProxyError(err.status, err.code, message, err.status === 401 ? { 'www-authenticate': 'Bearer' } : {});
+      throw new ProxyError(err.status, err.code, message, { headers: err.status === 401 ? { 'www-authenticate': 'Bearer' } : {} });
     }
     throw err;
   }

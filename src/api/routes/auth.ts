@@ -53,12 +53,12 @@ export const authRoutes = routeFamily(
         const bearer = bearerKey(ctx);
         if (!body.refresh_token) {
           if (!bearer || !looksLikeJwt(bearer)) {
-            throw new ApiError(401, 'authentication_required', 'Send the refresh token in the body or the access token as "Authorization: Bearer <token>"', {}, { 'www-authenticate': 'Bearer' });
+            throw new ApiError(401, 'authentication_required', 'Send the refresh token in the body or the access token as "Authorization: Bearer <token>"', { headers: { 'www-authenticate': 'Bearer' } });
           }
           try {
             sessionId = (await verifyAccessToken(await accessTokenKey(deps.db, deps.config), bearer, deps.clock.now())).sessionId;
           } catch (err) {
-            if (err instanceof InvalidAccessToken) throw new ApiError(401, err.reason === 'expired' ? 'token_expired' : 'invalid_token', err.message, {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
+            if (err instanceof InvalidAccessToken) throw new ApiError(401, err.reason === 'expired' ? 'token_expired' : 'invalid_token', err.message, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
             throw err;
           }
         }

@@ -101,7 +101,7 @@ export const callRoutes = routeFamily('Calls', () => ({}), [
     handler: async (ctx, { deps }) => {
       const auth = authOf(ctx);
       const row = await findCall(deps.db, auth.projectId, ctx.params.call_id);
-      if (!row) throw await notFoundOrArchived(deps.db, auth.projectId, 'Call', ctx.params.call_id);
+      if (!row) throw await notFoundOrArchived(deps.db, auth.projectId, { what: 'Call', id: ctx.params.call_id });
       ctx.body = callView(row);
     },
   },
@@ -123,7 +123,7 @@ export const callRoutes = routeFamily('Calls', () => ({}), [
       if (Math.ceil(seconds / q.bucket_seconds) > CALL_METRICS_MAX_BUCKETS) {
         throw invalid('bucket_seconds', `at most ${CALL_METRICS_MAX_BUCKETS} buckets per window: use bucket_seconds >= ${Math.ceil(seconds / CALL_METRICS_MAX_BUCKETS)}`);
       }
-      const m = await callMetrics(deps.db, auth.projectId, from, to, q.bucket_seconds);
+      const m = await callMetrics(deps.db, auth.projectId, { from, to, bucketSeconds: q.bucket_seconds });
       ctx.body = { object: 'call_metrics', window: { from: from.toISOString(), to: to.toISOString(), bucket_seconds: q.bucket_seconds }, ...m };
     },
   },

@@ -36,8 +36,7 @@ export const listSchema = z
 function requireExportPlan(auth: AuthContext): void {
   if (auth.plan === 'starter') {
     throw new ApiError(403, 'plan.upgrade_required', 'Compliance exports require the Production or Enterprise plan', {
-      current_plan: auth.plan,
-      required_plans: ['production', 'enterprise'],
+      details: { current_plan: auth.plan, required_plans: ['production', 'enterprise'] },
     });
   }
 }

@@ -129,7 +129,7 @@ export const executionRoutes = routeFamily(
       handler: async (ctx, { deps }) => {
         const auth = authOf(ctx);
         const record = await findExecution(deps.db, auth.projectId, ctx.params.request_id);
-        if (!record) throw await notFoundOrArchived(deps.db, auth.projectId, 'Execution', ctx.params.request_id);
+        if (!record) throw await notFoundOrArchived(deps.db, auth.projectId, { what: 'Execution', id: ctx.params.request_id });
         if (record.permit_id) ctx.set('x-svc-permit-id', record.permit_id);
         ctx.body = record.envelope;
       },
@@ -147,7 +147,7 @@ export const executionRoutes = routeFamily(
         const to = q.to ? new Date(q.to) : deps.clock.now();
         const from = q.from ? new Date(q.from) : new Date(to.getTime() - (q.window_seconds ?? 86400) * 1000);
         if (from >= to) throw errors.validation([{ path: 'query.from', message: 'from must be before to', code: 'invalid_window' }]);
-        ctx.body = { object: 'execution_metrics', project_id: auth.projectId, ...(await executionMetrics(deps.db, auth.projectId, from, to, q.route)) };
+        ctx.body = { object: 'execution_metrics', project_id: auth.projectId, ...(await executionMetrics(deps.db, auth.projectId, { from, to, route: q.route })) };
       },
     },
   ],

@@ -7,12 +7,12 @@ import { routeFamily } from '../route-table';
 import { findGovernanceEvent } from '../../db/repositories/governance-events';
 import { chainLinkOf, checkpointAtSize, latestCheckpoint, listComplianceKeys, type CheckpointRow } from '../../db/repositories/integrity-log';
 import { readRecordLeafById } from '../../db/repositories/record-leaves';
-import { derivedEventRef } from '../../executions/lifecycle';
+import { derivedEventRef } from '../../executions/lifecycle-events';
 import { integritySigner } from '../../intents/signing';
 import { complianceSigner, COMPLIANCE_KEY_PURPOSE } from '../../integrity/keys';
 import { logOrigin, proveConsistency, proveInclusion, rootAt, storedTreeSize } from '../../integrity/log';
 import { verifierKey } from '../../integrity/note';
-import { canonicalEvent, canonicalRecord } from '../../db/repositories/events';
+import { canonicalEvent, canonicalRecord } from '../../events/canonical';
 import { logAnchor } from '../../db/repositories/archives';
 import { notFoundOrArchived } from '../../retention/archived';
 
@@ -179,7 +179,7 @@ export const integrityRoutes = routeFamily(
         if (derived) {
           // A lifecycle event derived from a call record is logged as its record: the proof is the record's leaf.
           const record = await readRecordLeafById(deps.db, projectId, derived.executionId);
-          if (!record) throw await notFoundOrArchived(deps.db, projectId, 'Governance event', q.event_id!, derived.executionId);
+          if (!record) throw await notFoundOrArchived(deps.db, projectId, { what: 'Governance event', id: q.event_id!, timeId: derived.executionId });
           const link = await chainLinkOf(deps.db, projectId, record.seq);
           if (!link) throw errors.conflict('event_not_yet_logged', 'The event is not chained yet; retry in a moment');
           position = Number(link.chain_pos);
@@ -252,5 +252,5 @@ export const integrityRoutes = routeFamily(
 
 /** A position or tree size inside the log's archived prefix: its leaves were deleted by retention, its proofs are in the archive. */
 function archivedPositions(archiveId: string, position: number): ApiError {
-  return new ApiError(404, 'archived', `Position ${position} of the log is older than the project's retention: its proof is in archive ${archiveId}`, { position, archive_id: archiveId });
+  return new ApiError(404, 'archived', `Position ${position} of the log is older than the project's retention: its proof is in archive ${archiveId}`, { details: { position, archive_id: archiveId } });
 }

@@ -50,7 +50,7 @@ export const mcpRoutes = routeFamily('MCP', (deps) => ({ mcp: { ...sessionServic
   {
     method: 'patch', path: '/v1/mcp/servers/:server_ref', stability: 'Management', auth: 'admin', body: updateServerSchema, summary: 'Change an MCP server (URL, credential, allowed tools)', response: mcpServerSchema,
     handler: async (ctx, { deps }) => {
-      ctx.body = await changeServer(deps.db, deps.config, authOf(ctx).projectId, serverRef(ctx), parseOrThrow(updateServerSchema, body(ctx)));
+      ctx.body = await changeServer(deps.db, deps.config, { projectId: authOf(ctx).projectId, serverRef: serverRef(ctx) }, parseOrThrow(updateServerSchema, body(ctx)));
     },
   },
   {
@@ -76,7 +76,7 @@ export const mcpRoutes = routeFamily('MCP', (deps) => ({ mcp: { ...sessionServic
       const b = parseOrThrow(toolCallSchema, { ...raw, ...(header ? { idempotency_key: header } : {}), ...(workflowHeader && raw.workflow_id === undefined ? { workflow_id: workflowHeader } : {}) });
       const auth = keyAuthOf(ctx);
       if (!b.stream) {
-        const reply = await callTool(mcp, auth, serverRef(ctx), m[1], b);
+        const reply = await callTool(mcp, auth, { serverRef: serverRef(ctx), tool: m[1], body: b });
         if (reply.replayed) ctx.set('idempotent-replayed', 'true');
         if (typeof reply.body.permit_id === 'string') ctx.set('x-svc-permit-id', reply.body.permit_id);
         ctx.status = reply.status;
@@ -84,7 +84,7 @@ export const mcpRoutes = routeFamily('MCP', (deps) => ({ mcp: { ...sessionServic
         return;
       }
       await streamCall(ctx, () =>
-        callTool(mcp, auth, serverRef(ctx), m[1], b, {
+        callTool(mcp, auth, { serverRef: serverRef(ctx), tool: m[1], body: b }, {
           start: (meta) => writeEvent(ctx, 'start', meta),
           progress: (p) => writeEvent(ctx, 'progress', p),
         }),

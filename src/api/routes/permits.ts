@@ -108,7 +108,7 @@ export const permitRoutes = routeFamily(
       response: permitSchema,
       handler: async (ctx, { svc, db }) => {
         const projectId = authOf(ctx).projectId;
-        ctx.body = await svc.view(await orArchived(db, projectId, 'Permit', ctx.params.permit_id, () => svc.getPermit(projectId, ctx.params.permit_id)));
+        ctx.body = await svc.view(await orArchived(db, projectId, { what: 'Permit', id: ctx.params.permit_id }, () => svc.getPermit(projectId, ctx.params.permit_id)));
       },
     },
     {

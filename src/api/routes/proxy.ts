@@ -51,7 +51,7 @@ function providerRoutes(provider: ProviderId): RouteDef<ProxyContext>[] {
   const readOnly = async (ctx: RouteContext, { proxyDeps, keys, reads }: ProxyContext) => {
     const native = nativePath(ctx, provider);
     const read = readRouteOf(provider, ctx.method, native);
-    if (read) return send(ctx, { reply: await handleProxyRead(proxyDeps(), reads, provider, read, proxyRequest(ctx, keys, provider, native)) });
+    if (read) return send(ctx, { reply: await handleProxyRead(proxyDeps(), reads, { provider, route: read }, proxyRequest(ctx, keys, provider, native)) });
     send(ctx, { reply: unsupportedPath(provider, ctx.method, native) });
   };
   return [
@@ -67,7 +67,7 @@ function providerRoutes(provider: ProviderId): RouteDef<ProxyContext>[] {
         const native = nativePath(ctx, provider);
         const request = proxyRequest(ctx, keys, provider, native);
         const read = readRouteOf(provider, 'POST', native);
-        if (read) return send(ctx, { reply: await handleProxyRead(proxyDeps(), reads, provider, read, request) });
+        if (read) return send(ctx, { reply: await handleProxyRead(proxyDeps(), reads, { provider, route: read }, request) });
         const out = await handleProxy(proxyDeps(), provider, request, streamSink(ctx));
         if (out) send(ctx, out);
       },

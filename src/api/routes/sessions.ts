@@ -112,7 +112,7 @@ export const sessionRoutes = routeFamily('Sessions', (deps) => ({ svc: sessionSe
       if (lastEventId && !/^\d{1,18}$/.test(lastEventId)) {
         throw errors.validation([{ path: 'headers.last-event-id', message: 'Last-Event-ID must be an id this stream sent', code: 'invalid_format' }]);
       }
-      await streamSessionEvents(deps, ctx, s.project_id, s.id, lastEventId ? Number(lastEventId) : (q.after ?? 0));
+      await streamSessionEvents(deps, ctx, { projectId: s.project_id, sessionId: s.id, after: lastEventId ? Number(lastEventId) : (q.after ?? 0) });
     },
   },
   {
@@ -133,7 +133,7 @@ export const sessionRoutes = routeFamily('Sessions', (deps) => ({ svc: sessionSe
       const record = await insertSearchEvidence(
         deps.db,
         { id, project_id: s.project_id, session_id: s.id, query: b.query, provider: b.provider ?? null, results: b.results, turn_id: b.turn_id ?? null, created_at: at },
-        sessionEvent(s, 'session.search_evidence_attached', { search_id: id, result_count: b.results.length, turn_id: b.turn_id ?? null }, at, { phase: 'evidence' }),
+        sessionEvent(s, 'session.search_evidence_attached', { search_id: id, result_count: b.results.length, turn_id: b.turn_id ?? null }, { at, phase: 'evidence' }),
       );
       ctx.status = 201;
       ctx.body = searchEvidenceView(record);
@@ -157,7 +157,7 @@ async function recordInterruption(svc: SessionServiceDeps, deps: ApiDeps, s: Ses
   const id = newId('sint');
   const at = deps.clock.now();
   const metadata = { interruption_id: id, type: b.type, turn_id: b.turn_id ?? null, audio_end_ms: b.audio_end_ms ?? null, reason: b.reason ?? null };
-  await appendEvent(deps.db, sessionEvent(s, 'session.interrupted', metadata, at));
+  await appendEvent(deps.db, sessionEvent(s, 'session.interrupted', metadata, { at }));
   return { id, object: 'session.interruption', session_id: s.id, ...metadata, recorded_at: at.toISOString() };
 }
 
@@ -165,7 +165,8 @@ async function recordInterruption(svc: SessionServiceDeps, deps: ApiDeps, s: Ses
    * SSE: every event of the session after `after` (its `seq`, sent as the SSE id), then new ones as
    * they are written; the stream ends after session.ended or session.failed.
    */
-async function streamSessionEvents(deps: ApiDeps, ctx: ParameterizedContext, projectId: string, sessionId: string, after: number): Promise<void> {
+async function streamSessionEvents(deps: ApiDeps, ctx: ParameterizedContext, session: { projectId: string; sessionId: string; after: number }): Promise<void> {
+    const { projectId, sessionId, after } = session;
     const res = ctx.res;
     ctx.respond = false;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });

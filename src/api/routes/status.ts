@@ -56,7 +56,7 @@ export function registerMetricsRoute(router: RouteIndex, deps: ApiDeps): void {
       const presented = Buffer.from(/^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'))?.[1] ?? '');
       const expected = Buffer.from(token);
       if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
-        throw new ApiError(401, 'authentication_required', 'GET /metrics needs "Authorization: Bearer <METRICS_TOKEN>"', {}, { 'www-authenticate': 'Bearer' });
+        throw new ApiError(401, 'authentication_required', 'GET /metrics needs "Authorization: Bearer <METRICS_TOKEN>"', { headers: { 'www-authenticate': 'Bearer' } });
       }
     } else if (deps.config.env === 'production') {
       throw new ApiError(403, 'metrics_token_required', 'Set METRICS_TOKEN to expose GET /metrics in production');

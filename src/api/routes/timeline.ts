@@ -24,7 +24,7 @@ function endpointOf(route: string): string {
 
 /**
  * Timelines are rebuilt only from persisted events, call records and permits (a record's events are
- * derived from its columns, src/executions/lifecycle.ts); nothing is synthesised.
+ * derived from its columns, src/executions/lifecycle-events.ts); nothing is synthesised.
  */
 export const timelineRoutes = routeFamily(
   'Timelines',
@@ -46,7 +46,7 @@ export const timelineRoutes = routeFamily(
           requestEvents(deps.db, auth.projectId, requestId),
           listPermitsByRequest(deps.db, auth.projectId, requestId),
         ]);
-        if (events.length === 0 && permits.length === 0) throw await notFoundOrArchived(deps.db, auth.projectId, 'Request', requestId);
+        if (events.length === 0 && permits.length === 0) throw await notFoundOrArchived(deps.db, auth.projectId, { what: 'Request', id: requestId });
         ctx.body = {
           project_id: auth.projectId,
           request_id: requestId,

@@ -84,8 +84,7 @@ function decodeIntentCursor(cursor: string): { declaredAt: string; id: string } 
 function requireIntentPlan(auth: AuthContext): void {
   if (auth.plan === 'starter') {
     throw new ApiError(403, 'plan.upgrade_required', 'Workflow intents require the Production or Enterprise plan', {
-      current_plan: auth.plan,
-      required_plans: ['production', 'enterprise'],
+      details: { current_plan: auth.plan, required_plans: ['production', 'enterprise'] },
     });
   }
 }

@@ -35,7 +35,7 @@ DECLARE
 BEGIN
   exec_base.recorded_at := now();
   -- A record with a lifecycle (the in-process pipeline's) takes a seq and is queued for the chain
-  -- sequencer as one leaf; its events are derived from it (src/executions/lifecycle.ts).
+  -- sequencer as one leaf; its events are derived from it (src/executions/lifecycle-events.ts).
   WITH ins AS (
     INSERT INTO executions
     SELECT r.* FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS t(c, ord)

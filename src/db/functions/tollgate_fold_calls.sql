@@ -5,7 +5,7 @@ RETURNS void LANGUAGE sql AS $$
   -- its project's rollup start is left out (reads take those from the records). Latency buckets
   -- are width_bucket(duration_ms, p_bounds); denied calls have none (they never reached a
   -- provider). Each record must be folded once: the chain sequencer folds a record in the
-  -- transaction that chains it (src/db/repositories/events.ts).
+  -- transaction that chains it (src/db/repositories/event-chain.ts).
   WITH r AS (
     SELECT x.project_id, w.width,
            date_bin(make_interval(secs => w.width), x.created_at, timestamptz '1970-01-01 00:00:00+00') AS start,

@@ -65,7 +65,8 @@ const floorTo = (t: number, unit: number) => Math.floor(t / unit) * unit;
 const ceilTo = (t: number, unit: number) => Math.ceil(t / unit) * unit;
 
 /** Splits [a, b) into whole hours, whole minutes around them, and sub-minute edges. */
-function split(a: number, b: number, raw: Range[], minutes: Range[], hours: Range[]): void {
+function split(a: number, b: number, into: { raw: Range[]; minutes: Range[]; hours: Range[] }): void {
+  const { raw, minutes, hours } = into;
   const m0 = ceilTo(a, MINUTE);
   const m1 = floorTo(b, MINUTE);
   if (m0 >= m1) {
@@ -96,14 +97,14 @@ export function planMetrics(from: number, to: number, bucketMs: number, rolledFr
   const plan: MetricsPlan = { raw: [], rawSeries: [], statusMinutes: [], statusHours: [], spendMinutes: [], spendHours: [] };
   const start = Math.min(to, Math.max(from, rolledFrom ?? from));
   push(plan.raw, from, start);
-  split(start, to, plan.raw, plan.spendMinutes, plan.spendHours);
+  split(start, to, { raw: plan.raw, minutes: plan.spendMinutes, hours: plan.spendHours });
   const rolled: Range[] = [];
   for (const [a, b] of [...plan.spendMinutes, ...plan.spendHours].sort((x, y) => x[0] - y[0])) push(rolled, a, b);
   for (const [a, b] of rolled) {
     for (let k = Math.floor((a - from) / bucketMs); from + k * bucketMs < b; k++) {
       const pa = Math.max(a, from + k * bucketMs);
       const pb = Math.min(b, from + (k + 1) * bucketMs);
-      if (pa < pb) split(pa, pb, plan.rawSeries, plan.statusMinutes, plan.statusHours);
+      if (pa < pb) split(pa, pb, { raw: plan.rawSeries, minutes: plan.statusMinutes, hours: plan.statusHours });
     }
   }
   return plan;
@@ -206,7 +207,8 @@ const tally = (): Tally => ({ completed: 0, failed: 0, denied: 0, cost: 0, laten
  * milliseconds would pull the percentiles down exactly when things go wrong. Percentiles come from
  * the summed histograms (src/db/latency-histogram.ts: within ±4.4 % of the exact value).
  */
-export async function callMetrics(db: Db, projectId: string, from: Date, to: Date, bucketSeconds: number): Promise<CallMetrics> {
+export async function callMetrics(db: Db, projectId: string, window: { from: Date; to: Date; bucketSeconds: number }): Promise<CallMetrics> {
+  const { from, to, bucketSeconds } = window;
   const client = await db.connect();
   let rows: Row[];
   try {

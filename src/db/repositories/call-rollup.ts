@@ -4,13 +4,13 @@
  * Overview's aggregates read a few rows per period instead of every call in a window.
  *
  * Folded off the request path: the chain sequencer folds the records it chains in the same
- * transaction (src/db/repositories/events.ts), a record with a lifecycle when its leaf is chained,
+ * transaction (src/db/repositories/event-chain.ts), a record with a lifecycle when its leaf is chained,
  * any other record (a denial, a call recorded with its events) when its terminal event is. So a
  * record is in the rollup exactly when its leaf or terminal event left `event_chain_pending`, and
  * `UNFOLDED_RECORDS_SQL` finds the others.
  */
 import type { Queryable } from '../pool';
-import { EXECUTION_EVENT_SOURCE } from '../../executions/lifecycle';
+import { EXECUTION_EVENT_SOURCE } from '../../executions/lifecycle-events';
 import { LATENCY_BOUNDS } from '../latency-histogram';
 
 /** The events that end a record without a lifecycle (src/executions/record.ts writes one per such record). */
@@ -47,7 +47,7 @@ export async function rollupStart(db: Queryable, projectId: string): Promise<Dat
 }
 
 /**
- * Retention (src/retention/run.ts) deleted the project's records before `cutoff`: from now on reads
+ * Retention (src/retention/delete.ts) deleted the project's records before `cutoff`: from now on reads
  * take the time before it from the records that remain, so the rollup's start moves there (never
  * back) and the rows of periods ending by it can go (`deleteRollupBefore`).
  */

@@ -156,7 +156,8 @@ export async function windowPositions(db: Queryable, projectId: string, since: D
 }
 
 /** The rows of a non-event part in the window, as JSON documents, in a stable order. */
-export async function exportRows(db: Queryable, part: Exclude<ExportPart, 'events'>, projectId: string, since: Date, until: Date): Promise<unknown[]> {
+export async function exportRows(db: Queryable, part: Exclude<ExportPart, 'events'>, window: { projectId: string; since: Date; until: Date }): Promise<unknown[]> {
+  const { projectId, since, until } = window;
   const sql: Record<typeof part, string> = {
     permits: `SELECT to_jsonb(t) AS doc FROM permits t WHERE project_id = $1 AND issued_at >= $2 AND issued_at < $3 ORDER BY issued_at, id`,
     executions: `SELECT to_jsonb(t) AS doc FROM executions t WHERE project_id = $1 AND created_at >= $2 AND created_at < $3 ORDER BY created_at, id`,

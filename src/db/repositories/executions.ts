@@ -61,7 +61,8 @@ export interface ExecutionMetrics {
 }
 
 /** Counts, latency percentiles and spend over `[from, to)`, from the executions table only. */
-export async function executionMetrics(db: Queryable, projectId: string, from: Date, to: Date, route?: string): Promise<ExecutionMetrics> {
+export async function executionMetrics(db: Queryable, projectId: string, window: { from: Date; to: Date; route?: string }): Promise<ExecutionMetrics> {
+  const { from, to, route } = window;
   const params = [projectId, from, to, route ?? null];
   const where = `project_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text IS NULL OR route = $4)`;
   const [agg, codes, spend] = await Promise.all([

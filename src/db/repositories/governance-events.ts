@@ -4,7 +4,7 @@
  * Readers see them merged with the events derived from call records (src/db/repositories/log-events.ts).
  */
 import type { Queryable } from '../pool';
-import type { EventRecord } from './events';
+import type { EventRecord } from '../../events/types';
 
 export interface GovernanceEventFilter {
   eventTypes?: string[];

@@ -5,7 +5,8 @@
  * (project_id, chain_pos) index; nothing here writes to `events` or `event_chain`.
  */
 import type { Queryable } from '../pool';
-import { CANONICAL_COLUMNS_SQL, type CanonicalColumns } from './events';
+import { CANONICAL_COLUMNS_SQL } from './canonical-columns';
+import type { CanonicalColumns } from '../../events/canonical';
 
 export const CHECKPOINT_LOCK_CLASS = 7_302;
 
@@ -92,6 +93,13 @@ export type ChainedColumnsRow = { [K in keyof CanonicalColumns]: CanonicalColumn
   leaf_hash: Buffer | null;
 };
 
+/** Chain positions (afterPos, toPos], at most `limit` of them. */
+export interface ChainRange {
+  afterPos: number;
+  toPos: number;
+  limit?: number;
+}
+
 /**
  * Chain positions (from, to] with the columns the canonical form is written from
  * (`canonicalFromColumns`) and the stored leaf hash: an export's read of the events it writes out,
@@ -99,7 +107,8 @@ export type ChainedColumnsRow = { [K in keyof CanonicalColumns]: CanonicalColumn
  * chained before migration 0115). Whole rows written out through
  * `canonicalize` cost more per event (docs/decisions/checkpoints-sign-what-was-chained.md).
  */
-export async function readChainRangeColumns(db: Queryable, projectId: string, afterPos: number, toPos: number, limit = 1000): Promise<ChainedColumnsRow[]> {
+export async function readChainRangeColumns(db: Queryable, projectId: string, range: ChainRange): Promise<ChainedColumnsRow[]> {
+  const { afterPos, toPos, limit = 1000 } = range;
   const { rows } = await db.query<ChainedColumnsRow>(
     `SELECT e.seq, ${CANONICAL_COLUMNS_SQL}, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash, c.leaf_hash
        FROM event_chain c LEFT JOIN events e ON e.seq = c.seq
@@ -131,7 +140,8 @@ export interface PackedChainLeaves {
  * row object, two hex strings and a Buffer per event, which live across the checkpoint's awaits
  * and lengthen its scavenges (docs/decisions/checkpoints-sign-what-was-chained.md).
  */
-export async function readChainLeavesPacked(db: Queryable, projectId: string, afterPos: number, toPos: number, limit: number): Promise<PackedChainLeaves> {
+export async function readChainLeavesPacked(db: Queryable, projectId: string, range: Required<ChainRange>): Promise<PackedChainLeaves> {
+  const { afterPos, toPos, limit } = range;
   const { rows } = await db.query<PackedChainLeaves>(
     `SELECT count(*)::int AS n, min(chain_pos) AS first_pos, max(chain_pos) AS last_pos,
             (array_agg(prev_hash ORDER BY chain_pos))[1] AS first_prev,

@@ -5,7 +5,8 @@
  */
 import type { Db, Queryable } from '../pool';
 import { withTransaction } from '../pool';
-import { appendEvents, type NewEvent } from './events';
+import { appendEvents } from './events';
+import type { NewEvent } from '../../events/types';
 import type { ExecutionEnvelope } from '../../executions/envelope';
 import type { DispatchStart } from '../../executions/lifecycle';
 
@@ -188,7 +189,8 @@ export interface JobDispatch {
  * dispatch events from it. The first dispatch's start is kept once; an attempt's entry is not
  * rewritten.
  */
-export async function markJobDispatch(db: Queryable, jobId: string, attempt: number, start: DispatchStart, priorTries: number): Promise<void> {
+export async function markJobDispatch(db: Queryable, jobId: string, d: { attempt: number; start: DispatchStart; priorTries: number }): Promise<void> {
+  const { attempt, start, priorTries } = d;
   await db.query(
     `UPDATE jobs SET attempts = GREATEST(attempts, $2),
             dispatch = CASE

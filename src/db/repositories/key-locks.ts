@@ -6,6 +6,9 @@ export const LOCK_PERMIT_IDEMPOTENCY = 7407;
 export const LOCK_PERMIT_USAGE = 7408;
 export const LOCK_POLICY_RULES = 7409;
 
+/** How long a request waits for a key's lock before it fails. */
+const LOCK_TIMEOUT_MS = 30_000;
+
 /**
  * Runs `fn` while holding a session advisory lock on (class, key) on a dedicated connection, so
  * requests for the same idempotency key / permit / project are serialised across processes. `fn`
@@ -13,8 +16,8 @@ export const LOCK_POLICY_RULES = 7409;
  * pg_try_advisory_lock and hold no connection while they wait, so many concurrent requests for one
  * key cannot exhaust the pool the holder needs.
  */
-export async function withKeyLock<T>(db: Db, lockClass: number, key: string, fn: () => Promise<T>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+export async function withKeyLock<T>(db: Db, lockClass: number, key: string, fn: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + LOCK_TIMEOUT_MS;
   for (let attempt = 0; ; attempt++) {
     const client: PoolClient = await db.connect();
     let locked = false;
@@ -26,7 +29,7 @@ export async function withKeyLock<T>(db: Db, lockClass: number, key: string, fn:
       if (locked) await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [lockClass, key]).catch(() => undefined);
       client.release();
     }
-    if (Date.now() > deadline) throw new Error(`advisory lock ${lockClass}:${key} not acquired within ${timeoutMs} ms`);
+    if (Date.now() > deadline) throw new Error(`advisory lock ${lockClass}:${key} not acquired within ${LOCK_TIMEOUT_MS} ms`);
     await new Promise((r) => setTimeout(r, Math.min(5 * 2 ** Math.min(attempt, 4), 50) + Math.random() * 5));
   }
 }

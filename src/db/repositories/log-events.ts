@@ -1,15 +1,17 @@
 /**
  * The project's event log as every reader sees it: stored event rows merged with the events
- * derived from call records (src/executions/lifecycle.ts: a call of the in-process pipeline writes
+ * derived from call records (src/executions/lifecycle-events.ts: a call of the in-process pipeline writes
  * no event row, its record and permit hold them) and, for timelines, with the first events of calls
  * still in flight (their permit's `closing`). The merge rules are src/events/merge.ts; this file
  * reads what they merge. Records are read by their indexes (executions_project_seq_idx, the primary
  * key, executions_permit_idx), their permits in one query per read.
  */
 import type { Queryable } from '../pool';
-import { listEventsByRequest, listEventsForPermits, type EventRecord } from './events';
+import { listEventsByRequest, listEventsForPermits } from './events';
+import type { EventRecord } from '../../events/types';
 import { findGovernanceEvent, listGovernanceEvents } from './governance-events';
-import { derivedEventRef, inFlightEvents, recordEvents, type PermitColumns, type RecordColumns } from '../../executions/lifecycle';
+import { derivedEventRef, inFlightEvents, recordEvents } from '../../executions/lifecycle-events';
+import type { PermitColumns, RecordColumns } from '../../executions/lifecycle';
 import { filterReachesRecords, matchesFilter, mergeBySeq, timelineOf, type EventFilter, type LogEvent, type Order } from '../../events/merge';
 
 /** A record with a lifecycle and its chain row's columns (null until the sequencer chains it). */

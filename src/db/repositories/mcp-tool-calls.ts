@@ -1,6 +1,7 @@
 /** Managed MCP tool calls: idempotency claims and evidence (table `mcp_tool_calls`, migration 0141). */
 import type { Queryable } from '../pool';
-import { appendEvents, type NewEvent } from './events';
+import { appendEvents } from './events';
+import type { NewEvent } from '../../events/types';
 
 export interface McpToolCallRecord {
   id: string;

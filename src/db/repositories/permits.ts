@@ -152,9 +152,9 @@ export async function listPermits(
   db: Queryable,
   projectId: string,
   filters: PermitFilters = {},
-  cursor: string | null = null,
-  limit = 50,
+  paging: { cursor?: string | null; limit?: number } = {},
 ): Promise<{ data: PermitRecord[]; next_cursor: string | null }> {
+  const { cursor = null, limit = 50 } = paging;
   const where = ['project_id = $1'];
   const params: unknown[] = [projectId];
   const eq = (col: keyof PermitFilters) => {
@@ -230,9 +230,9 @@ export async function listPermitsForExport(
   db: Queryable,
   projectId: string,
   window: { from: Date; to: Date },
-  after: { issuedAt: Date; id: string } | null,
-  limit: number,
+  page: { after: { issuedAt: Date; id: string } | null; limit: number },
 ): Promise<PermitRecord[]> {
+  const { after, limit } = page;
   const params: unknown[] = [projectId, window.from, window.to, limit];
   let keyset = '';
   if (after) {
@@ -261,7 +261,8 @@ export async function listDescendantPermits(db: Queryable, projectId: string, pe
 }
 
 /** Allowed permits of an intent per lease id (`metadata->>leaseKey`): the calls each lease consumed. */
-export async function countPermitsByLease(db: Queryable, projectId: string, workflowId: string, leaseKey: string, leaseIds: string[]): Promise<Record<string, number>> {
+export async function countPermitsByLease(db: Queryable, leaseKey: string, intent: { projectId: string; workflowId: string; leaseIds: string[] }): Promise<Record<string, number>> {
+  const { projectId, workflowId, leaseIds } = intent;
   const { rows } = await db.query<{ lease: string; n: number }>(
     `SELECT metadata->>$4 AS lease, count(*)::int AS n FROM permits
       WHERE project_id = $1 AND workflow_id = $2 AND decision = 'allow' AND metadata->>$4 = ANY($3::text[])

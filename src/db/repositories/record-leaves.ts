@@ -1,6 +1,6 @@
 /**
  * Call records as chain leaves: the execution rows (with a `seq`, migration 0170) and the permit
- * decisions that `recordLeafEvent` (src/executions/lifecycle.ts) hashes. The sequencer, the chain's
+ * decisions that `recordLeafEvent` (src/executions/record-leaf.ts) hashes. The sequencer, the chain's
  * verification, the checkpoint's written-out leaves and an export's events file all read records
  * through `readRecordLeaves`, so all of them hash the same columns the same way.
  */

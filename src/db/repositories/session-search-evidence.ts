@@ -1,6 +1,7 @@
 /** Search results attached to sessions (table `session_search_evidence`, migration 0140). */
 import type { Queryable } from '../pool';
-import { appendEvents, type NewEvent } from './events';
+import { appendEvents } from './events';
+import type { NewEvent } from '../../events/types';
 
 export interface SearchResultItem {
   url: string;

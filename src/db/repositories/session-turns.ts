@@ -4,7 +4,8 @@
  * re-sent turn find its first decision.
  */
 import type { Queryable } from '../pool';
-import { appendEvents, type NewEvent } from './events';
+import { appendEvents } from './events';
+import type { NewEvent } from '../../events/types';
 
 export interface SessionTurnRecord {
   id: string;
@@ -66,7 +67,8 @@ export async function findOpenTurn(db: Queryable, sessionId: string): Promise<Se
 }
 
 /** Records the settled usage once; false when the turn was already settled. */
-export async function settleSessionTurn(db: Queryable, turnId: string, usage: Record<string, unknown>, costMicros: number, at: Date, events: NewEvent[]): Promise<boolean> {
+export async function settleSessionTurn(db: Queryable, turnId: string, settle: { usage: Record<string, unknown>; costMicros: number; at: Date; events: NewEvent[] }): Promise<boolean> {
+  const { usage, costMicros, at, events } = settle;
   const { rowCount } = await db.query(
     'UPDATE session_turns SET usage = $2, cost_usd_micros = $3, settled_at = $4 WHERE id = $1 AND settled_at IS NULL',
     [turnId, JSON.stringify(usage), costMicros, at],

@@ -3,7 +3,8 @@
  * live counters; these rows are their durable mirror and the record reads fall back to.
  */
 import type { Queryable } from '../pool';
-import { appendEvents, type NewEvent } from './events';
+import { appendEvents } from './events';
+import type { NewEvent } from '../../events/types';
 
 export const SESSION_STATUSES = ['active', 'ended', 'expired', 'failed'] as const;
 export type StoredSessionStatus = (typeof SESSION_STATUSES)[number];
@@ -60,12 +61,12 @@ export async function findSessionByIdempotencyKey(db: Queryable, projectId: stri
   return rows[0] ?? null;
 }
 
-export async function updateSessionCounters(db: Queryable, projectId: string, sessionId: string, turns: number, spentMicros: number): Promise<void> {
+export async function updateSessionCounters(db: Queryable, c: { projectId: string; sessionId: string; turns: number; spentMicros: number }): Promise<void> {
   await db.query(`UPDATE sessions SET turns = $3, spent_usd_micros = $4 WHERE project_id = $1 AND id = $2 AND status = 'active'`, [
-    projectId,
-    sessionId,
-    turns,
-    spentMicros,
+    c.projectId,
+    c.sessionId,
+    c.turns,
+    c.spentMicros,
   ]);
 }
 

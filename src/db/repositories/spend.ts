@@ -91,8 +91,8 @@ export async function settlePermitSpend(db: Queryable, permitId: string, actual:
 }
 
 /** Releases a permit's active reservation (`tollgate_release_permit`); true when something was released. */
-export async function releasePermitSpend(db: Queryable, permitId: string, state: 'released' | 'expired', reason: string, at: Date): Promise<boolean> {
-  const { rows } = await db.query<{ ok: boolean }>('SELECT tollgate_release_permit($1, $2, $3, $4, $5) AS ok', [GOVERNANCE_LOCK_CLASS, permitId, state, reason, at]);
+export async function releasePermitSpend(db: Queryable, permitId: string, r: { state: 'released' | 'expired'; reason: string; at: Date }): Promise<boolean> {
+  const { rows } = await db.query<{ ok: boolean }>('SELECT tollgate_release_permit($1, $2, $3, $4, $5) AS ok', [GOVERNANCE_LOCK_CLASS, permitId, r.state, r.reason, r.at]);
   return rows[0].ok;
 }
 

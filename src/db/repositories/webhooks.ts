@@ -4,7 +4,8 @@
  */
 import type { Db, Queryable } from '../pool';
 import { withTransaction } from '../pool';
-import { appendEvents, type EventRecord, type NewEvent } from './events';
+import { appendEvents } from './events';
+import type { EventRecord, NewEvent } from '../../events/types';
 import { chainedEventsAfter } from './log-events';
 
 export interface WebhookSubscriptionRecord {
@@ -153,10 +154,10 @@ export const WEBHOOK_FANOUT_LOCK_CLASS = 7_501;
 export async function fanOutProjectEvents(
   db: Db,
   projectId: string,
-  types: string[],
-  batch: number,
+  read: { types: string[]; batch: number },
   plan: (c: Queryable, events: EventRecord[]) => Promise<void>,
 ): Promise<{ from: number; to: number } | null> {
+  const { types, batch } = read;
   return withTransaction(db, async (c) => {
     const { rows: lock } = await c.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS ok', [WEBHOOK_FANOUT_LOCK_CLASS, projectId]);
     if (!lock[0].ok) return null;

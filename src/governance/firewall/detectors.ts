@@ -27,10 +27,12 @@ export interface Span {
 }
 
 /**
- * A detector from one regex. `value` (a regex over the match, default the whole match) is the part
- * a redaction masks: a labelled number keeps its label ("SSN: [REDACTED_SSN_1]").
+ * A detector from one regex whose matches are spans of `kind`. `value` (a regex over the match,
+ * default the whole match) is the part a redaction masks: a labelled number keeps its label
+ * ("SSN: [REDACTED_SSN_1]").
  */
-const re = (id: string, category: FirewallCategory, pattern: RegExp, kind: string, toggle?: Detector['toggle'], value?: RegExp): Detector => {
+const re = (id: string, category: FirewallCategory, pattern: RegExp, opts: { kind: string; toggle?: Detector['toggle']; value?: RegExp }): Detector => {
+  const { kind, toggle, value } = opts;
   const all = new RegExp(pattern.source, pattern.flags.includes('g') ? pattern.flags : pattern.flags + 'g');
   return {
     id,
@@ -245,8 +247,9 @@ function isCard(candidate: string): boolean {
   if (/^(\d)\1+$/.test(digits)) return false;
   return luhn(digits);
 }
-/** The spans of a global pattern's matches that pass `valid`: the whole match, or its group `group`. */
-function validSpans(pattern: RegExp, text: string, kind: string, valid: (m: RegExpExecArray) => boolean, group = 0): Span[] {
+/** The spans (of `kind`) of a global pattern's matches that pass `valid`: the whole match, or its group `group`. */
+function validSpans(text: string, find: { pattern: RegExp; kind: string; valid: (m: RegExpExecArray) => boolean; group?: number }): Span[] {
+  const { pattern, kind, valid, group = 0 } = find;
   const out: Span[] = [];
   for (const m of matches(pattern, text)) {
     if (!valid(m)) continue;
@@ -259,7 +262,7 @@ const cardDetector: Detector = {
   id: 'pii.card',
   category: 'pii',
   test: (text) => someMatch(CARD_CANDIDATE, text, (m) => isCard(m[0])),
-  spans: (text) => validSpans(CARD_CANDIDATE, text, 'CARD', (m) => isCard(m[0])),
+  spans: (text) => validSpans(text, { pattern: CARD_CANDIDATE, kind: 'CARD', valid: (m) => isCard(m[0]) }),
 };
 
 const IBAN_CANDIDATE = /\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?\b/g;
@@ -267,7 +270,7 @@ const ibanDetector: Detector = {
   id: 'pii.iban',
   category: 'pii',
   test: (text) => someMatch(IBAN_CANDIDATE, text, (m) => ibanValid(m[0])),
-  spans: (text) => validSpans(IBAN_CANDIDATE, text, 'IBAN', (m) => ibanValid(m[0])),
+  spans: (text) => validSpans(text, { pattern: IBAN_CANDIDATE, kind: 'IBAN', valid: (m) => ibanValid(m[0]) }),
 };
 
 // Verhoeff check digit (Aadhaar).
@@ -284,7 +287,7 @@ const aadhaarDetector: Detector = {
   id: 'pii.in_aadhaar',
   category: 'pii',
   test: (text) => someMatch(AADHAAR, text, (m) => verhoeffValid(m[1].replace(/[ -]/g, ''))),
-  spans: (text) => validSpans(AADHAAR, text, 'NATIONAL_ID', (m) => verhoeffValid(m[1].replace(/[ -]/g, '')), 1),
+  spans: (text) => validSpans(text, { pattern: AADHAAR, kind: 'NATIONAL_ID', valid: (m) => verhoeffValid(m[1].replace(/[ -]/g, '')), group: 1 }),
 };
 
 // E-mail addresses (toggle detect_pii_email): a personal address is flagged; not the sender/recipient
@@ -337,19 +340,19 @@ const emailDetector: Detector = {
 const pii: Detector[] = [
   cardDetector,
   // US SSN (dashed; area 000/666/9xx, group 00 and serial 0000 are never issued).
-  re('pii.us_ssn', 'pii', /\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b/, 'SSN'),
-  re('pii.us_ssn_labeled', 'pii', /\b(?:SSN|social\s+security(?:\s+number)?)\b[^0-9\n]{0,20}(?!000|666|9\d\d)\d{3}\s?(?!00)\d{2}\s?(?!0000)\d{4}\b/i, 'SSN', undefined, /\d[\d\s]*$/),
+  re('pii.us_ssn', 'pii', /\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b/, { kind: 'SSN' }),
+  re('pii.us_ssn_labeled', 'pii', /\b(?:SSN|social\s+security(?:\s+number)?)\b[^0-9\n]{0,20}(?!000|666|9\d\d)\d{3}\s?(?!00)\d{2}\s?(?!0000)\d{4}\b/i, { kind: 'SSN', value: /\d[\d\s]*$/ }),
   // UK National Insurance number.
-  re('pii.uk_nino', 'pii', /\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]\s?\d{2}\s?\d{2}\s?\d{2}\s?[A-D]\b/, 'NATIONAL_ID'),
+  re('pii.uk_nino', 'pii', /\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]\s?\d{2}\s?\d{2}\s?\d{2}\s?[A-D]\b/, { kind: 'NATIONAL_ID' }),
   // Canadian SIN with a label (digits alone collide with phone numbers).
-  re('pii.ca_sin', 'pii', /\b(?:SIN|social\s+insurance(?:\s+number)?)\b[^0-9\n]{0,20}\d{3}[- ]?\d{3}[- ]?\d{3}\b/i, 'NATIONAL_ID', undefined, /\d[\d -]*$/),
+  re('pii.ca_sin', 'pii', /\b(?:SIN|social\s+insurance(?:\s+number)?)\b[^0-9\n]{0,20}\d{3}[- ]?\d{3}[- ]?\d{3}\b/i, { kind: 'NATIONAL_ID', value: /\d[\d -]*$/ }),
   // Indian Aadhaar with a label.
   aadhaarDetector,
   // Passport numbers only with a label.
-  re('pii.passport', 'pii', /\bpassport\s+(?:no\.?|number|#)\s*[:#]?\s*[A-Z0-9]{6,9}\b/i, 'PASSPORT', undefined, /[A-Z0-9]{6,9}$/i),
+  re('pii.passport', 'pii', /\bpassport\s+(?:no\.?|number|#)\s*[:#]?\s*[A-Z0-9]{6,9}\b/i, { kind: 'PASSPORT', value: /[A-Z0-9]{6,9}$/i }),
   ibanDetector,
   emailDetector,
-  re('pii.phone', 'pii', /(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)\s?|\b\d{3}[ .-])\d{3}[ .-]\d{4}\b|\+\d{10,15}\b|(?<![\w+])\+\d{1,3}(?:[ .-]?\d{1,4}){3,5}(?!\d)/, 'PHONE', 'detect_pii_phone'),
+  re('pii.phone', 'pii', /(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)\s?|\b\d{3}[ .-])\d{3}[ .-]\d{4}\b|\+\d{10,15}\b|(?<![\w+])\+\d{1,3}(?:[ .-]?\d{1,4}){3,5}(?!\d)/, { kind: 'PHONE', toggle: 'detect_pii_phone' }),
 ];
 
 export const DETECTORS: readonly Detector[] = [...secrets, ...pii];

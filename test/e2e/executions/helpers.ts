@@ -1,5 +1,6 @@
 import { listLogEvents, requestEvents } from '../../../src/db/repositories/log-events';
-import { inFlightEvents, type PermitColumns } from '../../../src/executions/lifecycle';
+import { inFlightEvents } from '../../../src/executions/lifecycle-events';
+import type { PermitColumns } from '../../../src/executions/lifecycle';
 import { startEmulator, EmulatorHandle } from '../../../emulator/server';
 import { createTestProject, http, startTestTollgate, TestProject } from '../../support/tollgate';
 

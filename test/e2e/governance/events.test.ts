@@ -1,5 +1,6 @@
 import { request } from 'node:http';
-import { appendEvents, chainAllProjectEvents } from '../../../src/db/repositories/events';
+import { appendEvents } from '../../../src/db/repositories/events';
+import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
 import { createTestProject, http as httpClient, startTestTollgate } from '../../support/tollgate';
 import { waitUntil } from '../../support/wait';
 import { openSse, writeEvents } from './helpers';

@@ -4,7 +4,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { appendEvents, chainAllProjectEvents } from '../../../src/db/repositories/events';
+import { appendEvents } from '../../../src/db/repositories/events';
+import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
 import { readTar } from '../../../src/compliance/tar';
 import { verifyExport } from '../../../src/compliance/verify-export';
 import { complianceSigner } from '../../../src/integrity/keys';

@@ -1,4 +1,6 @@
-import { appendEvents, chainAllProjectEvents, type NewEvent } from '../../../src/db/repositories/events';
+import { appendEvents } from '../../../src/db/repositories/events';
+import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
+import type { NewEvent } from '../../../src/events/types';
 import type { Db } from '../../../src/db/pool';
 
 /** Writes `n` events for the project the way the pipeline does (tollgate_insert_batch_events), then chains them. */

@@ -6,7 +6,7 @@ import { issueCheckpoint, LogIntegrityError } from '../../../src/integrity/log';
 import { CHECKPOINT_LOCK_CLASS } from '../../../src/db/repositories/integrity-log';
 import { leafHash, verifyConsistency, verifyInclusion } from '../../../src/integrity/merkle';
 import { openNote, parseCheckpointText, parseVerifierKey } from '../../../src/integrity/note';
-import { verifyEventChain } from '../../../src/db/repositories/events';
+import { verifyEventChain } from '../../../src/db/repositories/event-chain-verification';
 import { goVerifier, writeEvents } from './helpers';
 
 describe('signed checkpoints, proofs, and a Go verifier', () => {
@@ -76,7 +76,7 @@ describe('signed checkpoints, proofs, and a Go verifier', () => {
         const r = await call('GET', `/v1/integrity/proofs/consistency?first=${a.tree_size}&second=${b.tree_size}`, { key: p.clientKey });
         expect(r.status).toBe(200);
         const proof = r.json.proof.map((h: string) => Buffer.from(h, 'base64'));
-        expect(verifyConsistency(a.tree_size, b.tree_size, proof, Buffer.from(a.root_hash, 'base64'), Buffer.from(b.root_hash, 'base64'))).toBe(true);
+        expect(verifyConsistency({ first: a.tree_size, second: b.tree_size, proof }, Buffer.from(a.root_hash, 'base64'), Buffer.from(b.root_hash, 'base64'))).toBe(true);
       }
     }
 
@@ -88,10 +88,10 @@ describe('signed checkpoints, proofs, and a Go verifier', () => {
       expect(r.json).toMatchObject({ position: e.position, leaf_index: e.position - 1, tree_size: 21 });
       expect(leafHash(r.json.leaf).toString('base64')).toBe(r.json.leaf_hash);
       const proof = r.json.proof.map((h: string) => Buffer.from(h, 'base64'));
-      expect(verifyInclusion(r.json.leaf_index, 21, leafHash(r.json.leaf), proof, Buffer.from(c21.root_hash, 'base64'))).toBe(true);
+      expect(verifyInclusion(leafHash(r.json.leaf), { index: r.json.leaf_index, size: 21, proof }, Buffer.from(c21.root_hash, 'base64'))).toBe(true);
     }
     const at8 = await call('GET', `/v1/integrity/proofs/inclusion?position=3&tree_size=8`, { key: p.clientKey });
-    expect(verifyInclusion(2, 8, Buffer.from(at8.json.leaf_hash, 'base64'), at8.json.proof.map((h: string) => Buffer.from(h, 'base64')), Buffer.from(c8.root_hash, 'base64'))).toBe(true);
+    expect(verifyInclusion(Buffer.from(at8.json.leaf_hash, 'base64'), { index: 2, size: 8, proof: at8.json.proof.map((h: string) => Buffer.from(h, 'base64')) }, Buffer.from(c8.root_hash, 'base64'))).toBe(true);
     expect((await call('GET', `/v1/integrity/proofs/inclusion?position=3&tree_size=999`, { key: p.clientKey })).status).toBe(400);
 
     const run = goVerifier();
@@ -147,7 +147,7 @@ describe('signed checkpoints, proofs, and a Go verifier', () => {
         const [a, b] = [Number(rows[i].tree_size), Number(rows[j].tree_size)];
         const res = await call('GET', `/v1/integrity/proofs/consistency?first=${a}&second=${b}`, { key: p.clientKey });
         const proof = res.json.proof.map((h: string) => Buffer.from(h, 'base64'));
-        expect([a, b, verifyConsistency(a, b, proof, rows[i].root_hash, rows[j].root_hash)]).toEqual([a, b, true]);
+        expect([a, b, verifyConsistency({ first: a, second: b, proof }, rows[i].root_hash, rows[j].root_hash)]).toEqual([a, b, true]);
       }
     }
   });
@@ -204,8 +204,8 @@ describe('signed checkpoints, proofs, and a Go verifier', () => {
     const root = Buffer.from(c7.root_hash, 'base64');
     // The signed tree holds the event as chained; the event as it is now is not in it.
     expect(JSON.parse(r.json.leaf).metadata).toEqual({ i: 999 });
-    expect(verifyInclusion(5, 7, Buffer.from(r.json.leaf_hash, 'base64'), proof, root)).toBe(true);
-    expect(verifyInclusion(5, 7, leafHash(r.json.leaf), proof, root)).toBe(false);
+    expect(verifyInclusion(Buffer.from(r.json.leaf_hash, 'base64'), { index: 5, size: 7, proof }, root)).toBe(true);
+    expect(verifyInclusion(leafHash(r.json.leaf), { index: 5, size: 7, proof }, root)).toBe(false);
     expect(leafHash(r.json.leaf.replace('"i":999', '"i":1')).toString('base64')).toBe(r.json.leaf_hash);
     expect(await verifyEventChain(tg.db, p.project.id)).toMatchObject({ ok: false, broken_at_seq: Number(seq) });
   });

@@ -3,8 +3,8 @@
  * of any of its lifecycle events is the record's proof, its leaf the record's canonical bytes, and
  * `integrity verify` reports an edit of the record.
  */
-import { chainAllProjectEvents } from '../../../src/db/repositories/events';
-import { derivedEventId } from '../../../src/executions/lifecycle';
+import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
+import { derivedEventId } from '../../../src/executions/lifecycle-events';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';
 import { leafHash, verifyInclusion } from '../../../src/integrity/merkle';
@@ -41,7 +41,7 @@ describe('a pipeline call in the signed log', () => {
     const lh = Buffer.from(proof.json.leaf_hash, 'base64');
     expect(leafHash(proof.json.leaf).equals(lh)).toBe(true);
     const path = proof.json.proof.map((x: string) => Buffer.from(x, 'base64'));
-    expect(verifyInclusion(position - 1, proof.json.tree_size, lh, path, Buffer.from(proof.json.root_hash, 'base64'))).toBe(true);
+    expect(verifyInclusion(lh, { index: position - 1, size: proof.json.tree_size, proof: path }, Buffer.from(proof.json.root_hash, 'base64'))).toBe(true);
     // By position: the same leaf.
     const byPos = await h.call('GET', `/v1/integrity/proofs/inclusion?position=${position}`, { key: p.clientKey });
     expect(byPos.json.leaf_hash).toBe(proof.json.leaf_hash);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { startTestTollgate, createTestProject, http, TestProject } from '../../support/tollgate';
-import { verifyEventChain } from '../../../src/db/repositories/events';
+import { verifyEventChain } from '../../../src/db/repositories/event-chain-verification';
 import { DEFAULT_OUTPUT_TOKENS_ESTIMATE, pricing } from '../../../src/pricing';
 import { makeUsage } from '../../../src/providers/shared/usage';
 import type { Queryable } from '../../../src/db/pool';

@@ -1,5 +1,6 @@
 import { startTestTollgate, createTestProject, http, TestProject } from '../../support/tollgate';
-import { listEvents, verifyEventChain } from '../../../src/db/repositories/events';
+import { listEvents } from '../../../src/db/repositories/events';
+import { verifyEventChain } from '../../../src/db/repositories/event-chain-verification';
 
 describe('policies and policy templates', () => {
   let tg: Awaited<ReturnType<typeof startTestTollgate>>;

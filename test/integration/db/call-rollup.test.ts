@@ -15,7 +15,7 @@ import { systemClock } from '../../../src/clock';
 import { LATENCY_BOUNDS, LATENCY_RESOLUTION, bucketValue, histogramPercentile } from '../../../src/db/latency-histogram';
 import type { Db } from '../../../src/db/pool';
 import { callMetrics, planMetrics } from '../../../src/db/repositories/call-metrics';
-import { chainAllProjectEvents } from '../../../src/db/repositories/events';
+import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
 import { updatePolicy } from '../../../src/db/repositories/policies';
 import { createProject } from '../../../src/db/repositories/projects';
 import { createGovernance } from '../../../src/governance';
@@ -127,7 +127,7 @@ describe('the call rollup', () => {
   };
 
   async function expectSameAsRaw(projectId: string, from: Date, to: Date, bucketSeconds: number): Promise<number> {
-    const m = await callMetrics(own.db, projectId, from, to, bucketSeconds);
+    const m = await callMetrics(own.db, projectId, { from, to, bucketSeconds });
     const raw = await rawMetrics(projectId, from, to, bucketSeconds);
     const label = `${from.toISOString()} – ${to.toISOString()} by ${bucketSeconds} s`;
     const totals = raw.series.find((r) => r.start === null)!;

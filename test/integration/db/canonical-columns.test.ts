@@ -8,7 +8,11 @@
 import fc from 'fast-check';
 import { Pool } from 'pg';
 import { eventFieldArbitraries } from '../../support/event-arbitraries';
-import { appendEvents, CANONICAL_COLUMNS_SQL, canonicalEvent, canonicalFromColumns, GENESIS_HASH, verifyEventChain, type CanonicalColumns, type EventRecord } from '../../../src/db/repositories/events';
+import { appendEvents } from '../../../src/db/repositories/events';
+import { CANONICAL_COLUMNS_SQL } from '../../../src/db/repositories/canonical-columns';
+import { canonicalEvent, canonicalFromColumns, GENESIS_HASH, type CanonicalColumns } from '../../../src/events/canonical';
+import { verifyEventChain } from '../../../src/db/repositories/event-chain-verification';
+import type { EventRecord } from '../../../src/events/types';
 
 // Text PostgreSQL stores as given: no NUL, no lone surrogates.
 const tricky = fc.constantFrom('\b', '\f', '\n', '\r', '\t', '\x01', '\x1f', '\x7f', '"', '\\', '/', '\u2028', 'é', '😀', 'a', ' ');

@@ -8,7 +8,10 @@
  * and its rounds changed what a round finds (a CI run saw a round chain 0 events).
  */
 import { Pool } from 'pg';
-import { appendEvents, CHAIN_LOCK_CLASS, chainEvents, chainProjectEvents, verifyEventChain, type NewEvent } from '../../../src/db/repositories/events';
+import { appendEvents } from '../../../src/db/repositories/events';
+import { CHAIN_LOCK_CLASS, chainEvents, chainProjectEvents } from '../../../src/db/repositories/event-chain';
+import { verifyEventChain } from '../../../src/db/repositories/event-chain-verification';
+import type { NewEvent } from '../../../src/events/types';
 import { startEventChainer } from '../../../src/events/chainer';
 import type { Logger } from '../../../src/logger';
 import { createOwnDatabase, type OwnDatabase } from '../../support/own-database';

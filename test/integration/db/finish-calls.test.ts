@@ -10,7 +10,8 @@ import { systemClock } from '../../../src/clock';
 import type { Db } from '../../../src/db/pool';
 import { createGovernance } from '../../../src/governance';
 import { createLogger } from '../../../src/logger';
-import { recordEvents, type RecordColumns } from '../../../src/executions/lifecycle';
+import { recordEvents } from '../../../src/executions/lifecycle-events';
+import type { RecordColumns } from '../../../src/executions/lifecycle';
 import { pricing } from '../../../src/pricing';
 import { projectWithPolicy, testPool } from '../../unit/governance/helpers';
 

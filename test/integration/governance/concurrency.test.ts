@@ -1,7 +1,9 @@
 import { systemClock } from '../../../src/clock';
 import { Db } from '../../../src/db/pool';
 import { createGovernance } from '../../../src/governance';
-import { appendEvent, appendEvents, chainAllProjectEvents, verifyEventChain, listEventsByRequest } from '../../../src/db/repositories/events';
+import { appendEvent, appendEvents, listEventsByRequest } from '../../../src/db/repositories/events';
+import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
+import { verifyEventChain } from '../../../src/db/repositories/event-chain-verification';
 import { projectWithPolicy, request, testPool } from '../../unit/governance/helpers';
 
 describe('governance under concurrency (real PostgreSQL)', () => {

@@ -1,7 +1,8 @@
 import { startTestTollgate, createTestProject, http, TestProject } from '../../support/tollgate';
 import { createGovernance } from '../../../src/governance';
 import { systemClock } from '../../../src/clock';
-import { listEvents, verifyEventChain } from '../../../src/db/repositories/events';
+import { listEvents } from '../../../src/db/repositories/events';
+import { verifyEventChain } from '../../../src/db/repositories/event-chain-verification';
 import { request } from '../../unit/governance/helpers';
 
 describe('policy routes: GET/PATCH /v1/projects/:project_id/policy', () => {

@@ -7,7 +7,10 @@
  * columns, and from the whole row where the columns cannot carry the timestamp. On a database of
  * its own, so no other test file's Tollgate checkpoints these events first.
  */
-import { appendEvents, canonicalEvent, chainAllProjectEvents, type EventRecord } from '../../../src/db/repositories/events';
+import { appendEvents } from '../../../src/db/repositories/events';
+import { canonicalEvent } from '../../../src/events/canonical';
+import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
+import type { EventRecord } from '../../../src/events/types';
 import { leafHash, rootFromInclusionProof, sourceOf, verifyConsistency } from '../../../src/integrity/merkle';
 import { getNodes } from '../../../src/db/repositories/integrity-log';
 import { createProject } from '../../../src/db/repositories/projects';
@@ -82,7 +85,7 @@ describe('checkpoint over a backlog', () => {
     }
     for (const first of [1, 5, 13, 1000, 1499]) {
       const proof = await proveConsistency(own.db, project.id, first, 1500);
-      expect(verifyConsistency(first, 1500, proof, await rootFromChain(own.db, project.id, first), root)).toBe(true);
+      expect(verifyConsistency({ first, second: 1500, proof }, await rootFromChain(own.db, project.id, first), root)).toBe(true);
     }
   });
 

@@ -4,7 +4,8 @@
  * the loop lets the event loop run between slices of 50 events. On a database of its own, so no
  * other test file's Tollgate checkpoints or exports these events.
  */
-import { appendEvents, chainAllProjectEvents } from '../../../src/db/repositories/events';
+import { appendEvents } from '../../../src/db/repositories/events';
+import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
 import { insertExport, listExportFiles } from '../../../src/db/repositories/compliance-exports';
 import { readTar } from '../../../src/compliance/tar';
 import { createProject } from '../../../src/db/repositories/projects';

@@ -3,7 +3,8 @@
  * the database, so it does not run on the database the other test files share).
  */
 import { createPool, type Db } from '../../../src/db/pool';
-import { appendEvents, chainAllProjectEvents } from '../../../src/db/repositories/events';
+import { appendEvents } from '../../../src/db/repositories/events';
+import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
 import { listComplianceKeys } from '../../../src/db/repositories/integrity-log';
 import { createProject } from '../../../src/db/repositories/projects';
 import { complianceSigner } from '../../../src/integrity/keys';

@@ -5,7 +5,8 @@
  * would otherwise meet.
  */
 import { runCli } from '../../../src/cli';
-import { appendEvents, chainAllProjectEvents } from '../../../src/db/repositories/events';
+import { appendEvents } from '../../../src/db/repositories/events';
+import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
 import { createProject } from '../../../src/db/repositories/projects';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';

@@ -1,5 +1,6 @@
 import { startTestTollgate, createTestProject, http, TestProject } from '../../support/tollgate';
-import { IntentReservations, ReservationOutcome } from '../../../src/intents/reservations';
+import { IntentReservations } from '../../../src/intents/reservations';
+import { ReservationOutcome } from '../../../src/intents/reservation-outcome';
 import { IntentState, LEASE_SETTLE_GRACE_MS, LEASE_TTL_MS, leaseCallsUpdate, stateQuery } from '../../../workflows/intent-messages';
 import { insertPermits, TestTollgate, waitFor } from './helpers';
 

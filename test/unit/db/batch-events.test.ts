@@ -1,4 +1,5 @@
-import { batchEvents, eventRows, type NewEvent } from '../../../src/db/repositories/events';
+import { batchEvents, eventRows } from '../../../src/events/batch';
+import type { NewEvent } from '../../../src/events/types';
 
 // What tollgate_insert_batch_events (migration 0107) reads for a field: the event's own value when
 // it has the key, else the call's event_defaults, else NULL.

@@ -1,11 +1,12 @@
 /**
- * canonicalEvent (src/db/repositories/events.ts) writes an event's canonical JSON field by field;
+ * canonicalEvent (src/events/canonical.ts) writes an event's canonical JSON field by field;
  * it must stay byte for byte what the generic RFC 8785 form of the same record gives, or every
  * chain hashed before would stop verifying.
  */
 import canonicalize from 'canonicalize';
 import fc from 'fast-check';
-import { canonicalEvent, type EventRecord } from '../../../src/db/repositories/events';
+import { canonicalEvent } from '../../../src/events/canonical';
+import type { EventRecord } from '../../../src/events/types';
 import { eventFieldArbitraries } from '../../support/event-arbitraries';
 
 /** The form chains were hashed with before: the record as an object, through canonicalize. */

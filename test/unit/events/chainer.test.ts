@@ -8,7 +8,7 @@ import { createLogger } from '../../../src/logger';
 
 const chainEvents = jest.fn();
 const projectsWithUnchainedEvents = jest.fn();
-jest.mock('../../../src/db/repositories/events', () => ({
+jest.mock('../../../src/db/repositories/event-chain', () => ({
   chainEvents: (...args: unknown[]) => chainEvents(...args),
   projectsWithUnchainedEvents: (...args: unknown[]) => projectsWithUnchainedEvents(...args),
 }));

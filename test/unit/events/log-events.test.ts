@@ -6,10 +6,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../../src/db/pool';
-import { appendEvents, type EventRecord } from '../../../src/db/repositories/events';
+import { appendEvents } from '../../../src/db/repositories/events';
+import type { EventRecord } from '../../../src/events/types';
 import { chainedEventsAfter, findLogEvent, listLogEvents, permitsEvents, requestEvents } from '../../../src/db/repositories/log-events';
 import { insertPermit, type PermitRecord } from '../../../src/db/repositories/permits';
-import { lifecycleOf, recordEvents, type DispatchStart, type Lifecycle, type RecordColumns } from '../../../src/executions/lifecycle';
+import { lifecycleOf, type DispatchStart, type Lifecycle, type RecordColumns } from '../../../src/executions/lifecycle';
+import { recordEvents } from '../../../src/executions/lifecycle-events';
 import type { EventFilter } from '../../../src/events/merge';
 import { governanceEventView } from '../../../src/events/view';
 import { projectWithPolicy, testPool } from '../governance/helpers';
@@ -36,7 +38,7 @@ function lifecycle(minute: number, fallback: boolean): Lifecycle {
         { provider: 'anthropic', model: 'claude-haiku-4-5', sentAt: t(2), receivedAt: t(3), status: 200 },
       ]
     : [{ provider: 'openai', model: 'gpt-4o-mini', sentAt: t(0), receivedAt: t(1), status: 200 }];
-  return lifecycleOf(at(minute).toISOString(), dispatchAt(minute), attempts, { kind: 'ok', finishReason: 'stop' }, 'explicit_request');
+  return lifecycleOf(at(minute).toISOString(), dispatchAt(minute), { attempts, end: { kind: 'ok', finishReason: 'stop' }, envelopeReason: 'explicit_request' });
 }
 
 /** The stored envelope's members the derived events read. */

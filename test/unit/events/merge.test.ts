@@ -3,7 +3,7 @@
  * call records in one seq order, timelines with calls in flight last, the governance list's filters
  * on a derived event, and the stream's ids (one per chain position, on its last event sent).
  */
-import type { EventRecord } from '../../../src/db/repositories/events';
+import type { EventRecord } from '../../../src/events/types';
 import { filterReachesRecords, matchesFilter, mergeBySeq, streamFrames, timelineOf, type LogEvent } from '../../../src/events/merge';
 
 function ev(seq: number | string | null, over: Partial<LogEvent> = {}): LogEvent {

@@ -1,4 +1,6 @@
-import { derivedEventId, derivedEventRef, inFlightEvents, lifecycleOf, permitEventRows, recordEvents, recordLeafEvent, type DispatchStart, type Lifecycle, type PermitColumns, type RecordColumns } from '../../../src/executions/lifecycle';
+import { derivedEventId, derivedEventRef, inFlightEvents, permitEventRows, recordEvents } from '../../../src/executions/lifecycle-events';
+import { lifecycleOf, type DispatchRun, type DispatchStart, type Lifecycle, type PermitColumns, type RecordColumns } from '../../../src/executions/lifecycle';
+import { recordLeafEvent } from '../../../src/executions/record-leaf';
 import { buildEnvelope, envelopeOfRow, storedEnvelope } from '../../../src/executions/envelope';
 
 const permit: PermitColumns = {
@@ -28,12 +30,12 @@ const dispatch: DispatchStart = {
 };
 
 const CREATED = '2026-01-01T00:00:00.000Z';
-type Attempt = Parameters<typeof lifecycleOf>[2][number];
-type End = Parameters<typeof lifecycleOf>[3];
+type Attempt = DispatchRun['attempts'][number];
+type End = DispatchRun['end'];
 const ok = (provider = 'openai', model = 'gpt-4o-mini', sentAt = dispatch.at, receivedAt = '2026-01-01T00:00:00.250Z'): Attempt => ({ provider, model, sentAt, receivedAt, status: 200 });
 
 function lifecycle(attempts: Attempt[], end: End, envelopeReason = 'explicit_request'): Lifecycle {
-  return lifecycleOf(CREATED, dispatch, attempts, end, envelopeReason);
+  return lifecycleOf(CREATED, dispatch, { attempts, end, envelopeReason });
 }
 
 function record(lifecycle: Lifecycle, over: Partial<RecordColumns> = {}): RecordColumns {
@@ -140,10 +142,12 @@ describe('call lifecycle events derived from the record', () => {
     const l = lifecycleOf(
       CREATED,
       dispatch,
-      [failed(dispatch.at, '2026-01-01T00:00:00.020Z'), ok('openai', 'gpt-4o-mini', '2026-01-01T00:00:01.000Z', '2026-01-01T00:00:01.100Z')],
-      { kind: 'ok', finishReason: 'stop' },
-      'explicit_request',
-      [{ attempt: 1, at: dispatch.at, priorTries: 0 }, { attempt: 2, at: '2026-01-01T00:00:00.999Z', priorTries: 1 }],
+      {
+        attempts: [failed(dispatch.at, '2026-01-01T00:00:00.020Z'), ok('openai', 'gpt-4o-mini', '2026-01-01T00:00:01.000Z', '2026-01-01T00:00:01.100Z')],
+        end: { kind: 'ok', finishReason: 'stop' },
+        envelopeReason: 'explicit_request',
+        jobAttempts: [{ attempt: 1, at: dispatch.at, priorTries: 0 }, { attempt: 2, at: '2026-01-01T00:00:00.999Z', priorTries: 1 }],
+      },
     );
     expect(l.job_attempts).toEqual([[2, 999, 1]]);
     const tail = recordEvents(record(l, { completed_at: new Date('2026-01-01T00:00:01.200Z') }), permit).slice(5);
@@ -160,10 +164,12 @@ describe('call lifecycle events derived from the record', () => {
     const l = lifecycleOf(
       CREATED,
       dispatch,
-      [{ provider: 'openai', model: 'gpt-4o-mini', sentAt: dispatch.at, receivedAt: '2026-01-01T00:00:00.020Z', status: 500, failureKind: 'upstream' }],
-      { kind: 'interrupted' },
-      'explicit_request',
-      [{ attempt: 1, at: dispatch.at, priorTries: 0 }, { attempt: 2, at: '2026-01-01T00:00:00.500Z', priorTries: 1 }],
+      {
+        attempts: [{ provider: 'openai', model: 'gpt-4o-mini', sentAt: dispatch.at, receivedAt: '2026-01-01T00:00:00.020Z', status: 500, failureKind: 'upstream' }],
+        end: { kind: 'interrupted' },
+        envelopeReason: 'explicit_request',
+        jobAttempts: [{ attempt: 1, at: dispatch.at, priorTries: 0 }, { attempt: 2, at: '2026-01-01T00:00:00.500Z', priorTries: 1 }],
+      },
     );
     const events = recordEvents(record(l, { status: 'failed', status_code: 502, error_code: 'dispatch_interrupted', output_tokens: 0 }), permit);
     expect(events.map((e) => e.event_type)).toEqual([
@@ -174,7 +180,7 @@ describe('call lifecycle events derived from the record', () => {
     expect(events[6].metadata).toEqual({ attempt: 2, stream: false, job_attempt: 2 });
     expect(events[7].metadata).toEqual({ ok: false, failure_kind: 'interrupted' });
     // Cancelled while waiting to retry: the retried response, then the interrupted one.
-    const waiting = lifecycleOf(CREATED, dispatch, l.attempts.map(([provider, model]) => ({ provider, model, sentAt: dispatch.at, receivedAt: '2026-01-01T00:00:00.020Z', status: 500, failureKind: 'upstream' })), { kind: 'interrupted' }, 'explicit_request', [{ attempt: 1, at: dispatch.at, priorTries: 0 }]);
+    const waiting = lifecycleOf(CREATED, dispatch, { attempts: l.attempts.map(([provider, model]) => ({ provider, model, sentAt: dispatch.at, receivedAt: '2026-01-01T00:00:00.020Z', status: 500, failureKind: 'upstream' })), end: { kind: 'interrupted' }, envelopeReason: 'explicit_request', jobAttempts: [{ attempt: 1, at: dispatch.at, priorTries: 0 }] });
     expect(waiting.job_attempts).toEqual([]);
     const types = recordEvents(record(waiting, { status: 'failed', status_code: 502, error_code: 'dispatch_interrupted' }), permit).slice(5).map((e) => [e.event_type, e.metadata.retried ?? e.metadata.failure_kind]);
     expect(types.slice(0, 2)).toEqual([['provider.response_received', true], ['provider.response_received', 'interrupted']]);

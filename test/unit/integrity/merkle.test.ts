@@ -67,10 +67,10 @@ describe('RFC 6962 tree over stored perfect subtrees', () => {
       const root = rootOf(n, get);
       for (let i = 0; i < n; i++) {
         const proof = inclusionProof(i, n, get);
-        expect(verifyInclusion(i, n, leafHash(leaves[i]), proof, root)).toBe(true);
-        expect(verifyInclusion(i, n, leafHash(Buffer.from('forged')), proof, root)).toBe(false);
-        if (n > 1) expect(verifyInclusion((i + 1) % n, n, leafHash(leaves[i]), proof, root)).toBe(false);
-        expect(verifyInclusion(i, n, leafHash(leaves[i]), proof, EMPTY_ROOT)).toBe(false);
+        expect(verifyInclusion(leafHash(leaves[i]), { index: i, size: n, proof }, root)).toBe(true);
+        expect(verifyInclusion(leafHash(Buffer.from('forged')), { index: i, size: n, proof }, root)).toBe(false);
+        if (n > 1) expect(verifyInclusion(leafHash(leaves[i]), { index: (i + 1) % n, size: n, proof }, root)).toBe(false);
+        expect(verifyInclusion(leafHash(leaves[i]), { index: i, size: n, proof }, EMPTY_ROOT)).toBe(false);
       }
     }
   });
@@ -89,10 +89,10 @@ describe('RFC 6962 tree over stored perfect subtrees', () => {
     for (let n = 1; n <= leaves.length; n++) {
       for (let m = 1; m <= n; m++) {
         const proof = consistencyProof(m, n, get);
-        expect(verifyConsistency(m, n, proof, rootOf(m, get), rootOf(n, get))).toBe(true);
+        expect(verifyConsistency({ first: m, second: n, proof }, rootOf(m, get), rootOf(n, get))).toBe(true);
         if (m < n) {
           const forged = naiveRoot([...leaves.slice(0, m - 1), Buffer.from('x')]);
-          expect(verifyConsistency(m, n, proof, forged, rootOf(n, get))).toBe(false);
+          expect(verifyConsistency({ first: m, second: n, proof }, forged, rootOf(n, get))).toBe(false);
         }
       }
     }

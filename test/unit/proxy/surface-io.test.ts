@@ -89,7 +89,7 @@ describe('pipeStream through a StreamSink', () => {
   it('writes the provider bytes unchanged and ends the sink only when told', async () => {
     const { sink, log, chunks } = recordingSink();
     const { c, req } = await call();
-    const a = await pipeStream(sink, c, req, upstream(events), { 'content-type': 'text/event-stream' }, new AbortController().signal);
+    const a = await pipeStream({ sink, signal: new AbortController().signal }, c, req, { res: upstream(events), headers: { 'content-type': 'text/event-stream' } });
     expect(Buffer.concat(chunks)).toEqual(Buffer.concat(events));
     expect(log).toEqual(['open 200 text/event-stream no-cache no']);
     expect(a).toMatchObject({ ok: true, streamed: true, usage: { input_tokens: 5, output_tokens: 2 } });
@@ -100,7 +100,7 @@ describe('pipeStream through a StreamSink', () => {
   it('cuts the sink short when the provider stream breaks', async () => {
     const { sink, log } = recordingSink();
     const { c, req } = await call();
-    const a = await pipeStream(sink, c, req, upstream(events, 2), { 'content-type': 'text/event-stream' }, new AbortController().signal);
+    const a = await pipeStream({ sink, signal: new AbortController().signal }, c, req, { res: upstream(events, 2), headers: { 'content-type': 'text/event-stream' } });
     expect(a).toMatchObject({ ok: false, streamed: true, failure: { kind: 'stream_broken' } });
     expect(log).toEqual(['open 200 text/event-stream no-cache no', 'destroy']);
   });

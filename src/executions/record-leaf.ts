@@ -1,0 +1,66 @@
+/**
+ * A call record as one leaf of its project's hash chain (src/events/canonical.ts hashes it as it
+ * hashes any event).
+ */
+import canonicalize from 'canonicalize';
+import type { EventRecord } from '../events/types';
+import type { PermitColumns, RecordColumns } from './lifecycle';
+
+const iso = (d: Date | string) => new Date(d).toISOString();
+
+/**
+ * The call record as one chain leaf: an event-shaped object (`call.recorded`) whose metadata is
+ * the record's persisted columns and the permit decision its events derive from, so the chain,
+ * the Merkle log, exports and both offline verifiers hash and check it as they do any event
+ * (canonicalEvent in src/events/canonical.ts). Editing any of these columns breaks the leaf.
+ */
+export function recordLeafEvent(
+  row: RecordColumns & Record<string, unknown>,
+  permit: PermitColumns | null,
+): Omit<EventRecord, 'prev_hash' | 'hash'> {
+  const columns: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(row)) {
+    if (LEAF_EXCLUDED.has(k)) continue;
+    columns[k] = v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? Number(v) : v;
+  }
+  const decision = permit
+    ? {
+        decision: permit.decision,
+        reason_code: permit.reason_code,
+        display_reason: permit.display_reason,
+        route: permit.route,
+        operation: permit.operation,
+        provider: permit.provider,
+        model: permit.model,
+        workflow_id: permit.workflow_id,
+        reserved_cost_micros: Number(permit.reserved_cost_micros),
+        issued_at: iso(permit.issued_at),
+        expires_at: permit.expires_at ? iso(permit.expires_at) : null,
+        firewall: (permit.metadata?.decision_metadata as { firewall?: unknown } | undefined)?.firewall ?? null,
+      }
+    : null;
+  // Numeric strings (pg returns bigint columns as text) are written as numbers, as the row holds them.
+  for (const k of NUMERIC_COLUMNS) if (typeof columns[k] === 'string') columns[k] = Number(columns[k]);
+  return {
+    seq: Number(row.seq),
+    id: row.id,
+    project_id: row.project_id,
+    timestamp: new Date(row.completed_at),
+    event_type: RECORD_LEAF_EVENT_TYPE,
+    source: 'calls',
+    phase: 'record',
+    provider: row.provider,
+    model: row.model,
+    permit_id: row.permit_id,
+    request_id: row.id,
+    job_id: row.job_id ?? null,
+    session_id: null,
+    metadata: JSON.parse(canonicalize({ record: columns, permit: decision }) as string) as Record<string, unknown>,
+  };
+}
+
+export const RECORD_LEAF_EVENT_TYPE = 'call.recorded';
+
+/** Columns the leaf carries elsewhere (id, project, seq, provider, model, permit, job, completed_at) or that are not the call's (recorded_at). */
+const LEAF_EXCLUDED = new Set(['id', 'project_id', 'seq', 'provider', 'model', 'permit_id', 'job_id', 'completed_at', 'recorded_at', 'chain_pos', 'prev_hash', 'hash']);
+const NUMERIC_COLUMNS = ['cost_usd_micros', 'input_tokens', 'output_tokens', 'total_tokens', 'status_code', 'duration_ms'];

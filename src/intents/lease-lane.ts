@@ -1,0 +1,120 @@
+/**
+ * One process's lease on one workflow intent (docs/decisions/call-leases.md) and the rules that
+ * decide, from its state alone, when a call can be taken from it locally, when it is renewed and
+ * how large a block it asks for, and when it is returned. The requests themselves are sent by
+ * src/intents/reservations.ts.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ReservationOutcome } from './reservation-outcome';
+
+export interface Waiter {
+  resolve(o: ReservationOutcome): void;
+  reject(err: unknown): void;
+}
+
+/** This process's lease on one intent and the callers waiting for calls. */
+export interface LeaseLane {
+  key: string;
+  projectId: string;
+  workflowId: string;
+  leaseId: string;
+  /** The workflow holds the lease open (a request for it was answered open). */
+  open: boolean;
+  size: number;
+  used: number;
+  /** performance.now() after which no call is taken from the lease. */
+  deadline: number;
+  revoked: boolean;
+  queue: Waiter[];
+  busy: boolean;
+  lastUse: number;
+  lastSentAt: number;
+  reported: number;
+  /** Calls taken on this intent (all leases) and the time of the last rate sample. */
+  consumedTotal: number;
+  sampleAt: number;
+  sampleConsumed: number;
+  /** Calls per second (moving average), sizes the blocks asked for. */
+  rate: number;
+  /** Calls granted by the last request that granted any (doubled while callers run dry). */
+  lastGrant: number;
+  /** performance.now() before which no renewal is sent to grow the lease (the last one granted nothing). */
+  quietUntil: number;
+}
+
+/** A lease's block covers this much of the holder's recent rate. */
+const BLOCK_SECONDS = 2;
+const MIN_BLOCK = 4;
+export const MAX_BLOCK = 100_000;
+/** Returned when no call was taken for this long (default of `idleMs`). */
+export const IDLE_MS = 500;
+/** Renewed (and extended) this long before its deadline while in use; consumption reported at least this often. */
+const RENEW_BEFORE_DEADLINE_MS = 1_000;
+export const REPORT_EVERY_MS = 1_000;
+
+const newLeaseId = () => `lse_${randomBytes(12).toString('base64url')}`;
+
+/** A lane with no lease yet. */
+export function newLane(key: string, intent: { projectId: string; workflowId: string }, now: number): LeaseLane {
+  return {
+    key, projectId: intent.projectId, workflowId: intent.workflowId, leaseId: newLeaseId(), open: false, size: 0, used: 0, deadline: 0, revoked: false, queue: [], busy: false,
+    lastUse: now, lastSentAt: now, reported: 0, consumedTotal: 0, sampleAt: now, sampleConsumed: 0, rate: 0, lastGrant: 0, quietUntil: 0,
+  };
+}
+
+export function available(lane: LeaseLane, now: number): boolean {
+  return lane.open && !lane.revoked && lane.used < lane.size && now < lane.deadline;
+}
+
+export function take(lane: LeaseLane, now: number): ReservationOutcome {
+  lane.used++;
+  lane.consumedTotal++;
+  lane.lastUse = now;
+  return { granted: true, lease: lane.leaseId };
+}
+
+export function blockSize(lane: LeaseLane): number {
+  return Math.max(MIN_BLOCK, Math.min(MAX_BLOCK, Math.ceil(lane.rate * BLOCK_SECONDS)));
+}
+
+export function wantsRenewal(lane: LeaseLane, now: number, idleMs: number): boolean {
+  if (!lane.open || lane.revoked || lane.queue.length > 0) return false;
+  const recentlyUsed = now - lane.lastUse < idleMs;
+  if (!recentlyUsed) return false;
+  // After a renewal that granted nothing (near the ceiling, or the intent's expiry capping the
+  // deadline) the next one waits: callers running dry ask at once anyway.
+  const growable = now >= lane.quietUntil;
+  return (
+    (growable && lane.size - lane.used <= Math.floor(blockSize(lane) / 2)) ||
+    (growable && lane.deadline - now < RENEW_BEFORE_DEADLINE_MS) ||
+    (lane.used > lane.reported && now - lane.lastSentAt >= REPORT_EVERY_MS)
+  );
+}
+
+export function wantsRelease(lane: LeaseLane, now: number, p: { idleMs: number; closing: boolean }): boolean {
+  if (!lane.open) return false;
+  return lane.revoked || p.closing || now >= lane.deadline || (lane.queue.length === 0 && now - lane.lastUse >= p.idleMs);
+}
+
+/** Forgets the lease (the next request opens a new one); the rate it measured stays. */
+export function resetLease(lane: LeaseLane): void {
+  lane.leaseId = newLeaseId();
+  lane.open = false;
+  lane.size = 0;
+  lane.used = 0;
+  lane.reported = 0;
+  lane.revoked = false;
+  lane.deadline = 0;
+  lane.quietUntil = 0;
+}
+
+/** Rate sample (calls/s over the time since the last request), smoothed. */
+export function sampleRate(lane: LeaseLane, now: number): void {
+  const dt = (now - lane.sampleAt) / 1000;
+  if (dt >= 0.05) {
+    const inst = (lane.consumedTotal - lane.sampleConsumed) / dt;
+    lane.rate = lane.rate === 0 ? inst : 0.5 * lane.rate + 0.5 * inst;
+    lane.sampleAt = now;
+    lane.sampleConsumed = lane.consumedTotal;
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * An archive's object in the archive store (ARCHIVE_DIR or an S3 bucket,
+ * docs/decisions/archive-store.md): written in the compliance export format, read back and
+ * verified by the offline verifier before any of its rows is deleted.
+ */
+import { createHash } from 'node:crypto';
+import { buildExportPart, deleteExportFiles, exportBundle, finalizeExport } from '../compliance/build';
+import { readTar } from '../compliance/tar';
+import { verifyExport } from '../compliance/verify-export';
+import { archiveStoreOf } from '../archive-store/from-config';
+import { findExport, insertExport, updateExport, type ExportPart } from '../db/repositories/compliance-exports';
+import type { ArchiveRow } from '../db/repositories/archives';
+import { complianceSigner } from '../integrity/keys';
+import { verifierKey } from '../integrity/note';
+import type { RetentionDeps, RetentionOptions } from './types';
+
+/** The parts an archive holds: the log range and the rows of the window that retention deletes. */
+const ARCHIVE_PARTS: ExportPart[] = ['events', 'permits', 'executions', 'usage'];
+
+/** The archive store key of an archive: `<project>/<archive id>.tar`. */
+export const archiveKey = (a: Pick<ArchiveRow, 'project_id' | 'id'>) => `${a.project_id}/${a.id}.tar`;
+
+/**
+ * Builds the archive with the compliance export's code (an export row of the archive's id, its
+ * range fixed to the archive's, its files in the store under exports/<id>/), streams the bundle
+ * into the store under the archive's key, then drops the export's files and rows: the archive is
+ * one object in the store, never whole in memory or in PostgreSQL.
+ */
+export async function writeArchive(deps: RetentionDeps, a: ArchiveRow, opts: RetentionOptions): Promise<{ sha256: string; bytes: number }> {
+  const { db } = deps;
+  const build = { db, config: deps.config };
+  await dropExport(build, a.id);
+  await insertExport(db, { id: a.id, projectId: a.project_id, since: new Date(a.window_since), until: new Date(a.window_until), include: ARCHIVE_PARTS, requestedBy: 'retention' });
+  await updateExport(db, a.id, { status: 'running', started: true, first_index: Number(a.first_index), last_index: Number(a.last_index), checkpoint_size: Number(a.checkpoint_size) });
+  if (!(await findExport(db, null, a.id))) throw new Error(`archive ${a.id}: its export row disappeared`);
+  for (const part of ARCHIVE_PARTS) await buildExportPart(build, a.id, part);
+  await finalizeExport(build, a.id);
+  const hash = createHash('sha256');
+  let bytes = 0;
+  const bundle = await exportBundle(build, a.id);
+  async function* pieces(): AsyncGenerator<Buffer> {
+    for await (const piece of bundle.pieces) {
+      hash.update(piece);
+      bytes += piece.length;
+      yield piece;
+      await opts.onStep?.('uploading', a.id);
+    }
+  }
+  const stored = await archiveStoreOf(deps.config).put(archiveKey(a), pieces());
+  if (stored.bytes !== bytes) throw new ArchiveVerificationError(`archive ${a.id}: ${stored.bytes} bytes stored of ${bytes}`);
+  await dropExport(build, a.id);
+  return { sha256: hash.digest('hex'), bytes };
+}
+
+async function dropExport(deps: RetentionDeps, exportId: string): Promise<void> {
+  await deleteExportFiles(deps, exportId);
+  await deps.db.query('DELETE FROM compliance_exports WHERE id = $1', [exportId]);
+}
+
+export class ArchiveVerificationError extends Error {}
+
+/**
+ * Reads the archive back from the store (what is stored, not what was sent) and verifies it as
+ * `verify-export` does, that it is this archive's range, and that it is the object written.
+ */
+export async function verifyStoredArchive(deps: RetentionDeps, a: ArchiveRow, sha256: string, bytes: number): Promise<void> {
+  const signer = await complianceSigner(deps.db, deps.config);
+  const hash = createHash('sha256');
+  const chunks: Buffer[] = [];
+  // The verifier reads whole files: the archive is held here while it is checked (one retention window's rows).
+  for await (const chunk of await archiveStoreOf(deps.config).get(archiveKey(a))) {
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+    hash.update(b);
+    chunks.push(b);
+  }
+  const tar = Buffer.concat(chunks);
+  chunks.length = 0;
+  if (tar.length !== bytes || hash.digest('hex') !== sha256) throw new ArchiveVerificationError(`archive ${a.id} (${a.path}): the stored object is not the one written`);
+  let files: Map<string, Buffer>;
+  try {
+    files = readTar(tar);
+  } catch (err) {
+    throw new ArchiveVerificationError(`archive ${a.id} (${a.path}) is not a readable tar: ${(err as Error).message}`);
+  }
+  const result = verifyExport(files, verifierKey(signer.keyName, signer.publicKey32));
+  const expected = Number(a.last_index) - Number(a.first_index) + 1;
+  if (!result.ok || result.project_id !== a.project_id || result.events_verified !== expected || result.checkpoint?.tree_size !== Number(a.checkpoint_size)) {
+    const why = result.failures[0]?.message ?? `${result.events_verified} of ${expected} records verified`;
+    throw new ArchiveVerificationError(`archive ${a.id} (${a.path}) did not verify: ${why}`);
+  }
+}
+
+
+/** Before resuming an archive's deletion: its verified object must still be in the store, whole. */
+export async function checkArchiveStored(deps: RetentionDeps, a: ArchiveRow): Promise<void> {
+  const stored = await archiveStoreOf(deps.config).head(archiveKey(a));
+  if (!stored || stored.bytes !== Number(a.bytes)) throw new ArchiveVerificationError(`archive ${a.id} (${a.path}) is ${stored ? `${stored.bytes} bytes, not ${a.bytes}` : 'missing'}: its rows are not deleted`);
+}
