@@ -7,7 +7,7 @@
  * project with pending events, and one of them chaining this file's projects between its inserts
  * and its rounds changed what a round finds (a CI run saw a round chain 0 events).
  */
-import { Pool } from 'pg';
+import { createPool, type Db } from '../../../src/db/pool';
 import { appendEvents } from '../../../src/db/repositories/events';
 import { CHAIN_LOCK_CLASS, chainEvents, chainProjectEvents } from '../../../src/db/repositories/event-chain';
 import { verifyEventChain } from '../../../src/db/repositories/event-chain-verification';
@@ -18,7 +18,7 @@ import { createOwnDatabase, type OwnDatabase } from '../../support/own-database'
 
 describe('chainEvents (several projects in one transaction)', () => {
   let own: OwnDatabase;
-  let db: Pool;
+  let db: Db;
   const tag = `${process.pid}_${Date.now()}`;
   const [a, b, c] = ['a', 'b', 'c'].map((p) => `proj_chain_events_${p}_${tag}`);
   const statement = (projectId: string, n: number, label: string): NewEvent[] =>
@@ -30,7 +30,9 @@ describe('chainEvents (several projects in one transaction)', () => {
 
   beforeAll(async () => {
     own = await createOwnDatabase('chain_events');
-    db = new Pool({ connectionString: own.url, max: 4 });
+    // The product's pool: a connection that ends while the database is dropped after the tests
+    // is discarded, not an unhandled error.
+    db = createPool(own.url, 4);
   });
   afterAll(async () => {
     await db?.end();
