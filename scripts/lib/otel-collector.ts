@@ -4,11 +4,11 @@
  * ~/.cache/tollgate/otelcol-v<version>/ the way the Temporal CLI is, and started by the test that
  * reads Tollgate's spans back from it.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { portOpen } from './temporal-dev-server';
+import { startListening } from './listening-process';
 import { OTEL_COLLECTOR_VERSION } from './versions';
 
 /** The Go module with the collector's main package; its go.mod pins every collector module. */
@@ -156,26 +156,7 @@ export async function startOtelCollector(opts: { bin: string; port: number }): P
       '',
     ].join('\n'),
   );
-  const child = spawn(opts.bin, [`--config=${configFile}`], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const capture = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-8000);
-  };
-  child.stdout!.on('data', capture);
-  child.stderr!.on('data', capture);
-  let exited = false;
-  child.once('exit', () => {
-    exited = true;
-  });
-  const deadline = Date.now() + 30_000;
-  while (!(await portOpen(opts.port))) {
-    if (exited) throw new Error(`the OpenTelemetry Collector exited early:\n${output}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`the OpenTelemetry Collector did not open port ${opts.port} within 30s:\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const server = await startListening({ name: 'the OpenTelemetry Collector', bin: opts.bin, args: [`--config=${configFile}`], port: opts.port, timeoutMs: 30_000, pollMs: 50 });
   return {
     endpoint: `http://127.0.0.1:${opts.port}`,
     spans() {
@@ -198,16 +179,9 @@ export async function startOtelCollector(opts: { bin: string; port: number }): P
       }
       return out;
     },
-    stop: () =>
-      new Promise<void>((resolve) => {
-        const done = () => {
-          fs.rmSync(dir, { recursive: true, force: true });
-          resolve();
-        };
-        if (exited) return done();
-        child.once('exit', done);
-        child.kill('SIGTERM');
-        setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-      }),
+    stop: async () => {
+      await server.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
   };
 }

@@ -4,12 +4,12 @@
  * (as the Temporal CLI is cached, scripts/lib/temporal-cli.ts) and started once per `jest` run on a
  * free loopback port, with a data directory and root credentials of its own.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { systemProbes } from './temporal-cli';
-import { portOpen } from './temporal-dev-server';
+import { startListening } from './listening-process';
 import { VERSITYGW_VERSION } from './versions';
 
 export function versitygwCacheDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -78,42 +78,22 @@ export async function startS3Server(opts: {
   fs.mkdirSync(opts.dataDir, { recursive: true });
   const region = 'us-east-1';
   // Credentials in its environment, not its arguments: `ps` shows arguments to every user.
-  const child = spawn(opts.bin, ['--port', `127.0.0.1:${opts.port}`, '--region', region, '--quiet', 'posix', opts.dataDir], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const server = await startListening({
+    name: 'versitygw',
+    bin: opts.bin,
+    args: ['--port', `127.0.0.1:${opts.port}`, '--region', region, '--quiet', 'posix', opts.dataDir],
+    port: opts.port,
     env: { ...process.env, ROOT_ACCESS_KEY_ID: opts.accessKeyId, ROOT_SECRET_ACCESS_KEY: opts.secretAccessKey },
+    logFile: opts.logFile,
+    timeoutMs: 30_000,
+    pollMs: 100,
   });
-  let output = '';
-  const capture = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-8000);
-    opts.logFile?.write(chunk);
-  };
-  child.stdout!.on('data', capture);
-  child.stderr!.on('data', capture);
-  let exited = false;
-  child.once('exit', () => {
-    exited = true;
-  });
-  const deadline = Date.now() + 30_000;
-  while (!(await portOpen(opts.port))) {
-    if (exited) throw new Error(`versitygw exited early:\n${output}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`versitygw did not open port ${opts.port} within 30s:\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
   return {
     endpoint: `http://127.0.0.1:${opts.port}`,
     region,
     accessKeyId: opts.accessKeyId,
     secretAccessKey: opts.secretAccessKey,
-    process: child,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (exited) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-        setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-      }),
+    process: server.process,
+    stop: server.stop,
   };
 }

@@ -1,6 +1,7 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS } from '../../workflows/search-attributes';
+import { startListening } from './listening-process';
 
 export interface DevServer {
   address: string;
@@ -17,17 +18,6 @@ export function freePort(): Promise<number> {
       const { port } = srv.address() as net.AddressInfo;
       srv.close(() => resolve(port));
     });
-  });
-}
-
-export function portOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
   });
 }
 
@@ -52,37 +42,11 @@ export async function startTemporalDevServer(opts: {
   for (const sa of SEARCH_ATTRIBUTE_REGISTRATIONS) args.push('--search-attribute', `${sa.name}=${sa.type}`);
   args.push('--dynamic-config-value', 'system.enableEagerWorkflowStart=true');
   args.push('--dynamic-config-value', 'system.enableActivityEagerExecution=true');
-  const child = spawn(opts.cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const capture = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-8000);
-    opts.logFile?.write(chunk);
-  };
-  child.stdout!.on('data', capture);
-  child.stderr!.on('data', capture);
-  let exited = false;
-  child.once('exit', () => {
-    exited = true;
-  });
-  const deadline = Date.now() + 60_000;
-  while (!(await portOpen(opts.port))) {
-    if (exited) throw new Error(`temporal server start-dev exited early:\n${output}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`temporal server start-dev did not open port ${opts.port} within 60s:\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  const server = await startListening({ name: 'temporal server start-dev', bin: opts.cli, args, port: opts.port, logFile: opts.logFile, timeoutMs: 60_000, pollMs: 200 });
   return {
     address: `127.0.0.1:${opts.port}`,
     uiUrl: opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : null,
-    process: child,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (exited) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-        setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-      }),
+    process: server.process,
+    stop: server.stop,
   };
 }
