@@ -18,8 +18,8 @@ import { ArchiveVerificationError } from '../../../src/retention/archive';
 import { runRetention } from '../../../src/retention/run';
 import { createTestBucket, type TestBucket } from '../../support/s3';
 import { waitUntil } from '../../support/wait';
-import { say, startHarness, type Harness } from '../executions/helpers';
-import { writeEvents } from './helpers';
+import { startHarness, type Harness } from '../executions/helpers';
+import { makeCalls, writeEvents } from './helpers';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -39,12 +39,7 @@ describe('archive store on S3', () => {
   });
 
   const deps = () => ({ db: h.tg.db, config: h.tg.config });
-  const calls = async (key: string, n: number) => {
-    for (let i = 0; i < n; i++) {
-      const res = await h.call('POST', '/v1/executions', { key, body: { operation: 'generate.text', messages: say(`call ${i}`), routing: { provider: 'openai', model: 'gpt-4o-mini' } } });
-      expect(res.status).toBe(200);
-    }
-  };
+  const calls = (key: string, n: number) => makeCalls(h, key, n);
   const records = async (projectId: string) => (await h.tg.db.query<{ id: string }>('SELECT id FROM executions WHERE project_id = $1 ORDER BY seq', [projectId])).rows.map((r) => r.id);
   const archiveRows = async (projectId: string) => (await h.tg.db.query<{ id: string; status: string }>('SELECT id, status FROM archives WHERE project_id = $1', [projectId])).rows;
   /** Writes the object to a file and verifies it as `npm run cli -- verify-export <file> --key <key>` does. */

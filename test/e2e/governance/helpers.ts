@@ -2,6 +2,7 @@ import { appendEvents } from '../../../src/db/repositories/events';
 import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
 import type { NewEvent } from '../../../src/events/types';
 import type { Db } from '../../../src/db/pool';
+import { say, type Harness } from '../executions/helpers';
 
 /** Writes `n` events for the project the way the pipeline does (tollgate_insert_batch_events), then chains them. */
 export async function writeEvents(db: Db, projectId: string, n: number, base: Partial<NewEvent> = {}): Promise<void> {
@@ -92,4 +93,12 @@ export function goVerifier(): ((input: unknown) => { status: number | null; out:
     const r = spawnSync(bin, [f], { encoding: 'utf8' });
     return { status: r.status, out: JSON.parse(r.stdout.trim()) };
   };
+}
+
+/** `n` governed calls of the key, one after another, each answered 200. */
+export async function makeCalls(h: Harness, key: string, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const res = await h.call('POST', '/v1/executions', { key, body: { operation: 'generate.text', messages: say(`call ${i}`), routing: { provider: 'openai', model: 'gpt-4o-mini' } } });
+    expect(res.status).toBe(200);
+  }
 }

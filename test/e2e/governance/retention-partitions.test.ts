@@ -18,6 +18,7 @@ import { verifierKey } from '../../../src/integrity/note';
 import { runRetention } from '../../../src/retention/run';
 import { createOwnDatabase, type OwnDatabase } from '../../support/own-database';
 import { say, startHarness, type Harness } from '../executions/helpers';
+import { makeCalls } from './helpers';
 
 const WEEK = 7 * 86_400_000;
 
@@ -38,10 +39,7 @@ describe('retention drops the week partitions it has emptied', () => {
   it("archives a project's calls, deletes them, drops their week, and the archive verifies after the drop", async () => {
     const p = await h.project();
     const projectId = p.project.id;
-    for (let i = 0; i < 16; i++) {
-      const res = await h.call('POST', '/v1/executions', { key: p.clientKey, body: { operation: 'generate.text', messages: say(`call ${i}`), routing: { provider: 'openai', model: 'gpt-4o-mini' } } });
-      expect(res.status).toBe(200);
-    }
+    await makeCalls(h, p.clientKey, 16);
     const { rows: records } = await h.tg.db.query<{ id: string; permit_id: string }>('SELECT id, permit_id FROM executions WHERE project_id = $1', [projectId]);
     expect(records).toHaveLength(16);
     // Every record chained and under a checkpoint, as the background rounds would leave them.

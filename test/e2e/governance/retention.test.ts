@@ -21,8 +21,8 @@ import { verifyLog } from '../../../src/integrity/verify-log';
 import { idInstant } from '../../../src/retention/archived';
 import { ArchiveVerificationError } from '../../../src/retention/archive';
 import { runRetention } from '../../../src/retention/run';
-import { say, startHarness, type Harness } from '../executions/helpers';
-import { goVerifier } from './helpers';
+import { startHarness, type Harness } from '../executions/helpers';
+import { goVerifier, makeCalls } from './helpers';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -41,12 +41,7 @@ describe('retention: archive, verify, then delete', () => {
   });
 
   const deps = () => ({ db: h.tg.db, config: h.tg.config });
-  const calls = async (key: string, n: number) => {
-    for (let i = 0; i < n; i++) {
-      const res = await h.call('POST', '/v1/executions', { key, body: { operation: 'generate.text', messages: say(`call ${i}`), routing: { provider: 'openai', model: 'gpt-4o-mini' } } });
-      expect(res.status).toBe(200);
-    }
-  };
+  const calls = (key: string, n: number) => makeCalls(h, key, n);
   const records = async (projectId: string) =>
     (await h.tg.db.query<{ id: string; permit_id: string; seq: string }>('SELECT id, permit_id, seq FROM executions WHERE project_id = $1 ORDER BY seq', [projectId])).rows;
   /**
