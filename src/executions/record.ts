@@ -108,9 +108,17 @@ export function executionEvents(input: Pick<ExecutionInput, 'projectId' | 'permi
  */
 export async function recordExecution(deps: RecordDeps, input: ExecutionInput, rec: RecordInput, opts: RecordOptions = {}): Promise<ExecutionEnvelope> {
   const { db, clock, pricing } = deps;
-  const ev = executionEvents(input);
   const completedAt = clock.now();
   const gov = rec.gov;
+  // A dispatched call (the in-process pipeline's, a job's) keeps its lifecycle on the record, which
+  // its events derive from (src/executions/lifecycle-events.ts): no event rows, so none is built.
+  // Other records (denials, a job that never reached dispatch) store theirs.
+  const keepsLifecycle = Boolean(gov.dispatch) && rec.kind !== 'governed_out';
+  const ev = executionEvents(input);
+  const tail: NewEvent[] = [];
+  const add = (...a: Parameters<typeof ev>): void => {
+    if (!keepsLifecycle) tail.push(ev(...a));
+  };
   const primary = input.routing.primary;
   let status: ExecutionStatus;
   let statusCode: number;
@@ -120,7 +128,6 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
   let result: ProviderResult | null = null;
   let error: { code: string; message: string } | null = null;
   let fallbackOccurred = false;
-  const tail: NewEvent[] = [];
 
   if (rec.kind === 'governed_out') {
     status = 'denied';
@@ -130,7 +137,7 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
       code: gov.reason_code === 'prompt_firewall_blocked' ? 'prompt_firewall_blocked' : gov.decision === 'throttle' ? 'throttled' : 'denied',
       message: gov.display_reason,
     };
-    tail.push(ev('request.denied', completedAt, primary, { decision: gov.decision, reason_code: gov.reason_code, reason: gov.display_reason, status_code: statusCode }));
+    add('request.denied', completedAt, primary, { decision: gov.decision, reason_code: gov.reason_code, reason: gov.display_reason, status_code: statusCode });
   } else if (rec.kind === 'interrupted') {
     // The dispatch activity never reported back (its worker died, or it timed out): the
     // provider may have received and billed the call, so it is not repeated. Usage is the
@@ -148,7 +155,7 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
       cost = pricing.costMicros(primary.provider, primary.model, usage);
     }
     error = { code: 'dispatch_interrupted', message: `The provider call did not report back (${rec.message}); its outcome is unknown and it was not repeated` };
-    tail.push(ev('provider.response_received', completedAt, primary, { ok: false, failure_kind: 'interrupted' }));
+    add('provider.response_received', completedAt, primary, { ok: false, failure_kind: 'interrupted' });
   } else {
     const o = rec.outcome;
     target = o.target;
@@ -160,14 +167,14 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
       result = o.result;
       usage = o.result.usage;
       cost = pricing.costMicros(o.target.provider, o.target.model, usage);
-      tail.push(ev('provider.response_received', last.receivedAt, o.target, { ok: true, status: 200, attempt: o.attempts.length, finish_reason: o.result.finish_reason ?? null }));
+      add('provider.response_received', last.receivedAt, o.target, { ok: true, status: 200, attempt: o.attempts.length, finish_reason: o.result.finish_reason ?? null });
     } else {
       status = 'failed';
       statusCode = o.kind === 'aborted' ? 499 : 502;
       usage = o.partialUsage;
       cost = usage ? pricing.costMicros(o.target.provider, o.target.model, usage) : null;
       error = o.kind === 'aborted' ? { code: 'client_disconnected', message: o.failure.message } : { code: 'upstream_error', message: o.failure.message };
-      tail.push(ev('provider.response_received', last?.receivedAt ?? completedAt, o.target, { ok: false, status: o.failure.status, failure_kind: o.failure.kind, attempt: o.attempts.length }));
+      add('provider.response_received', last?.receivedAt ?? completedAt, o.target, { ok: false, status: o.failure.status, failure_kind: o.failure.kind, attempt: o.attempts.length });
     }
   }
 
@@ -196,18 +203,16 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
   });
 
   if (status !== 'denied') {
-    tail.push(
-      ev('usage.recorded', completedAt, target, {
-        input_tokens: envelope.usage.input_tokens,
-        output_tokens: envelope.usage.output_tokens,
-        total_tokens: envelope.usage.total_tokens,
-        cost_usd_micros: envelope.usage.cost_usd_micros,
-        estimated_final: envelope.usage.estimated_final,
-      }),
-    );
+    add('usage.recorded', completedAt, target, {
+      input_tokens: envelope.usage.input_tokens,
+      output_tokens: envelope.usage.output_tokens,
+      total_tokens: envelope.usage.total_tokens,
+      cost_usd_micros: envelope.usage.cost_usd_micros,
+      estimated_final: envelope.usage.estimated_final,
+    });
   }
-  if (status === 'completed') tail.push(ev('request.completed', completedAt, target, { status_code: statusCode }));
-  else if (status === 'failed') tail.push(ev('request.errored', completedAt, target, { status_code: statusCode, error_code: error?.code }));
+  if (status === 'completed') add('request.completed', completedAt, target, { status_code: statusCode });
+  else if (status === 'failed') add('request.errored', completedAt, target, { status_code: statusCode, error_code: error?.code });
 
   // Spend: an allowed call settles what it used (completed, or failed with usage) or releases its reservation.
   let settle: { cost: number; input: number; output: number } | null = null;
@@ -217,9 +222,6 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
     else releaseReason = error?.code ?? 'failed';
   }
   if (settle && (!Number.isInteger(settle.cost) || settle.cost < 0)) throw new Error('recordExecution: cost must be a non-negative integer');
-  // A dispatched call (the in-process pipeline's, a job's) keeps its lifecycle on the record, which
-  // its events derive from (src/executions/lifecycle-events.ts): no event rows. Other records (denials, a
-  // job that never reached dispatch) store theirs.
   let lifecycle: Lifecycle | null = null;
   if (gov.dispatch && rec.kind !== 'governed_out') {
     lifecycle = lifecycleOf(
@@ -275,7 +277,7 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
       idemBody = r.body;
     }
   }
-  const events = lifecycle ? [] : opts.fallbackEvents?.length ? [...opts.fallbackEvents, ...tail] : tail;
+  const events = keepsLifecycle ? [] : opts.fallbackEvents?.length ? [...opts.fallbackEvents, ...tail] : tail;
   const ok = await finishBatcher(db).submit(input.projectId, {
     row,
     ...batchEvents(events),
