@@ -17,7 +17,12 @@ export const REDACTED_PATHS = [
 
 export type Logger = pino.Logger;
 
-/** Logs to stdout, or to `destination` (the tests write files they scan for secrets). */
+/**
+ * Logs to stdout, or to `destination` (the tests write files they scan for secrets). Stdout is
+ * written asynchronously: lines that arrive while a write is in flight go out together in the next
+ * one, instead of one blocking write per line (every request logs one). Pino flushes what is
+ * pending when the process exits; a SIGKILL can lose the lines of the last write in flight.
+ */
 export function createLogger(level: string, base: Record<string, unknown> = {}, destination?: pino.DestinationStream): Logger {
   const options = {
     level,
@@ -25,5 +30,5 @@ export function createLogger(level: string, base: Record<string, unknown> = {}, 
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
-  return destination ? pino(options, destination) : pino(options);
+  return pino(options, destination ?? pino.destination({ dest: 1, sync: false }));
 }

@@ -9,13 +9,26 @@
  * `governance.decide`, `governance.permit`), `dispatch` (one CLIENT span per provider attempt, named
  * `{gen_ai.operation.name} {gen_ai.request.model}`, whose W3C `traceparent` goes to the provider)
  * and `record`. The GenAI semantic-convention attributes are built in gen-ai.ts. While tracing is
- * off, the API's no-op tracer makes each of these a function call and nothing else; no exporter, no
- * context manager is installed.
+ * off, each of these is a function call and nothing else; no exporter, no context manager is
+ * installed.
  */
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { context, INVALID_SPAN_CONTEXT, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-node';
 
 const tracer = trace.getTracer('tollgate');
+
+/**
+ * Whether a tracer provider is installed. While none is, a span helper calls its function with one
+ * shared non-recording span: the API's no-op tracer would still build a context per span, and a
+ * governed call runs about eight of them.
+ */
+let tracingOn = false;
+const OFF_SPAN: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/** True while spans are recorded and exported (startTracing ran, shutdown did not). */
+export function tracingActive(): boolean {
+  return tracingOn;
+}
 
 export interface Tracing {
   /** Exports every span ended so far (the batch processor otherwise waits up to its delay). */
@@ -54,9 +67,11 @@ export function startTracing(env: NodeJS.ProcessEnv, opts: { exporter?: SpanExpo
     spanProcessors: [opts.exporter ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter)],
   });
   provider.register();
+  tracingOn = true;
   return {
     flush: () => provider.forceFlush(),
     async shutdown() {
+      tracingOn = false;
       await provider.shutdown();
       trace.disable();
       propagation.disable();
@@ -70,6 +85,7 @@ export function startTracing(env: NodeJS.ProcessEnv, opts: { exporter?: SpanExpo
  * span failed, with `error.type` its class name as the semantic conventions ask, and is rethrown.
  */
 export async function inSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>, opts: { kind?: SpanKind } = {}): Promise<T> {
+  if (!tracingOn) return fn(OFF_SPAN);
   return tracer.startActiveSpan(name, { attributes, ...(opts.kind !== undefined ? { kind: opts.kind } : {}) }, async (span) => {
     try {
       return await fn(span);
@@ -90,6 +106,7 @@ function failSpan(span: Span, err: unknown): void {
 
 /** `inSpan` for synchronous steps. */
 export function inSpanSync<T>(name: string, attributes: Attributes, fn: (span: Span) => T): T {
+  if (!tracingOn) return fn(OFF_SPAN);
   return tracer.startActiveSpan(name, { attributes }, (span) => {
     try {
       return fn(span);
@@ -104,6 +121,7 @@ export function inSpanSync<T>(name: string, attributes: Attributes, fn: (span: S
 
 /** The server span of one HTTP request, child of the caller's W3C trace context when it sent one. */
 export function startServerSpan(name: string, headers: Record<string, string | string[] | undefined>, attributes: Attributes): { span: Span; ctx: Context } {
+  if (!tracingOn) return { span: OFF_SPAN, ctx: context.active() };
   const parent = propagation.extract(context.active(), headers);
   const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
   return { span, ctx: trace.setSpan(parent, span) };
