@@ -90,6 +90,23 @@ export async function joinIntent(reservations: Pick<IntentReservations, 'reserve
   return r.lease ? { lease: r.lease } : {};
 }
 
+/**
+ * Runs the governance of a call joined to an intent. If it throws, nothing was recorded: the call
+ * taken from the intent is given back (when the intent's workflow was not yet told of it).
+ */
+export async function governJoined<T>(
+  reservations: Pick<IntentReservations, 'giveBack'>,
+  call: { projectId: string; workflowId: string | null | undefined; intent: IntentJoin },
+  govern: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await govern();
+  } catch (err) {
+    if (call.intent.lease && call.workflowId) reservations.giveBack(call.projectId, call.workflowId, call.intent.lease);
+    throw err;
+  }
+}
+
 /** The same check without taking a call (dry runs): unknown or not active is a refusal. */
 export async function checkIntent(db: Queryable, projectId: string, workflowId: string): Promise<IntentJoin> {
   const row = await findWorkflowIntent(db, projectId, workflowId);

@@ -29,6 +29,7 @@ export interface LeaseLane {
   busy: boolean;
   lastUse: number;
   lastSentAt: number;
+  /** Calls used that the workflow has been told of, or is being told of by an Update in flight. */
   reported: number;
   /** Calls taken on this intent (all leases) and the time of the last rate sample. */
   consumedTotal: number;
@@ -71,6 +72,20 @@ export function take(lane: LeaseLane, now: number): ReservationOutcome {
   lane.consumedTotal++;
   lane.lastUse = now;
   return { granted: true, lease: lane.leaseId };
+}
+
+/**
+ * Gives back a call taken from the lease `leaseId` whose governance recorded nothing (it failed
+ * before its permit), so the intent does not count a call that never happened. Only while the
+ * workflow has not been told of it: what it was told stays counted (its count of used calls only
+ * grows), and a call given back after that stays counted, as one more call than was governed but
+ * never one past max_calls.
+ */
+export function giveBack(lane: LeaseLane, leaseId: string): boolean {
+  if (lane.leaseId !== leaseId || !lane.open || lane.used <= lane.reported) return false;
+  lane.used--;
+  lane.consumedTotal--;
+  return true;
 }
 
 export function blockSize(lane: LeaseLane): number {

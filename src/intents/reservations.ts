@@ -13,7 +13,7 @@ import {
   intentTemporalWorkflowId,
   leaseCallsUpdate,
 } from '../../workflows/intent-messages';
-import { available, blockSize, IDLE_MS, MAX_BLOCK, newLane, REPORT_EVERY_MS, resetLease, sampleRate, take, wantsRelease, wantsRenewal, type LeaseLane } from './lease-lane';
+import { available, blockSize, giveBack, IDLE_MS, MAX_BLOCK, newLane, REPORT_EVERY_MS, resetLease, sampleRate, take, wantsRelease, wantsRenewal, type LeaseLane } from './lease-lane';
 import type { ReservationOutcome } from './reservation-outcome';
 
 export interface IntentReservationsOptions {
@@ -79,6 +79,15 @@ export class IntentReservations {
 
   reserveCall(projectId: string, workflowId: string): Promise<ReservationOutcome> {
     return this.reserveLeased(projectId, workflowId);
+  }
+
+  /**
+   * A call taken with `reserveCall` that governance never recorded (it failed before its permit):
+   * returned to its lease if the workflow was not yet told of it. Returns whether it was.
+   */
+  giveBack(projectId: string, workflowId: string, lease: string): boolean {
+    const lane = this.leaseLanes.get(intentTemporalWorkflowId(projectId, workflowId));
+    return lane ? giveBack(lane, lease) : false;
   }
 
   /** Returns every lease (what was used is reported) and stops listening. */
@@ -235,9 +244,18 @@ export class IntentReservations {
     sampleRate(lane, sentAt);
     const used = lane.used;
     const args: LeaseArgs = { leaseId: lane.leaseId, holder: this.holder, used, need: a.need, want: a.want, ...(a.release ? { release: true } : {}) };
-    const res = await this.sendUpdate(lane.key, leaseCallsUpdate, args);
-    lane.lastSentAt = sentAt;
+    // Counted as told from the moment the Update leaves: a call given back meanwhile would be
+    // counted by the workflow anyway. A failed Update is told again with the next one, or the release.
+    const reportedBefore = lane.reported;
     lane.reported = Math.max(lane.reported, used);
+    let res: LeaseResult;
+    try {
+      res = await this.sendUpdate(lane.key, leaseCallsUpdate, args);
+    } catch (err) {
+      if (lane.leaseId === args.leaseId) lane.reported = reportedBefore;
+      throw err;
+    }
+    lane.lastSentAt = sentAt;
     if (!res.closed) {
       lane.size = Math.max(lane.size, res.size);
       // Measured from before the request was sent: never later than the workflow's deadline.

@@ -31,7 +31,7 @@ export interface JobServiceDeps {
   config: Pick<Config, 'providerTimeouts' | 'idempotencyRetentionHours' | 'jobs'>;
   temporal: { client: Client; taskQueue: string };
   /** A job joined to a workflow intent (X-Svc-Workflow-Id) takes its call from the intent's ceiling. */
-  intentReservations: Pick<IntentReservations, 'reserveCall'>;
+  intentReservations: Pick<IntentReservations, 'reserveCall' | 'giveBack'>;
 }
 
 /** What a job runs: the execution request, planned (routing resolved) by the route. */
@@ -123,6 +123,8 @@ export async function submitJob(
       request: sub.request,
     });
   } catch (err) {
+    // No job: its intent call was not made.
+    if (intent.lease && workflowId) deps.intentReservations.giveBack(caller.projectId, workflowId, intent.lease);
     if (key) await releaseIdempotencyKey(db, { projectId: caller.projectId, scope: IDEMPOTENCY_SCOPE, key }).catch(() => undefined);
     throw err;
   }

@@ -23,14 +23,14 @@ import { callMcpTool, type McpCallOutcome } from './client';
 import { credentialSendable } from './credentials';
 import { checkServerUrl, serverTarget, toolAllowed } from './registry';
 import type { ToolCallBody } from './schemas';
-import { joinIntent, type IntentJoin } from '../executions/reservation-denial';
+import { governJoined, joinIntent, type IntentJoin } from '../executions/reservation-denial';
 import type { IntentReservations } from '../intents/reservations';
 import { PERMIT_LEASE_KEY } from '../../workflows/intent-messages';
 
 export interface McpCallDeps extends SessionServiceDeps {
   config: Config;
   /** A call joined to a workflow intent takes its call from the intent's ceiling. */
-  intentReservations: Pick<IntentReservations, 'reserveCall'>;
+  intentReservations: Pick<IntentReservations, 'reserveCall' | 'giveBack'>;
 }
 
 export interface Reply {
@@ -103,10 +103,12 @@ export async function callTool(deps: McpCallDeps, auth: KeyAuthContext, call: { 
     // Joined to an intent (body or X-Svc-Workflow-Id): checked as executions are — the call is
     // taken from the intent's ceiling, or denied with the intent's reason code.
     const intent = workflowId ? await joinIntent(deps.intentReservations, auth.projectId, workflowId) : {};
-    const d = await deps.governance.evaluate(govRequest(id, intent), {
-      persist: true,
-      permitMetadata: { mcp_tool_call_id: id, arguments_sha256: argsHash, ...(intent.lease ? { [PERMIT_LEASE_KEY]: intent.lease } : {}) },
-    });
+    const d = await governJoined(deps.intentReservations, { projectId: auth.projectId, workflowId, intent }, () =>
+      deps.governance.evaluate(govRequest(id, intent), {
+        persist: true,
+        permitMetadata: { mcp_tool_call_id: id, arguments_sha256: argsHash, ...(intent.lease ? { [PERMIT_LEASE_KEY]: intent.lease } : {}) },
+      }),
+    );
     permit = { id: d.permit_id, decision: d.decision === 'allow' ? null : d };
   }
   const events = (type: string, meta: Record<string, unknown>) =>

@@ -21,7 +21,7 @@ export interface PermitDeps {
   clock: Clock;
   governance: Governance;
   /** A permit joined to a workflow intent (`workflow_id`) takes its call from the intent's ceiling. */
-  intentReservations: Pick<IntentReservations, 'reserveCall'>;
+  intentReservations: Pick<IntentReservations, 'reserveCall' | 'giveBack'>;
 }
 
 export function createPermitContext(deps: PermitDeps) {

@@ -15,7 +15,7 @@ import type { AuthContext } from '../auth-context';
 import type { PermitRequest } from './schemas';
 import { decisionExcerpt, PermitView } from './view';
 import { sha256, type PermitContext } from './context';
-import { checkIntent, joinIntent, type IntentJoin } from '../executions/reservation-denial';
+import { checkIntent, governJoined, joinIntent, type IntentJoin } from '../executions/reservation-denial';
 import { PERMIT_LEASE_KEY } from '../../workflows/intent-messages';
 
 /** The intent lease a permit's call was taken from (a lease whose process died is settled from permits). */
@@ -125,13 +125,15 @@ export function permitIssuing(ctx: PermitContext) {
       if (!head) {
         const intent = await intentOf(auth.projectId, b, true);
         const req = governanceRequest(auth.projectId, newId('req'), b, intent);
-        const d = await governance.evaluate(req, {
-          persist: true,
-          ttlSeconds: b.ttl_seconds,
-          decisionMetadata: req.decisionMetadata,
-          idempotencyKey: key,
-          permitMetadata: { idempotency_key: key, request_hash: hash, requested_route: requestedRoute, key_id: auth.keyId, ...leaseMeta(intent) },
-        });
+        const d = await governJoined(intentReservations, { projectId: auth.projectId, workflowId: b.workflow_id, intent }, () =>
+          governance.evaluate(req, {
+            persist: true,
+            ttlSeconds: b.ttl_seconds,
+            decisionMetadata: req.decisionMetadata,
+            idempotencyKey: key,
+            permitMetadata: { idempotency_key: key, request_hash: hash, requested_route: requestedRoute, key_id: auth.keyId, ...leaseMeta(intent) },
+          }),
+        );
         const p = await getPermit(auth.projectId, d.permit_id);
         return { body: await view(p), replayed: false, revalidatedFrom: null };
       }
@@ -142,22 +144,24 @@ export function permitIssuing(ctx: PermitContext) {
       // Revalidate: a fresh evaluation under today's policy and counters, linked to the stale permit.
       const intent = await intentOf(auth.projectId, b, true);
       const req = governanceRequest(auth.projectId, head.request_id ?? newId('req'), b, intent);
-      const d = await governance.evaluate(req, {
-        persist: true,
-        ttlSeconds: b.ttl_seconds,
-        decisionMetadata: req.decisionMetadata,
-        parentPermitId: head.id,
-        idempotencyKey: null, // the unique column stays on the key's first permit
-        permitMetadata: {
-          idempotency_key: key,
-          request_hash: hash,
-          requested_route: requestedRoute,
-          key_id: auth.keyId,
-          lineage_reason: 'revalidation',
-          revalidated_from: head.id,
-          ...leaseMeta(intent),
-        },
-      });
+      const d = await governJoined(intentReservations, { projectId: auth.projectId, workflowId: b.workflow_id, intent }, () =>
+        governance.evaluate(req, {
+          persist: true,
+          ttlSeconds: b.ttl_seconds,
+          decisionMetadata: req.decisionMetadata,
+          parentPermitId: head.id,
+          idempotencyKey: null, // the unique column stays on the key's first permit
+          permitMetadata: {
+            idempotency_key: key,
+            request_hash: hash,
+            requested_route: requestedRoute,
+            key_id: auth.keyId,
+            lineage_reason: 'revalidation',
+            revalidated_from: head.id,
+            ...leaseMeta(intent),
+          },
+        }),
+      );
       const p = await getPermit(auth.projectId, d.permit_id);
       return { body: await view(p), replayed: false, revalidatedFrom: head.id };
     });

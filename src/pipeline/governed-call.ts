@@ -38,7 +38,7 @@ export interface PipelineDeps {
   db: Db;
   config: Pick<Config, 'providerTimeouts' | 'idempotencyRetentionHours'>;
   calls: GovernedCallActivities;
-  intentReservations: Pick<IntentReservations, 'reserveCall'>;
+  intentReservations: Pick<IntentReservations, 'reserveCall' | 'giveBack'>;
 }
 
 /** The headers that shape a call, as the caller sent them (absent: null). */
@@ -127,8 +127,8 @@ async function runGoverned<R>(deps: PipelineDeps, input: ExecutionInput, surface
     if (replayed) return replayed.answer;
   }
   let governed = false;
+  let lease: string | undefined;
   try {
-    let lease: string | undefined;
     if (input.workflowIntentId) {
       const joined = await joinIntent(deps.intentReservations, input.projectId, input.workflowIntentId);
       // Refused: denied (a permit and a timeline), with no provider call.
@@ -163,8 +163,9 @@ async function runGoverned<R>(deps: PipelineDeps, input: ExecutionInput, surface
       d.done?.();
     }
   } catch (err) {
-    // Nothing was governed: the key may be used again. After governance, the call's record (or
-    // reconciliation) completes the key.
+    // Nothing was governed: the key may be used again and the intent's call was not made. After
+    // governance, the call's record (or reconciliation) completes the key.
+    if (!governed && lease) deps.intentReservations.giveBack(input.projectId, input.workflowIntentId!, lease);
     if (key && !governed) await releaseIdempotencyKey(db, { projectId: input.projectId, scope: surface.scope, key }).catch(() => undefined);
     throw err;
   }

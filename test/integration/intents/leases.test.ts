@@ -203,4 +203,32 @@ describe('call leases on workflow intents', () => {
     expect(closed.leases).toEqual({});
     expect(closed.actualCalls).toBe(11);
   });
+
+  it('a call given back before the workflow is told of it is not counted, and is taken again up to the ceiling', async () => {
+    await declare('given-back', { max_calls: 3 });
+    const [a] = await twoProcesses();
+    const first = await a.reserveCall(p.project.id, 'given-back');
+    expect(first).toMatchObject({ granted: true });
+    // Governance failed before its permit: the call goes back to its lease.
+    expect(a.giveBack(p.project.id, 'given-back', first.lease!)).toBe(true);
+    expect(granted(await sequential(a, 'given-back', 4))).toBe(3);
+    // A lease it is not taken from gives nothing back.
+    expect(a.giveBack(p.project.id, 'given-back', 'lse_not-this-one')).toBe(false);
+    await a.close();
+    expect((await state('given-back')).actualCalls).toBe(3);
+  });
+
+  it('a call the workflow was already told of stays counted when given back, never past max_calls', async () => {
+    await declare('told', { max_calls: 5 });
+    const [a] = await twoProcesses();
+    const first = await a.reserveCall(p.project.id, 'told');
+    expect(first).toMatchObject({ granted: true });
+    // The lease reports what it used within a second while in use.
+    const told = await waitFor(() => state('told'), (s) => Object.values(s.leases ?? {}).some((l) => l.used === 1), 20_000, 50);
+    expect(Object.values(told.leases ?? {}).map((l) => l.used)).toEqual([1]);
+    expect(a.giveBack(p.project.id, 'told', first.lease!)).toBe(false);
+    expect(granted(await sequential(a, 'told', 5))).toBe(4);
+    await a.close();
+    expect((await state('told')).actualCalls).toBe(5);
+  });
 });
