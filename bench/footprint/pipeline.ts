@@ -1,6 +1,6 @@
 /**
- * The governed-call pipeline's database work alone: `govern` (tollgate_begin_calls) and `record`
- * (tollgate_finish_calls) of activities/governed-call.ts with a stub provider that answers at
+ * The governed-call pipeline's database work alone: `govern` (tollgate_govern_calls) and `record`
+ * (tollgate_record_calls) of activities/governed-call.ts with a stub provider that answers at
  * once, on one project, C concurrent callers for BENCH_SECONDS. Prints calls/s, the latency of each
  * step, PostgreSQL CPU per call and the per-function time PostgreSQL spent (pg_stat_user_functions).
  *

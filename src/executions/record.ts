@@ -1,6 +1,6 @@
 /**
  * Recording a finished governed call: builds the envelope, then in one statement
- * (`tollgate_finish_calls`, shared by a batch of calls; current body in migration 0114) inserts the
+ * (`tollgate_record_calls`, shared by a batch of calls; current body in migration 0114) inserts the
  * execution row, settles or releases spend, appends the completion events, removes the in-flight
  * row and completes the idempotency key.
  * The row insert is the exactly-once guard: a second recording of the same execution (a retried
@@ -13,7 +13,7 @@ import { requestHasEvent } from '../db/repositories/events';
 import type { NewEvent } from '../events/types';
 import { findExecutionById } from '../db/repositories/executions';
 import type { StoredResponse } from '../db/repositories/idempotency';
-import { finishCalls } from '../db/repositories/governed-calls';
+import { recordCalls } from '../db/repositories/governed-calls';
 import { createProjectBatcher, type ProjectBatcher } from '../pipeline/batcher';
 import type { PricingCatalog } from '../pricing/types';
 import { estimateInputTokens, makeUsage } from '../providers/shared/usage';
@@ -36,12 +36,12 @@ export interface RecordDeps {
   commit?: 'sync' | 'async';
 }
 
-// Recordings share one tollgate_finish_calls statement per batch (one batcher per pool).
+// Recordings share one tollgate_record_calls statement per batch (one batcher per pool).
 const finishBatchers = new WeakMap<Db, ProjectBatcher<Record<string, unknown>, boolean>>();
 function finishBatcher(db: Db): ProjectBatcher<Record<string, unknown>, boolean> {
   let b = finishBatchers.get(db);
   if (!b) {
-    b = createProjectBatcher(db, finishCalls);
+    b = createProjectBatcher(db, recordCalls);
     finishBatchers.set(db, b);
   }
   return b;

@@ -18,7 +18,7 @@ import { findPermit, findPermitForUpdate, findPermitProjectId, insertPermit, lis
 import { lockProjectGovernance } from '../db/repositories/policies';
 import { addToSpend, consumeRates, purgeRateEvents, releasePermitSpend, settlePermitSpend } from '../db/repositories/spend';
 import { createProjectBatcher } from '../pipeline/batcher';
-import { beginCalls, type BeginResult } from '../db/repositories/governed-calls';
+import { governCalls, type GovernCallResult } from '../db/repositories/governed-calls';
 import { allowBounds, decide } from './evaluate';
 import type { EvalContext } from './eval-context';
 import type { GovernanceRequest, PermitDecision } from './types';
@@ -63,8 +63,8 @@ export function createGovernance(deps: { db: Db; clock: Clock }): Governance {
   // Plan and policy per project as last read. Only the optimistic path uses them, and its reserve
   // statement re-checks both under the lock; the locked path reads them again and refreshes this.
   const planPolicies = new Map<string, PlanPolicy>();
-  // Optimistic allows share one tollgate_begin_calls statement (locks and commit) per batch.
-  const begins = createProjectBatcher<Record<string, unknown>, BeginResult>(db, beginCalls);
+  // Optimistic allows share one tollgate_govern_calls statement (locks and commit) per batch.
+  const begins = createProjectBatcher<Record<string, unknown>, GovernCallResult>(db, governCalls);
   // Projects whose optimistic allow recently went stale: predict from a real snapshot for a while.
   const staleUntil = new Map<string, number>();
   const remember = (projectId: string, ctx: EvalContext) => {

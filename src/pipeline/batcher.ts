@@ -1,6 +1,6 @@
 /**
  * Batching of the statements that take projects' governance locks in PostgreSQL
- * (tollgate_begin_calls, tollgate_finish_calls). At most one such statement is in flight from this
+ * (tollgate_govern_calls, tollgate_record_calls). At most one such statement is in flight from this
  * process; calls that arrive meanwhile go together in the next one, sorted by project (stable, so
  * each project's calls keep their order, and every batch locks projects in the same order).
  * Without it, 32 concurrent calls of one project park 32 backends on the same advisory lock and

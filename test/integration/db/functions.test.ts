@@ -70,7 +70,7 @@ describe('function files (real PostgreSQL)', () => {
 
   it('holds the functions the hot path calls', () => {
     expect(names).toEqual(
-      expect.arrayContaining(['tollgate_begin_calls', 'tollgate_finish_calls', 'tollgate_insert_batch_events', 'tollgate_rate_used', 'tollgate_rate_bucket']),
+      expect.arrayContaining(['tollgate_govern_calls', 'tollgate_record_calls', 'tollgate_insert_batch_events', 'tollgate_rate_used', 'tollgate_rate_bucket']),
     );
   });
 

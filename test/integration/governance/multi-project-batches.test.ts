@@ -1,5 +1,5 @@
 /**
- * The pipeline's batch statements (tollgate_begin_calls, tollgate_finish_calls) carry the calls of
+ * The pipeline's batch statements (tollgate_govern_calls, tollgate_record_calls) carry the calls of
  * several projects at once and keep each project's spend counters and rate windows apart (migration
  * 0113 keeps them in arrays, one element per project and period or limit). Concurrent governed calls
  * of four projects, each with its own limit, go through the same batches: every project's limit

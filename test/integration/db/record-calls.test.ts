@@ -1,5 +1,5 @@
 /**
- * tollgate_finish_calls inserts a batch's execution rows in one statement (migration 0114) and
+ * tollgate_record_calls inserts a batch's execution rows in one statement (migration 0114) and
  * answers, per call, whether its row was recorded now. A call whose row exists already (a retried
  * record, reconciliation racing a slow process), or whose execution came earlier in the same batch,
  * records nothing else: no second settlement, no second record (whose events derive from it).
@@ -15,7 +15,7 @@ import type { RecordColumns } from '../../../src/executions/lifecycle';
 import { pricing } from '../../../src/pricing';
 import { projectWithPolicy, testPool } from '../../unit/governance/helpers';
 
-describe('tollgate_finish_calls (real PostgreSQL)', () => {
+describe('tollgate_record_calls (real PostgreSQL)', () => {
   let db: Db;
   beforeAll(() => {
     db = testPool(8);

@@ -1,4 +1,4 @@
-CREATE OR REPLACE FUNCTION tollgate_begin_calls(p_lock_class int, p_calls jsonb)
+CREATE OR REPLACE FUNCTION tollgate_govern_calls(p_lock_class int, p_calls jsonb)
 RETURNS text[] LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
