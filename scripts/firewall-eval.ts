@@ -15,7 +15,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { inspectText, type InspectableText } from '../src/governance/firewall';
 import { evaluateCorpus, CorpusItem } from '../src/governance/firewall/evaluate-corpus';
-import type { EvalCase } from './firewall-eval-build';
+import type { EvalCase } from './lib/firewall-eval/cases';
 
 const root = path.join(__dirname, '..');
 const evalDir = path.join(root, 'test', 'fixtures', 'firewall-eval');

@@ -13,7 +13,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { jbbBehaviourGroup, sample, sha, splitOf, type EvalCase, type JbbJailbreak } from './firewall-eval-build';
+import { sample, sha, splitOf, type EvalCase } from './lib/firewall-eval/cases';
+import { jbbBehaviourGroup, type JbbJailbreak } from './lib/firewall-eval/public-attacks';
 import { git, gitLs } from './lib/firewall-snapshots';
 
 export interface TrainText {

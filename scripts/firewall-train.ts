@@ -17,7 +17,7 @@ import path from 'node:path';
 import { CHAR_NORM_FLOOR, extractFeatures, WINDOW, WORD_NORM_FLOOR, type ClassifierThresholds, type ClassifierWeights, type LoadedModel } from '../src/governance/firewall/classifier';
 import { injectionViews, systemPromptHits, viewFlagged, type ViewProfile } from '../src/governance/firewall/injection';
 import { baseView, decodedViews, wordsView } from '../src/governance/firewall/normalize';
-import { sha } from './firewall-eval-build';
+import { sha } from './lib/firewall-eval/cases';
 import { trainingTexts, type TrainText } from './firewall-train-data';
 
 const BITS = 17;
