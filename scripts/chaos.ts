@@ -7,7 +7,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chaosMarkdown, chaosFailures, runChaos, SCENARIOS, type Scenario } from './lib/chaos';
+import { runChaos } from './lib/chaos';
+import { chaosFailures, chaosMarkdown } from './lib/chaos-report';
+import { SCENARIOS, type Scenario } from './lib/chaos-scenario';
 import { ensureTemporalCli } from './lib/temporal-cli';
 import { bundleWorkflows } from '../src/temporal/worker';
 

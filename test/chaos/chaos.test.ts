@@ -6,7 +6,9 @@
  */
 import os from 'node:os';
 import path from 'node:path';
-import { chaosFailures, chaosMarkdown, runChaos, SCENARIOS } from '../../scripts/lib/chaos';
+import { runChaos } from '../../scripts/lib/chaos';
+import { chaosFailures, chaosMarkdown } from '../../scripts/lib/chaos-report';
+import { SCENARIOS } from '../../scripts/lib/chaos-scenario';
 
 describe('chaos (short)', () => {
   it('survives SIGKILLed API and worker processes and Temporal and PostgreSQL restarts under load', async () => {
