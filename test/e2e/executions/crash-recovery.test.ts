@@ -70,12 +70,11 @@ describe('a Tollgate process killed mid-call', () => {
     return { events: ev.map((r) => r.event_type), permit: permit.rows[0], spend: spend.rows[0], inflight: inflight.rowCount };
   }
 
-  async function expectClosed(p: TestProject, executionId: string, killedAt: number) {
+  async function expectClosed(p: TestProject, executionId: string) {
     const db = survivor.db;
     // The envelope as the API answers it (the row stores its compact part: findExecutionById rebuilds it).
+    // Reconciliation closes it after the dispatch deadline (35 s after the call started).
     const row = await waitFor(async () => findExecutionById(db, executionId), 90_000);
-    // Closed within 60 s of the dispatch deadline (35 s after the call started).
-    expect(new Date(row.completed_at).getTime() - killedAt).toBeLessThan(35_000 + 60_000);
     expect(row.envelope).toMatchObject({ id: executionId, status: 'failed', status_code: 502, error: { code: 'dispatch_interrupted' } });
     expect(row.envelope.usage).toMatchObject({ output_tokens: 0, estimated_final: true });
     expect(row.envelope.usage.input_tokens).toBeGreaterThan(0);
@@ -100,11 +99,10 @@ describe('a Tollgate process killed mid-call', () => {
     // Killed while the provider holds the call.
     await waitFor(async () => emu.requestCount() - before === 1, 30_000);
     doomed.child.kill('SIGKILL');
-    const killedAt = Date.now();
     expect(String(await pending)).toMatch(/fetch failed|terminated|socket/i); // the connection died with the process
     // Written with the permit before the provider was called.
     const sent = await sentRequest(survivor.db, p.project.id);
-    const envelope = await expectClosed(p, sent.request_id, killedAt);
+    const envelope = await expectClosed(p, sent.request_id);
     const retry = await http(survivor.url!)('POST', '/v1/executions', { key: p.clientKey, body, headers: { 'idempotency-key': 'crash-sync-1' } });
     expect(retry.status).toBe(502);
     expect(retry.headers.get('idempotent-replayed')).toBe('true');
@@ -130,9 +128,8 @@ describe('a Tollgate process killed mid-call', () => {
     while (!text.includes('event: delta')) text += new TextDecoder().decode((await reader.read()).value);
     const id = /"id":"(exec_req_[^"]+)"/.exec(text)![1];
     doomed.child.kill('SIGKILL');
-    const killedAt = Date.now();
     await reader.read().catch(() => undefined);
     ac.abort();
-    await expectClosed(p, id, killedAt);
+    await expectClosed(p, id);
   });
 });

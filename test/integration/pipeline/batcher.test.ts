@@ -3,6 +3,7 @@
  * calls submitted together share one statement, a busy lane sends its next batch on the connection
  * it holds, a failing batch is retried call by call, and a lane whose connection dies takes another.
  */
+import { Worker } from 'node:worker_threads';
 import type { Db, Queryable } from '../../../src/db/pool';
 import { createProjectBatcher } from '../../../src/pipeline/batcher';
 import { testPool } from '../../unit/governance/helpers';
@@ -12,20 +13,47 @@ interface Answer {
   value: number;
   pid: number;
   batchSize: number;
-  /** When PostgreSQL started the statement (epoch ms). */
-  startedAt: number;
 }
 
+/** The channel a statement with a `signal` item notifies once it has run. */
+const SIGNAL_CHANNEL = `batcher_test_${process.pid}`;
+
 /** 100 / x per item, with the backend that computed it; x = 0 fails the whole statement. */
-async function divide(db: Queryable, items: { x: number; sleepMs?: number }[]): Promise<Answer[]> {
+async function divide(db: Queryable, items: { x: number; sleepMs?: number; signal?: boolean }[]): Promise<Answer[]> {
   const sleep = Math.max(0, ...items.map((i) => i.sleepMs ?? 0)) / 1000;
-  const { rows } = await db.query<{ pid: number; values: number[]; started_at: number }>(
+  const { rows } = await db.query<{ pid: number; values: number[] }>(
     `SELECT pg_backend_pid() AS pid, array_agg(100 / u.x ORDER BY u.o) AS values, pg_sleep($2) IS NULL AS slept,
-            extract(epoch FROM statement_timestamp()) * 1000 AS started_at
+            CASE WHEN $3 THEN pg_notify($4, '') END AS signalled
        FROM unnest($1::int[]) WITH ORDINALITY AS u(x, o)`,
-    [items.map((i) => i.x), sleep],
+    [items.map((i) => i.x), sleep, items.some((i) => i.signal), SIGNAL_CHANNEL],
   );
-  return rows[0].values.map((value) => ({ value, pid: rows[0].pid, batchSize: items.length, startedAt: Number(rows[0].started_at) }));
+  return rows[0].values.map((value) => ({ value, pid: rows[0].pid, batchSize: items.length }));
+}
+
+/**
+ * A listener on SIGNAL_CHANNEL in a worker thread: `blockUntilSignal` blocks this thread, as a
+ * caller's synchronous work would, until a signalling statement has run. Nothing this thread would
+ * send can reach PostgreSQL meanwhile, so it returns false (after `timeoutMs`) for a statement that
+ * was not sent before the block.
+ */
+async function signalListener(): Promise<{ blockUntilSignal(timeoutMs: number): boolean; close(): Promise<number> }> {
+  const flag = new Int32Array(new SharedArrayBuffer(4));
+  const worker = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+     const { Client } = require('pg');
+     const client = new Client({ connectionString: workerData.url });
+     client.on('notification', () => { Atomics.store(workerData.flag, 0, 1); Atomics.notify(workerData.flag, 0); });
+     client.connect().then(() => client.query('LISTEN ' + workerData.channel)).then(() => parentPort.postMessage('listening'));`,
+    { eval: true, workerData: { flag, url: process.env.DATABASE_URL, channel: SIGNAL_CHANNEL } },
+  );
+  await new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  return {
+    blockUntilSignal: (timeoutMs) => Atomics.wait(flag, 0, 0, timeoutMs) !== 'timed-out',
+    close: () => worker.terminate(),
+  };
 }
 
 /** The batch statements PostgreSQL is running, once there is one. */
@@ -61,22 +89,25 @@ describe('project batcher (real PostgreSQL)', () => {
 
   it('sends the batch that queued behind a running one on the same connection, before the callers of the first go on', async () => {
     const batcher = createProjectBatcher(db, divide);
-    let callerDoneAt = 0;
-    const first = batcher.submit('proj_a', { x: 1, sleepMs: 5000 }).then((answer) => {
-      // The caller's own work after its answer (synchronous, 150 ms).
-      const until = Date.now() + 150;
-      while (Date.now() < until);
-      callerDoneAt = Date.now();
-      return answer;
-    });
-    expect(await activeBatchStatements(db)).toHaveLength(1);
-    const queued = [batcher.submit('proj_a', { x: 2 }), batcher.submit('proj_b', { x: 10 })];
-    const [a, b, c] = await Promise.all([first, ...queued]);
-    expect([a.batchSize, b.batchSize, c.batchSize]).toEqual([1, 2, 2]);
-    expect([b.value, c.value]).toEqual([50, 10]);
-    expect(b.pid).toBe(a.pid);
-    // Through the pool the queued statement started only after the caller's 150 ms.
-    expect(b.startedAt).toBeLessThan(callerDoneAt - 100);
+    const listener = await signalListener();
+    let ranDuringCallerWork = false;
+    try {
+      const first = batcher.submit('proj_a', { x: 1, sleepMs: 5000 }).then((answer) => {
+        // The caller's own synchronous work after its answer lasts until the queued statement has run
+        // (or the wait gives up). Through the pool that statement left only after this work: never.
+        ranDuringCallerWork = listener.blockUntilSignal(30_000);
+        return answer;
+      });
+      expect(await activeBatchStatements(db)).toHaveLength(1);
+      const queued = [batcher.submit('proj_a', { x: 2, signal: true }), batcher.submit('proj_b', { x: 10 })];
+      const [a, b, c] = await Promise.all([first, ...queued]);
+      expect([a.batchSize, b.batchSize, c.batchSize]).toEqual([1, 2, 2]);
+      expect([b.value, c.value]).toEqual([50, 10]);
+      expect(b.pid).toBe(a.pid);
+      expect(ranDuringCallerWork).toBe(true);
+    } finally {
+      await listener.close();
+    }
   });
 
   it('retries a failing batch call by call: only the bad call fails', async () => {
