@@ -9,7 +9,8 @@ import type { Middleware, ParameterizedContext } from 'koa';
 import type { z } from 'zod';
 import type { ApiDeps } from './deps';
 import { deprecationHeaders, type DeprecationNotice } from './deprecation';
-import { authenticate } from './middleware/auth';
+import { parseOrThrow } from './errors';
+import { authenticate, authOf, type AuthContext } from './middleware/auth';
 import { memberOrKey } from './middleware/member-auth';
 import type { RouteIndex } from './route-index';
 
@@ -65,6 +66,29 @@ export interface RouteDef<C> extends Omit<RouteDoc, 'tag'> {
   handler: RouteHandler<C>;
 }
 
+/**
+ * The handler of a route that answers one read of the key's project: `read` gets the family's
+ * context, the project and the route's path parameters.
+ */
+export function projectRead<C>(read: (c: C & { deps: ApiDeps }, projectId: string, params: Record<string, string>) => Promise<unknown>): RouteHandler<C> {
+  return async (ctx, c) => {
+    ctx.body = await read(c, authOf(ctx).projectId, ctx.params);
+  };
+}
+
+/**
+ * The handler of a route that acts in the key's project on a JSON body: `write` gets the family's
+ * context, the caller, the body as `schema` parses it and the route's path parameters.
+ */
+export function projectWrite<C, S extends z.ZodType>(
+  schema: S,
+  write: (c: C & { deps: ApiDeps }, auth: AuthContext, input: z.infer<S>, params: Record<string, string>) => Promise<unknown>,
+): RouteHandler<C> {
+  return async (ctx, c) => {
+    ctx.body = await write(c, authOf(ctx), parseOrThrow(schema, ctx.request.body ?? {}), ctx.params);
+  };
+}
+
 export interface RouteFamily {
   tag: string;
   docs: RouteDoc[];
@@ -99,6 +123,8 @@ export function routeFamily<C extends object>(tag: string, context: (deps: ApiDe
         const guard = route.members && (route.auth === 'key' || route.auth === 'admin') ? memberOrKey(deps, route.auth, auth[route.auth]!) : auth[route.auth];
         if (guard) chain.push(guard);
         chain.push(async (ctx) => {
+          // The declared success status answers unless the handler sets another.
+          if (route.status) ctx.status = route.status;
           await route.handler(ctx as RouteContext, c);
         });
         router.register(route.path, [route.method.toUpperCase()], chain, { pattern: route.pattern });

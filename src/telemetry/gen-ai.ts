@@ -128,20 +128,21 @@ export interface GenAiMetrics {
  */
 export function createGenAiMetrics(registry: Registry): GenAiMetrics {
   const labelNames: MetricLabel[] = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model', 'gen_ai_token_type', 'error_type'];
-  const duration = new Histogram<MetricLabel>({
-    name: 'gen_ai_client_operation_duration_seconds',
-    help: 'GenAI operation duration: one provider attempt, from request to the last byte (gen_ai.client.operation.duration)',
-    labelNames: labelNames.filter((l) => l !== 'gen_ai_token_type'),
-    buckets: [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
-    registers: [registry],
-  });
-  const tokens = new Histogram<MetricLabel>({
-    name: 'gen_ai_client_token_usage',
-    help: 'Input and output tokens of a provider attempt (gen_ai.client.token.usage)',
-    labelNames: labelNames.filter((l) => l !== 'error_type'),
-    buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864],
-    registers: [registry],
-  });
+  /** A histogram with every label but `without`, registered in `registry`. */
+  const histogram = (name: string, help: string, without: MetricLabel, buckets: number[]) =>
+    new Histogram<MetricLabel>({ name, help, labelNames: labelNames.filter((l) => l !== without), buckets, registers: [registry] });
+  const duration = histogram(
+    'gen_ai_client_operation_duration_seconds',
+    'GenAI operation duration: one provider attempt, from request to the last byte (gen_ai.client.operation.duration)',
+    'gen_ai_token_type',
+    [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
+  );
+  const tokens = histogram(
+    'gen_ai_client_token_usage',
+    'Input and output tokens of a provider attempt (gen_ai.client.token.usage)',
+    'error_type',
+    [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864],
+  );
   return {
     observe(call, seconds, outcome) {
       const labels: Partial<Record<MetricLabel, string>> = {

@@ -4,7 +4,8 @@ import { ApiError, errors, parseOrThrow } from '../errors';
 import { cursorPage, decodeCursor, encodeCursor } from '../cursor';
 import { authOf, keyAuthOf } from '../middleware/auth';
 import { complianceExportListSchema, complianceExportSchema } from '../schemas/integrity';
-import { routeFamily } from '../route-table';
+import { routeFamily, type RouteContext } from '../route-table';
+import type { ApiDeps } from '../deps';
 import type { AuthContext } from '../../auth-context';
 import { EXPORT_PARTS, findExport, listExports } from '../../db/repositories/compliance-exports';
 import { exportBundle } from '../../compliance/build';
@@ -41,6 +42,14 @@ function requireExportPlan(auth: AuthContext): void {
   }
 }
 
+/** The export the route's path names, of the key's project (404 otherwise; 403 on the Starter plan). */
+async function exportOf(ctx: RouteContext, db: ApiDeps['db']) {
+  requireExportPlan(authOf(ctx));
+  const row = await findExport(db, authOf(ctx).projectId, ctx.params.export_id);
+  if (!row) throw errors.notFound('Compliance export', ctx.params.export_id);
+  return row;
+}
+
 /** Compliance exports (admin key; docs/decisions/compliance-exports.md). */
 export const complianceRoutes = routeFamily(
   'Compliance',
@@ -75,7 +84,6 @@ export const complianceRoutes = routeFamily(
           include: [...new Set(body.include)],
           requestedBy: auth.keyId,
         });
-        ctx.status = 202;
         ctx.set('location', `/v1/compliance/exports/${row.id}`);
         ctx.body = exportView(row);
       },
@@ -106,10 +114,7 @@ export const complianceRoutes = routeFamily(
       summary: 'A compliance export',
       response: complianceExportSchema,
       handler: async (ctx, { deps }) => {
-        requireExportPlan(authOf(ctx));
-        const row = await findExport(deps.db, authOf(ctx).projectId, ctx.params.export_id);
-        if (!row) throw errors.notFound('Compliance export', ctx.params.export_id);
-        ctx.body = exportView(row);
+        ctx.body = exportView(await exportOf(ctx, deps.db));
       },
     },
     // The finished bundle: a tar of manifest.note, checkpoint.note and the NDJSON files.
@@ -121,9 +126,7 @@ export const complianceRoutes = routeFamily(
       summary: 'Download an export bundle',
       contentType: 'application/x-tar',
       handler: async (ctx, { deps }) => {
-        requireExportPlan(authOf(ctx));
-        const row = await findExport(deps.db, authOf(ctx).projectId, ctx.params.export_id);
-        if (!row) throw errors.notFound('Compliance export', ctx.params.export_id);
+        const row = await exportOf(ctx, deps.db);
         if (row.status !== 'completed') throw errors.conflict('export_not_ready', `The export is ${row.status}; download it once it is completed`, { status: row.status });
         // Streamed from the archive store a piece at a time: a bundle is never whole in the process's memory.
         const bundle = await exportBundle(deps, row.id);

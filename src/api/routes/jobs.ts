@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { errors, parseOrThrow, zodIssues } from '../errors';
 import { cursorPage, decodeCursor, encodeCursor } from '../cursor';
 import { authOf, keyAuthOf } from '../middleware/auth';
-import { routeFamily } from '../route-table';
+import { projectRead, routeFamily } from '../route-table';
 import { jobListSchema, jobSchema } from '../schemas/jobs';
 import { JOB_STATUSES, listJobs } from '../../db/repositories/jobs';
 import { planExecution } from '../../executions/routing';
@@ -120,9 +120,7 @@ export const jobRoutes = routeFamily(
       members: true,
       summary: 'A job',
       response: jobSchema,
-      handler: async (ctx, { svc }) => {
-        ctx.body = await readJob(svc, authOf(ctx).projectId, ctx.params.job_id);
-      },
+      handler: projectRead(({ svc }, projectId, { job_id }) => readJob(svc, projectId, job_id)),
     },
     {
       method: 'post',

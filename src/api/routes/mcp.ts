@@ -29,7 +29,6 @@ export const mcpRoutes = routeFamily('MCP', (deps) => ({ mcp: { ...sessionServic
   {
     method: 'post', path: '/v1/mcp/servers', stability: 'Management', auth: 'admin', status: 201, body: createServerSchema, summary: 'Register an MCP server (streamable HTTP URL, sealed credential, allowed tools)', response: mcpServerSchema,
     handler: async (ctx, { deps }) => {
-      ctx.status = 201;
       ctx.body = await registerServer(deps.db, deps.config, authOf(ctx).projectId, parseOrThrow(createServerSchema, body(ctx)));
     },
   },
@@ -57,7 +56,6 @@ export const mcpRoutes = routeFamily('MCP', (deps) => ({ mcp: { ...sessionServic
     method: 'delete', path: '/v1/mcp/servers/:server_ref', stability: 'Management', auth: 'admin', status: 204, summary: 'Remove an MCP server (its call evidence stays)',
     handler: async (ctx, { deps }) => {
       if (!(await deleteMcpServer(deps.db, authOf(ctx).projectId, serverRef(ctx)))) throw errors.notFound('MCP server', ctx.params.server_ref);
-      ctx.status = 204;
     },
   },
   {

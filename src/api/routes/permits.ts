@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { ParameterizedContext } from 'koa';
 import { errors, parseOrThrow } from '../errors';
 import { authOf } from '../middleware/auth';
-import { routeFamily } from '../route-table';
+import { projectRead, projectWrite, routeFamily } from '../route-table';
 import {
   permitAttestationResultSchema,
   permitBundleSchema,
@@ -58,9 +58,7 @@ export const permitRoutes = routeFamily(
       summary: 'Evaluate a permit request without recording it',
       response: permitDryRunSchema,
       body: permitRequestSchema,
-      handler: async (ctx, { svc }) => {
-        ctx.body = await svc.dryRun(authOf(ctx), parseOrThrow(permitRequestSchema, body(ctx)));
-      },
+      handler: projectWrite(permitRequestSchema, ({ svc }, auth, input) => svc.dryRun(auth, input)),
     },
     {
       method: 'get',
@@ -119,9 +117,7 @@ export const permitRoutes = routeFamily(
       auth: 'key',
       summary: 'Permit with its evidence, usage and signatures',
       response: permitBundleSchema,
-      handler: async (ctx, { svc }) => {
-        ctx.body = await svc.bundle(authOf(ctx).projectId, ctx.params.permit_id);
-      },
+      handler: projectRead(({ svc }, projectId, { permit_id }) => svc.bundle(projectId, permit_id)),
     },
     {
       method: 'get',
@@ -132,9 +128,7 @@ export const permitRoutes = routeFamily(
       members: true,
       summary: 'Permits linked to this one',
       response: permitLineageSchema,
-      handler: async (ctx, { svc }) => {
-        ctx.body = await svc.lineage(authOf(ctx).projectId, ctx.params.permit_id);
-      },
+      handler: projectRead(({ svc }, projectId, { permit_id }) => svc.lineage(projectId, permit_id)),
     },
     {
       method: 'post',
@@ -159,9 +153,7 @@ export const permitRoutes = routeFamily(
       auth: 'key',
       summary: 'Usage reported against a permit',
       response: permitUsageRollupSchema,
-      handler: async (ctx, { svc }) => {
-        ctx.body = await svc.usageRollup(authOf(ctx).projectId, ctx.params.permit_id);
-      },
+      handler: projectRead(({ svc }, projectId, { permit_id }) => svc.usageRollup(projectId, permit_id)),
     },
     {
       method: 'post',
@@ -176,7 +168,6 @@ export const permitRoutes = routeFamily(
       handler: async (ctx, { svc }) => {
         const result = await svc.attest(authOf(ctx), ctx.params.permit_id, parseOrThrow(attestSchema, body(ctx)));
         ctx.set('x-svc-permit-id', result.allowed_permit.permit_id);
-        ctx.status = 201;
         ctx.body = result;
       },
     },
@@ -189,9 +180,7 @@ export const permitRoutes = routeFamily(
       summary: 'Revoke a permit',
       response: permitSchema,
       body: revokeSchema,
-      handler: async (ctx, { svc }) => {
-        ctx.body = await svc.revoke(authOf(ctx), ctx.params.permit_id, parseOrThrow(revokeSchema, body(ctx)));
-      },
+      handler: projectWrite(revokeSchema, ({ svc }, auth, input, { permit_id }) => svc.revoke(auth, permit_id, input)),
     },
     {
       method: 'get',
@@ -201,9 +190,7 @@ export const permitRoutes = routeFamily(
       members: true,
       summary: 'Evidence attached to a permit',
       response: permitEvidenceListSchema,
-      handler: async (ctx, { svc }) => {
-        ctx.body = await svc.evidence(authOf(ctx).projectId, ctx.params.permit_id);
-      },
+      handler: projectRead(({ svc }, projectId, { permit_id }) => svc.evidence(projectId, permit_id)),
     },
     {
       method: 'post',
@@ -214,10 +201,7 @@ export const permitRoutes = routeFamily(
       response: permitEvidenceSchema,
       body: evidenceSchema,
       status: 201,
-      handler: async (ctx, { svc }) => {
-        ctx.status = 201;
-        ctx.body = await svc.addEvidence(authOf(ctx), ctx.params.permit_id, parseOrThrow(evidenceSchema, body(ctx)));
-      },
+      handler: projectWrite(evidenceSchema, ({ svc }, auth, input, { permit_id }) => svc.addEvidence(auth, permit_id, input)),
     },
   ],
 );

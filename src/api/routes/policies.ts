@@ -1,6 +1,6 @@
-import { errors, parseOrThrow } from '../errors';
+import { errors } from '../errors';
 import { authOf } from '../middleware/auth';
-import { routeFamily } from '../route-table';
+import { projectRead, projectWrite, routeFamily } from '../route-table';
 import { deletedPolicySchema, policyListSchema, policySchema, policyTemplateListSchema, policyTemplateSchema } from '../schemas/policies';
 import { createPolicySchema, createPolicyService, updatePolicySchema } from '../../policies/service';
 import { findTemplate, POLICY_TEMPLATES, templateView } from '../../policies/templates';
@@ -24,9 +24,7 @@ export const policiesRoutes = routeFamily(
       auth: 'key',
       summary: 'List policies',
       response: policyListSchema,
-      handler: async (ctx, { svc }) => {
-        ctx.body = await svc.list(authOf(ctx).projectId);
-      },
+      handler: projectRead(({ svc }, projectId) => svc.list(projectId)),
     },
     {
       method: 'post',
@@ -38,10 +36,7 @@ export const policiesRoutes = routeFamily(
       response: policySchema,
       body: createPolicySchema,
       status: 201,
-      handler: async (ctx, { svc }) => {
-        ctx.status = 201;
-        ctx.body = await svc.create(authOf(ctx), parseOrThrow(createPolicySchema, ctx.request.body ?? {}));
-      },
+      handler: projectWrite(createPolicySchema, ({ svc }, auth, input) => svc.create(auth, input)),
     },
     {
       method: 'get',
@@ -50,9 +45,7 @@ export const policiesRoutes = routeFamily(
       auth: 'key',
       summary: 'A policy',
       response: policySchema,
-      handler: async (ctx, { svc }) => {
-        ctx.body = await svc.get(authOf(ctx).projectId, ctx.params.policy_id);
-      },
+      handler: projectRead(({ svc }, projectId, { policy_id }) => svc.get(projectId, policy_id)),
     },
     {
       method: 'patch',
@@ -63,9 +56,7 @@ export const policiesRoutes = routeFamily(
       summary: 'Update a policy',
       response: policySchema,
       body: updatePolicySchema,
-      handler: async (ctx, { svc }) => {
-        ctx.body = await svc.update(authOf(ctx), ctx.params.policy_id, parseOrThrow(updatePolicySchema, ctx.request.body ?? {}));
-      },
+      handler: projectWrite(updatePolicySchema, ({ svc }, auth, input, { policy_id }) => svc.update(auth, policy_id, input)),
     },
     {
       method: 'delete',

@@ -94,7 +94,6 @@ export const projectRoutes = routeFamily(
           await upsertMember(tx, { projectId: created.id, userId: p.userId, role: 'owner' });
           return created;
         });
-        ctx.status = 201;
         ctx.body = projectView(project, 'owner');
       },
     },
@@ -175,7 +174,6 @@ export const projectRoutes = routeFamily(
           throw errors.validation([{ path: 'expires_at', message: 'must be in the future', code: 'too_small' }]);
         }
         const { record, key } = await createApiKey(deps.db, { projectId, scope: body.scope, name: body.name, expiresAt, createdBy: actorOf(principalOf(ctx)) });
-        ctx.status = 201;
         ctx.set('Cache-Control', 'no-store');
         // The only time the key itself is returned.
         ctx.body = { ...apiKeyView(record, deps.clock.now()), key };

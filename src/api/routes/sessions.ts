@@ -1,9 +1,10 @@
 import type { ParameterizedContext } from 'koa';
+import type { z } from 'zod';
 import type { ApiDeps } from '../deps';
 import { errors, parseOrThrow } from '../errors';
 import { authOf, keyAuthOf } from '../middleware/auth';
 import { searchEvidenceSchema as searchEvidenceResponseSchema, sessionDecisionSchema, sessionInterruptionSchema, sessionSchema } from '../schemas/sessions';
-import { routeFamily } from '../route-table';
+import { projectRead, routeFamily, type RouteContext, type RouteHandler } from '../route-table';
 import { newId } from '../../ids';
 import { timelineEventView } from '../../events/view';
 import { appendEvent } from '../../db/repositories/events';
@@ -40,6 +41,22 @@ function withWorkflowHeader(ctx: ParameterizedContext): unknown {
   return { ...raw, workflow_id: header };
 }
 
+/** The session the route's path names, of the key's project (404 otherwise). */
+const sessionOf = (ctx: RouteContext, svc: SessionServiceDeps) => requireSession(svc, authOf(ctx).projectId, ctx.params.session_id);
+
+/** A decision asked of a live session (a turn, an action permit); a replayed one says so in `idempotent-replayed`. */
+function sessionDecision<S extends z.ZodType>(
+  schema: S,
+  decide: (svc: SessionServiceDeps, s: SessionRecord, input: z.infer<S>) => Promise<{ replayed: boolean; body: unknown }>,
+): RouteHandler<{ svc: SessionServiceDeps }> {
+  return async (ctx, { svc }) => {
+    const s = await sessionOf(ctx, svc);
+    const result = await decide(svc, s, parseOrThrow(schema, withWorkflowHeader(ctx)));
+    if (result.replayed) ctx.set('idempotent-replayed', 'true');
+    ctx.body = result.body;
+  };
+}
+
 /**
  * Realtime governance sessions (issue 19). The spec labels sessions an observed surface without a
  * tier: Beta here. Design: docs/decisions/sessions.md.
@@ -65,48 +82,33 @@ export const sessionRoutes = routeFamily('Sessions', (deps) => ({ svc: sessionSe
   },
   {
     method: 'get', path: '/v1/sessions/:session_id', stability: 'Beta', auth: 'key', summary: 'A session with its live counters', response: sessionSchema,
-    handler: async (ctx, { svc }) => {
-      ctx.body = await readSession(svc, authOf(ctx).projectId, ctx.params.session_id);
-    },
+    handler: projectRead(({ svc }, projectId, { session_id }) => readSession(svc, projectId, session_id)),
   },
   {
     method: 'post', path: '/v1/sessions/:session_id/turns', stability: 'Beta', auth: 'key', body: turnSchema,
     summary: 'Report a turn and get its decision (firewall, ceilings, budget); reported usage settles it',
     response: sessionDecisionSchema,
-    handler: async (ctx, { svc }) => {
-      const s = await requireSession(svc, authOf(ctx).projectId, ctx.params.session_id);
-      const result = await takeTurn(svc, s, parseOrThrow(turnSchema, withWorkflowHeader(ctx)));
-      if (result.replayed) ctx.set('idempotent-replayed', 'true');
-      ctx.body = result.body;
-    },
+    handler: sessionDecision(turnSchema, takeTurn),
   },
   {
     method: 'post', path: '/v1/sessions/:session_id/action-permits', stability: 'Beta', auth: 'key', body: actionPermitSchema,
     summary: 'A permit for a tool action the agent wants to take',
     response: sessionDecisionSchema,
-    handler: async (ctx, { svc }) => {
-      const s = await requireSession(svc, authOf(ctx).projectId, ctx.params.session_id);
-      const result = await permitAction(svc, s, parseOrThrow(actionPermitSchema, withWorkflowHeader(ctx)));
-      if (result.replayed) ctx.set('idempotent-replayed', 'true');
-      ctx.body = result.body;
-    },
+    handler: sessionDecision(actionPermitSchema, permitAction),
   },
   {
     method: 'post', path: '/v1/sessions/:session_id/interruption-events', stability: 'Beta', auth: 'key', status: 201, body: interruptionSchema,
     summary: 'Record a barge-in or cancellation',
     response: sessionInterruptionSchema,
     handler: async (ctx, { svc, deps }) => {
-      const s = await requireSession(svc, authOf(ctx).projectId, ctx.params.session_id);
-      const b = parseOrThrow(interruptionSchema, body(ctx));
-      ctx.status = 201;
-      ctx.body = await recordInterruption(svc, deps, s, b);
+      ctx.body = await recordInterruption(svc, deps, await sessionOf(ctx, svc), parseOrThrow(interruptionSchema, body(ctx)));
     },
   },
   {
     method: 'get', path: '/v1/sessions/:session_id/events', stability: 'Beta', auth: 'key', query: eventsQuerySchema, contentType: 'text/event-stream',
     summary: "Server-Sent Events of the session's decisions and lifecycle (ends after session.ended or session.failed)",
     handler: async (ctx, { svc, deps }) => {
-      const s = await requireSession(svc, authOf(ctx).projectId, ctx.params.session_id);
+      const s = await sessionOf(ctx, svc);
       const q = parseOrThrow(eventsQuerySchema, { ...ctx.query }, 'query');
       const lastEventId = ctx.get('last-event-id');
       if (lastEventId && !/^\d{1,18}$/.test(lastEventId)) {
@@ -126,7 +128,7 @@ export const sessionRoutes = routeFamily('Sessions', (deps) => ({ svc: sessionSe
     summary: 'Attach search results (query, URLs, content hashes)',
     response: searchEvidenceResponseSchema,
     handler: async (ctx, { svc, deps }) => {
-      const s = await requireSession(svc, authOf(ctx).projectId, ctx.params.session_id);
+      const s = await sessionOf(ctx, svc);
       const b = parseOrThrow(searchEvidenceSchema, body(ctx));
       const at = deps.clock.now();
       const id = newId('srch');
@@ -135,14 +137,13 @@ export const sessionRoutes = routeFamily('Sessions', (deps) => ({ svc: sessionSe
         { id, project_id: s.project_id, session_id: s.id, query: b.query, provider: b.provider ?? null, results: b.results, turn_id: b.turn_id ?? null, created_at: at },
         sessionEvent(s, 'session.search_evidence_attached', { search_id: id, result_count: b.results.length, turn_id: b.turn_id ?? null }, { at, phase: 'evidence' }),
       );
-      ctx.status = 201;
       ctx.body = searchEvidenceView(record);
     },
   },
   {
     method: 'get', path: '/v1/sessions/:session_id/search-evidence/:search_id', stability: 'Beta', auth: 'key', summary: 'Search evidence attached to the session', response: searchEvidenceResponseSchema,
     handler: async (ctx, { svc, deps }) => {
-      const s = await requireSession(svc, authOf(ctx).projectId, ctx.params.session_id);
+      const s = await sessionOf(ctx, svc);
       const record = await findSearchEvidence(deps.db, s.project_id, s.id, ctx.params.search_id);
       if (!record) throw errors.notFound('Search evidence', ctx.params.search_id);
       ctx.body = searchEvidenceView(record);

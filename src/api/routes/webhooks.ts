@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { parseOrThrow } from '../errors';
 import { decodeCursor, encodeCursor, pageSchema } from '../cursor';
 import { authOf } from '../middleware/auth';
-import { routeFamily } from '../route-table';
+import { projectRead, routeFamily } from '../route-table';
 import {
   createdWebhookSubscriptionSchema,
   webhookDeliveryListSchema,
@@ -59,7 +59,6 @@ export const webhookRoutes = routeFamily(
       status: 201,
       handler: async (ctx, { svc }) => {
         const body = parseOrThrow(createSchema, ctx.request.body ?? {});
-        ctx.status = 201;
         ctx.body = await createSubscription(svc, authOf(ctx).projectId, body);
       },
     },
@@ -85,9 +84,7 @@ export const webhookRoutes = routeFamily(
       auth: 'admin',
       summary: 'A webhook subscription',
       response: webhookSubscriptionSchema,
-      handler: async (ctx, { svc }) => {
-        ctx.body = await readSubscription(svc, authOf(ctx).projectId, ctx.params.subscription_id);
-      },
+      handler: projectRead(({ svc }, projectId, { subscription_id }) => readSubscription(svc, projectId, subscription_id)),
     },
     {
       method: 'patch',
@@ -111,7 +108,6 @@ export const webhookRoutes = routeFamily(
       status: 204,
       handler: async (ctx, { svc }) => {
         await removeSubscription(svc, authOf(ctx).projectId, ctx.params.subscription_id);
-        ctx.status = 204;
       },
     },
     {

@@ -12,6 +12,16 @@ const projectedCost = z
 
 const status = z.enum(['active', 'completed', 'expired', 'rejected']);
 
+/** A workflow's state and counters, as one workflow and the list show them. */
+const workflowHead = {
+  workflow_id: z.string(),
+  status,
+  version: z.number().int(),
+  actual_calls: z.number().int(),
+  expected_calls: z.number().int().nullable(),
+  max_calls: z.number().int().nullable(),
+};
+
 export const workflowDeclarationSchema = z
   .union([
     z.looseObject({
@@ -54,12 +64,7 @@ const amendment = z
 
 export const workflowSchema = z
   .looseObject({
-    workflow_id: z.string(),
-    status,
-    version: z.number().int(),
-    actual_calls: z.number().int(),
-    expected_calls: z.number().int().nullable(),
-    max_calls: z.number().int().nullable(),
+    ...workflowHead,
     drift: z.looseObject({ expected_calls_exceeded: z.boolean(), max_calls_exceeded: z.boolean() }),
     // A rejected declaration is stored unsigned.
     declaration: z.looseObject({ declared_at: z.string(), declaration_signature_b64: z.string().nullable(), canonical_intent_hash: z.string() }),
@@ -71,12 +76,7 @@ export const workflowListSchema = z
   .looseObject({
     data: z.array(
       z.looseObject({
-        workflow_id: z.string(),
-        status,
-        version: z.number().int(),
-        actual_calls: z.number().int(),
-        expected_calls: z.number().int().nullable(),
-        max_calls: z.number().int().nullable(),
+        ...workflowHead,
         projected_cost_usd_micros: z.number().int().meta({ description: 'The projected cost stored with the intent (its projected_cost.amount_micros)' }),
         actual_cost_usd_micros: z.number().int().meta({ description: 'The cost of the calls recorded under the intent so far' }),
         declared_at: z.string(),
