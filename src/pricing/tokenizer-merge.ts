@@ -64,6 +64,20 @@ let longRank = new Int32Array(0);
 let longHeap = new Float64Array(0);
 const LONG_SCRATCH_MAX = 1 << 14;
 
+/** Places `key` at `start` of the min-heap heap[0, size) and moves it down to where it belongs. */
+function siftDown(heap: Float64Array, size: number, start: number, key: number): void {
+  let i = start;
+  for (;;) {
+    let child = 2 * i + 1;
+    if (child >= size) break;
+    if (child + 1 < size && heap[child + 1] < heap[child]) child++;
+    if (heap[child] >= key) break;
+    heap[i] = heap[child];
+    i = child;
+  }
+  heap[i] = key;
+}
+
 /**
  * The same merge for long pieces, in O(n log n): parts are a linked list over start positions, and a
  * binary min-heap holds (rank, position) keys of candidate pairs. An entry is stale when its part has
@@ -100,38 +114,14 @@ function mergeLong(v: Vocab, bytes: Uint8Array, n: number, out?: number[]): numb
     pairRank[i] = r;
     if (r !== NO_RANK) heap[size++] = r * POS_SCALE + i;
   }
-  // Heapify (O(n)); the sift-down and sift-up loops are written out inline below, for speed.
-  for (let start = (size >> 1) - 1; start >= 0; start--) {
-    const key = heap[start];
-    let i = start;
-    for (;;) {
-      let child = 2 * i + 1;
-      if (child >= size) break;
-      if (child + 1 < size && heap[child + 1] < heap[child]) child++;
-      if (heap[child] >= key) break;
-      heap[i] = heap[child];
-      i = child;
-    }
-    heap[i] = key;
-  }
+  // Heapify (O(n)).
+  for (let start = (size >> 1) - 1; start >= 0; start--) siftDown(heap, size, start, heap[start]);
   let parts = n;
   while (size > 0) {
     const top = heap[0];
     size--;
-    if (size > 0) {
-      // Pop: move the last entry to the root and sift it down.
-      const key = heap[size];
-      let i = 0;
-      for (;;) {
-        let child = 2 * i + 1;
-        if (child >= size) break;
-        if (child + 1 < size && heap[child + 1] < heap[child]) child++;
-        if (heap[child] >= key) break;
-        heap[i] = heap[child];
-        i = child;
-      }
-      heap[i] = key;
-    }
+    // Pop: move the last entry to the root and sift it down.
+    if (size > 0) siftDown(heap, size, 0, heap[size]);
     const rank = (top / POS_SCALE) | 0; // < 2^31: the fraction is position / 2^32
     const p = top - rank * POS_SCALE;
     if (pairRank[p] !== rank) continue; // stale
