@@ -13,7 +13,7 @@ import { createActivities } from '../activities';
 import { createActivityWorker, createWorker, ensureMaintenanceWorkflows } from './temporal/worker';
 import { installTemporalRuntime } from './temporal/runtime';
 import { createIntentReservations, type IntentReservations } from './intents/reservations';
-import { startEventChainer } from './events/chainer';
+import { startSequencer } from './events/sequencer';
 import { startWebhookFanout, type WebhookFanout } from './webhooks/fanout';
 import { webhookTaskQueue } from '../workflows/webhook-messages';
 import { createKeyCache } from './api/key-cache';
@@ -124,8 +124,8 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
     if (opts.startMaintenance ?? true) await ensureMaintenanceWorkflows(temporal.client, config.temporal.taskQueue);
   }
 
-  // Chains the hash chain of events the request path inserted unchained (src/events/chainer.ts).
-  const chainer = startEventChainer({ db, logger });
+  // Chains the hash chain of events the request path inserted unchained (src/events/sequencer.ts).
+  const sequencer = startSequencer({ db, logger });
   // Turns chained events into webhook deliveries (worker processes; src/webhooks/fanout.ts).
   let fanout: WebhookFanout | null = null;
   if (config.role !== 'api' && config.webhooks.fanout) {
@@ -204,7 +204,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
       }
       for (const fn of closers) await fn().catch(() => undefined);
       await fanout?.close().catch(() => undefined);
-      await chainer.close().catch(() => undefined);
+      await sequencer.close().catch(() => undefined);
       await providers.close().catch(() => undefined);
       await projectProviderKeys.close().catch(() => undefined);
       await authChanges.close().catch(() => undefined);

@@ -10,7 +10,7 @@
  * checks are part of the measured work).
  * BENCH_PROJECTS=N spreads the callers over N projects (caller i calls for project i mod N), as the
  * gateway bench's "32 projects" rows do.
- * BENCH_CHAINER=0 leaves the event-chain sequencer off (it runs every 250 ms by default, as in the
+ * BENCH_SEQUENCER=0 leaves the event-chain sequencer off (it runs every 250 ms by default, as in the
  * API process); BENCH_SQL runs extra SQL after the migrations (for experiments, e.g. dropping an index).
  *
  * Uses a throwaway database (tollgate_bench_pipeline_<pid>) on DATABASE_ADMIN_URL (default the local
@@ -23,7 +23,7 @@ import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
 import { createProject } from '../../src/db/repositories/projects';
 import { updatePolicy } from '../../src/db/repositories/policies';
-import { startEventChainer } from '../../src/events/chainer';
+import { startSequencer } from '../../src/events/sequencer';
 import { createLogger } from '../../src/logger';
 import { postgresCpuMs, processCpuMs } from '../lib/cpu';
 import { governedCalls } from '../lib/governed-calls';
@@ -42,7 +42,7 @@ export async function run(): Promise<void> {
   try {
     await migrate(url);
     if (process.env.BENCH_SQL) await db.query(process.env.BENCH_SQL);
-    const chainer = process.env.BENCH_CHAINER === '0' ? null : startEventChainer({ db, logger: createLogger('warn') });
+    const sequencer = process.env.BENCH_SEQUENCER === '0' ? null : startSequencer({ db, logger: createLogger('warn') });
     const projects = await Promise.all(Array.from({ length: PROJECTS }, (_, i) => createProject(db, { name: `bench ${i}`, plan: 'enterprise' })));
     if (process.env.BENCH_POLICY) {
       for (const project of projects) await updatePolicy(db, { projectId: project.id, patch: JSON.parse(process.env.BENCH_POLICY), mode: 'merge', updatedBy: 'bench', now: new Date() });
@@ -77,10 +77,10 @@ export async function run(): Promise<void> {
     );
     const cpu1 = process.cpuUsage(cpu0);
     eld.disable();
-    await chainer?.runOnce();
+    await sequencer?.runOnce();
     const pgMs = postgresCpuMs() - pg0;
     const ownMs = backendsCpu() - own0;
-    await chainer?.close();
+    await sequencer?.close();
     const { rows: walRows } = await db.query<{ bytes: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::bigint AS bytes', [await walLsn(), wal0]);
     govern.sort((a, b) => a - b);
     record.sort((a, b) => a - b);

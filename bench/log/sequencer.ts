@@ -9,7 +9,7 @@
  *
  *   BENCH_SECONDS=3 C=32 npm run bench:log -- --sequencer
  *
- * Uses tollgate_bench_chainer_<pid> on DATABASE_ADMIN_URL (default the local server), dropped afterwards.
+ * Uses tollgate_bench_sequencer_<pid> on DATABASE_ADMIN_URL (default the local server), dropped afterwards.
  */
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
@@ -24,7 +24,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const CONCURRENCY = Number(process.env.C ?? 32);
 
 export async function run(): Promise<void> {
-  const name = `tollgate_bench_chainer_${process.pid}`;
+  const name = `tollgate_bench_sequencer_${process.pid}`;
   await createDatabaseIfMissing(ADMIN_URL, name);
   const url = ADMIN_URL.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
   const db = createPool(url, 20);

@@ -4,7 +4,7 @@
  *
  * Events are inserted unchained (`tollgate_insert_batch_events`, no lock) and queued in
  * `event_chain_pending`, so the request path never waits on the chain; the sequencer
- * (`chainEvents`, run by src/events/chainer.ts) chains each project's pending entries in `seq`
+ * (`chainEvents`, run by src/events/sequencer.ts) chains each project's pending entries in `seq`
  * order under a per-project lock, all projects in one transaction, writing `event_chain` rows
  * (chain_pos, prev_hash, hash, and the entry's Merkle leaf hash, which the checkpoint builds its
  * tree from). An event row is never updated. Readers use the `events_chained` view: timelines read

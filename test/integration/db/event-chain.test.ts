@@ -12,7 +12,7 @@ import { appendEvents } from '../../../src/db/repositories/events';
 import { CHAIN_LOCK_CLASS, chainEvents, chainProjectEvents } from '../../../src/db/repositories/event-chain';
 import { verifyEventChain } from '../../../src/db/repositories/event-chain-verification';
 import type { NewEvent } from '../../../src/events/types';
-import { startEventChainer } from '../../../src/events/chainer';
+import { startSequencer } from '../../../src/events/sequencer';
 import type { Logger } from '../../../src/logger';
 import { createOwnDatabase, type OwnDatabase } from '../../support/own-database';
 
@@ -89,11 +89,11 @@ describe('chainEvents (several projects in one transaction)', () => {
     await appendEvents(db, statement(good, 2, 'good'));
     const warnings: unknown[] = [];
     const logger = { warn: (o: unknown) => warnings.push(o), info: () => undefined, error: () => undefined, debug: () => undefined } as unknown as Logger;
-    const chainer = startEventChainer({ db, logger, intervalMs: 60_000 });
+    const sequencer = startSequencer({ db, logger, intervalMs: 60_000 });
     try {
-      await chainer.runOnce();
+      await sequencer.runOnce();
     } finally {
-      await chainer.close();
+      await sequencer.close();
     }
     expect(await chainedCount(good)).toBe(2);
     expect(warnings).toEqual([expect.objectContaining({ project_id: bad })]);

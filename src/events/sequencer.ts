@@ -9,13 +9,13 @@ import { chainEvents, projectsWithUnchainedEvents } from '../db/repositories/eve
 import type { Logger } from '../logger';
 import { startPeriodicRound } from './periodic';
 
-export interface EventChainer {
+export interface Sequencer {
   /** Chains everything pending now (all projects), then resolves. */
   runOnce(): Promise<number>;
   close(): Promise<void>;
 }
 
-export function startEventChainer(deps: { db: Db; logger: Logger; intervalMs?: number }): EventChainer {
+export function startSequencer(deps: { db: Db; logger: Logger; intervalMs?: number }): Sequencer {
   const intervalMs = deps.intervalMs ?? 250;
 
   async function round(): Promise<number> {

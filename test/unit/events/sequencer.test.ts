@@ -1,5 +1,5 @@
 /**
- * The sequencer's round (src/events/chainer.ts): every pending project in one transaction, then
+ * The sequencer's round (src/events/sequencer.ts): every pending project in one transaction, then
  * again only the projects whose share came back full. Calls that commit while a round runs wait for the next round instead of being chained
  * a few at a time back to back (which kept the sequencer busy at one call in flight).
  */
@@ -13,7 +13,7 @@ jest.mock('../../../src/db/repositories/event-chain', () => ({
   projectsWithUnchainedEvents: (...args: unknown[]) => projectsWithUnchainedEvents(...args),
 }));
 
-import { startEventChainer } from '../../../src/events/chainer';
+import { startSequencer } from '../../../src/events/sequencer';
 
 describe('event-chain sequencer round', () => {
   beforeEach(() => {
@@ -29,13 +29,13 @@ describe('event-chain sequencer round', () => {
       { events: 9, fullProjects: [] }, // committed during the round: left for the next one
     ];
     chainEvents.mockImplementation(async () => rounds.shift());
-    const chainer = startEventChainer({ db: {} as Db, logger: createLogger('silent'), intervalMs: 60_000 });
+    const sequencer = startSequencer({ db: {} as Db, logger: createLogger('silent'), intervalMs: 60_000 });
     try {
-      expect(await chainer.runOnce()).toBe(1211);
+      expect(await sequencer.runOnce()).toBe(1211);
       expect(chainEvents.mock.calls.map((c) => c[1])).toEqual([['proj_a', 'proj_b', 'proj_c'], ['proj_a']]);
       expect(rounds).toHaveLength(1);
     } finally {
-      await chainer.close();
+      await sequencer.close();
     }
   });
 });
