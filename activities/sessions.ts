@@ -1,7 +1,8 @@
 import { withTransaction } from '../src/db/pool';
 import { closeSessionRecord, findSession, updateSessionCounters } from '../src/db/repositories/sessions';
-import { listUnsettledPermitIds } from '../src/db/repositories/session-turns';
+import { listUnsettledActionPermitIds } from '../src/db/repositories/session-turns';
 import { sessionEvent } from '../src/sessions/events';
+import { recordOpenTurns } from '../src/sessions/turn-record';
 import type { ActivityDeps } from './deps';
 
 export interface CloseSessionInput {
@@ -26,15 +27,18 @@ export function createSessionActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Final record of a session: status, counters, reason, the closing event (written once), and the
-     * reservations of turns and actions that were granted but never settled are released.
+     * Final record of a session: status, counters, reason, the closing event (written once). A turn
+     * granted but never settled gets its call record now (failed, `usage_not_reported`), which
+     * releases its reservation; an unsettled action's reservation is released.
      */
     async closeSession(input: CloseSessionInput): Promise<void> {
       const session = await findSession(deps.db, input.projectId, input.sessionId);
       if (!session) return;
       // Reservations first: once a reader sees the session closed, nothing of it is still held. A
-      // retry after a failure between the two releases nothing twice (only active ones are).
-      for (const permitId of await listUnsettledPermitIds(deps.db, input.sessionId)) {
+      // retry after a failure between the two releases nothing twice (only active ones are, and a
+      // turn is recorded once).
+      await recordOpenTurns(deps, session, `session_${input.status}`);
+      for (const permitId of await listUnsettledActionPermitIds(deps.db, input.sessionId)) {
         await deps.governance.release(permitId, `session_${input.status}`);
       }
       const at = deps.clock.now();

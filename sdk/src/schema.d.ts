@@ -3928,12 +3928,13 @@ export interface paths {
             parameters: {
                 query?: {
                     status?: "completed" | "failed" | "denied";
-                    route?: "executions" | "execute" | "proxy";
+                    route?: "executions" | "execute" | "proxy" | "sessions";
                     provider?: "openai" | "anthropic" | "google" | "deepseek" | "mistral";
                     model?: string;
                     key_id?: string;
                     workflow_id?: string;
                     job_id?: string;
+                    session_id?: string;
                     created_at_gte?: string;
                     created_at_lte?: string;
                     limit?: number;
@@ -14197,7 +14198,7 @@ export interface components {
             completed_at: string;
             duration_ms: number;
             /** @enum {string} */
-            route: "executions" | "execute" | "proxy";
+            route: "executions" | "execute" | "proxy" | "sessions";
             operation: string;
             /** @enum {string} */
             mode: "sync" | "stream";
@@ -14223,6 +14224,8 @@ export interface components {
             key_id: string | null;
             workflow_id: string | null;
             job_id: string | null;
+            /** @description The realtime session whose turn the call is (route `sessions`) */
+            session_id: string | null;
         } & {
             [key: string]: unknown;
         };

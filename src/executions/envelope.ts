@@ -5,7 +5,7 @@
 import type { ExecutionOutput, OutputAsset, Usage, UsageMetric } from '../providers/types';
 
 export type ExecutionStatus = 'completed' | 'failed' | 'denied';
-export type ExecutionRoute = 'executions' | 'execute' | 'proxy';
+export type ExecutionRoute = 'executions' | 'execute' | 'proxy' | 'sessions';
 
 export interface EnvelopeRouting {
   requested_provider: string | null;

@@ -10,7 +10,7 @@
  * replace did. Ids: `evt_<execution id>.<n>` (`derivedEventRef` reads one back).
  */
 import type { EventRecord, NewEvent } from '../events/types';
-import { dispatchOfRecord, type DispatchStart, type JobAttemptStart, type Lifecycle, type PermitColumns, type RecordColumns, type StoredRouting } from './lifecycle';
+import { dispatchOfRecord, isTurnLifecycle, type DispatchStart, type JobAttemptStart, type Lifecycle, type PermitColumns, type RecordColumns, type StoredRouting } from './lifecycle';
 
 export const EXECUTION_EVENT_SOURCE = 'execution_events';
 
@@ -160,21 +160,49 @@ function recordDrafts(r: RecordColumns, l: Lifecycle, stream: boolean): Draft[] 
     const primary = dispatchOfRecord(r, l).primary;
     out.push(exec('provider.response_received', completedAt, primary, { ok: false, failure_kind: 'interrupted' }));
   }
-  out.push(
-    exec('usage.recorded', completedAt, target, {
-      input_tokens: r.input_tokens,
-      output_tokens: r.output_tokens,
-      total_tokens: totalTokens(r),
-      cost_usd_micros: Number(r.cost_usd_micros),
-      estimated_final: r.estimated_final,
-    }),
-  );
-  if (r.status === 'completed') out.push(exec('request.completed', completedAt, target, { status_code: r.status_code }));
-  else out.push(exec('request.errored', completedAt, target, { status_code: r.status_code, error_code: r.error_code ?? undefined }));
+  out.push(usageDraft(r), ...endDrafts(r));
   return out;
 }
 
-function materialize(drafts: Draft[], base: { seq: number | null; projectId: string; permitId: string | null; requestId: string; jobId: string | null; idOf: (n: number) => string }, from: DerivedEvent['derived_from'], offset: number): DerivedEvent[] {
+/** usage.recorded, at the record's completion. */
+function usageDraft(r: RecordColumns): Draft {
+  return exec('usage.recorded', iso(r.completed_at), { provider: r.provider, model: r.model }, {
+    input_tokens: r.input_tokens,
+    output_tokens: r.output_tokens,
+    total_tokens: totalTokens(r),
+    cost_usd_micros: Number(r.cost_usd_micros),
+    estimated_final: r.estimated_final,
+  });
+}
+
+/** request.completed or request.errored, at the record's completion. */
+function endDrafts(r: RecordColumns): Draft[] {
+  const completedAt = iso(r.completed_at);
+  const target = { provider: r.provider, model: r.model };
+  if (r.status === 'completed') return [exec('request.completed', completedAt, target, { status_code: r.status_code })];
+  return [exec('request.errored', completedAt, target, { status_code: r.status_code, error_code: r.error_code ?? undefined })];
+}
+
+/**
+ * A session turn's events after its permit's (which the session stores as rows): the usage it
+ * settled and request.completed, or request.errored alone when the session closed with no usage
+ * reported for it. Its provider call was the client's: nothing of a dispatch is derived.
+ */
+function turnDrafts(r: RecordColumns): Draft[] {
+  return r.status === 'completed' ? [usageDraft(r), ...endDrafts(r)] : endDrafts(r);
+}
+
+interface DraftBase {
+  seq: number | null;
+  projectId: string;
+  permitId: string | null;
+  requestId: string;
+  jobId: string | null;
+  sessionId?: string | null;
+  idOf: (n: number) => string;
+}
+
+function materialize(drafts: Draft[], base: DraftBase, from: DerivedEvent['derived_from'], offset: number): DerivedEvent[] {
   return drafts.map((d, i) => ({
     seq: base.seq === null ? (null as unknown as number) : base.seq + offset + i + 1,
     id: base.idOf(offset + i + 1),
@@ -188,7 +216,7 @@ function materialize(drafts: Draft[], base: { seq: number | null; projectId: str
     permit_id: base.permitId,
     request_id: base.requestId,
     job_id: base.jobId,
-    session_id: null,
+    session_id: base.sessionId ?? null,
     // As the rows held them: JSON, so an undefined member is absent.
     metadata: JSON.parse(JSON.stringify(d.metadata)) as Record<string, unknown>,
     prev_hash: null,
@@ -218,7 +246,9 @@ export function derivedEventRef(eventId: string): { executionId: string; n: numb
 export function recordEvents(r: RecordColumns, permit: PermitColumns | null, chainPos: number | null = null): DerivedEvent[] {
   if (!r.lifecycle) return [];
   const seq = r.seq === null ? null : Number(r.seq);
-  const base = { seq, projectId: r.project_id, permitId: r.permit_id, requestId: r.id, jobId: r.job_id ?? null, idOf: (n: number) => derivedEventId(r.id, n) };
+  const base = { seq, projectId: r.project_id, permitId: r.permit_id, requestId: r.id, jobId: r.job_id ?? null, sessionId: r.session_id ?? null, idOf: (n: number) => derivedEventId(r.id, n) };
+  // A session turn's permit events are the session's stored rows (its timeline is the session's).
+  if (isTurnLifecycle(r.lifecycle)) return materialize(turnDrafts(r), base, 'record', 0).map((e) => ({ ...e, chain_pos: chainPos }));
   const own = permit ? permitDrafts(permit) : [];
   const dispatch = dispatchOfRecord(r, r.lifecycle);
   const drafts = [...own, ...dispatchDrafts(dispatch), ...recordDrafts(r, r.lifecycle, dispatch.stream)];

@@ -60,6 +60,20 @@ export interface Lifecycle {
   job_attempts?: JobAttemptStart[];
 }
 
+/**
+ * The `lifecycle` of a session turn's record (src/sessions/turn-record.ts): the turn's number in
+ * its session. The turn's provider call was the client's, so the record keeps no dispatch and no
+ * attempt; its derived events are its usage and its end, from the record's columns.
+ */
+export interface TurnLifecycle {
+  turn: number | null;
+}
+
+/** Whether a record's lifecycle is a session turn's. */
+export function isTurnLifecycle(l: Lifecycle | TurnLifecycle): l is TurnLifecycle {
+  return 'turn' in l;
+}
+
 /** A job's later dispatch attempt: its number, its start in ms after `created_at`, the provider tries before it. */
 export type JobAttemptStart = [jobAttempt: number, sentMs: number, priorTries: number];
 
@@ -76,11 +90,12 @@ export interface RecordColumns
   seq: number | string | null;
   permit_id: string | null;
   job_id?: string | null;
+  session_id?: string | null;
   operation: string;
   mode: string;
   status: string;
   envelope: StoredRouting | Record<string, unknown>;
-  lifecycle: Lifecycle | null;
+  lifecycle: Lifecycle | TurnLifecycle | null;
 }
 
 /** A finished dispatch as the pipeline (or a job) reports it. */

@@ -20,9 +20,9 @@ import { estimateInputTokens, makeUsage } from '../providers/shared/usage';
 import type { NormalizedRequest, ProviderResult, Usage } from '../providers/types';
 import { buildEnvelope, ExecutionEnvelope, ExecutionStatus, storedEnvelope } from './envelope';
 import { EXECUTION_EVENT_PHASES, EXECUTION_EVENT_SOURCE, type ExecutionEventType } from './lifecycle-events';
-import { lifecycleOf, type Lifecycle } from './lifecycle';
+import { lifecycleOf, type Lifecycle, type TurnLifecycle } from './lifecycle';
 import type { Target } from './types';
-import type { AttemptRecord, ExecutionInput, RecordInput } from './types';
+import type { AttemptRecord, ExecutionInput, RecordedCall, RecordInput } from './types';
 
 export interface RecordDeps {
   db: Db;
@@ -67,7 +67,7 @@ export interface RecordOptions {
   job?: { priorAttempts: AttemptRecord[]; attempts: { attempt: number; at: string; priorTries: number }[] };
 }
 
-export function normalizedRequest(input: ExecutionInput, target: Target): NormalizedRequest {
+export function normalizedRequest(input: Pick<ExecutionInput, 'request' | 'mode'>, target: Target): NormalizedRequest {
   const r = input.request;
   const req: NormalizedRequest = {
     operation: r.operation,
@@ -87,7 +87,7 @@ export function normalizedRequest(input: ExecutionInput, target: Target): Normal
  * The timeline events of one execution (source execution_events): `(type, at, target, metadata)`,
  * the phase following from the type.
  */
-export function executionEvents(input: Pick<ExecutionInput, 'projectId' | 'permitId' | 'executionId'>) {
+export function executionEvents(input: Pick<RecordedCall, 'projectId' | 'permitId' | 'executionId'>) {
   return (eventType: ExecutionEventType, at: Date | string, t: Partial<Target> | null, metadata: Record<string, unknown> = {}): NewEvent => ({
     projectId: input.projectId,
     eventType,
@@ -106,14 +106,15 @@ export function executionEvents(input: Pick<ExecutionInput, 'projectId' | 'permi
  * Builds the envelope, settles or releases spend, and persists the execution row and its
  * completion events once. Safe to retry: a second call finds the row and returns the stored envelope.
  */
-export async function recordExecution(deps: RecordDeps, input: ExecutionInput, rec: RecordInput, opts: RecordOptions = {}): Promise<ExecutionEnvelope> {
+export async function recordExecution(deps: RecordDeps, input: RecordedCall, rec: RecordInput, opts: RecordOptions = {}): Promise<ExecutionEnvelope> {
   const { db, clock, pricing } = deps;
   const completedAt = clock.now();
   const gov = rec.gov;
   // A dispatched call (the in-process pipeline's, a job's) keeps its lifecycle on the record, which
   // its events derive from (src/executions/lifecycle-events.ts): no event rows, so none is built.
   // Other records (denials, a job that never reached dispatch) store theirs.
-  const keepsLifecycle = Boolean(gov.dispatch) && rec.kind !== 'governed_out';
+  // A session turn's record keeps its own (its usage and end; src/sessions/turn-record.ts).
+  const keepsLifecycle = (Boolean(gov.dispatch) && rec.kind !== 'governed_out') || rec.kind === 'session_turn';
   const ev = executionEvents(input);
   const tail: NewEvent[] = [];
   const add = (...a: Parameters<typeof ev>): void => {
@@ -156,6 +157,15 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
     }
     error = { code: 'dispatch_interrupted', message: `The provider call did not report back (${rec.message}); its outcome is unknown and it was not repeated` };
     add('provider.response_received', completedAt, primary, { ok: false, failure_kind: 'interrupted' });
+  } else if (rec.kind === 'session_turn') {
+    // The client called its provider: the usage it reported and its cost at the session's prices,
+    // or, closed with its session unreported, failed as a call that never reported back is.
+    const settled = rec.turn.settled;
+    status = settled ? 'completed' : 'failed';
+    statusCode = settled ? 200 : 502;
+    usage = settled?.usage ?? null;
+    cost = settled?.costMicros ?? null;
+    if (!settled) error = { code: 'usage_not_reported', message: `The session closed before the turn's usage was reported (${rec.turn.closedBy ?? 'closed'}); nothing was charged for it` };
   } else {
     const o = rec.outcome;
     target = o.target;
@@ -219,11 +229,12 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
   let releaseReason: string | null = null;
   if (gov.decision === 'allow') {
     if (status === 'completed' || (usage && (cost ?? 0) > 0)) settle = { cost: cost ?? 0, input: usage?.input_tokens ?? 0, output: usage?.output_tokens ?? 0 };
-    else releaseReason = error?.code ?? 'failed';
+    else releaseReason = (rec.kind === 'session_turn' && rec.turn.closedBy) || error?.code || 'failed';
   }
   if (settle && (!Number.isInteger(settle.cost) || settle.cost < 0)) throw new Error('recordExecution: cost must be a non-negative integer');
-  let lifecycle: Lifecycle | null = null;
-  if (gov.dispatch && rec.kind !== 'governed_out') {
+  let lifecycle: Lifecycle | TurnLifecycle | null = null;
+  if (rec.kind === 'session_turn') lifecycle = { turn: rec.turn.turnNumber };
+  else if (gov.dispatch && rec.kind !== 'governed_out') {
     lifecycle = lifecycleOf(
       input.createdAt,
       gov.dispatch,
@@ -254,6 +265,7 @@ export async function recordExecution(deps: RecordDeps, input: ExecutionInput, r
     idempotency_key: input.idempotencyKey,
     key_id: input.keyId ?? null,
     job_id: input.jobId ?? null,
+    ...(input.sessionId ? { session_id: input.sessionId } : {}),
     input_tokens: envelope.usage.input_tokens,
     output_tokens: envelope.usage.output_tokens,
     cost_usd_micros: envelope.usage.cost_usd_micros,

@@ -30,6 +30,8 @@ export interface ExecutionInput {
   keyId: string | null;
   /** The async job the call runs for. */
   jobId?: string;
+  /** The realtime session whose turn this call is (src/sessions/turn-record.ts). */
+  sessionId?: string;
   /** /v1/execute only. */
   resolved?: { provider: string; model: string; alias: string | null };
   /** X-Svc-Workflow-Id given but its call reservation was refused: a denied permit, no dispatch. */
@@ -37,6 +39,9 @@ export interface ExecutionInput {
   dispatchTimeoutMs: number;
   heartbeatTimeoutMs: number;
 }
+
+/** What recording reads of a call: a session turn its session's own ceilings denied has no permit. */
+export type RecordedCall = Omit<ExecutionInput, 'permitId'> & { permitId: string | null };
 
 export interface GovernOutcome {
   decision: 'allow' | 'deny' | 'review' | 'throttle';
@@ -93,7 +98,22 @@ export type RecordInput =
   | { kind: 'governed_out'; gov: GovernOutcome }
   | { kind: 'dispatched'; gov: GovernOutcome; outcome: DispatchOutcome }
   /** The dispatch activity did not finish (worker died mid-call, timed out): outcome unknown. */
-  | { kind: 'interrupted'; gov: GovernOutcome; message: string; estimatedInputTokens?: number };
+  | { kind: 'interrupted'; gov: GovernOutcome; message: string; estimatedInputTokens?: number }
+  /** An allowed session turn: the client called its provider, Tollgate saw the usage it reported (or none). */
+  | { kind: 'session_turn'; gov: GovernOutcome; turn: TurnOutcome };
+
+/**
+ * What Tollgate knows of an allowed session turn's provider call, which the client made itself:
+ * the usage it settled with its cost at the session's realtime prices, or none when the session
+ * closed with the turn unsettled (`closedBy`: the release reason of its reservation).
+ */
+export interface TurnOutcome {
+  /** The session turn (`session_turns.id`) and its number in the session. */
+  turnId: string;
+  turnNumber: number | null;
+  settled: { usage: Usage; costMicros: number } | null;
+  closedBy?: string;
+}
 
 export type RoutingReason = 'explicit_request' | 'default_model_for_provider' | 'provider_inferred_from_model' | 'operation_default';
 

@@ -3,7 +3,8 @@
  * ceilings atomically (turn counter, cost ceiling over settled + reserved spend: ./ops-client.ts);
  * a granted turn then goes through project governance (firewall on the text, policy, budget
  * reservation) as a permit on route `sessions`; a governance non-allow gives the turn back.
- * Usage, when reported, is settled against both. Decisions: docs/decisions/sessions.md.
+ * Usage, when reported, is settled against both. Every turn leaves a call record
+ * (./turn-record.ts). Decisions: docs/decisions/sessions.md.
  */
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
@@ -22,6 +23,7 @@ import { sessionNotActive, type SessionServiceDeps } from './service';
 import type { ActionPermitBody, TurnBody, UsageBody } from './schemas';
 import { usageCostMicros, usageRecord } from './usage-cost';
 import { turnView } from './view';
+import { recordTurn } from './turn-record';
 
 /** Governance operation of tool actions and managed MCP calls (policy rules match it). */
 export const TOOL_OPERATION = 'tool.call' as Operation;
@@ -58,7 +60,11 @@ function counters(s: SessionRecord, r: SessionOpResult) {
   return { status: r.status, turns: r.turns, spentMicros: r.spentMicros, reservedMicros: r.reservedMicros, maxTurns: s.max_turns, maxCostMicros: s.max_cost_usd_micros === null ? null : Number(s.max_cost_usd_micros) };
 }
 
-/** Settles a turn's reported usage once: the turn row, the permit's reservation, the session's spend. */
+/**
+ * Settles a turn's reported usage once: the turn row, the permit's reservation, the session's
+ * spend. A turn's permit is settled by its call record's statement (./turn-record.ts); an
+ * action's, which leaves no record, directly.
+ */
 export async function settleTurn(
   deps: SessionServiceDeps,
   s: SessionRecord,
@@ -79,19 +85,28 @@ export async function settleTurn(
       sessionEvent(s, 'session.turn_settled', { turn_id: turn.client_turn_id, turn_number: turn.turn_number, usage: record, cost_usd_micros: cost, estimated_cost_usd_micros: Number(turn.estimated_cost_micros) }, { at, permitId: turn.permit_id }),
     ],
   });
+  const settled = { ...turn, usage: record, cost_usd_micros: cost, settled_at: turn.settled_at ?? at };
   if (first) {
-    if (turn.permit_id) {
-      await deps.governance.settle(turn.permit_id, { costMicros: cost, inputTokens: meters.input_tokens + meters.input_audio_tokens, outputTokens: meters.output_tokens + meters.output_audio_tokens });
+    const actual = { costMicros: cost, inputTokens: meters.input_tokens + meters.input_audio_tokens, outputTokens: meters.output_tokens + meters.output_audio_tokens };
+    if (turn.kind === 'turn') {
+      const call = await recordTurn(deps, s, settled);
+      // Its call was closed with the session before this report came (failed, usage_not_reported):
+      // the usage is still the project's spend, settled on its permit as any late report.
+      if (call.status !== 'completed' && turn.permit_id) await deps.governance.settle(turn.permit_id, actual);
+    } else if (turn.permit_id) {
+      await deps.governance.settle(turn.permit_id, actual);
     }
     await applyQuietly(deps, s, { kind: 'settle', id: turn.id, actualMicros: cost });
   }
-  return { ...turn, usage: record, cost_usd_micros: cost, settled_at: turn.settled_at ?? at };
+  return settled;
 }
 
 /** A turn or action to decide: its client id, its estimate and the columns its row keeps. */
 interface DecisionRequest {
   kind: 'turn' | 'action';
   clientId: string | null;
+  /** The intent the turn or action is governed under. */
+  workflowId: string | null;
   estimateMicros: number | null;
   fields: { role?: string | null; tool_name?: string | null; arguments_sha256?: string | null };
 }
@@ -149,6 +164,8 @@ async function decide(deps: SessionServiceDeps, s: SessionRecord, req: DecisionR
     if (!first) throw errors.internal();
     return { row: first, result };
   }
+  // A denied turn's call ends here: its record now (an allowed one's when its usage settles).
+  if (kind === 'turn' && !allowed) await recordTurn(deps, s, row, { workflowId: req.workflowId });
   return { row, result };
 }
 
@@ -184,7 +201,7 @@ export async function takeTurn(deps: SessionServiceDeps, s: SessionRecord, body:
   const estimate = body.usage
     ? usageCostMicros(s.provider, s.model, body.usage)
     : usageCostMicros(s.provider, s.model, { input_tokens: inputTokens, output_tokens: outputTokens });
-  const { row, result } = await decide(deps, s, { kind: 'turn', clientId: body.turn_id ?? null, estimateMicros: estimate, fields: { role: body.role } }, (requestId) =>
+  const { row, result } = await decide(deps, s, { kind: 'turn', clientId: body.turn_id ?? null, workflowId, estimateMicros: estimate, fields: { role: body.role } }, (requestId) =>
     deps.governance.evaluate(
       {
         projectId: s.project_id, requestId, route: 'sessions', operation: 'generate.text', provider: s.provider as ProviderId, model: s.model,
@@ -208,7 +225,7 @@ export async function permitAction(deps: SessionServiceDeps, s: SessionRecord, b
   const workflowId = await intentOf(deps, s, body.workflow_id);
   const argsHash = body.arguments_sha256 ?? (body.arguments ? argumentsSha256(body.arguments) : null);
   const estimate = body.estimated_cost_usd_micros;
-  const decision: DecisionRequest = { kind: 'action', clientId: body.action_id ?? null, estimateMicros: estimate, fields: { tool_name: body.tool_name, arguments_sha256: argsHash } };
+  const decision: DecisionRequest = { kind: 'action', clientId: body.action_id ?? null, workflowId, estimateMicros: estimate, fields: { tool_name: body.tool_name, arguments_sha256: argsHash } };
   const { row, result } = await decide(deps, s, decision, (requestId) =>
     deps.governance.evaluate(
       {

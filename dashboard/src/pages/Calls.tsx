@@ -6,7 +6,7 @@ import type { ProjectView } from '../project';
 type Call = Schemas['Call'];
 
 /** The filters of GET /v1/calls that the page offers; they live in the URL (#/calls?status=failed…). */
-const FILTERS = ['status', 'provider', 'model', 'key_id', 'workflow_id', 'route', 'created_at_gte', 'created_at_lte'] as const;
+const FILTERS = ['status', 'provider', 'model', 'key_id', 'workflow_id', 'session_id', 'route', 'created_at_gte', 'created_at_lte'] as const;
 type Filter = (typeof FILTERS)[number];
 type Filters = Partial<Record<Filter, string>>;
 
@@ -98,7 +98,7 @@ export function Calls({ project, query }: { project: ProjectView; query: URLSear
         <label>
           Route
           <select name="route">
-            <Options values={['executions', 'execute', 'proxy']} chosen={filters.route} />
+            <Options values={['executions', 'execute', 'proxy', 'sessions']} chosen={filters.route} />
           </select>
         </label>
         <label>
@@ -112,6 +112,10 @@ export function Calls({ project, query }: { project: ProjectView; query: URLSear
         <label>
           Workflow
           <input name="workflow_id" defaultValue={filters.workflow_id ?? ''} />
+        </label>
+        <label>
+          Session
+          <input name="session_id" defaultValue={filters.session_id ?? ''} placeholder="sess_…" />
         </label>
         <label>
           From
@@ -198,6 +202,7 @@ export function CallView({ id }: { id: string }) {
           <dt>Key</dt><dd>{c.key_id ?? '—'}</dd>
           <dt>Workflow</dt><dd>{c.workflow_id ?? '—'}</dd>
           <dt>Job</dt><dd>{c.job_id ?? '—'}</dd>
+          <dt>Session</dt><dd>{c.session_id ? <a href={`#/calls?session_id=${encodeURIComponent(c.session_id)}`}>{c.session_id}</a> : '—'}</dd>
         </dl>
       )}
       {timeline.data && <Waterfall events={timeline.data.events} />}

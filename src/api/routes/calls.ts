@@ -39,6 +39,7 @@ function callView(r: CallRecord) {
     key_id: r.key_id,
     workflow_id: r.workflow_intent_id,
     job_id: r.job_id,
+    session_id: r.session_id,
   };
 }
 
@@ -82,6 +83,7 @@ export const callRoutes = routeFamily('Calls', () => ({}), [
         keyId: q.key_id,
         workflowId: q.workflow_id,
         jobId: q.job_id,
+        sessionId: q.session_id,
         createdAtGte: q.created_at_gte ? new Date(q.created_at_gte) : undefined,
         createdAtLte: q.created_at_lte ? new Date(q.created_at_lte) : undefined,
         after: q.cursor ? decodeCallCursor(q.cursor) : undefined,

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { PROVIDER_IDS } from '../../config';
 
+/** The surfaces a call record names (`executions.route`, migration 0290). */
+const CALL_ROUTES = ['executions', 'execute', 'proxy', 'sessions'] as const;
+
 /** The request log's call object (docs/decisions/request-log.md): one governed call, without its content. */
 export const callSchema = z
   .looseObject({
@@ -9,7 +12,7 @@ export const callSchema = z
     created_at: z.string(),
     completed_at: z.string(),
     duration_ms: z.number().int(),
-    route: z.enum(['executions', 'execute', 'proxy']),
+    route: z.enum(CALL_ROUTES),
     operation: z.string(),
     mode: z.enum(['sync', 'stream']),
     status: z.enum(['completed', 'failed', 'denied']),
@@ -27,6 +30,7 @@ export const callSchema = z
     key_id: z.string().nullable(),
     workflow_id: z.string().nullable(),
     job_id: z.string().nullable(),
+    session_id: z.string().nullable().meta({ description: 'The realtime session whose turn the call is (route `sessions`)' }),
   })
   .meta({ id: 'Call' });
 
@@ -37,12 +41,13 @@ export const callListSchema = z
 export const callListQuery = z
   .object({
     status: z.enum(['completed', 'failed', 'denied']).optional(),
-    route: z.enum(['executions', 'execute', 'proxy']).optional(),
+    route: z.enum(CALL_ROUTES).optional(),
     provider: z.enum(PROVIDER_IDS).optional(),
     model: z.string().min(1).max(200).optional(),
     key_id: z.string().min(1).max(200).optional(),
     workflow_id: z.string().min(1).max(255).optional(),
     job_id: z.string().min(1).max(200).optional(),
+    session_id: z.string().min(1).max(200).optional(),
     created_at_gte: z.iso.datetime({ offset: true }).optional(),
     created_at_lte: z.iso.datetime({ offset: true }).optional(),
     limit: z.coerce.number().int().min(1).max(100).default(50),

@@ -1,7 +1,9 @@
 /**
  * The request log: a project's governed calls, newest first, read from their execution rows
  * (one per call; src/executions/record.ts writes them). Served by `executions_project_created_idx`
- * (project_id, created_at DESC): filters narrow the index range scan, the cursor starts it.
+ * (project_id, created_at DESC): filters narrow the index range scan, the cursor starts it. The
+ * rare-by-nature filters have partial indexes of their own (workflow, job, session: migrations
+ * 0200 and 0290).
  */
 import type { Queryable } from '../pool';
 import type { ExecutionRecord } from './executions';
@@ -16,6 +18,7 @@ export interface CallFilters {
   keyId?: string;
   workflowId?: string;
   jobId?: string;
+  sessionId?: string;
   createdAtGte?: Date;
   createdAtLte?: Date;
   /** The last call of the previous page: its created_at (microseconds, ISO) and id. */
@@ -24,7 +27,7 @@ export interface CallFilters {
 }
 
 const COLUMNS = `id, project_id, route, operation, mode, status, status_code, permit_id, provider, model, workflow_intent_id,
-  key_id, job_id, input_tokens, output_tokens, cost_usd_micros, estimated_final, error_code, created_at, completed_at, duration_ms,
+  key_id, job_id, session_id, input_tokens, output_tokens, cost_usd_micros, estimated_final, error_code, created_at, completed_at, duration_ms,
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts`;
 
 export async function listCalls(db: Queryable, projectId: string, f: CallFilters): Promise<CallRecord[]> {
@@ -41,6 +44,7 @@ export async function listCalls(db: Queryable, projectId: string, f: CallFilters
   if (f.keyId) add('key_id = ?', f.keyId);
   if (f.workflowId) add('workflow_intent_id = ?', f.workflowId);
   if (f.jobId) add('job_id = ?', f.jobId);
+  if (f.sessionId) add('session_id = ?', f.sessionId);
   if (f.createdAtGte) add('created_at >= ?', f.createdAtGte);
   if (f.createdAtLte) add('created_at <= ?', f.createdAtLte);
   if (f.after) {

@@ -1,11 +1,11 @@
 import { Queryable } from '../pool';
-import { envelopeOfRow, type ExecutionEnvelope } from '../../executions/envelope';
-import type { Lifecycle } from '../../executions/lifecycle';
+import { envelopeOfRow, type ExecutionEnvelope, type ExecutionRoute } from '../../executions/envelope';
+import type { Lifecycle, TurnLifecycle } from '../../executions/lifecycle';
 
 export interface ExecutionRecord {
   id: string;
   project_id: string;
-  route: 'executions' | 'execute' | 'proxy';
+  route: ExecutionRoute;
   operation: string;
   mode: 'sync' | 'stream';
   status: 'completed' | 'failed' | 'denied';
@@ -17,6 +17,8 @@ export interface ExecutionRecord {
   idempotency_key: string | null;
   key_id: string | null;
   job_id: string | null;
+  /** The realtime session whose turn the call is (migration 0290). */
+  session_id: string | null;
   input_tokens: number;
   output_tokens: number;
   cost_usd_micros: number;
@@ -30,7 +32,7 @@ export interface ExecutionRecord {
   recorded_at: Date;
   /** The record's place in its project's log (migration 0170); null for records whose events are stored rows. */
   seq: string | null;
-  lifecycle: Lifecycle | null;
+  lifecycle: Lifecycle | TurnLifecycle | null;
 }
 
 export type NewExecution = Omit<ExecutionRecord, 'recorded_at'>;

@@ -2,11 +2,13 @@
  * The project's event log as every reader sees it: stored event rows merged with the events
  * derived from call records (src/executions/lifecycle-events.ts: a call of the in-process pipeline writes
  * no event row, its record and permit hold them) and, for timelines, with the first events of calls
- * still in flight (their permit's `closing`). The merge rules are src/events/merge.ts; this file
+ * still in flight (their permit's `closing`); a session turn's call timeline adds its permit's stored
+ * events, which the session keeps under its own request id. The merge rules are src/events/merge.ts; this file
  * reads what they merge. Records are read by their indexes (executions_project_seq_idx, the primary
  * key, executions_permit_idx), their permits in one query per read.
  */
 import type { Queryable } from '../pool';
+import { CALL_ID_KIND } from '../../ids';
 import { listEventsByRequest, listEventsForPermits } from './events';
 import type { EventRecord } from '../../events/types';
 import { findGovernanceEvent, listGovernanceEvents } from './governance-events';
@@ -23,7 +25,7 @@ type RecordRow = RecordColumns & { chain_pos: string | null; link_prev_hash: str
  * lifecycle: the others' events are rows.
  */
 const RECORDS_SQL = `
-  SELECT x.id, x.project_id, x.seq, x.permit_id, x.job_id, x.operation, x.mode, x.status, x.status_code, x.provider, x.model,
+  SELECT x.id, x.project_id, x.seq, x.permit_id, x.job_id, x.session_id, x.operation, x.mode, x.status, x.status_code, x.provider, x.model,
          x.input_tokens, x.output_tokens, x.cost_usd_micros, x.estimated_final, x.error_code, x.created_at, x.completed_at,
          jsonb_build_object('routing', x.envelope->'routing', 'usage', x.envelope->'usage') AS envelope, x.lifecycle,
          c.chain_pos, c.prev_hash AS link_prev_hash, c.hash AS link_hash
@@ -60,14 +62,32 @@ async function inFlightWhere(db: Queryable, where: string, params: unknown[]): P
   return rows.flatMap((p) => inFlightEvents(p));
 }
 
+/**
+ * The stored events of a session turn's permit, when `requestId` is a session turn's call record:
+ * the session keeps them as rows under its own request id (the session's timeline), so the call's
+ * timeline reads them by the record's permit. One statement; nothing for any other request.
+ */
+async function turnPermitEvents(db: Queryable, projectId: string, requestId: string): Promise<EventRecord[]> {
+  if (!requestId.startsWith(`${CALL_ID_KIND}_`)) return [];
+  const { rows } = await db.query<EventRecord>(
+    `SELECT * FROM events_chained
+      WHERE project_id = $1 AND request_id IS DISTINCT FROM $2
+        AND permit_id = (SELECT permit_id FROM executions WHERE project_id = $1 AND id = $2 AND session_id IS NOT NULL)
+      ORDER BY seq`,
+    [projectId, requestId],
+  );
+  return rows;
+}
+
 /** Every event of a request (its timeline): stored, derived from its record, and in flight. */
 export async function requestEvents(db: Queryable, projectId: string, requestId: string): Promise<LogEvent[]> {
-  const [stored, records, inFlight] = await Promise.all([
+  const [stored, records, inFlight, turnPermit] = await Promise.all([
     listEventsByRequest(db, projectId, requestId),
     recordsWhere(db, 'x.project_id = $1 AND x.id = $2', [projectId, requestId]),
     inFlightWhere(db, 'project_id = $1 AND request_id = $2', [projectId, requestId]),
+    turnPermitEvents(db, projectId, requestId),
   ]);
-  return timelineOf(stored, (await deriveAll(db, projectId, records)).flat(), inFlight);
+  return timelineOf(mergeBySeq(stored, turnPermit, 'asc'), (await deriveAll(db, projectId, records)).flat(), inFlight);
 }
 
 /** Every event of these permits (their timelines together), in seq order, those in flight last. */

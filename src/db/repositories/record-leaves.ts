@@ -18,12 +18,14 @@ export interface StoredRecordLeaf {
 /**
  * The record's persisted columns, named one by one: a column a later migration adds is not in
  * records chained before it, so it must not appear in their leaves when they are verified.
+ * `session_id` (migration 0290) is carried only where it is set (`leafOf`): records without a
+ * session, and every record chained before it, hash as they did.
  * `recorded_at` is left to `recordLeafEvent`'s own exclusions (the insert's clock, not the call's).
  * Of the permit, the decision columns the leaf carries; of its metadata, only the firewall decision.
  */
 const RECORD_LEAF_SQL = `
   x.id, x.project_id, x.seq, x.route, x.operation, x.mode, x.status, x.status_code, x.permit_id, x.provider, x.model,
-  x.workflow_intent_id, x.idempotency_key, x.key_id, x.job_id, x.input_tokens, x.output_tokens, x.cost_usd_micros,
+  x.workflow_intent_id, x.idempotency_key, x.key_id, x.job_id, x.session_id, x.input_tokens, x.output_tokens, x.cost_usd_micros,
   x.estimated_final, x.error_code, x.created_at, x.completed_at, x.duration_ms, x.envelope, x.lifecycle,
   p.id AS p_id, p.project_id AS p_project_id, p.request_id AS p_request_id, p.route AS p_route, p.operation AS p_operation,
   p.provider AS p_provider, p.model AS p_model, p.workflow_id AS p_workflow_id, p.decision AS p_decision,
@@ -41,7 +43,7 @@ function leafOf(r: RecordLeafRow): StoredRecordLeaf {
   const permit: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(r)) {
     if (k.startsWith('p_')) permit[k.slice(2)] = v;
-    else row[k] = v;
+    else if (k !== 'session_id' || v !== null) row[k] = v;
   }
   const firewall = permit.firewall;
   delete permit.firewall;

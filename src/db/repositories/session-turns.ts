@@ -78,13 +78,29 @@ export async function settleSessionTurn(db: Queryable, turnId: string, settle: {
   return true;
 }
 
-/** Permits of a session's allowed, unsettled decisions (released when the session closes). */
-export async function listUnsettledPermitIds(db: Queryable, sessionId: string): Promise<string[]> {
+/** Permits of a session's allowed, unsettled action permits (released when the session closes). */
+export async function listUnsettledActionPermitIds(db: Queryable, sessionId: string): Promise<string[]> {
   const { rows } = await db.query<{ permit_id: string }>(
-    `SELECT permit_id FROM session_turns WHERE session_id = $1 AND decision = 'allow' AND settled_at IS NULL AND permit_id IS NOT NULL`,
+    `SELECT permit_id FROM session_turns
+      WHERE session_id = $1 AND kind = 'action' AND decision = 'allow' AND settled_at IS NULL AND permit_id IS NOT NULL`,
     [sessionId],
   );
   return rows.map((r) => r.permit_id);
+}
+
+/**
+ * A session's turns that have no call record yet (src/sessions/turn-record.ts): a turn's record id
+ * is its id with `turnPrefix` replaced by `callPrefix`, a primary-key lookup per turn.
+ */
+export async function listUnrecordedTurns(db: Queryable, sessionId: string, ids: { turnPrefix: string; callPrefix: string }): Promise<SessionTurnRecord[]> {
+  const { rows } = await db.query<SessionTurnRecord>(
+    `SELECT t.* FROM session_turns t
+      WHERE t.session_id = $1 AND t.kind = 'turn'
+        AND NOT EXISTS (SELECT 1 FROM executions x WHERE x.id = ($3 || substr(t.id, length($2) + 1)) COLLATE "C")
+      ORDER BY t.created_at, t.id`,
+    [sessionId, ids.turnPrefix, ids.callPrefix],
+  );
+  return rows;
 }
 
 /** The turn a realtime response's usage settled (its `response_id`), so a re-sent response.done is recognised. */

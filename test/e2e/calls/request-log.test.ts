@@ -4,7 +4,7 @@ import type { TestProject } from '../../support/tollgate';
 
 const CALL_KEYS = [
   'completed_at', 'created_at', 'duration_ms', 'error', 'id', 'job_id', 'key_id', 'mode', 'model', 'object', 'operation', 'permit_id',
-  'provider', 'route', 'status', 'status_code', 'usage', 'workflow_id',
+  'provider', 'route', 'session_id', 'status', 'status_code', 'usage', 'workflow_id',
 ];
 
 describe('GET /v1/calls (the request log)', () => {
@@ -69,6 +69,7 @@ describe('GET /v1/calls (the request log)', () => {
     expect(denied).toMatchObject({ status: 'denied', status_code: 403, workflow_id: 'never-declared', error: { code: 'denied' } });
     expect(denied.usage.cost_usd_micros).toBe(0);
     expect(proxy).toMatchObject({ route: 'proxy', status: 'completed', provider: 'openai', key_id: first.key_id });
+    expect(res.json.data.every((c: any) => c.session_id === null)).toBe(true);
   });
 
   it('matches the execution envelope of the same call', async () => {
@@ -136,6 +137,8 @@ describe('GET /v1/calls (the request log)', () => {
       ['?provider=acme', 'query.provider'],
       ['?created_at_gte=yesterday', 'query.created_at_gte'],
       ['?created_at_gte=2026-01-02T00:00:00Z&created_at_lte=2026-01-01T00:00:00Z', 'query.created_at_gte'],
+      ['?route=voice', 'query.route'],
+      ['?session_id=', 'query.session_id'],
       ['?colour=blue', 'query'],
     ];
     for (const [query, path] of cases) {

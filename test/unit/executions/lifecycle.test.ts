@@ -194,6 +194,19 @@ describe('call lifecycle events derived from the record', () => {
     );
   });
 
+  it("derives a session turn's usage and end only: its permit's events are the session's rows, and no dispatch was Tollgate's", () => {
+    const turn = { ...record(null as unknown as Lifecycle, { lifecycle: { turn: 3 }, session_id: 'sess_1', mode: 'stream' }) };
+    const events = recordEvents(turn, permit, 9);
+    expect(events.map((e) => e.event_type)).toEqual(['usage.recorded', 'request.completed']);
+    expect(events.map((e) => e.seq)).toEqual([6401, 6402]);
+    expect(events.every((e) => e.session_id === 'sess_1' && e.request_id === 'exec_req_1' && e.permit_id === 'pmt_1' && e.chain_pos === 9 && e.derived_from === 'record')).toBe(true);
+    expect(events[0]).toMatchObject({ source: 'execution_events', phase: 'usage', timestamp: new Date('2026-01-01T00:00:00.300Z') });
+    expect(events[0].metadata).toEqual({ input_tokens: 10, output_tokens: 5, total_tokens: 15, cost_usd_micros: 42, estimated_final: false });
+    // Closed with its session unsettled: no usage was reported, so none is shown.
+    const closed = recordEvents({ ...turn, status: 'failed', status_code: 502, error_code: 'usage_not_reported', input_tokens: 0, output_tokens: 0, cost_usd_micros: 0 }, permit);
+    expect(closed.map((e) => [e.event_type, e.metadata])).toEqual([['request.errored', { status_code: 502, error_code: 'usage_not_reported' }]]);
+  });
+
   it('derives nothing from a record whose events are stored rows', () => {
     expect(recordEvents(record(null as unknown as Lifecycle, { lifecycle: null }), permit)).toEqual([]);
   });
