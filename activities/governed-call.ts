@@ -54,6 +54,8 @@ export interface GovernSpec {
   route: string;
   /** Texts the prompt firewall inspects. */
   inspectableText: InspectableText[];
+  /** The tools the request offers the model, by name (proxies: read from the native body). */
+  tools?: string[];
   /** The surface's masking of its request (the firewall's `redact` action); see GovernanceRequest.redact. */
   redact?: GovernanceRequest['redact'];
   permitMetadata: Record<string, unknown>;
@@ -133,6 +135,7 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
         estimatedCostMicros: est.cost_micros,
         workflowId: input.workflowIntentId,
         inspectableText: spec.inspectableText,
+        ...(spec.tools?.length ? { tools: spec.tools } : {}),
         ...(spec.redact ? { redact: spec.redact } : {}),
         output: outputCeilingSpec(pricing, input, request, est.input_tokens),
       },

@@ -37,6 +37,7 @@ interface Draft {
 /** permit.allowed and permit.expiry_scheduled of a pipeline call's permit (what governance wrote as rows before). */
 function permitDrafts(p: PermitColumns): Draft[] {
   const fw = (p.metadata?.decision_metadata as { firewall?: { mode?: string; categories?: string[] } } | undefined)?.firewall;
+  const tools = p.metadata?.tools;
   const target = { provider: p.provider, model: p.model };
   const out: Draft[] = [
     {
@@ -52,6 +53,7 @@ function permitDrafts(p: PermitColumns): Draft[] {
         route: p.route,
         operation: p.operation,
         workflow_id: p.workflow_id ?? null,
+        ...(Array.isArray(tools) && tools.length ? { tools } : {}),
         reserved_cost_usd_micros: Number(p.reserved_cost_micros),
         ...(fw?.mode === 'monitor' ? { firewall_monitor_categories: fw.categories } : {}),
       },
@@ -153,7 +155,8 @@ function recordDrafts(r: RecordColumns, l: Lifecycle, stream: boolean): Draft[] 
   const target = { provider: r.provider, model: r.model };
   const last = a[a.length - 1];
   if (l.end === 'ok') {
-    out.push(exec('provider.response_received', at(last[3]), target, { ok: true, status: 200, attempt: a.length, finish_reason: l.finish_reason ?? null }));
+    const tools = l.tool_calls ? { tool_calls: l.tool_calls } : {};
+    out.push(exec('provider.response_received', at(last[3]), target, { ok: true, status: 200, attempt: a.length, finish_reason: l.finish_reason ?? null, ...tools }));
   } else if (l.end === 'failed') {
     out.push(exec('provider.response_received', last ? at(last[3]) : completedAt, target, { ok: false, status: l.failure_status ?? null, failure_kind: l.failure_kind, attempt: a.length }));
   } else {

@@ -41,6 +41,8 @@ export interface Lifecycle {
   /** How the last try ended: a response (ok), a failure (failed, with `failure_kind`/`failure_status`), or no report (interrupted). */
   end: 'ok' | 'failed' | 'interrupted';
   finish_reason?: string | null;
+  /** The names of the tool calls the answer carried, in order (never their arguments); absent when none. */
+  tool_calls?: string[];
   failure_kind?: string;
   failure_status?: number | null;
   /** The first target, when no attempt names it (an interrupted call). */
@@ -102,7 +104,7 @@ export interface RecordColumns
 export interface DispatchRun {
   attempts: { provider: string; model: string; sentAt: string; receivedAt: string; status: number | null; failureKind?: string }[];
   /** How the last try ended. */
-  end: { kind: 'ok'; finishReason: string | null } | { kind: 'failed'; failureKind: string; status: number | null } | { kind: 'interrupted' };
+  end: { kind: 'ok'; finishReason: string | null; toolCalls?: string[] } | { kind: 'failed'; failureKind: string; status: number | null } | { kind: 'interrupted' };
   /** The envelope's routing reason: the lifecycle keeps the first target's only when it differs. */
   envelopeReason: string;
   /** A job's dispatch attempts (absent for the in-process pipeline). */
@@ -125,7 +127,10 @@ export function lifecycleOf(createdAt: string, dispatch: DispatchStart, run: Dis
     }),
     end: end.kind,
   };
-  if (end.kind === 'ok') l.finish_reason = end.finishReason;
+  if (end.kind === 'ok') {
+    l.finish_reason = end.finishReason;
+    if (end.toolCalls?.length) l.tool_calls = end.toolCalls;
+  }
   if (end.kind === 'failed') {
     l.failure_kind = end.failureKind;
     l.failure_status = end.status;

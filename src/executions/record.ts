@@ -177,7 +177,8 @@ export async function recordExecution(deps: RecordDeps, input: RecordedCall, rec
       result = o.result;
       usage = o.result.usage;
       cost = pricing.costMicros(o.target.provider, o.target.model, usage);
-      add('provider.response_received', last.receivedAt, o.target, { ok: true, status: 200, attempt: o.attempts.length, finish_reason: o.result.finish_reason ?? null });
+      const tools = o.result.tool_calls?.length ? { tool_calls: o.result.tool_calls } : {};
+      add('provider.response_received', last.receivedAt, o.target, { ok: true, status: 200, attempt: o.attempts.length, finish_reason: o.result.finish_reason ?? null, ...tools });
     } else {
       status = 'failed';
       statusCode = o.kind === 'aborted' ? 499 : 502;
@@ -243,7 +244,7 @@ export async function recordExecution(deps: RecordDeps, input: RecordedCall, rec
         end: rec.kind === 'interrupted'
           ? { kind: 'interrupted' }
           : rec.outcome.ok
-            ? { kind: 'ok', finishReason: rec.outcome.result.finish_reason ?? null }
+            ? { kind: 'ok', finishReason: rec.outcome.result.finish_reason ?? null, toolCalls: rec.outcome.result.tool_calls }
             : { kind: 'failed', failureKind: rec.outcome.failure.kind, status: rec.outcome.failure.status },
         envelopeReason: envelope.routing.reason_code,
         jobAttempts: opts.job?.attempts,

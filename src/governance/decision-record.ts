@@ -129,6 +129,7 @@ export function permitEvents(req: GovernanceRequest, p: Pick<PermitRecord, 'id' 
       route: req.route,
       operation: req.operation,
       workflow_id: req.workflowId ?? null,
+      ...(req.tools?.length ? { tools: req.tools } : {}),
       ...(o.retryAfterSeconds !== undefined ? { retry_after_seconds: o.retryAfterSeconds } : {}),
       ...(o.decision === 'allow' ? { reserved_cost_usd_micros: o.reservation?.costMicros ?? req.estimatedCostMicros ?? 0 } : {}),
       ...(o.firewall?.mode === 'monitor' ? { firewall_monitor_categories: o.firewall.categories } : {}),
@@ -178,7 +179,7 @@ export function permitWrite(req: GovernanceRequest, opts: EvaluateOptions, decid
     expires_at: expiresAt,
     parent_permit_id: opts.parentPermitId ?? null,
     idempotency_key: opts.idempotencyKey ?? null,
-    metadata: { ...(opts.permitMetadata ?? {}), request_metadata: req.metadata ?? {}, decision_metadata: decision.metadata },
+    metadata: { ...(opts.permitMetadata ?? {}), request_metadata: req.metadata ?? {}, ...(req.tools?.length ? { tools: req.tools } : {}), decision_metadata: decision.metadata },
   };
   const rateItems = ctx.policy.rate_limits.map((rl) => ({ limitId: rl.id, windowSeconds: rl.window_seconds, amount: rl.metric === 'requests' ? 1 : tokens }));
   let events = permitEvents(req, { id: permitId, expires_at: expiresAt }, o, now);

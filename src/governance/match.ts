@@ -1,4 +1,4 @@
-/** Whether a request matches a policy rule's `match` or the model allow-list: globs over its provider, model, operation, route and metadata. */
+/** Whether a request matches a policy rule's `match` or the model allow-list: globs over its provider, model, operation, route, tools and metadata. */
 import type { GovernanceRequest } from './types';
 import type { MatchSpec } from './policy';
 
@@ -29,6 +29,7 @@ export function ruleMatches(match: MatchSpec, req: GovernanceRequest): boolean {
   if (!valueMatches(match.model, req.model)) return false;
   if (!valueMatches(match.operation, req.operation)) return false;
   if (!valueMatches(match.route, req.route)) return false;
+  if (match.tool !== undefined && !(req.tools ?? []).some((t) => valueMatches(match.tool, t))) return false;
   if (match.metadata) {
     for (const [k, v] of Object.entries(match.metadata)) {
       if (!valueMatches(v, req.metadata?.[k])) return false;

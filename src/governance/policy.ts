@@ -18,6 +18,8 @@ export const matchSchema = z
     model: stringOrList.optional(),
     operation: stringOrList.optional(),
     route: stringOrList.optional(),
+    /** Any tool the request offers the model matches (by name; a request that offers none does not match). */
+    tool: stringOrList.optional(),
     /** Every key must be present in the request metadata with a matching value. */
     metadata: z.record(z.string().min(1).max(200), stringOrList).optional(),
   })

@@ -69,6 +69,11 @@ export interface GovernanceRequest {
   intentRefusal?: { reason_code: string; message: string };
   metadata?: Record<string, string>;
   /**
+   * The tools the request offers the model, by name (a built-in tool by its type); the proxies read
+   * them from the native body. A rule's `match.tool` matches any of them; the permit keeps them.
+   */
+  tools?: string[];
+  /**
    * Inspectable text for the prompt firewall. Omit (undefined) on routes that do not run the
    * firewall (permits); an empty array means "nothing inspectable".
    */

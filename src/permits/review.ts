@@ -51,6 +51,7 @@ export function permitReview(ctx: PermitContext) {
         estimatedCostMicros: p.estimated_cost_micros === null ? null : Number(p.estimated_cost_micros),
         workflowId: p.workflow_id,
         metadata: (meta.request_metadata as Record<string, string> | undefined) ?? {},
+        ...(Array.isArray(meta.tools) ? { tools: meta.tools as string[] } : {}),
       };
       const childId = newId('permit');
       const ttl = b.ttl_seconds ?? DEFAULT_ALLOW_TTL_SECONDS;
@@ -124,6 +125,7 @@ export function permitReview(ctx: PermitContext) {
             attestation_id: attestation.id,
             requested_route: meta.requested_route ?? null,
             request_metadata: meta.request_metadata ?? {},
+            ...(Array.isArray(meta.tools) ? { tools: meta.tools } : {}),
             decision_metadata: { evaluated_at: now.toISOString(), policy_version: policyVersion, attested: true },
           },
         });

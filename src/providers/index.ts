@@ -25,7 +25,7 @@ import {
   type ProviderResult,
 } from './types';
 
-export type { ProviderModule, NativeCall, SseEvent, StreamParser, StreamSnapshot, BuildContext, FetchedAsset } from './shared/module';
+export type { ProviderModule, NativeCall, SseEvent, StreamParser, StreamSnapshot, BuildContext, FetchedAsset, NativeAnswer, AnswerToolCall } from './shared/module';
 export { makeUsage, estimatedUsage, estimateInputTokens, requestTexts } from './shared/usage';
 export { classifyHttpFailure, retryAfterSeconds } from './shared/errors';
 

@@ -106,6 +106,8 @@ export interface ProviderResult {
   /** The model id the provider reports having used, when it reports one. */
   provider_model?: string;
   finish_reason?: string | null;
+  /** The names of the tool calls the answer carried, in order (never their arguments); absent when none. */
+  tool_calls?: string[];
 }
 
 /** A provider-neutral failure. `native` keeps the provider's own error body for proxy routes. */

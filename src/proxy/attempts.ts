@@ -4,7 +4,7 @@
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { Target } from '../executions/types';
-import { providerModules, type SseEvent } from '../providers';
+import { providerModules, type NativeAnswer, type SseEvent } from '../providers';
 import { estimatedUsage, makeUsage, requestTexts } from '../providers/shared/usage';
 import { ProviderError, type NormalizedRequest, type ProviderFailure, type Usage } from '../providers/types';
 import type { ParsedBody, ProxyCall } from './infer';
@@ -27,6 +27,8 @@ export interface Attempt {
   usage?: Usage;
   /** The model the provider reports having answered with (non-stream answers), for traces and metrics. */
   model?: string;
+  /** Why the answer ended and the tool calls it carries, as the provider said (a successful answer). */
+  answer?: NativeAnswer;
   /** A stream was piped to the caller (already responded). */
   streamed?: boolean;
   aborted?: boolean;
@@ -124,7 +126,8 @@ export async function passThrough(
   }
   const reply: Reply = { status: res.statusCode, headers, body: buf };
   if (res.statusCode >= 400) return { ok: false, failure: mod.mapError(res.statusCode, json ?? buf.toString('utf8').slice(0, 2000), res.headers), partial: null, reply };
-  return { ok: true, usage: usageOfNative(call, req, json), reply, ...responseModelOf(json) };
+  const answer = mod.answerOfNative(call.pathname, json);
+  return { ok: true, usage: usageOfNative(call, req, json), reply, ...responseModelOf(json), ...(answer ? { answer } : {}) };
 }
 
 /** The answering model of a native JSON response: `model` (OpenAI-style, Anthropic), `modelVersion` (Gemini). */
@@ -176,7 +179,10 @@ export async function pipeStream(
     broken = err;
   }
   const usage = mod.extractStreamUsage(events);
-  const partial = () => ({ ...(usage ?? estimatedUsage(req, text)), estimated: true });
+  const snap = parser.snapshot();
+  // Without reported usage the output is estimated from what was streamed: text and tool-call arguments.
+  const streamed = text + snap.tool_calls.map((c) => c.arguments).join('');
+  const partial = () => ({ ...(usage ?? estimatedUsage(req, streamed)), estimated: true });
   if (clientSignal.aborted) {
     sink.destroy();
     return { ok: false, aborted: true, streamed: true, failure: { kind: 'aborted', status: null, retryable: false, message: 'client disconnected' }, partial: partial() };
@@ -189,11 +195,11 @@ export async function pipeStream(
   const finish = () => sink.end();
   const body = Buffer.concat(captured);
   const reply: Reply = { status: res.statusCode, headers, body };
-  if (streamError || !parser.snapshot().done) {
+  if (streamError || !snap.done) {
     const failure: ProviderFailure = { kind: 'stream_broken', status: res.statusCode, retryable: true, message: streamError ? 'provider sent an error event in the stream' : 'provider stream ended before its final event' };
     return { ok: false, streamed: true, failure, partial: partial(), finish };
   }
-  return { ok: true, streamed: true, usage: usage ?? estimatedUsage(req, text), reply, finish };
+  return { ok: true, streamed: true, usage: usage ?? estimatedUsage(req, streamed), reply, finish, answer: { finish_reason: snap.finish_reason, tool_calls: snap.tool_calls } };
 }
 
 /** A cross-provider target: normalized request through the target's module, rendered back in the caller's shape. */
@@ -203,7 +209,7 @@ export async function translated(deps: ProxyDeps, call: ProxyCall, target: Targe
   try {
     const result = await deps.providers.dispatch(req, { signal });
     const body = renderNative(call.provider, target, result, Math.floor(deps.clock.now().getTime() / 1000));
-    return { ok: true, usage: result.usage, reply: jsonReply(200, body, extraHeaders), ...(result.provider_model ? { model: result.provider_model } : {}) };
+    return { ok: true, usage: result.usage, reply: jsonReply(200, body, extraHeaders), answer: { finish_reason: result.finish_reason ?? null, tool_calls: [] }, ...(result.provider_model ? { model: result.provider_model } : {}) };
   } catch (err) {
     const failure = failureOf(err, signal);
     const partial = err instanceof ProviderError ? err.partialUsage ?? null : null;

@@ -33,6 +33,8 @@ export interface ProxyCall {
   inspectable: string[];
   /** The inspectable texts with their roles (system prompt, tool output), for the firewall. */
   inspectableItems: InspectableText[];
+  /** The tools the request offers the model, by name: what governance and the permit see of them. */
+  tools: string[];
   /** Provider-neutral request (for estimates and the execution record). */
   request: ExecutionInput['request'];
 }
@@ -119,6 +121,7 @@ export function inferCall(provider: ProviderId, path: string, body: ParsedBody):
   const ceiling = checkOutputCeiling(provider, b);
   const inspectableItems = body.kind === 'multipart' ? (typeof b.prompt === 'string' ? [b.prompt] : []) : providerModules[provider].inspectableItems(b);
   const inspectable = inspectableItems.map(textOfItem);
+  const tools = body.kind === 'json' ? providerModules[provider].requestTools(b) : [];
 
   let request: ExecutionInput['request'] | null = null;
   if (body.kind === 'json' && op.operation !== 'transcribe.audio') {
@@ -140,5 +143,5 @@ export function inferCall(provider: ProviderId, path: string, body: ParsedBody):
   if (ceiling !== undefined && request.parameters?.max_output_tokens !== ceiling && (request.operation === 'generate.text' || request.operation === 'understand.image')) {
     request = { ...request, parameters: { ...request.parameters, max_output_tokens: ceiling } };
   }
-  return { provider, path, pathname, operation: request.operation, model, stream, chat: op.chat, inspectable, inspectableItems, request };
+  return { provider, path, pathname, operation: request.operation, model, stream, chat: op.chat, inspectable, inspectableItems, tools, request };
 }

@@ -150,6 +150,7 @@ function proxySurface(
       request: normalizedFor(call, plan.primary),
       route,
       inspectableText: call.inspectableItems,
+      ...(call.tools.length ? { tools: call.tools } : {}),
       redact: redaction.redact,
       permitMetadata: { execution_id: executionId, mode: input.mode, key_id: input.keyId, proxy: call.provider, native_path: call.pathname },
       inProcess: { routingMeta: { route }, startedMeta: { native_path: call.pathname } },
@@ -193,7 +194,16 @@ function proxySurface(
       const { last: attempt, target, attempts, fallbackOccurred } = run;
       let outcome: DispatchOutcome;
       if (attempt.ok) {
-        const result: ProviderResult = { output: { content: [] }, output_assets: [], usage: attempt.usage!, finish_reason: null, ...(attempt.model ? { provider_model: attempt.model } : {}) };
+        // The record keeps no answer text for a proxied call: its finish reason and its tool calls' names.
+        const toolCalls = (attempt.answer?.tool_calls ?? []).map((c) => c.name).filter(Boolean);
+        const result: ProviderResult = {
+          output: { content: [] },
+          output_assets: [],
+          usage: attempt.usage!,
+          finish_reason: attempt.answer?.finish_reason ?? null,
+          ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+          ...(attempt.model ? { provider_model: attempt.model } : {}),
+        };
         outcome = { ok: true, target, result, attempts, fallbackOccurred };
       } else {
         const { native: _native, ...failure } = attempt.failure!;

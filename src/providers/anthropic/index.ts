@@ -1,8 +1,8 @@
 /** The anthropic provider module (Messages API). */
 import type { ProviderModule } from '../shared/module';
 import { anthropicErrorBody, mapAnthropicError } from './errors';
-import { anthropicInspectableItems, anthropicInspectableText, buildAnthropicRequest } from './request';
-import { extractAnthropicUsage, parseAnthropicResponse } from './response';
+import { anthropicInspectableItems, anthropicInspectableText, anthropicRequestTools, buildAnthropicRequest } from './request';
+import { anthropicAnswer, extractAnthropicUsage, parseAnthropicResponse } from './response';
 import { createAnthropicStreamParser, extractAnthropicStreamUsage } from './stream';
 
 export const anthropic: ProviderModule = {
@@ -15,6 +15,8 @@ export const anthropic: ProviderModule = {
   errorBody: anthropicErrorBody,
   extractUsageFromNative: extractAnthropicUsage,
   extractStreamUsage: extractAnthropicStreamUsage,
+  answerOfNative: anthropicAnswer,
+  requestTools: anthropicRequestTools,
   inspectableText: anthropicInspectableText,
   inspectableItems: anthropicInspectableItems,
 };

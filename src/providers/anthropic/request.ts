@@ -1,6 +1,6 @@
 /** Normalized → Anthropic Messages request (system separated, max_tokens always set). */
 import type { NormalizedRequest } from '../types';
-import type { NativeCall } from '../shared/module';
+import { distinctNames, type NativeCall } from '../shared/module';
 import { mergeOptions, refuse } from '../shared/openai-compat';
 import { roleText, textOfItem, type InspectableText } from '../../governance/firewall/roles';
 
@@ -64,4 +64,10 @@ export function anthropicInspectableItems(body: unknown): InspectableText[] {
     }
   }
   return out;
+}
+
+/** The tools a Messages request offers, by name (server tools carry a name too). */
+export function anthropicRequestTools(body: unknown): string[] {
+  const tools = (body as { tools?: unknown } | null)?.tools;
+  return Array.isArray(tools) ? distinctNames(tools.map((t: { name?: unknown } | null) => t?.name)) : [];
 }

@@ -2,6 +2,10 @@
 import type { ProviderResult, Usage } from '../types';
 import { ProviderError } from '../types';
 import { makeUsage, type UsageCounts } from '../shared/usage';
+import type { AnswerToolCall, NativeAnswer } from '../shared/module';
+
+/** Content blocks that are tool calls: the client's tools, and server or MCP tools Anthropic runs. */
+export const TOOL_USE_BLOCKS = new Set(['tool_use', 'server_tool_use', 'mcp_tool_use']);
 
 /**
  * Anthropic's `input_tokens` excludes cache reads and cache writes; Tollgate's input_tokens is the
@@ -39,4 +43,14 @@ export function parseAnthropicResponse(_req: unknown, _call: unknown, payload: u
 export function extractAnthropicUsage(_path: string, body: unknown): Usage | null {
   const c = anthropicUsageCounts((body as Record<string, unknown> | null)?.usage);
   return c ? makeUsage(c) : null;
+}
+
+/** Stop reason and tool calls (tool_use blocks) of a Messages response body. */
+export function anthropicAnswer(_path: string, body: unknown): NativeAnswer | null {
+  const b = body as Record<string, any> | null;
+  if (!b || b.type !== 'message' || !Array.isArray(b.content)) return null;
+  const calls: AnswerToolCall[] = b.content
+    .filter((c: any) => TOOL_USE_BLOCKS.has(c?.type) && typeof c.name === 'string')
+    .map((c: any) => ({ name: c.name, arguments: JSON.stringify(c.input ?? {}) }));
+  return { finish_reason: b.stop_reason ?? null, tool_calls: calls };
 }

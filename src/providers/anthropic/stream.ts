@@ -3,9 +3,9 @@
  * (final output_tokens, stop_reason) → message_stop. `error` events carry a native error body.
  */
 import type { Usage } from '../types';
-import { StreamErrorEvent, parseEventJson, type SseEvent, type StreamParser, type StreamSnapshot } from '../shared/module';
+import { StreamErrorEvent, parseEventJson, type AnswerToolCall, type SseEvent, type StreamParser, type StreamSnapshot } from '../shared/module';
 import { makeUsage, type UsageCounts } from '../shared/usage';
-import { anthropicUsageCounts } from './response';
+import { anthropicUsageCounts, TOOL_USE_BLOCKS } from './response';
 
 /** Folds one event into the running usage (message_start gives input, message_delta the final output). */
 function foldUsage(acc: UsageCounts | null, ev: any): UsageCounts | null {
@@ -24,8 +24,10 @@ function foldUsage(acc: UsageCounts | null, ev: any): UsageCounts | null {
 }
 
 export function createAnthropicStreamParser(): StreamParser {
-  const state: StreamSnapshot = { usage: null, finish_reason: null, model: null, done: false };
+  const state: StreamSnapshot = { usage: null, finish_reason: null, tool_calls: [], model: null, done: false };
   let sawFinalUsage = false;
+  // A tool_use block starts with its name; its input follows as input_json_delta pieces.
+  const calls = new Map<number, AnswerToolCall>();
   return {
     push(ev: SseEvent): string[] {
       const data = parseEventJson(ev);
@@ -37,6 +39,15 @@ export function createAnthropicStreamParser(): StreamParser {
         if (data.usage) sawFinalUsage = true;
       }
       if (type === 'message_stop') state.done = true;
+      if (type === 'content_block_start' && TOOL_USE_BLOCKS.has(data.content_block?.type) && typeof data.content_block.name === 'string') {
+        const c = { name: data.content_block.name, arguments: '' };
+        calls.set(data.index, c);
+        state.tool_calls.push(c);
+      }
+      if (type === 'content_block_delta' && data.delta?.type === 'input_json_delta' && typeof data.delta.partial_json === 'string') {
+        const c = calls.get(data.index);
+        if (c) c.arguments += data.delta.partial_json;
+      }
       state.usage = foldUsage(state.usage, data);
       if (type === 'content_block_delta' && data.delta?.type === 'text_delta' && typeof data.delta.text === 'string') return [data.delta.text];
       return [];

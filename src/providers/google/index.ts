@@ -1,8 +1,8 @@
 /** The google (Gemini) provider module. */
 import type { ProviderModule } from '../shared/module';
 import { googleErrorBody, mapGoogleError } from './errors';
-import { buildGoogleRequest, googleInspectableItems, googleInspectableText } from './request';
-import { extractGoogleUsage, parseGoogleResponse } from './response';
+import { buildGoogleRequest, googleInspectableItems, googleInspectableText, googleRequestTools } from './request';
+import { extractGoogleUsage, googleAnswer, parseGoogleResponse } from './response';
 import { createGoogleStreamParser, extractGoogleStreamUsage } from './stream';
 
 export const google: ProviderModule = {
@@ -15,6 +15,8 @@ export const google: ProviderModule = {
   errorBody: googleErrorBody,
   extractUsageFromNative: extractGoogleUsage,
   extractStreamUsage: extractGoogleStreamUsage,
+  answerOfNative: googleAnswer,
+  requestTools: googleRequestTools,
   inspectableText: googleInspectableText,
   inspectableItems: googleInspectableItems,
 };

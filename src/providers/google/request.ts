@@ -3,7 +3,7 @@
  * audio parts; URL assets as `fileData {fileUri, mimeType}`), embedContent / batchEmbedContents.
  */
 import type { NormalizedRequest } from '../types';
-import type { NativeCall } from '../shared/module';
+import { distinctNames, type NativeCall } from '../shared/module';
 import { refuse } from '../shared/openai-compat';
 import { roleText, textOfItem, type InspectableText } from '../../governance/firewall/roles';
 
@@ -85,4 +85,21 @@ export function googleInspectableItems(body: unknown): InspectableText[] {
   fromContent(b.content, 'user');
   for (const r of Array.isArray(b.requests) ? b.requests : []) fromContent(r?.content, 'user');
   return out;
+}
+
+const DECLARATIONS = ['functionDeclarations', 'function_declarations'];
+
+/** The tools a Gemini request offers: declared functions by name, built-in tools (googleSearch, codeExecution...) by their key. */
+export function googleRequestTools(body: unknown): string[] {
+  const tools = (body as { tools?: unknown } | null)?.tools;
+  if (!Array.isArray(tools)) return [];
+  const names: unknown[] = [];
+  for (const t of tools) {
+    if (!t || typeof t !== 'object') continue;
+    for (const [key, value] of Object.entries(t as Record<string, unknown>)) {
+      if (DECLARATIONS.includes(key)) names.push(...(Array.isArray(value) ? value.map((f: { name?: unknown } | null) => f?.name) : []));
+      else names.push(key);
+    }
+  }
+  return distinctNames(names);
 }

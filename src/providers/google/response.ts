@@ -1,7 +1,7 @@
 /** Gemini responses and usageMetadata → ProviderResult / Usage. */
 import type { NormalizedRequest, ProviderResult, Usage } from '../types';
 import { ProviderError } from '../types';
-import type { NativeCall } from '../shared/module';
+import type { AnswerToolCall, NativeAnswer, NativeCall } from '../shared/module';
 import { estimateInputTokens, makeUsage, type UsageCounts } from '../shared/usage';
 
 /** usageMetadata → counts; thoughts are billed as output and also reported as reasoning tokens. */
@@ -23,6 +23,20 @@ export function googleUsageCounts(u: unknown): UsageCounts | null {
 export function candidateText(body: any): string {
   const parts = body?.candidates?.[0]?.content?.parts;
   return Array.isArray(parts) ? parts.filter((p: any) => typeof p?.text === 'string' && !p.thought).map((p: any) => p.text).join('') : '';
+}
+
+/** The function calls of a response's first candidate (a call arrives whole, also in a stream chunk). */
+export function candidateToolCalls(body: any): AnswerToolCall[] {
+  const parts = body?.candidates?.[0]?.content?.parts;
+  if (!Array.isArray(parts)) return [];
+  return parts.filter((p: any) => typeof p?.functionCall?.name === 'string').map((p: any) => ({ name: p.functionCall.name, arguments: JSON.stringify(p.functionCall.args ?? {}) }));
+}
+
+/** Finish reason and function calls of a generateContent response body; null for embeddings. */
+export function googleAnswer(_path: string, body: unknown): NativeAnswer | null {
+  const b = body as Record<string, any> | null;
+  if (!b || !Array.isArray(b.candidates)) return null;
+  return { finish_reason: b.candidates[0]?.finishReason ?? null, tool_calls: candidateToolCalls(b) };
 }
 
 export function parseGoogleResponse(req: NormalizedRequest, call: NativeCall, payload: unknown): ProviderResult {

@@ -2,10 +2,10 @@
 import type { Usage } from '../types';
 import { StreamErrorEvent, parseEventJson, type SseEvent, type StreamParser, type StreamSnapshot } from '../shared/module';
 import { makeUsage } from '../shared/usage';
-import { candidateText, googleUsageCounts } from './response';
+import { candidateText, candidateToolCalls, googleUsageCounts } from './response';
 
 export function createGoogleStreamParser(): StreamParser {
-  const state: StreamSnapshot = { usage: null, finish_reason: null, model: null, done: false };
+  const state: StreamSnapshot = { usage: null, finish_reason: null, tool_calls: [], model: null, done: false };
   return {
     push(ev: SseEvent): string[] {
       const data = parseEventJson(ev);
@@ -18,6 +18,7 @@ export function createGoogleStreamParser(): StreamParser {
         state.finish_reason = finish;
         state.done = true;
       }
+      state.tool_calls.push(...candidateToolCalls(data));
       const text = candidateText(data);
       return text ? [text] : [];
     },

@@ -1,10 +1,21 @@
 /** The openai provider module. */
 import type { ProviderModule } from '../shared/module';
-import { chatInspectableItems, chatInspectableText, chatStreamUsage, createChatStreamParser, openAIErrorBody } from '../shared/openai-compat';
+import { chatAnswer, chatInspectableItems, chatInspectableText, chatRequestTools, chatStreamUsage, createChatStreamParser, openAIErrorBody } from '../shared/openai-compat';
 import { mapOpenAIError } from './errors';
 import { buildOpenAIRequest } from './request';
 import { extractOpenAIUsage, parseOpenAIResponse } from './response';
-import { createResponsesStreamParser, isResponsesBody, isResponsesEvent, responsesInspectableItems, responsesInspectableText, responsesStreamUsage } from './responses';
+import {
+  createResponsesStreamParser,
+  isResponsesBody,
+  isResponsesEvent,
+  responsesAnswer,
+  responsesInspectableItems,
+  responsesInspectableText,
+  responsesRequestTools,
+  responsesStreamUsage,
+} from './responses';
+
+const pathOf = (p: string) => p.split('?')[0].replace(/\/+$/, '').replace(/^\/v1(?=\/)/, '');
 
 export const openai: ProviderModule = {
   id: 'openai',
@@ -28,6 +39,8 @@ export const openai: ProviderModule = {
   errorBody: openAIErrorBody,
   extractUsageFromNative: extractOpenAIUsage,
   extractStreamUsage: (events) => (events.some(isResponsesEvent) ? responsesStreamUsage(events) : chatStreamUsage(events)),
+  answerOfNative: (path, body) => (pathOf(path) === '/chat/completions' ? chatAnswer(body) : pathOf(path) === '/responses' ? responsesAnswer(body) : null),
+  requestTools: (body) => (isResponsesBody(body) ? responsesRequestTools(body) : chatRequestTools(body)),
   inspectableText: (body) => (isResponsesBody(body) ? responsesInspectableText(body) : chatInspectableText(body)),
   inspectableItems: (body) => (isResponsesBody(body) ? responsesInspectableItems(body) : chatInspectableItems(body)),
 };

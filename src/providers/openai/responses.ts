@@ -5,7 +5,8 @@
  * the stream's text deltas (`response.output_text.delta`). Events pass to the caller unchanged.
  */
 import { makeUsage, type UsageCounts } from '../shared/usage';
-import { parseEventJson, StreamErrorEvent, type SseEvent, type StreamParser, type StreamSnapshot } from '../shared/module';
+import { distinctNames, parseEventJson, StreamErrorEvent, type AnswerToolCall, type NativeAnswer, type SseEvent, type StreamParser, type StreamSnapshot } from '../shared/module';
+import { openAIToolName } from '../shared/openai-compat';
 import type { Usage } from '../types';
 import { roleText, textOfItem, type InspectableText } from '../../governance/firewall/roles';
 
@@ -81,8 +82,39 @@ export function responsesStreamUsage(events: SseEvent[]): Usage | null {
   return null;
 }
 
+/** The Responses API has no finish reason: a completed response is `stop`, an incomplete one `length`. */
+const finishOf = (status: unknown): string | null => (status === 'completed' ? 'stop' : status === 'incomplete' ? 'length' : typeof status === 'string' ? status : null);
+
+/** An output item that is a tool call: `function_call`, `custom_tool_call`, `mcp_call`, or a built-in tool's `*_call` (named by its type). */
+function toolCallOf(item: Json | null | undefined): AnswerToolCall | null {
+  const type = item?.type;
+  if (typeof type !== 'string' || !type.endsWith('_call')) return null;
+  const name = typeof item!.name === 'string' && item!.name ? item!.name : type;
+  const args = item!.arguments ?? item!.input;
+  return { name, arguments: typeof args === 'string' ? args : '' };
+}
+
+/** The tool calls among a response's output items. */
+function outputToolCalls(output: unknown): AnswerToolCall[] {
+  return Array.isArray(output) ? output.map((o) => toolCallOf(o as Json)).filter((c): c is AnswerToolCall => c !== null) : [];
+}
+
+/** Finish reason and tool calls of a Responses API response body. */
+export function responsesAnswer(body: unknown): NativeAnswer | null {
+  const b = body as Json | null;
+  if (!b || b.object !== 'response') return null;
+  return { finish_reason: finishOf(b.status), tool_calls: outputToolCalls(b.output) };
+}
+
+/** The tools a Responses request offers: functions and custom tools by name, built-in tools by type. */
+export function responsesRequestTools(body: unknown): string[] {
+  const b = body as Json | null;
+  return Array.isArray(b?.tools) ? distinctNames(b.tools.map(openAIToolName)) : [];
+}
+
 export function createResponsesStreamParser(): StreamParser {
-  const state: StreamSnapshot = { usage: null, finish_reason: null, model: null, done: false };
+  const state: StreamSnapshot = { usage: null, finish_reason: null, tool_calls: [], model: null, done: false };
+  const calls = new Map<number, AnswerToolCall>();
   return {
     push(ev: SseEvent): string[] {
       const e = parseEventJson(ev) as Json;
@@ -92,12 +124,31 @@ export function createResponsesStreamParser(): StreamParser {
         case 'response.created':
           if (typeof e.response?.model === 'string') state.model = e.response.model;
           return [];
+        case 'response.output_item.added': {
+          const c = toolCallOf(e.item);
+          if (c && typeof e.output_index === 'number') {
+            calls.set(e.output_index, c);
+            state.tool_calls.push(c);
+          }
+          return [];
+        }
+        case 'response.function_call_arguments.delta':
+        case 'response.custom_tool_call_input.delta':
+        case 'response.mcp_call_arguments.delta': {
+          const c = calls.get(e.output_index);
+          if (c && typeof e.delta === 'string') c.arguments += e.delta;
+          return [];
+        }
         case 'response.completed':
-        case 'response.incomplete':
+        case 'response.incomplete': {
           state.usage = responsesUsageCounts(e.response?.usage);
-          state.finish_reason = e.type === 'response.completed' ? 'stop' : 'length';
+          state.finish_reason = finishOf(e.type === 'response.completed' ? 'completed' : 'incomplete');
+          // The final response lists every output item whole: its calls are the answer's.
+          const final = outputToolCalls(e.response?.output);
+          if (final.length) state.tool_calls = final;
           state.done = true;
           return [];
+        }
         case 'response.failed':
         case 'error':
           throw new StreamErrorEvent(e, null);

@@ -38,10 +38,27 @@ export interface SseEvent {
   data: string;
 }
 
+/**
+ * A tool call in a provider's answer: the tool's name and its arguments as the JSON text the
+ * provider sent. Only the name is ever recorded; the arguments are counted where usage is estimated.
+ */
+export interface AnswerToolCall {
+  name: string;
+  arguments: string;
+}
+
+/** What a native answer says beyond its text and usage: why it ended, and the tool calls it carries. */
+export interface NativeAnswer {
+  finish_reason: string | null;
+  tool_calls: AnswerToolCall[];
+}
+
 export interface StreamSnapshot {
   /** Usage the provider reported in the stream so far (null when none yet). */
   usage: UsageCounts | null;
   finish_reason: string | null;
+  /** The tool calls streamed so far, in the order they started. */
+  tool_calls: AnswerToolCall[];
   model: string | null;
   /** True once the provider's terminal signal was seen ([DONE], message_stop, finishReason...). */
   done: boolean;
@@ -58,6 +75,13 @@ export class StreamErrorEvent extends Error {
   constructor(readonly native: unknown, readonly status: number | null) {
     super('provider sent an error event in the stream');
   }
+}
+
+/** Tool names in order, each once (a name that is not a non-empty string is left out). */
+export function distinctNames(names: unknown[]): string[] {
+  const out: string[] = [];
+  for (const n of names) if (typeof n === 'string' && n && !out.includes(n)) out.push(n);
+  return out;
 }
 
 /** JSON of one stream event; an unparseable event is a malformed_response. */
@@ -88,6 +112,10 @@ export interface ProviderModule {
   extractUsageFromNative(path: string, body: unknown): Usage | null;
   /** Usage carried by a provider-native stream (the SSE events seen); null when it carried none. */
   extractStreamUsage(events: SseEvent[]): Usage | null;
+  /** Finish reason and tool calls of a provider-native response body; null when it is no model answer (embeddings, media). */
+  answerOfNative(path: string, body: unknown): NativeAnswer | null;
+  /** The tools a native request offers the model, by name (a built-in tool by its type), for governance. */
+  requestTools(nativeRequestBody: unknown): string[];
   /** The user-visible text of a native request body, for the prompt firewall on proxy routes. */
   inspectableText(nativeRequestBody: unknown): string[];
   /** The same texts with their role (system prompt, tool output, user), for the firewall's role-aware policy. */

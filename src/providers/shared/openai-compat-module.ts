@@ -5,8 +5,10 @@ import type { NativeCall, ProviderModule } from './module';
 import {
   buildChatBody,
   buildEmbeddingsBody,
+  chatAnswer,
   chatInspectableItems,
   chatInspectableText,
+  chatRequestTools,
   chatStreamUsage,
   createChatStreamParser,
   openAIUsageCounts,
@@ -61,6 +63,8 @@ export function openAICompatModule(spec: OpenAICompatSpec): ProviderModule {
       return makeUsage(spec.embeddingsPath && norm(path) === norm(spec.embeddingsPath) ? { ...c, output_tokens: 0 } : c);
     },
     extractStreamUsage: chatStreamUsage,
+    answerOfNative: (path, body) => (norm(path) === norm(spec.chatPath) ? chatAnswer(body) : null),
+    requestTools: chatRequestTools,
     inspectableText: chatInspectableText,
     inspectableItems: chatInspectableItems,
   };

@@ -6,8 +6,8 @@
 import { ProviderError } from '../types';
 import type { NormalizedRequest, ProviderResult, Usage } from '../types';
 import { makeUsage, type UsageCounts } from './usage';
-import type { SseEvent, StreamParser, StreamSnapshot } from './module';
-import { StreamErrorEvent, parseEventJson } from './module';
+import type { AnswerToolCall, NativeAnswer, SseEvent, StreamParser, StreamSnapshot } from './module';
+import { StreamErrorEvent, distinctNames, parseEventJson } from './module';
 import { roleText, textOfItem, type InspectableText } from '../../governance/firewall/roles';
 
 export interface ChatFlavor {
@@ -111,8 +111,20 @@ export function parseEmbeddingsResponse(body: unknown): ProviderResult {
 
 /** Stream parser for OpenAI-shaped chat chunks (`data: {...}` ... `data: [DONE]`). */
 export function createChatStreamParser(): StreamParser {
-  const state: StreamSnapshot = { usage: null, finish_reason: null, model: null, done: false };
+  const state: StreamSnapshot = { usage: null, finish_reason: null, tool_calls: [], model: null, done: false };
   let sawFinish = false;
+  // A tool call streams as pieces that share its choice and index: the name first, then the arguments.
+  const calls = new Map<string, AnswerToolCall>();
+  const piece = (key: string, name: unknown, args: unknown) => {
+    let c = calls.get(key);
+    if (!c) {
+      c = { name: '', arguments: '' };
+      calls.set(key, c);
+      state.tool_calls.push(c);
+    }
+    if (typeof name === 'string' && !c.name) c.name = name;
+    if (typeof args === 'string') c.arguments += args;
+  };
   return {
     push(ev: SseEvent): string[] {
       if (ev.data.trim() === '[DONE]') {
@@ -128,6 +140,10 @@ export function createChatStreamParser(): StreamParser {
       for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
         const t = choice?.delta?.content;
         if (typeof t === 'string' && t.length > 0) deltas.push(t);
+        const ci = choice?.index ?? 0;
+        const toolDeltas: any[] = Array.isArray(choice?.delta?.tool_calls) ? choice.delta.tool_calls : [];
+        toolDeltas.forEach((tc, i) => piece(`${ci}:${typeof tc?.index === 'number' ? tc.index : tc?.id ?? `at${calls.size + i}`}`, tc?.function?.name, tc?.function?.arguments));
+        if (choice?.delta?.function_call) piece(`${ci}:function_call`, choice.delta.function_call.name, choice.delta.function_call.arguments);
         if (choice?.finish_reason) {
           state.finish_reason = choice.finish_reason;
           sawFinish = true;
@@ -154,6 +170,34 @@ export function chatStreamUsage(events: SseEvent[]): Usage | null {
     }
   }
   return found ? makeUsage(found) : null;
+}
+
+/** Finish reason and tool calls of an OpenAI-shaped chat completion (every choice's calls); null for other bodies. */
+export function chatAnswer(body: unknown): NativeAnswer | null {
+  const b = body as Record<string, any>;
+  if (!b || !Array.isArray(b.choices)) return null;
+  const calls: AnswerToolCall[] = [];
+  const add = (name: unknown, args: unknown) => {
+    if (typeof name === 'string' && name) calls.push({ name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? null) });
+  };
+  for (const choice of b.choices) {
+    const m = choice?.message;
+    for (const tc of Array.isArray(m?.tool_calls) ? m.tool_calls : []) add(tc?.function?.name ?? tc?.custom?.name, tc?.function?.arguments ?? tc?.custom?.input);
+    if (m?.function_call) add(m.function_call.name, m.function_call.arguments);
+  }
+  return { finish_reason: b.choices[0]?.finish_reason ?? null, tool_calls: calls };
+}
+
+/** The name of an OpenAI-shaped tool definition: a function's, a custom tool's, else its type (a built-in tool). */
+export function openAIToolName(t: any): unknown {
+  return t?.function?.name ?? t?.custom?.name ?? t?.name ?? t?.type;
+}
+
+/** The tools an OpenAI-shaped chat request offers (`tools`, and the older `functions`), by name. */
+export function chatRequestTools(body: unknown): string[] {
+  const b = body as Record<string, any>;
+  if (!b || typeof b !== 'object') return [];
+  return distinctNames([...(Array.isArray(b.tools) ? b.tools : []), ...(Array.isArray(b.functions) ? b.functions : [])].map(openAIToolName));
 }
 
 /** Texts of an OpenAI-shaped native chat or embeddings request (firewall inspection). */

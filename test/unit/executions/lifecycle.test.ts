@@ -95,6 +95,15 @@ describe('call lifecycle events derived from the record', () => {
     expect(events[7]).toMatchObject({ phase: 'completion', metadata: { status_code: 200 }, timestamp: new Date('2026-01-01T00:00:00.300Z') });
   });
 
+  it('a proxied tool call: the permit event names the tools offered, the response the calls made (names only); none kept when there are none', () => {
+    const l = lifecycle([ok()], { kind: 'ok', finishReason: 'tool_calls', toolCalls: ['get_weather', 'get_weather'] });
+    expect(l).toMatchObject({ end: 'ok', finish_reason: 'tool_calls', tool_calls: ['get_weather', 'get_weather'] });
+    const events = recordEvents(record(l), { ...permit, route: 'proxy:openai', metadata: { tools: ['get_time', 'get_weather'] } });
+    expect(events[0].metadata).toMatchObject({ route: 'proxy:openai', tools: ['get_time', 'get_weather'] });
+    expect(events[5].metadata).toEqual({ ok: true, status: 200, attempt: 1, finish_reason: 'tool_calls', tool_calls: ['get_weather', 'get_weather'] });
+    expect(lifecycle([ok()], { kind: 'ok', finishReason: 'stop', toolCalls: [] })).not.toHaveProperty('tool_calls');
+  });
+
   it('rebuilds fallback tries from the attempts: the failed response, fallback.triggered, the next target and its request', () => {
     const events = recordEvents(
       record(

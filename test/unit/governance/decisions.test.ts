@@ -131,6 +131,14 @@ describe('governance decisions (every reason code, injected clock)', () => {
     expect((await gov.evaluate(request(projectId, { metadata: { team: 'x' } }), { persist: false })).decision).toBe('allow');
   });
 
+  it('policy.rule_denied by tool: any tool the request offers matches; a request offering none does not', async () => {
+    const { gov, projectId } = await setup({ deny_rules: [{ id: 'no-shell', match: { tool: ['run_*', 'code_interpreter'] } }] });
+    const d = await gov.evaluate(request(projectId, { tools: ['get_time', 'run_shell'] }), { persist: false });
+    expect(d).toMatchObject({ decision: 'deny', reason_code: 'policy.rule_denied' });
+    expect((await gov.evaluate(request(projectId, { tools: ['get_time', 'runner'] }), { persist: false })).decision).toBe('allow');
+    expect((await gov.evaluate(request(projectId), { persist: false })).decision).toBe('allow');
+  });
+
   it('budget.pricing_unavailable', async () => {
     const { gov, projectId } = await setup();
     const d = await gov.evaluate(request(projectId, { estimatedCostMicros: null }), { persist: true });
