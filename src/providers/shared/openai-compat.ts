@@ -142,7 +142,8 @@ export function createChatStreamParser(): StreamParser {
         if (typeof t === 'string' && t.length > 0) deltas.push(t);
         const ci = choice?.index ?? 0;
         const toolDeltas: any[] = Array.isArray(choice?.delta?.tool_calls) ? choice.delta.tool_calls : [];
-        toolDeltas.forEach((tc, i) => piece(`${ci}:${typeof tc?.index === 'number' ? tc.index : tc?.id ?? `at${calls.size + i}`}`, tc?.function?.name, tc?.function?.arguments));
+        // A piece without an index or id is a whole call of its own.
+        for (const tc of toolDeltas) piece(`${ci}:${typeof tc?.index === 'number' ? tc.index : tc?.id ?? `at${calls.size}`}`, tc?.function?.name, tc?.function?.arguments);
         if (choice?.delta?.function_call) piece(`${ci}:function_call`, choice.delta.function_call.name, choice.delta.function_call.arguments);
         if (choice?.finish_reason) {
           state.finish_reason = choice.finish_reason;
