@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { PassThrough, type Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import canonicalize from 'canonicalize';
+import { canonicalJson } from '../events/canonical-json';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import { canonicalOfStored } from '../db/repositories/canonical-columns';
@@ -106,7 +106,7 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
   const row = await load(deps.db, exportId);
   if (part !== 'events') {
     const docs = new ExportFileWriter(deps, exportId, `${part}.ndjson`);
-    await written([docs], async () => docs.add((await exportRows(deps.db, part, { projectId: row.project_id, since: row.window_start, until: row.window_end })).map((d) => canonicalize(d) as string)));
+    await written([docs], async () => docs.add((await exportRows(deps.db, part, { projectId: row.project_id, since: row.window_start, until: row.window_end })).map((d) => canonicalJson(d))));
     await markExportPartDone(deps.db, row.id, part);
     return docs.records;
   }
@@ -321,7 +321,7 @@ export async function finalizeExport(deps: BuildDeps, exportId: string): Promise
     files: files.map((f) => ({ name: f.name, sha256: f.sha256, bytes: Number(f.bytes), records: Number(f.records) })),
     key_id: signer.kid,
   };
-  const note = Buffer.from(signNote(`${canonicalize(manifest)}\n`, signer.keyName, signer.privateKey, signer.publicKey32), 'utf8');
+  const note = Buffer.from(signNote(`${canonicalJson(manifest)}\n`, signer.keyName, signer.privateKey, signer.publicKey32), 'utf8');
   await putWholeFile(deps, exportId, 'manifest.note', note);
   const bundle = await exportBundle(deps, exportId);
   const hash = createHash('sha256');
