@@ -5,10 +5,10 @@
 import type { Pool } from 'pg';
 import { canonicalEvent, canonicalRecord, eventHash, GENESIS_HASH } from '../../events/canonical';
 import type { EventRecord } from '../../events/types';
-import { leafHash } from '../../integrity/merkle';
+import { appendLeaves, leafHash } from '../../integrity/merkle';
 import { logAnchor } from './archives';
 import { chainAllProjectEvents } from './event-chain';
-import { readRecordLeaves } from './record-leaves';
+import { readRecordLeaves, readRecordLeavesBySeqRange, type StoredRecordLeaf } from './record-leaves';
 
 export interface ChainVerification {
   ok: boolean;
@@ -16,6 +16,56 @@ export interface ChainVerification {
   /** seq of the first event or call record whose prev_hash, hash or leaf hash does not verify. */
   broken_at_seq: number | null;
   head_hash: string;
+  /**
+   * With `treeSize`: the compact range of the tree of the chain's first `treeSize` leaves, built
+   * from the stored leaf hashes as the walk passed them, each one checked against its row; null
+   * when the walk did not reach `treeSize` with every position in place (the caller recomputes it).
+   */
+  range_at_size?: Buffer[] | null;
+}
+
+/**
+ * Chain rows per read. Reads are keyed on `chain_pos` (the cursor is the last position read), and
+ * the next read runs while this one's leaves are hashed.
+ */
+const ROWS_PER_READ = 5000;
+
+type ChainRow = Omit<EventRecord, 'seq'> & { seq: number | null; chain_seq: string; chain_pos: string; leaf_hash: Buffer | null };
+
+interface ChainBatch {
+  rows: ChainRow[];
+  records: Map<string, StoredRecordLeaf>;
+}
+
+/**
+ * A read of the chain after `afterPos` and the leaves it names: events from their rows (the
+ * remaining events table is joined by its key), call records by the span of their seqs (one
+ * range scan of each week's `(project_id, seq)` index, not a probe of every week per record),
+ * any record that span did not return by its key.
+ */
+async function readChainBatch(db: Pool, projectId: string, afterPos: number): Promise<ChainBatch> {
+  const { rows } = await db.query<ChainRow>(
+    `SELECT e.*, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash, c.leaf_hash
+       FROM event_chain c LEFT JOIN events e ON e.seq = c.seq
+      WHERE c.project_id = $1 AND c.chain_pos > $2 ORDER BY c.chain_pos LIMIT $3`,
+    [projectId, afterPos, ROWS_PER_READ],
+  );
+  const wanted = rows.filter((r) => r.seq === null).map((r) => Number(r.chain_seq));
+  const records = new Map<string, StoredRecordLeaf>();
+  if (wanted.length > 0) {
+    let lo = wanted[0];
+    let hi = wanted[0];
+    for (const s of wanted) {
+      if (s < lo) lo = s;
+      if (s > hi) hi = s;
+    }
+    // At most twice the records wanted: a span that holds many more (records chained far out of
+    // seq order) is cut short, and what it missed is read by key below.
+    for (const r of await readRecordLeavesBySeqRange(db, projectId, { from: lo, to: hi, limit: 2 * wanted.length })) records.set(r.seq, r);
+    const missing = wanted.map(String).filter((s) => !records.has(s));
+    for (const r of await readRecordLeaves(db, missing.map(() => projectId), missing)) records.set(r.seq, r);
+  }
+  return { rows, records };
 }
 
 /**
@@ -23,45 +73,65 @@ export interface ChainVerification {
  * from the genesis hash in `chain_pos` order, each leaf's stored leaf hash with it: an event from
  * its row, a call record from its execution row and permit (`canonicalRecord`). Any edited, removed
  * or reordered row breaks it; so does an event or record with a seq that is neither chained nor
- * waiting to be.
+ * waiting to be. With `treeSize`, the walk also builds the tree of that many leaves from the
+ * stored leaf hashes it checked (`range_at_size`), so that the checkpoint's root needs no second
+ * walk of the chain.
  */
-export async function verifyEventChain(db: Pool, projectId: string): Promise<ChainVerification> {
+export async function verifyEventChain(db: Pool, projectId: string, opts: { treeSize?: number } = {}): Promise<ChainVerification> {
   await chainAllProjectEvents(db, projectId);
   // Records archived by retention are verified by their archive: the chain continues from its head.
   const anchor = await logAnchor(db, projectId);
   let prev = anchor?.headHash ?? GENESIS_HASH;
   let count = 0;
-  let afterPos = anchor?.position ?? 0;
+  const from = anchor?.position ?? 0;
   const archivedSeq = anchor?.lastSeq ?? '-1';
-  for (;;) {
-    // From the chain's side, so an event row deleted after chaining is a gap (e.seq IS NULL).
-    const { rows } = await db.query<Omit<EventRecord, 'seq'> & { seq: number | null; chain_seq: string; chain_pos: number; leaf_hash: Buffer | null }>(
-      `SELECT e.*, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash, c.leaf_hash
-         FROM event_chain c LEFT JOIN events e ON e.seq = c.seq
-        WHERE c.project_id = $1 AND c.chain_pos > $2 ORDER BY c.chain_pos LIMIT 1000`,
-      [projectId, afterPos],
-    );
+  // The tree of the leaves walked so far, from the archived prefix's compact range.
+  const treeSize = opts.treeSize;
+  let tree: { size: number; range: Buffer[] } | null = treeSize !== undefined && from <= treeSize ? { size: from, range: anchor?.range ?? [] } : null;
+  const pendingLeaves: Buffer[] = [];
+  const growTree = () => {
+    if (!tree || pendingLeaves.length === 0) return;
+    const out = appendLeaves(tree.size, tree.range, pendingLeaves);
+    tree = { size: out.size, range: out.range };
+    pendingLeaves.length = 0;
+  };
+  const result = (ok: boolean, brokenAt: number | null): ChainVerification => {
+    growTree();
+    const out: ChainVerification = { ok, count, broken_at_seq: brokenAt, head_hash: prev };
+    if (treeSize !== undefined) out.range_at_size = ok && tree && tree.size === treeSize ? tree.range : null;
+    return out;
+  };
+
+  let next: Promise<ChainBatch> | null = readChainBatch(db, projectId, from);
+  while (next) {
+    const { rows, records }: ChainBatch = await next;
     if (rows.length === 0) break;
-    // Positions no event row answers for are call records' (or gaps): their rows in one statement.
-    const notEvents = rows.filter((r) => r.seq === null).map((r) => r.chain_seq);
-    const records = new Map((await readRecordLeaves(db, notEvents.map(() => projectId), notEvents)).map((r) => [r.seq, r]));
+    // The next read runs while this one is hashed; a walk that stops early leaves it unread.
+    next = rows.length === ROWS_PER_READ ? readChainBatch(db, projectId, Number(rows[rows.length - 1].chain_pos)) : null;
+    next?.catch(() => undefined);
     for (const r of rows) {
-      const broken = { ok: false, count, broken_at_seq: Number(r.chain_seq), head_hash: prev };
       let canonical: string;
       if (r.seq !== null) {
-        if (r.project_id !== projectId) return broken;
+        if (r.project_id !== projectId) return result(false, Number(r.chain_seq));
         canonical = canonicalEvent({ ...r, seq: r.seq, prev_hash: prev });
       } else {
         const record = records.get(String(r.chain_seq));
-        if (!record) return broken;
+        if (!record) return result(false, Number(r.chain_seq));
         canonical = canonicalRecord(record, prev);
       }
       // The leaf hash the sequencer stored is what checkpoints sign: it must be this leaf's too.
-      if (r.prev_hash !== prev || r.hash !== eventHash(prev, canonical) || (r.leaf_hash !== null && !r.leaf_hash.equals(leafHash(canonical)))) return broken;
+      const leaf = leafHash(canonical);
+      if (r.prev_hash !== prev || r.hash !== eventHash(prev, canonical) || (r.leaf_hash !== null && !r.leaf_hash.equals(leaf))) return result(false, Number(r.chain_seq));
       prev = r.hash;
       count += 1;
-      afterPos = Number(r.chain_pos);
+      const pos = Number(r.chain_pos);
+      if (tree && tree.size + pendingLeaves.length < treeSize!) {
+        // A position out of place leaves the root to the caller's own walk, which names it.
+        if (pos !== tree.size + pendingLeaves.length + 1) tree = null;
+        else pendingLeaves.push(leaf);
+      }
     }
+    growTree();
   }
   // An event or call record neither chained nor waiting to be: its chain row was removed.
   const { rows: orphans } = await db.query<{ seq: string }>(
@@ -79,6 +149,6 @@ export async function verifyEventChain(db: Pool, projectId: string): Promise<Cha
      ORDER BY seq LIMIT 1`,
     [projectId, archivedSeq],
   );
-  if (orphans.length > 0) return { ok: false, count, broken_at_seq: Number(orphans[0].seq), head_hash: prev };
-  return { ok: true, count, broken_at_seq: null, head_hash: prev };
+  if (orphans.length > 0) return result(false, Number(orphans[0].seq));
+  return result(true, null);
 }

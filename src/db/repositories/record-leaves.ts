@@ -30,6 +30,13 @@ const RECORD_LEAF_SQL = `
   p.reason_code AS p_reason_code, p.display_reason AS p_display_reason, p.reserved_cost_micros AS p_reserved_cost_micros,
   p.issued_at AS p_issued_at, p.expires_at AS p_expires_at, p.metadata->'decision_metadata'->'firewall' AS p_firewall`;
 
+/**
+ * Each record's permit, by its id: a lookup in the permit's week (LATERAL … LIMIT 1 keeps it a
+ * lookup per record; as a join the planner read every week of permits into a hash for a few
+ * thousand records).
+ */
+const RECORD_PERMIT_SQL = 'LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true';
+
 type RecordLeafRow = Record<string, unknown> & {
   project_id: string;
   seq: string;
@@ -39,9 +46,9 @@ type RecordLeafRow = Record<string, unknown> & {
 function leafOf(r: RecordLeafRow): StoredRecordLeaf {
   const row: Record<string, unknown> = {};
   const permit: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(r)) {
-    if (k.startsWith('p_')) permit[k.slice(2)] = v;
-    else row[k] = v;
+  for (const k in r) {
+    if (k.startsWith('p_')) permit[k.slice(2)] = r[k];
+    else row[k] = r[k];
   }
   const firewall = permit.firewall;
   delete permit.firewall;
@@ -64,7 +71,7 @@ export async function readRecordLeaves(db: Queryable, projectIds: readonly strin
     `SELECT ${RECORD_LEAF_SQL}
        FROM unnest($1::text[], $2::bigint[]) AS k(project_id, seq)
        JOIN executions x ON x.project_id = k.project_id AND x.seq = k.seq
-       LEFT JOIN permits p ON p.id = x.permit_id`,
+       ${RECORD_PERMIT_SQL}`,
     [projectIds, seqs.map(String)],
   );
   return rows.map(leafOf);
@@ -74,9 +81,25 @@ export async function readRecordLeaves(db: Queryable, projectIds: readonly strin
 export async function readRecordLeafById(db: Queryable, projectId: string, executionId: string): Promise<StoredRecordLeaf | null> {
   const { rows } = await db.query<RecordLeafRow>(
     `SELECT ${RECORD_LEAF_SQL}
-       FROM executions x LEFT JOIN permits p ON p.id = x.permit_id
+       FROM executions x ${RECORD_PERMIT_SQL}
       WHERE x.project_id = $1 AND x.id = $2 AND x.seq IS NOT NULL`,
     [projectId, executionId],
   );
   return rows[0] ? leafOf(rows[0]) : null;
+}
+
+/**
+ * The project's records whose seq lies in [from, to], with their permits, at most `limit` of them
+ * (in no particular order): one range scan of each week's `(project_id, seq)` index, where keys
+ * would cost a probe of every week's index per record.
+ */
+export async function readRecordLeavesBySeqRange(db: Queryable, projectId: string, span: { from: number; to: number; limit: number }): Promise<StoredRecordLeaf[]> {
+  const { rows } = await db.query<RecordLeafRow>(
+    `SELECT ${RECORD_LEAF_SQL}
+       FROM executions x ${RECORD_PERMIT_SQL}
+      WHERE x.project_id = $1 AND x.seq >= $2 AND x.seq <= $3
+      LIMIT $4`,
+    [projectId, span.from, span.to, span.limit],
+  );
+  return rows.map(leafOf);
 }
