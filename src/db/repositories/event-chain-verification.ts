@@ -8,7 +8,7 @@ import type { EventRecord } from '../../events/types';
 import { appendLeaves, leafHash } from '../../integrity/merkle';
 import { logAnchor } from './archives';
 import { chainAllProjectEvents } from './event-chain';
-import { readRecordLeaves, readRecordLeavesBySeqRange, type StoredRecordLeaf } from './record-leaves';
+import { readRecordLeavesOfSeqs, type StoredRecordLeaf } from './record-leaves';
 
 export interface ChainVerification {
   ok: boolean;
@@ -39,9 +39,8 @@ interface ChainBatch {
 
 /**
  * A read of the chain after `afterPos` and the leaves it names: events from their rows (the
- * remaining events table is joined by its key), call records by the span of their seqs (one
- * range scan of each week's `(project_id, seq)` index, not a probe of every week per record),
- * any record that span did not return by its key.
+ * remaining events table is joined by its key), call records by the span of their seqs
+ * (`readRecordLeavesOfSeqs`).
  */
 async function readChainBatch(db: Pool, projectId: string, afterPos: number): Promise<ChainBatch> {
   const { rows } = await db.query<ChainRow>(
@@ -50,21 +49,7 @@ async function readChainBatch(db: Pool, projectId: string, afterPos: number): Pr
       WHERE c.project_id = $1 AND c.chain_pos > $2 ORDER BY c.chain_pos LIMIT $3`,
     [projectId, afterPos, ROWS_PER_READ],
   );
-  const wanted = rows.filter((r) => r.seq === null).map((r) => Number(r.chain_seq));
-  const records = new Map<string, StoredRecordLeaf>();
-  if (wanted.length > 0) {
-    let lo = wanted[0];
-    let hi = wanted[0];
-    for (const s of wanted) {
-      if (s < lo) lo = s;
-      if (s > hi) hi = s;
-    }
-    // At most twice the records wanted: a span that holds many more (records chained far out of
-    // seq order) is cut short, and what it missed is read by key below.
-    for (const r of await readRecordLeavesBySeqRange(db, projectId, { from: lo, to: hi, limit: 2 * wanted.length })) records.set(r.seq, r);
-    const missing = wanted.map(String).filter((s) => !records.has(s));
-    for (const r of await readRecordLeaves(db, missing.map(() => projectId), missing)) records.set(r.seq, r);
-  }
+  const records = await readRecordLeavesOfSeqs(db, projectId, rows.filter((r) => r.seq === null).map((r) => r.chain_seq));
   return { rows, records };
 }
 

@@ -89,17 +89,30 @@ export async function readRecordLeafById(db: Queryable, projectId: string, execu
 }
 
 /**
- * The project's records whose seq lies in [from, to], with their permits, at most `limit` of them
- * (in no particular order): one range scan of each week's `(project_id, seq)` index, where keys
- * would cost a probe of every week's index per record.
+ * One project's records at these seqs (a batch of its chain, say), with their permits: one range
+ * scan of each week's `(project_id, seq)` index over the batch's span, where keys would cost a
+ * probe of every week's index per record. The span is read up to twice the records asked for (a
+ * batch chained far out of seq order spans many more), and what it missed by key.
  */
-export async function readRecordLeavesBySeqRange(db: Queryable, projectId: string, span: { from: number; to: number; limit: number }): Promise<StoredRecordLeaf[]> {
+export async function readRecordLeavesOfSeqs(db: Queryable, projectId: string, seqs: ReadonlyArray<string | number>): Promise<Map<string, StoredRecordLeaf>> {
+  const out = new Map<string, StoredRecordLeaf>();
+  if (seqs.length === 0) return out;
+  const wanted = seqs.map(Number);
+  let lo = wanted[0];
+  let hi = wanted[0];
+  for (const s of wanted) {
+    if (s < lo) lo = s;
+    if (s > hi) hi = s;
+  }
   const { rows } = await db.query<RecordLeafRow>(
     `SELECT ${RECORD_LEAF_SQL}
        FROM executions x ${RECORD_PERMIT_SQL}
       WHERE x.project_id = $1 AND x.seq >= $2 AND x.seq <= $3
       LIMIT $4`,
-    [projectId, span.from, span.to, span.limit],
+    [projectId, lo, hi, 2 * wanted.length],
   );
-  return rows.map(leafOf);
+  for (const r of rows) out.set(String(r.seq), leafOf(r));
+  const missing = wanted.map(String).filter((s) => !out.has(s));
+  for (const r of await readRecordLeaves(db, missing.map(() => projectId), missing)) out.set(r.seq, r);
+  return out;
 }
