@@ -3,12 +3,14 @@
  * `npm run cli -- integrity verify` and the integrity routes report.
  */
 import type { Pool } from 'pg';
-import { canonicalEvent, canonicalRecord, eventHash, GENESIS_HASH } from '../../events/canonical';
-import type { EventRecord } from '../../events/types';
-import { appendLeaves, leafHash } from '../../integrity/merkle';
+import { GENESIS_HASH } from '../../events/canonical';
+import { appendLeaves } from '../../integrity/merkle';
+import { LeafCheckPool, leafCheckWorkers } from '../../integrity/leaf-check-pool';
+import { checkLeaves, type ChainLinks, type LeafCheckJob, type LeafCheckResult } from '../../integrity/leaf-checks';
+import { chainHead } from './integrity-log';
 import { logAnchor } from './archives';
 import { chainAllProjectEvents } from './event-chain';
-import { readRecordLeavesOfSeqs, type StoredRecordLeaf } from './record-leaves';
+import { queryRaw, readRecordLeafRowsOfSeqs } from './record-leaves';
 
 export interface ChainVerification {
   ok: boolean;
@@ -24,33 +26,36 @@ export interface ChainVerification {
   range_at_size?: Buffer[] | null;
 }
 
-/**
- * Chain rows per read. Reads are keyed on `chain_pos` (the cursor is the last position read), and
- * the next read runs while this one's leaves are hashed.
- */
+/** Chain rows per read. Reads are keyed on `chain_pos` (the cursor is the last position read). */
 const ROWS_PER_READ = 5000;
 
-type ChainRow = Omit<EventRecord, 'seq'> & { seq: number | null; chain_seq: string; chain_pos: string; leaf_hash: Buffer | null };
+/**
+ * Leaves from which the rows are checked in worker threads (src/integrity/leaf-check-pool.ts):
+ * below it, starting the workers costs more than they save.
+ */
+const WORKERS_FROM = 50_000;
 
+/** A read of the chain after `afterPos`: the rows' links for the walk, and the rows and the records they name for their checks. */
 interface ChainBatch {
-  rows: ChainRow[];
-  records: Map<string, StoredRecordLeaf>;
+  links: ChainLinks[];
+  job: LeafCheckJob;
 }
 
-/**
- * A read of the chain after `afterPos` and the leaves it names: events from their rows (the
- * remaining events table is joined by its key), call records by the span of their seqs
- * (`readRecordLeavesOfSeqs`).
- */
 async function readChainBatch(db: Pool, projectId: string, afterPos: number): Promise<ChainBatch> {
-  const { rows } = await db.query<ChainRow>(
+  const chain = await queryRaw(
+    db,
     `SELECT e.*, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash, c.leaf_hash
        FROM event_chain c LEFT JOIN events e ON e.seq = c.seq
       WHERE c.project_id = $1 AND c.chain_pos > $2 ORDER BY c.chain_pos LIMIT $3`,
     [projectId, afterPos, ROWS_PER_READ],
   );
-  const records = await readRecordLeavesOfSeqs(db, projectId, rows.filter((r) => r.seq === null).map((r) => r.chain_seq));
-  return { rows, records };
+  // The last column of each name, as a row object would hold it.
+  const at = (name: string) => chain.fields.map((f) => f.name).lastIndexOf(name);
+  const [seq, chainSeq, pos, prevHash, hash] = ['seq', 'chain_seq', 'chain_pos', 'prev_hash', 'hash'].map(at);
+  const links = chain.rows.map((r) => ({ chain_seq: r[chainSeq]!, chain_pos: r[pos]!, prev_hash: r[prevHash]!, hash: r[hash]! }));
+  // Positions no event row answers for are call records' (or gaps).
+  const records = await readRecordLeafRowsOfSeqs(db, projectId, chain.rows.filter((r) => r[seq] === null).map((r) => r[chainSeq]!));
+  return { links, job: { projectId, chain, records } };
 }
 
 /**
@@ -61,8 +66,12 @@ async function readChainBatch(db: Pool, projectId: string, afterPos: number): Pr
  * waiting to be. With `treeSize`, the walk also builds the tree of that many leaves from the
  * stored leaf hashes it checked (`range_at_size`), so that the checkpoint's root needs no second
  * walk of the chain.
+ *
+ * Each row's own check (src/integrity/leaf-checks.ts) runs in worker threads for a long chain,
+ * `workers` of them (default: every core but one, none below WORKERS_FROM leaves); the reads run
+ * ahead of the walk, which checks the links in chain order and stops at the first row that fails.
  */
-export async function verifyEventChain(db: Pool, projectId: string, opts: { treeSize?: number } = {}): Promise<ChainVerification> {
+export async function verifyEventChain(db: Pool, projectId: string, opts: { treeSize?: number; workers?: number } = {}): Promise<ChainVerification> {
   await chainAllProjectEvents(db, projectId);
   // Records archived by retention are verified by their archive: the chain continues from its head.
   const anchor = await logAnchor(db, projectId);
@@ -87,36 +96,49 @@ export async function verifyEventChain(db: Pool, projectId: string, opts: { tree
     return out;
   };
 
-  let next: Promise<ChainBatch> | null = readChainBatch(db, projectId, from);
-  while (next) {
-    const { rows, records }: ChainBatch = await next;
-    if (rows.length === 0) break;
-    // The next read runs while this one is hashed; a walk that stops early leaves it unread.
-    next = rows.length === ROWS_PER_READ ? readChainBatch(db, projectId, Number(rows[rows.length - 1].chain_pos)) : null;
-    next?.catch(() => undefined);
-    for (const r of rows) {
-      let canonical: string;
-      if (r.seq !== null) {
-        if (r.project_id !== projectId) return result(false, Number(r.chain_seq));
-        canonical = canonicalEvent({ ...r, seq: r.seq, prev_hash: prev });
-      } else {
-        const record = records.get(String(r.chain_seq));
-        if (!record) return result(false, Number(r.chain_seq));
-        canonical = canonicalRecord(record, prev);
+  const workers = opts.workers ?? ((await chainHead(db, projectId)) - from >= WORKERS_FROM ? leafCheckWorkers() : 0);
+  const pool = workers > 0 ? new LeafCheckPool(workers) : null;
+  try {
+    // Batches read and (with workers) being checked, in chain order; in this thread a batch is
+    // checked when the walk reaches it, while the next one is read.
+    const ahead: { links: ChainLinks[]; checked: () => Promise<LeafCheckResult> }[] = [];
+    const depth = pool ? 2 * workers + 1 : 1;
+    let after = from;
+    let more = true;
+    let reading: Promise<void> | null = null;
+    const readOne = async () => {
+      const b = await readChainBatch(db, projectId, after);
+      if (b.links.length < ROWS_PER_READ) more = false;
+      if (b.links.length === 0) return;
+      after = Number(b.links[b.links.length - 1].chain_pos);
+      const sent = pool?.check(b.job);
+      sent?.catch(() => undefined);
+      ahead.push({ links: b.links, checked: sent ? () => sent : async () => checkLeaves(b.job) });
+    };
+    for (;;) {
+      if (!reading && more && ahead.length < depth) reading = readOne().finally(() => (reading = null));
+      if (ahead.length === 0) {
+        if (!reading) break;
+        await reading;
+        continue;
       }
-      // The leaf hash the sequencer stored is what checkpoints sign: it must be this leaf's too.
-      const leaf = leafHash(canonical);
-      if (r.prev_hash !== prev || r.hash !== eventHash(prev, canonical) || (r.leaf_hash !== null && !r.leaf_hash.equals(leaf))) return result(false, Number(r.chain_seq));
-      prev = r.hash;
-      count += 1;
-      const pos = Number(r.chain_pos);
-      if (tree && tree.size + pendingLeaves.length < treeSize!) {
-        // A position out of place leaves the root to the caller's own walk, which names it.
-        if (pos !== tree.size + pendingLeaves.length + 1) tree = null;
-        else pendingLeaves.push(leaf);
+      const batch = ahead.shift()!;
+      const { leaves, ok } = await batch.checked();
+      for (let i = 0; i < batch.links.length; i++) {
+        const r = batch.links[i];
+        if (r.prev_hash !== prev || ok[i] !== 1) return result(false, Number(r.chain_seq));
+        prev = r.hash;
+        count += 1;
+        if (tree && tree.size + pendingLeaves.length < treeSize!) {
+          // A position out of place leaves the root to the caller's own walk, which names it.
+          if (Number(r.chain_pos) !== tree.size + pendingLeaves.length + 1) tree = null;
+          else pendingLeaves.push(Buffer.from(leaves.buffer, leaves.byteOffset + 32 * i, 32));
+        }
       }
+      growTree();
     }
-    growTree();
+  } finally {
+    await pool?.close();
   }
   // An event or call record neither chained nor waiting to be: its chain row was removed.
   const { rows: orphans } = await db.query<{ seq: string }>(
