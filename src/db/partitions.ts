@@ -10,7 +10,7 @@
  * it to be reused.
  */
 import { withTransaction, type Db, type Queryable } from './pool';
-import { deletePermitDependents, permitsNotArchived, recordsNotArchived } from './repositories/archived-weeks';
+import { deletePermitDependents, permitIdsSortBytewise, permitsNotArchived, recordsNotArchived } from './repositories/archived-weeks';
 
 export interface PartitionedTable {
   table: string;
@@ -128,6 +128,7 @@ export async function ensureWeekPartitions(
  */
 export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<string[]> {
   const dropped: string[] = [];
+  const bytewise = await permitIdsSortBytewise(db);
   const weeks = new Map<number, { executions?: string; permits?: string }>();
   for (const table of ['executions', 'permits'] as const) {
     for (const p of await weekPartitions(db, table)) {
@@ -142,7 +143,7 @@ export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<string[]>
     const left: typeof pending = [];
     const before = dropped.length;
     for (const [at, parts] of pending) {
-      const gone = await dropWeek(db, new Date(at), parts);
+      const gone = await dropWeek(db, new Date(at), parts, bytewise);
       dropped.push(...gone);
       const rest = { executions: parts.executions && !gone.includes(parts.executions) ? parts.executions : undefined, permits: parts.permits && !gone.includes(parts.permits) ? parts.permits : undefined };
       if (rest.executions || rest.permits) left.push([at, rest]);
@@ -157,8 +158,12 @@ export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<string[]>
 const LOCK_WAIT = '300ms';
 const LOCK_TRIES = 5;
 
-/** Checks and drops one week's partitions; returns those dropped. */
-async function dropWeek(db: Db, week: Date, parts: { executions?: string; permits?: string }): Promise<string[]> {
+/**
+ * Checks and drops one week's partitions; returns those dropped. Where the database's collation
+ * does not order permit ids as their bytes (`bytewise` false) the rows naming a week's permits
+ * cannot be read by range, and a permits week goes only once empty.
+ */
+async function dropWeek(db: Db, week: Date, parts: { executions?: string; permits?: string }, bytewise: boolean): Promise<string[]> {
   const next = new Date(week.getTime() + WEEK_MS);
   const records = { from: idBound('exec_req_', week), to: idBound('exec_req_', next) };
   const permitIds = { from: idBound('permit_', week), to: idBound('permit_', next) };
@@ -169,7 +174,9 @@ async function dropWeek(db: Db, week: Date, parts: { executions?: string; permit
     const drop: { table: string; name: string }[] = [];
     if (parts.executions && (await recordsNotArchived(c, parts.executions)) === null) drop.push({ table: 'executions', name: parts.executions });
     const recordsGo = drop.length > 0 || !parts.executions;
-    if (parts.permits && recordsGo && (await permitsNotArchived(c, parts.permits, permitIds, records)) === null) {
+    const permitsLeft = async (name: string) =>
+      bytewise ? permitsNotArchived(c, name, permitIds, records) : (await c.query(`SELECT 1 FROM ${name} LIMIT 1`)).rows.length > 0 ? 'a permit' : null;
+    if (parts.permits && recordsGo && (await permitsLeft(parts.permits)) === null) {
       await deletePermitDependents(c, permitIds);
       drop.push({ table: 'permits', name: parts.permits });
     }

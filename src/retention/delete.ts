@@ -16,6 +16,8 @@ const DEFAULT_BATCH = 1000;
  */
 export interface Deferral {
   before: Date;
+  /** Whether permits are deferred too (else only call records). */
+  permits: boolean;
 }
 
 /**
@@ -89,7 +91,7 @@ export async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptio
   // The Overview reads the time before the cutoff from the records that remain, not the rollup.
   await moveRollupStart(db, project, cutoff);
   await drain('call_rollup', async () => (await deleteRollupBefore(db, project, cutoff, batch)).rowCount ?? 0);
-  for (const scope of scopes('permits', 'permit_', deferral)) await deletePermits(db, a, { batch, scope, step });
+  for (const scope of scopes('permits', 'permit_', deferral?.permits ? deferral : null)) await deletePermits(db, a, { batch, scope, step });
   await drain('idempotency_keys', async () => {
     const r = await db.query(
       `DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(SELECT ctid FROM idempotency_keys WHERE project_id = $1 AND created_at < $2 LIMIT $3))`,
@@ -163,8 +165,12 @@ async function recordsOf(c: Queryable, project: string, seqs: number[]): Promise
  * Permits issued before the cutoff that no remaining record or event names and no retained
  * permit descends from, walked in (issued_at, id) order through the project's time index a batch
  * at a time (a keyset, so the permits a retained row still names are read once); each check is a
- * lookup by the permit's id (LATERAL … LIMIT 1, never a join over all the project's records). A
- * permit whose child is deleted later in the walk is tried again at its end.
+ * lookup by the permit's id in the naming column's index (LATERAL … LIMIT 1, never a join over
+ * all the project's records). Permit ids are in the "C" collation, the columns naming them in the
+ * database's: compared as they are, the comparison takes the id's collation and no index of the
+ * naming column serves it (a scan of every week's index per permit, or a hash of them all), so the
+ * id is compared in the column's. A permit whose child is deleted later in the walk is tried
+ * again at its end.
  */
 async function deletePermits(db: Db, a: ArchiveRow, o: { batch: number; scope: Scope; step: () => Promise<void> }): Promise<void> {
   const project = a.project_id;
@@ -181,10 +187,10 @@ async function deletePermits(db: Db, a: ArchiveRow, o: { batch: number; scope: S
           ORDER BY issued_at, id LIMIT $5)
        SELECT c.id, c.issued_at::text AS at, (x.one IS NOT NULL OR e.one IS NOT NULL OR k.one IS NOT NULL) AS named, (ck.one IS NOT NULL) AS parent
          FROM c
-         LEFT JOIN LATERAL (SELECT 1 AS one FROM executions x WHERE x.permit_id = c.id LIMIT 1) x ON true
-         LEFT JOIN LATERAL (SELECT 1 AS one FROM events e WHERE e.project_id = $1 AND e.permit_id = c.id LIMIT 1) e ON true
-         LEFT JOIN LATERAL (SELECT 1 AS one FROM permits k WHERE k.parent_permit_id = c.id AND k.issued_at >= $2 LIMIT 1) k ON true
-         LEFT JOIN LATERAL (SELECT 1 AS one FROM permits k WHERE k.parent_permit_id = c.id LIMIT 1) ck ON true
+         LEFT JOIN LATERAL (SELECT 1 AS one FROM executions x WHERE x.permit_id = c.id COLLATE "default" LIMIT 1) x ON true
+         LEFT JOIN LATERAL (SELECT 1 AS one FROM events e WHERE e.project_id = $1 AND e.permit_id = c.id COLLATE "default" LIMIT 1) e ON true
+         LEFT JOIN LATERAL (SELECT 1 AS one FROM permits k WHERE k.parent_permit_id = c.id COLLATE "default" AND k.issued_at >= $2 LIMIT 1) k ON true
+         LEFT JOIN LATERAL (SELECT 1 AS one FROM permits k WHERE k.parent_permit_id = c.id COLLATE "default" LIMIT 1) ck ON true
         ORDER BY c.issued_at, c.id`,
       [project, cutoff, after?.at ?? '-infinity', after?.id ?? '', o.batch, ...scope.bound],
     );

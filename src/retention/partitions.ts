@@ -6,6 +6,7 @@
  */
 import type { Db, Queryable } from '../db/pool';
 import { dropArchivedWeeks, weekStart } from '../db/partitions';
+import { permitIdsSortBytewise } from '../db/repositories/archived-weeks';
 import type { Deferral } from './delete';
 
 const DAY_MS = 86_400_000;
@@ -43,5 +44,6 @@ export async function deferredWeeks(db: Queryable, globalDays: number | undefine
   if (longest === null) return null;
   // Weeks that begin before this Monday end by the longest cutoff + 7 days.
   const before = weekStart(new Date(now.getTime() - longest * DAY_MS + WEEK_MS));
-  return { before };
+  // A permits week is dropped with its rows only where their ids sort as bytes (src/db/partitions.ts).
+  return { before, permits: await permitIdsSortBytewise(db) };
 }

@@ -9,6 +9,13 @@
  */
 import type { Queryable } from '../pool';
 
+/**
+ * A column naming a permit (in the database's collation) in the week's ids [$1, $2): the range as
+ * its index reads it, and as the bytes compare, which the partition's bounds are drawn in (the two
+ * agree where `permitIdsSortBytewise` holds; dropWeek checks it first).
+ */
+const inWeek = (column: string) => `(${column} >= $1 AND ${column} < $2 AND ${column} COLLATE "C" >= $1 AND ${column} COLLATE "C" < $2)`;
+
 /** Each project's latest verified archive: its last seq and cutoff. */
 const ANCHORS = `SELECT DISTINCT ON (project_id) project_id, last_seq, window_until FROM archives
                   WHERE status IN ('verified', 'completed') ORDER BY project_id, last_index DESC`;
@@ -69,13 +76,13 @@ export async function permitsNotArchived(db: Queryable, partition: string, ids: 
           CROSS JOIN LATERAL (SELECT 1 FROM ${partition} p WHERE p.project_id = a.project_id AND p.issued_at >= a.window_until LIMIT 1) hit LIMIT 1)
        UNION ALL
        (SELECT 'record ' || x.id || ', not archived, names permit ' || x.permit_id FROM executions x LEFT JOIN a ON a.project_id = x.project_id
-         WHERE x.permit_id >= $1 AND x.permit_id < $2 AND (x.id < $3 OR x.id >= $4) AND ${RECORD_NOT_ARCHIVED} LIMIT 1)
+         WHERE ${inWeek('x.permit_id')} AND (x.id < $3 OR x.id >= $4) AND ${RECORD_NOT_ARCHIVED} LIMIT 1)
        UNION ALL
        (SELECT 'event seq ' || hit.seq || ' names a permit of the week' FROM projects pr
-          CROSS JOIN LATERAL (SELECT e.seq FROM events e WHERE e.project_id = pr.id AND e.permit_id >= $1 AND e.permit_id < $2 LIMIT 1) hit LIMIT 1)
+          CROSS JOIN LATERAL (SELECT e.seq FROM events e WHERE e.project_id = pr.id AND ${inWeek('e.permit_id')} LIMIT 1) hit LIMIT 1)
        UNION ALL
        (SELECT 'permit ' || k.id || ' descends from permit ' || k.parent_permit_id FROM permits k
-         WHERE k.parent_permit_id >= $1 AND k.parent_permit_id < $2 AND (k.id < $1 OR k.id >= $2) LIMIT 1)
+         WHERE ${inWeek('k.parent_permit_id')} AND (k.id < $1 OR k.id >= $2) LIMIT 1)
      ) w LIMIT 1`,
     [ids.from, ids.to, records.from, records.to],
   );
@@ -84,7 +91,21 @@ export async function permitsNotArchived(db: Queryable, partition: string, ids: 
 
 /** Deletes the rows that name the permits of ids [from, to) by foreign key (usage reports, evidence, attestations), before their partition is detached. */
 export async function deletePermitDependents(db: Queryable, ids: { from: string; to: string }): Promise<void> {
-  await db.query('DELETE FROM permit_usage_reports WHERE permit_id >= $1 AND permit_id < $2', [ids.from, ids.to]);
-  await db.query('DELETE FROM permit_evidence WHERE permit_id >= $1 AND permit_id < $2', [ids.from, ids.to]);
-  await db.query('DELETE FROM permit_attestations WHERE (permit_id >= $1 AND permit_id < $2) OR (child_permit_id >= $1 AND child_permit_id < $2)', [ids.from, ids.to]);
+  await db.query(`DELETE FROM permit_usage_reports WHERE ${inWeek('permit_id')}`, [ids.from, ids.to]);
+  await db.query(`DELETE FROM permit_evidence WHERE ${inWeek('permit_id')}`, [ids.from, ids.to]);
+  await db.query(`DELETE FROM permit_attestations WHERE ${inWeek('permit_id')} OR ${inWeek('child_permit_id')}`, [ids.from, ids.to]);
+}
+
+/**
+ * Whether the database's collation orders permit ids (`permit_` and lowercase hex) as their bytes
+ * do, as the week ranges are drawn: the columns that name a permit are in the database's collation,
+ * and a range read through their indexes finds every id of a week only then. True of C, C.UTF-8,
+ * glibc's and ICU's usual collations; not of an ICU collation that orders digits numerically.
+ */
+export async function permitIdsSortBytewise(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ same: boolean }>(
+    `SELECT array(SELECT s FROM unnest($1::text[]) s ORDER BY s) = array(SELECT s FROM unnest($1::text[]) s ORDER BY s COLLATE "C") AS same`,
+    [['permit_0', 'permit_019a', 'permit_0a', 'permit_09', 'permit_1', 'permit_10', 'permit_9f', 'permit_a', 'permit_f0', 'permit_ff', 'permit_', 'permit_00', 'permit_0f']],
+  );
+  return rows[0].same;
 }
