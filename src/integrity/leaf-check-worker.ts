@@ -1,12 +1,17 @@
-/** Worker-thread entry of the leaf check pool (leaf-check-pool.ts): checks one batch per message. */
-import { parentPort } from 'node:worker_threads';
-import { checkLeaves, type LeafCheckJob } from './leaf-checks';
+/** Worker-thread entry of the leaf check pool (leaf-check-pool.ts): reads and checks one range of a chain per message, on a connection of its own. */
+import { parentPort, workerData } from 'node:worker_threads';
+import { createPool } from '../db/pool';
+import { checkChainRange, type ChainRange } from './leaf-checks';
 
-parentPort?.on('message', (msg: { id: number; job: LeafCheckJob }) => {
-  try {
-    const result = checkLeaves(msg.job);
-    parentPort!.postMessage({ id: msg.id, result }, [result.leaves.buffer as ArrayBuffer, result.ok.buffer as ArrayBuffer]);
-  } catch (err) {
-    parentPort!.postMessage({ id: msg.id, error: String((err as Error)?.message ?? err) });
+const db = createPool((workerData as { databaseUrl: string }).databaseUrl, 1);
+
+parentPort?.on('message', (msg: { id: number; range: ChainRange } | { close: true }) => {
+  if ('close' in msg) {
+    void db.end().then(() => parentPort!.postMessage({ closed: true }));
+    return;
   }
+  checkChainRange(db, msg.range).then(
+    (result) => parentPort!.postMessage({ id: msg.id, result }, [result.leaves.buffer as ArrayBuffer, result.ok.buffer as ArrayBuffer]),
+    (err: unknown) => parentPort!.postMessage({ id: msg.id, error: String((err as Error)?.message ?? err) }),
+  );
 });

@@ -6,11 +6,10 @@ import type { Pool } from 'pg';
 import { GENESIS_HASH } from '../../events/canonical';
 import { appendLeaves } from '../../integrity/merkle';
 import { LeafCheckPool, leafCheckWorkers } from '../../integrity/leaf-check-pool';
-import { checkLeaves, type ChainLinks, type LeafCheckJob, type LeafCheckResult } from '../../integrity/leaf-checks';
+import { checkChainRange, type ChainRange, type CheckedRange } from '../../integrity/leaf-checks';
 import { chainHead } from './integrity-log';
 import { logAnchor } from './archives';
 import { chainAllProjectEvents } from './event-chain';
-import { queryRaw, readRecordLeafRowsOfSeqs } from './record-leaves';
 
 export interface ChainVerification {
   ok: boolean;
@@ -26,37 +25,14 @@ export interface ChainVerification {
   range_at_size?: Buffer[] | null;
 }
 
-/** Chain rows per read. Reads are keyed on `chain_pos` (the cursor is the last position read). */
+/** Chain positions per read. */
 const ROWS_PER_READ = 5000;
 
 /**
- * Leaves from which the rows are checked in worker threads (src/integrity/leaf-check-pool.ts):
+ * Leaves from which ranges are read and checked in worker threads (src/integrity/leaf-check-pool.ts):
  * below it, starting the workers costs more than they save.
  */
 const WORKERS_FROM = 50_000;
-
-/** A read of the chain after `afterPos`: the rows' links for the walk, and the rows and the records they name for their checks. */
-interface ChainBatch {
-  links: ChainLinks[];
-  job: LeafCheckJob;
-}
-
-async function readChainBatch(db: Pool, projectId: string, afterPos: number): Promise<ChainBatch> {
-  const chain = await queryRaw(
-    db,
-    `SELECT e.*, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash, c.leaf_hash
-       FROM event_chain c LEFT JOIN events e ON e.seq = c.seq
-      WHERE c.project_id = $1 AND c.chain_pos > $2 ORDER BY c.chain_pos LIMIT $3`,
-    [projectId, afterPos, ROWS_PER_READ],
-  );
-  // The last column of each name, as a row object would hold it.
-  const at = (name: string) => chain.fields.map((f) => f.name).lastIndexOf(name);
-  const [seq, chainSeq, pos, prevHash, hash] = ['seq', 'chain_seq', 'chain_pos', 'prev_hash', 'hash'].map(at);
-  const links = chain.rows.map((r) => ({ chain_seq: r[chainSeq]!, chain_pos: r[pos]!, prev_hash: r[prevHash]!, hash: r[hash]! }));
-  // Positions no event row answers for are call records' (or gaps).
-  const records = await readRecordLeafRowsOfSeqs(db, projectId, chain.rows.filter((r) => r[seq] === null).map((r) => r[chainSeq]!));
-  return { links, job: { projectId, chain, records } };
-}
 
 /**
  * Brings the project's chain up to date (chains pending events and records), then recomputes it
@@ -67,9 +43,11 @@ async function readChainBatch(db: Pool, projectId: string, afterPos: number): Pr
  * stored leaf hashes it checked (`range_at_size`), so that the checkpoint's root needs no second
  * walk of the chain.
  *
- * Each row's own check (src/integrity/leaf-checks.ts) runs in worker threads for a long chain,
- * `workers` of them (default: every core but one, none below WORKERS_FROM leaves); the reads run
- * ahead of the walk, which checks the links in chain order and stops at the first row that fails.
+ * The chain is read in ranges of positions, each range's rows checked on their own
+ * (src/integrity/leaf-checks.ts): in worker threads with connections of their own for a long
+ * chain, `workers` of them (default: every core but one, none below WORKERS_FROM leaves), or in
+ * this thread. The walk takes the ranges in order, checks the links and stops at the first row
+ * that fails (docs/decisions/integrity-verify-workers.md).
  */
 export async function verifyEventChain(db: Pool, projectId: string, opts: { treeSize?: number; workers?: number } = {}): Promise<ChainVerification> {
   await chainAllProjectEvents(db, projectId);
@@ -96,46 +74,51 @@ export async function verifyEventChain(db: Pool, projectId: string, opts: { tree
     return out;
   };
 
-  const workers = opts.workers ?? ((await chainHead(db, projectId)) - from >= WORKERS_FROM ? leafCheckWorkers() : 0);
-  const pool = workers > 0 ? new LeafCheckPool(workers) : null;
+  // Ranges of positions up to the head are read side by side; what is chained meanwhile, after.
+  const head = await chainHead(db, projectId);
+  const databaseUrl = (db as Pool & { options?: { connectionString?: string } }).options?.connectionString;
+  const workers = databaseUrl === undefined ? 0 : (opts.workers ?? (head - from >= WORKERS_FROM ? leafCheckWorkers() : 0));
+  const pool = workers > 0 ? new LeafCheckPool(workers, databaseUrl!) : null;
   try {
-    // Batches read and (with workers) being checked, in chain order; in this thread a batch is
-    // checked when the walk reaches it, while the next one is read.
-    const ahead: { links: ChainLinks[]; checked: () => Promise<LeafCheckResult> }[] = [];
-    const depth = pool ? 2 * workers + 1 : 1;
-    let after = from;
-    let more = true;
-    let reading: Promise<void> | null = null;
-    const readOne = async () => {
-      const b = await readChainBatch(db, projectId, after);
-      if (b.links.length < ROWS_PER_READ) more = false;
-      if (b.links.length === 0) return;
-      after = Number(b.links[b.links.length - 1].chain_pos);
-      const sent = pool?.check(b.job);
-      sent?.catch(() => undefined);
-      ahead.push({ links: b.links, checked: sent ? () => sent : async () => checkLeaves(b.job) });
+    // Ranges being read and checked, in chain order: by the workers (two per worker), or in this
+    // thread two at a time (one range's reads run while the other is checked).
+    const ahead: Promise<CheckedRange>[] = [];
+    const depth = pool ? 2 * workers : 2;
+    let nextFrom = from;
+    let tail = false;
+    const startRange = () => {
+      const range: ChainRange = nextFrom < head
+        ? { projectId, afterPos: nextFrom, toPos: Math.min(nextFrom + ROWS_PER_READ, head), limit: ROWS_PER_READ }
+        : { projectId, afterPos: nextFrom, toPos: null, limit: ROWS_PER_READ };
+      if (range.toPos === null) tail = true;
+      else nextFrom = range.toPos;
+      const checked = pool && range.toPos !== null ? pool.check(range) : checkChainRange(db, range);
+      checked.catch(() => undefined);
+      ahead.push(checked);
     };
+    let afterPos = from;
     for (;;) {
-      if (!reading && more && ahead.length < depth) reading = readOne().finally(() => (reading = null));
-      if (ahead.length === 0) {
-        if (!reading) break;
-        await reading;
-        continue;
-      }
-      const batch = ahead.shift()!;
-      const { leaves, ok } = await batch.checked();
-      for (let i = 0; i < batch.links.length; i++) {
-        const r = batch.links[i];
-        if (r.prev_hash !== prev || ok[i] !== 1) return result(false, Number(r.chain_seq));
-        prev = r.hash;
+      while (!tail && ahead.length < depth) startRange();
+      if (ahead.length === 0) break;
+      const r = await ahead.shift()!;
+      for (let i = 0; i < r.seqs.length; i++) {
+        if (r.prevHashes[i] !== prev || r.ok[i] !== 1) return result(false, Number(r.seqs[i]));
+        prev = r.hashes[i];
         count += 1;
+        const pos = Number(r.positions[i]);
         if (tree && tree.size + pendingLeaves.length < treeSize!) {
           // A position out of place leaves the root to the caller's own walk, which names it.
-          if (Number(r.chain_pos) !== tree.size + pendingLeaves.length + 1) tree = null;
-          else pendingLeaves.push(Buffer.from(leaves.buffer, leaves.byteOffset + 32 * i, 32));
+          if (pos !== tree.size + pendingLeaves.length + 1) tree = null;
+          else pendingLeaves.push(Buffer.from(r.leaves.buffer, r.leaves.byteOffset + 32 * i, 32));
         }
+        afterPos = pos;
       }
       growTree();
+      // Past the head: read on from the last row until a read comes back short.
+      if (tail && ahead.length === 0 && r.seqs.length === ROWS_PER_READ) {
+        nextFrom = afterPos;
+        tail = false;
+      }
     }
   } finally {
     await pool?.close();

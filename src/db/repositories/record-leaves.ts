@@ -4,9 +4,6 @@
  * verification, the checkpoint's written-out leaves and an export's events file all read records
  * through `readRecordLeaves`, so all of them hash the same columns the same way.
  */
-import { types } from 'pg';
-// parseRows applies the type parsers the pool's clients use (pool.ts sets bigint's).
-import '../pool';
 import type { Queryable } from '../pool';
 import type { PermitColumns, RecordColumns } from '../../executions/lifecycle';
 
@@ -40,14 +37,13 @@ const RECORD_LEAF_SQL = `
  */
 const RECORD_PERMIT_SQL = 'LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true';
 
-export type RecordLeafRow = Record<string, unknown> & {
+type RecordLeafRow = Record<string, unknown> & {
   project_id: string;
   seq: string;
   p_id: string | null;
 };
 
-/** A record leaf from its row as RECORD_LEAF_SQL selects it (the permit's columns prefixed `p_`). */
-export function leafOf(r: RecordLeafRow): StoredRecordLeaf {
+function leafOf(r: RecordLeafRow): StoredRecordLeaf {
   const row: Record<string, unknown> = {};
   const permit: Record<string, unknown> = {};
   for (const k in r) {
@@ -92,42 +88,15 @@ export async function readRecordLeafById(db: Queryable, projectId: string, execu
   return rows[0] ? leafOf(rows[0]) : null;
 }
 
-/** Rows as the server sent them: each column's text (or null) and its type, parsed by whoever uses them (`parseRows`). */
-export interface RawRows {
-  fields: { name: string; oid: number }[];
-  rows: (string | null)[][];
-}
-
-/** Every column as text: the rows cross to a worker thread as strings, parsed there (`queryRaw`). */
-const AS_TEXT = { getTypeParser: () => (v: string) => v };
-
-export async function queryRaw(db: Queryable, text: string, values: unknown[]): Promise<RawRows> {
-  const query = db.query.bind(db) as unknown as (config: object) => Promise<{ fields: { name: string; dataTypeID: number }[]; rows: (string | null)[][] }>;
-  const res = await query({ text, values, rowMode: 'array', types: AS_TEXT });
-  return { fields: res.fields.map((f) => ({ name: f.name, oid: f.dataTypeID })), rows: res.rows };
-}
-
-/** `RawRows` as the pool's clients would have parsed them (src/db/pool.ts's type parsers). */
-export function parseRows<T = Record<string, unknown>>(raw: RawRows): T[] {
-  const parsers = raw.fields.map((f) => types.getTypeParser(f.oid, 'text') as (v: string) => unknown);
-  return raw.rows.map((values) => {
-    const row: Record<string, unknown> = {};
-    for (let i = 0; i < values.length; i++) {
-      const v = values[i];
-      row[raw.fields[i].name] = v === null ? null : parsers[i](v);
-    }
-    return row as T;
-  });
-}
-
 /**
- * One project's records at these seqs (a batch of its chain, say), with their permits, as text
- * rows: one range scan of each week's `(project_id, seq)` index over the batch's span, where keys
- * would cost a probe of every week's index per record. The span is read up to twice the records
- * asked for (a batch chained far out of seq order spans many more), and what it missed by key.
+ * One project's records at these seqs (a batch of its chain, say), with their permits: one range
+ * scan of each week's `(project_id, seq)` index over the batch's span, where keys would cost a
+ * probe of every week's index per record. The span is read up to twice the records asked for (a
+ * batch chained far out of seq order spans many more), and what it missed by key.
  */
-export async function readRecordLeafRowsOfSeqs(db: Queryable, projectId: string, seqs: ReadonlyArray<string | number>): Promise<RawRows> {
-  if (seqs.length === 0) return { fields: [], rows: [] };
+export async function readRecordLeavesOfSeqs(db: Queryable, projectId: string, seqs: ReadonlyArray<string | number>): Promise<Map<string, StoredRecordLeaf>> {
+  const out = new Map<string, StoredRecordLeaf>();
+  if (seqs.length === 0) return out;
   const wanted = seqs.map(Number);
   let lo = wanted[0];
   let hi = wanted[0];
@@ -135,37 +104,15 @@ export async function readRecordLeafRowsOfSeqs(db: Queryable, projectId: string,
     if (s < lo) lo = s;
     if (s > hi) hi = s;
   }
-  const spanned = await queryRaw(
-    db,
+  const { rows } = await db.query<RecordLeafRow>(
     `SELECT ${RECORD_LEAF_SQL}
        FROM executions x ${RECORD_PERMIT_SQL}
       WHERE x.project_id = $1 AND x.seq >= $2 AND x.seq <= $3
       LIMIT $4`,
     [projectId, lo, hi, 2 * wanted.length],
   );
-  const seqAt = spanned.fields.findIndex((f) => f.name === 'seq');
-  const found = new Set(spanned.rows.map((r) => Number(r[seqAt])));
-  const missing = wanted.filter((s) => !found.has(s));
-  if (missing.length === 0) return spanned;
-  const keyed = await queryRaw(
-    db,
-    `SELECT ${RECORD_LEAF_SQL}
-       FROM unnest($1::text[], $2::bigint[]) AS k(project_id, seq)
-       JOIN executions x ON x.project_id = k.project_id AND x.seq = k.seq
-       ${RECORD_PERMIT_SQL}`,
-    [missing.map(() => projectId), missing.map(String)],
-  );
-  return { fields: spanned.fields, rows: [...spanned.rows, ...keyed.rows] };
-}
-
-/** The records of `readRecordLeafRowsOfSeqs`, parsed, by seq. */
-export function recordLeavesFromRows(raw: RawRows): Map<string, StoredRecordLeaf> {
-  const out = new Map<string, StoredRecordLeaf>();
-  for (const r of parseRows<RecordLeafRow>(raw)) out.set(String(r.seq), leafOf(r));
+  for (const r of rows) out.set(String(r.seq), leafOf(r));
+  const missing = wanted.map(String).filter((s) => !out.has(s));
+  for (const r of await readRecordLeaves(db, missing.map(() => projectId), missing)) out.set(r.seq, r);
   return out;
-}
-
-/** `readRecordLeafRowsOfSeqs`, parsed. */
-export async function readRecordLeavesOfSeqs(db: Queryable, projectId: string, seqs: ReadonlyArray<string | number>): Promise<Map<string, StoredRecordLeaf>> {
-  return recordLeavesFromRows(await readRecordLeafRowsOfSeqs(db, projectId, seqs));
 }
