@@ -6,6 +6,7 @@
  *   --sequencer    the sequencer's CPU per chained entry (log/sequencer.ts)
  *   --checkpoint   a signed checkpoint's CPU per new entry (log/checkpoint.ts)
  *   --export       a compliance export's events part and its finalize (log/export.ts)
+ *   --retention    integrity verify and retention's steps on a loaded call history (log/retention.ts)
  */
 import { runModes } from './lib/modes';
 
@@ -16,6 +17,7 @@ runModes(
     sequencer: { about: "the sequencer's CPU per chained entry, process and PostgreSQL", run: async () => (await import('./log/sequencer')).run() },
     checkpoint: { about: "a checkpoint's CPU per new entry and the event loop's longest wait", run: async () => (await import('./log/checkpoint')).run() },
     export: { about: "an export's events part per event, and its finalize", run: async () => (await import('./log/export')).run() },
+    retention: { about: 'integrity verify and retention of a day on BENCH_CALLS loaded calls, per record and per statement', run: async () => (await import('./log/retention')).run() },
   },
   'request-log',
 );

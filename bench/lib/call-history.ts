@@ -33,8 +33,8 @@ import { canonicalRecord, eventHash, GENESIS_HASH } from '../../src/events/canon
 import { insertCheckpoint } from '../../src/db/repositories/integrity-log';
 import { readRecordLeaves, type StoredRecordLeaf } from '../../src/db/repositories/record-leaves';
 import { complianceSigner } from '../../src/integrity/keys';
-import { logOrigin } from '../../src/integrity/log';
-import { appendLeaves, EMPTY_ROOT, leafHash, LOWEST_STORED_LEVEL, nodeHash } from '../../src/integrity/merkle';
+import { logOrigin, rootOfRange } from '../../src/integrity/log';
+import { appendLeaves, leafHash, LOWEST_STORED_LEVEL } from '../../src/integrity/merkle';
 import { checkpointText, signNote } from '../../src/integrity/note';
 import type { Lifecycle, PermitColumns, RecordColumns } from '../../src/executions/lifecycle';
 
@@ -238,14 +238,6 @@ interface LogState {
   pos: number;
   prev: string;
   range: Buffer[];
-}
-
-/** The root of a tree from its compact range (left to right, largest first). */
-function rootOfRange(range: Buffer[]): Buffer {
-  if (range.length === 0) return EMPTY_ROOT;
-  let root = range[range.length - 1];
-  for (let i = range.length - 2; i >= 0; i--) root = nodeHash(range[i], root);
-  return root;
 }
 
 const arrayText = (xs: ReadonlyArray<string | number>) => `{${xs.join(',')}}`;

@@ -107,7 +107,8 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
   }
   const config = loadConfig(withDevStackDatabase(env, options.devEnvFile ?? DEV_ENV_FILE));
   if (noun === 'migrate') return { applied: await migrate(config.databaseUrl) };
-  const db = createPool(config.databaseUrl, 2);
+  // Retention holds one connection for its project's lock and reads an archive's parts side by side.
+  const db = createPool(config.databaseUrl, 4);
   try {
     switch (`${noun} ${verb}`) {
       case 'project create': {

@@ -16,15 +16,15 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { PassThrough, type Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import canonicalize from 'canonicalize';
+import { canonicalJson } from '../events/canonical-json';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import { canonicalOfStored } from '../db/repositories/canonical-columns';
 import { canonicalRecord, type CanonicalColumns } from '../events/canonical';
 import { chainAllProjectEvents } from '../db/repositories/event-chain';
-import { readRecordLeaves } from '../db/repositories/record-leaves';
+import { readRecordLeavesOfSeqs, type StoredRecordLeaf } from '../db/repositories/record-leaves';
 import {
-  exportRows,
+  exportRowPages,
   findExport,
   listExportFiles,
   mergeExportProgress,
@@ -37,10 +37,10 @@ import {
   type ExportPart,
   type ExportRow,
 } from '../db/repositories/compliance-exports';
-import { checkpointAtSize, checkpointCovering, latestCheckpoint, readChainRangeColumns } from '../db/repositories/integrity-log';
+import { checkpointAtSize, checkpointCovering, latestCheckpoint, readChainRangeColumns, type ChainedColumnsRow } from '../db/repositories/integrity-log';
 import { complianceSigner } from '../integrity/keys';
 import { issueCheckpoint, logOrigin, treeNodes } from '../integrity/log';
-import { inclusionProof, nodesNeeded, sourceOf, type SubtreeMemo } from '../integrity/merkle';
+import { inclusionProof, nodesNeeded, sourceOf, type NodeSource, type SubtreeMemo } from '../integrity/merkle';
 import { signNote } from '../integrity/note';
 import { archiveStoreOf } from '../archive-store/from-config';
 import type { ArchiveStore } from '../archive-store/store';
@@ -55,7 +55,8 @@ export interface BuildDeps {
 /** The archive store key of an export's file. */
 export const exportFileKey = (exportId: string, name: string) => `exports/${exportId}/${name}`;
 
-const BATCH = 500;
+/** Leaves per read of the events part (the next read runs while one is written out). */
+const BATCH = 2000;
 /** Events written out (whole-row canonical form, inclusion proof) between two turns of the event loop: ~1 ms. */
 const EVENTS_PER_TURN = 50;
 const ndjson = (lines: string[]) => Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8');
@@ -106,7 +107,9 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
   const row = await load(deps.db, exportId);
   if (part !== 'events') {
     const docs = new ExportFileWriter(deps, exportId, `${part}.ndjson`);
-    await written([docs], async () => docs.add((await exportRows(deps.db, part, { projectId: row.project_id, since: row.window_start, until: row.window_end })).map((d) => canonicalize(d) as string)));
+    await written([docs], async () => {
+      for await (const page of exportRowPages(deps.db, part, { projectId: row.project_id, since: row.window_start, until: row.window_end })) await docs.add(page.map((d) => canonicalJson(d)));
+    });
     await markExportPartDone(deps.db, row.id, part);
     return docs.records;
   }
@@ -129,47 +132,67 @@ async function written(files: ExportFileWriter[], write: () => Promise<unknown>)
   }
 }
 
+/** One read of the events part: its chain rows by position, the records they name, and the tree nodes its leaves and proofs need. */
+interface EventsBatch {
+  lo: number;
+  hi: number;
+  chained: Map<number, ChainedColumnsRow>;
+  records: Map<string, StoredRecordLeaf>;
+  get: NodeSource;
+}
+
+async function readEventsBatch(deps: BuildDeps, row: ExportRow, lo: number, hi: number): Promise<EventsBatch> {
+  const size = row.checkpoint_size!;
+  // Positions lo+1 .. hi+1, from the chain's side (a deleted event row comes back with seq null).
+  const chainRows = await readChainRangeColumns(deps.db, row.project_id, { afterPos: lo, toPos: hi + 1, limit: hi - lo + 1 });
+  const chained = new Map(chainRows.map((r) => [Number(r.chain_pos), r]));
+  // Positions no event row answers for are call records' (or deleted rows).
+  const records = await readRecordLeavesOfSeqs(deps.db, row.project_id, chainRows.filter((r) => r.seq === null).map((r) => r.chain_seq));
+  const recorded: SubtreeMemo = new Map();
+  const needed = nodesNeeded((get) => {
+    for (let i = lo; i <= hi; i++) {
+      get(0, i);
+      inclusionProof(i, size, get, recorded);
+    }
+  });
+  return { lo, hi, chained, records, get: sourceOf(await treeNodes(deps.db, row.project_id, needed)) };
+}
+
 async function writeEventsPart(deps: BuildDeps, row: ExportRow, events: ExportFileWriter, proofs: ExportFileWriter): Promise<void> {
   const exportId = row.id;
   const size = row.checkpoint_size;
   if (row.first_index !== null && row.last_index !== null && size !== null) {
     const first = Number(row.first_index);
     const last = Number(row.last_index);
-    for (let lo = first; lo <= last; lo += BATCH) {
-      const hi = Math.min(lo + BATCH - 1, last);
-      // Positions lo+1 .. hi+1, from the chain's side (a deleted event row comes back with seq null).
-      const chainRows = await readChainRangeColumns(deps.db, row.project_id, { afterPos: lo, toPos: hi + 1, limit: BATCH });
-      const chained = new Map(chainRows.map((r) => [Number(r.chain_pos), r]));
-      // Positions no event row answers for are call records' (or deleted rows): their records in one statement.
-      const notEvents = chainRows.filter((r) => r.seq === null).map((r) => r.chain_seq);
-      const records = new Map((await readRecordLeaves(deps.db, notEvents.map(() => row.project_id), notEvents)).map((r) => [r.seq, r]));
-      const indexes = Array.from({ length: hi - lo + 1 }, (_, i) => lo + i);
-      const recorded: SubtreeMemo = new Map();
-      const needed = nodesNeeded((get) => {
-        for (const i of indexes) {
-          get(0, i);
-          inclusionProof(i, size, get, recorded);
-        }
-      });
-      const get = sourceOf(await treeNodes(deps.db, row.project_id, needed));
+    const read = (lo: number) => (lo > last ? null : readEventsBatch(deps, row, lo, Math.min(lo + BATCH - 1, last)));
+    let next = read(first);
+    while (next) {
+      const { lo, hi, chained, records, get } = await next;
+      // The next read runs while this one is written out.
+      next = read(hi + 1);
+      next?.catch(() => undefined);
       const memo: SubtreeMemo = new Map();
+      // A proof repeats most of its neighbour's nodes: each node is written out in base64 once.
+      const base64 = new Map<Buffer, string>();
+      const b64 = (h: Buffer) => {
+        let t = base64.get(h);
+        if (t === undefined) base64.set(h, (t = h.toString('base64')));
+        return t;
+      };
       const eventLines: string[] = [];
       const proofLines: string[] = [];
-      for (const i of indexes) {
+      for (let i = lo; i <= hi; i++) {
         // The worker shares the API process unless it runs apart: let requests in between slices.
         if (i > lo && (i - lo) % EVENTS_PER_TURN === 0) await nextTurn();
         const r = chained.get(i + 1);
         const record = r && r.seq === null ? records.get(String(r.chain_seq)) : undefined;
         if (record) eventLines.push(canonicalRecord(record, r!.prev_hash));
         else if (r && r.seq !== null && r.id !== null) eventLines.push(await canonicalOfStored(deps.db, r as CanonicalColumns, r.prev_hash));
-        proofLines.push(
-          JSON.stringify({
-            index: i,
-            seq: r ? Number(r.chain_seq) : null,
-            leaf_hash: get(0, i).toString('base64'),
-            proof: inclusionProof(i, size, get, memo).map((h) => h.toString('base64')),
-          }),
-        );
+        // JSON.stringify({ index, seq, leaf_hash, proof }) written out: numbers and base64 need no escaping.
+        const proof = inclusionProof(i, size, get, memo);
+        let line = `{"index":${i},"seq":${r ? Number(r.chain_seq) : 'null'},"leaf_hash":"${b64(get(0, i))}","proof":[`;
+        for (let k = 0; k < proof.length; k++) line += `${k > 0 ? ',' : ''}"${b64(proof[k])}"`;
+        proofLines.push(`${line}]}`);
       }
       await events.add(eventLines);
       await proofs.add(proofLines);
@@ -299,8 +322,8 @@ export async function deleteExportFiles(deps: BuildDeps, exportId: string): Prom
   for (const f of await listExportFiles(deps.db, exportId)) if (f.stored_in === 'archive_store') await store.delete(exportFileKey(exportId, f.name));
 }
 
-/** Writes the signed manifest and completes the export. */
-export async function finalizeExport(deps: BuildDeps, exportId: string): Promise<{ bundle_sha256: string; bundle_bytes: number }> {
+/** Writes the export's signed manifest (manifest.note), listing every other file it holds. */
+export async function writeManifest(deps: BuildDeps, exportId: string): Promise<void> {
   const row = await load(deps.db, exportId);
   const files = (await listExportFiles(deps.db, exportId)).filter((f) => f.name !== 'manifest.note');
   const signer = await complianceSigner(deps.db, deps.config);
@@ -321,8 +344,13 @@ export async function finalizeExport(deps: BuildDeps, exportId: string): Promise
     files: files.map((f) => ({ name: f.name, sha256: f.sha256, bytes: Number(f.bytes), records: Number(f.records) })),
     key_id: signer.kid,
   };
-  const note = Buffer.from(signNote(`${canonicalize(manifest)}\n`, signer.keyName, signer.privateKey, signer.publicKey32), 'utf8');
+  const note = Buffer.from(signNote(`${canonicalJson(manifest)}\n`, signer.keyName, signer.privateKey, signer.publicKey32), 'utf8');
   await putWholeFile(deps, exportId, 'manifest.note', note);
+}
+
+/** Writes the signed manifest and completes the export with its bundle's hash. */
+export async function finalizeExport(deps: BuildDeps, exportId: string): Promise<{ bundle_sha256: string; bundle_bytes: number }> {
+  await writeManifest(deps, exportId);
   const bundle = await exportBundle(deps, exportId);
   const hash = createHash('sha256');
   let bytes = 0;

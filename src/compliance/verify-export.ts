@@ -13,7 +13,7 @@
  *    the chain hash of the one before (sha256(prev_hash ‖ canonical bytes)).
  */
 import { createHash } from 'node:crypto';
-import { leafHash, verifyInclusion } from '../integrity/merkle';
+import { InclusionVerifier, leafHash } from '../integrity/merkle';
 import { openNote, parseCheckpointText, parseVerifierKey, type Checkpoint, type NoteVerifier } from '../integrity/note';
 
 export const MANIFEST_FORMAT = 'tollgate.compliance-export/v1';
@@ -143,6 +143,8 @@ export function verifyExport(files: Map<string, Buffer>, key: string): VerifyRes
       }
     });
     const proofLines = lines(files.get('proofs.ndjson'));
+    // Neighbouring leaves' proofs share their upper nodes: each is hashed once (merkle.ts).
+    const inclusion = new InclusionVerifier(checkpoint.size, checkpoint.root);
     let prev: { text: string; prev_hash: string } | null = null;
     for (let index = first; index <= last; index++) {
       const k = index - first;
@@ -158,7 +160,7 @@ export function verifyExport(files: Map<string, Buffer>, key: string): VerifyRes
       }
       used.add(p.seq);
       const lh = Buffer.from(p.leaf_hash, 'base64');
-      if (!verifyInclusion(lh, { index, size: checkpoint.size, proof: p.proof.map((h) => Buffer.from(h, 'base64')) }, checkpoint.root)) {
+      if (!Array.isArray(p.proof) || !p.proof.every((h) => typeof h === 'string') || !inclusion.verify(lh, index, p.proof)) {
         fail({ check: 'proof', file: 'proofs.ndjson', line: k + 1, index, position: pos, message: `log index ${index} (position ${pos}): the inclusion proof does not lead to the checkpoint's root` });
         prev = null;
         continue;

@@ -6,10 +6,11 @@
  *
  * The maintenance creates the coming weeks' partitions ahead of time (never the request path), and
  * retention drops a week's partition once every project's retention has passed the week and its
- * rows are gone (archived, then deleted), which returns the space to the operating system where a
- * deletion alone would leave it to be reused.
+ * rows are archived, which returns the space to the operating system where a deletion would leave
+ * it to be reused.
  */
 import { withTransaction, type Db, type Queryable } from './pool';
+import { deletePermitDependents, permitIdsSortBytewise, permitsNotArchived, recordsNotArchived } from './repositories/archived-weeks';
 
 export interface PartitionedTable {
   table: string;
@@ -110,32 +111,104 @@ export async function ensureWeekPartitions(
 }
 
 /**
- * Drops the week partitions that end at or before `cutoff` and hold no row any more. Retention
- * passes the earliest cutoff of all projects (none when a project keeps everything), after its
- * archives have verified and their rows are deleted.
+ * Drops the week partitions that end at or before `cutoff` and hold only archived rows: every
+ * record and permit of the week is in one of its project's verified archives (the rows of a
+ * week are not deleted one by one first: src/retention/delete.ts defers them to this drop), and
+ * nothing retained still needs one of its permits (src/db/repositories/archived-weeks.ts). An
+ * empty week qualifies at once. Retention passes the earliest cutoff of all projects (none when a
+ * project keeps everything), after its archives have verified.
+ *
+ * A week's records and permits are checked and dropped in one transaction that holds the week's
+ * partitions in SHARE mode (no row of theirs is written meanwhile; reads go on), the permits
+ * first deleting the usage reports, evidence and attestations that name them; a permits week still
+ * needed stays while its records week goes. Detaching takes each table's exclusive lock for a
+ * moment: a wait for it gives up after LOCK_WAIT (the calls queued behind it would wait as long)
+ * and is tried again a few times, then left to the next round. A week another week's permits
+ * descend from is tried again after the later weeks.
  */
-export async function dropEmptyWeekPartitions(db: Db, cutoff: Date): Promise<string[]> {
+export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<string[]> {
   const dropped: string[] = [];
-  for (const { table } of PARTITIONED_TABLES) {
+  const bytewise = await permitIdsSortBytewise(db);
+  const weeks = new Map<number, { executions?: string; permits?: string }>();
+  for (const table of ['executions', 'permits'] as const) {
     for (const p of await weekPartitions(db, table)) {
-      if (p.week.getTime() + WEEK_MS > cutoff.getTime()) break;
-      const { rows } = await db.query(`SELECT 1 FROM ${p.name} LIMIT 1`);
-      if (rows.length > 0) continue;
-      const gone = await withTransaction(db, async (c) => {
-        await c.query(`SET LOCAL lock_timeout = '2s'`);
-        await c.query(`LOCK TABLE ${p.name} IN ACCESS EXCLUSIVE MODE`);
-        // Checked again under the lock: a row written since the first look keeps the week.
-        if ((await c.query(`SELECT 1 FROM ${p.name} LIMIT 1`)).rows.length > 0) return false;
-        await c.query(`ALTER TABLE ${table} DETACH PARTITION ${p.name}`);
-        await c.query(`DROP TABLE ${p.name}`);
-        return true;
-      }).catch((err: { code?: string }) => {
-        // Busy (lock wait given up, or chosen to break a deadlock): the next round drops it.
-        if (err.code === '55P03' || err.code === '40P01') return false;
-        throw err;
-      });
-      if (gone) dropped.push(p.name);
+      if (p.week.getTime() + WEEK_MS > cutoff.getTime()) continue;
+      weeks.set(p.week.getTime(), { ...weeks.get(p.week.getTime()), [table]: p.name });
     }
   }
+  // Newest first: a permit descends from an older one, so a later week's drop can free an
+  // earlier one, which a second pass then takes.
+  let pending = [...weeks.entries()].sort((a, b) => b[0] - a[0]);
+  for (let pass = 0; pass < 2 && pending.length > 0; pass++) {
+    const left: typeof pending = [];
+    const before = dropped.length;
+    for (const [at, parts] of pending) {
+      const gone = await dropWeek(db, new Date(at), parts, bytewise);
+      dropped.push(...gone);
+      const rest = { executions: parts.executions && !gone.includes(parts.executions) ? parts.executions : undefined, permits: parts.permits && !gone.includes(parts.permits) ? parts.permits : undefined };
+      if (rest.executions || rest.permits) left.push([at, rest]);
+    }
+    if (dropped.length === before) break;
+    pending = left;
+  }
   return dropped;
+}
+
+/** How long a drop waits for a table's exclusive lock, and how many times it tries. */
+const LOCK_WAIT = '300ms';
+const LOCK_TRIES = 5;
+
+/**
+ * Checks and drops one week's partitions; returns those dropped. Where the database's collation
+ * does not order permit ids as their bytes (`bytewise` false) the rows naming a week's permits
+ * cannot be read by range, and a permits week goes only once empty.
+ */
+async function dropWeek(db: Db, week: Date, parts: { executions?: string; permits?: string }, bytewise: boolean): Promise<string[]> {
+  const next = new Date(week.getTime() + WEEK_MS);
+  const records = { from: idBound('exec_req_', week), to: idBound('exec_req_', next) };
+  const permitIds = { from: idBound('permit_', week), to: idBound('permit_', next) };
+  return withTransaction(db, async (c) => {
+    const named = [parts.executions, parts.permits].filter((n): n is string => n !== undefined);
+    await c.query(`SET LOCAL lock_timeout = '2s'`);
+    await c.query(`LOCK TABLE ${named.join(', ')} IN SHARE MODE`);
+    const drop: { table: string; name: string }[] = [];
+    if (parts.executions && (await recordsNotArchived(c, parts.executions)) === null) drop.push({ table: 'executions', name: parts.executions });
+    const recordsGo = drop.length > 0 || !parts.executions;
+    const permitsLeft = async (name: string) =>
+      bytewise ? permitsNotArchived(c, name, permitIds, records) : (await c.query(`SELECT 1 FROM ${name} LIMIT 1`)).rows.length > 0 ? 'a permit' : null;
+    if (parts.permits && recordsGo && (await permitsLeft(parts.permits)) === null) {
+      await deletePermitDependents(c, permitIds);
+      drop.push({ table: 'permits', name: parts.permits });
+    }
+    const gone: string[] = [];
+    // Permits first, as they are named (either order is safe: each was checked on its own).
+    for (const d of drop.reverse()) {
+      if (await detach(c, d.table, d.name)) gone.push(d.name);
+    }
+    return gone;
+  }).catch((err: { code?: string }) => {
+    // Busy (the week's lock not had in time, or chosen to break a deadlock), or a row naming a
+    // permit of the week written meanwhile (its foreign key refuses the detach): the next round.
+    if (err.code === '55P03' || err.code === '40P01' || err.code === '23503') return [];
+    throw err;
+  });
+}
+
+/** Detaches and drops a partition inside the caller's transaction; false when the table's lock was not had in LOCK_TRIES waits. */
+async function detach(c: Queryable, table: string, name: string): Promise<boolean> {
+  await c.query(`SET LOCAL lock_timeout = '${LOCK_WAIT}'`);
+  for (let i = 0; i < LOCK_TRIES; i++) {
+    await c.query('SAVEPOINT detach');
+    try {
+      await c.query(`ALTER TABLE ${table} DETACH PARTITION ${name}`);
+      await c.query(`DROP TABLE ${name}`);
+      await c.query('RELEASE SAVEPOINT detach');
+      return true;
+    } catch (err) {
+      await c.query('ROLLBACK TO SAVEPOINT detach');
+      if ((err as { code?: string }).code !== '55P03') throw err;
+      await new Promise((r) => setTimeout(r, 200 * (i + 1)));
+    }
+  }
+  return false;
 }

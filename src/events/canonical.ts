@@ -7,25 +7,25 @@
  * write leaves through this module, so all of them hash the same bytes.
  */
 import { hash } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import { canonicalJson } from './canonical-json';
 import type { EventRecord } from './types';
 import type { StoredRecordLeaf } from '../db/repositories/record-leaves';
-import { recordLeafEvent } from '../executions/record-leaf';
+import { recordLeafParts } from '../executions/record-leaf';
 
 export const GENESIS_HASH = '0'.repeat(64);
 
 /**
  * The hashed content of an event: every column except `hash` itself, as RFC 8785 JSON — exactly
  * `canonicalize({ seq, id, project_id, timestamp, ... prev_hash })`, written out field by field in
- * the sorted key order RFC 8785 gives them (`canonicalForm`), with `canonicalize` kept for the
- * metadata's own JSON.
+ * the sorted key order RFC 8785 gives them (`canonicalForm`), with `canonicalJson`
+ * (src/events/canonical-json.ts) for the metadata's own JSON.
  * The sequencer hashes every event, and the generic form (sorting every key, building the object
  * and its intermediate strings) was a large share of what a governed call allocated. `prevHash`
  * overrides `e.prev_hash` (the sequencer hashes rows it is about to link). Equality with the
  * generic form is checked by test/unit/events/canonical-event.test.ts.
  */
 export function canonicalEvent(e: Omit<EventRecord, 'hash'>, prevHash: string | null = e.prev_hash): string {
-  return canonicalForm(e, canonicalize(e.metadata ?? {}) as string, new Date(e.timestamp).toISOString(), prevHash);
+  return canonicalForm(e, canonicalJson(e.metadata ?? {}), new Date(e.timestamp).toISOString(), prevHash);
 }
 
 /** The columns of an event that the canonical form holds as they are: JSON strings (or null), and the seq. */
@@ -91,7 +91,7 @@ const METADATA_CACHE_MAX_CHARS = 512;
 function canonicalMetadata(text: string): string {
   const cached = metadataCache.get(text);
   if (cached !== undefined) return cached;
-  const canonical = canonicalize(JSON.parse(text)) as string;
+  const canonical = canonicalJson(JSON.parse(text));
   if (text.length <= METADATA_CACHE_MAX_CHARS) {
     if (metadataCache.size >= METADATA_CACHE_SIZE) metadataCache.clear();
     metadataCache.set(text, canonical);
@@ -105,7 +105,10 @@ function canonicalMetadata(text: string): string {
  * of any column the leaf carries changes it.
  */
 export function canonicalRecord(r: StoredRecordLeaf, prevHash: string | null): string {
-  return canonicalEvent({ ...recordLeafEvent(r.row, r.permit), prev_hash: prevHash });
+  // canonicalEvent of recordLeafEvent's event, its metadata canonicalised once (not written,
+  // parsed back and written again): test/unit/events/canonical-event.test.ts checks they agree.
+  const e = recordLeafParts(r.row, r.permit);
+  return canonicalForm(e, e.metadataCanonical, e.timestamp.toISOString(), prevHash);
 }
 
 export function eventHash(prevHash: string, canonical: string): string {

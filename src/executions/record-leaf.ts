@@ -2,11 +2,14 @@
  * A call record as one leaf of its project's hash chain (src/events/canonical.ts hashes it as it
  * hashes any event).
  */
-import canonicalize from 'canonicalize';
+import { canonicalJson } from '../events/canonical-json';
 import type { EventRecord } from '../events/types';
 import type { PermitColumns, RecordColumns } from './lifecycle';
 
 const iso = (d: Date | string) => new Date(d).toISOString();
+
+/** A record's leaf event with its metadata already in canonical form (RFC 8785 JSON text). */
+export type RecordLeafParts = Omit<EventRecord, 'prev_hash' | 'hash' | 'metadata'> & { metadataCanonical: string };
 
 /**
  * The call record as one chain leaf: an event-shaped object (`call.recorded`) whose metadata is
@@ -18,9 +21,20 @@ export function recordLeafEvent(
   row: RecordColumns & Record<string, unknown>,
   permit: PermitColumns | null,
 ): Omit<EventRecord, 'prev_hash' | 'hash'> {
+  const { metadataCanonical, ...event } = recordLeafParts(row, permit);
+  return { ...event, metadata: JSON.parse(metadataCanonical) as Record<string, unknown> };
+}
+
+/**
+ * `recordLeafEvent` with the metadata left as the canonical text it is written from: what the
+ * leaf's bytes are made of (`canonicalRecord`), without parsing it back only to canonicalise it
+ * again (canonical JSON read and canonicalised again is the same text).
+ */
+export function recordLeafParts(row: RecordColumns & Record<string, unknown>, permit: PermitColumns | null): RecordLeafParts {
   const columns: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(row)) {
+  for (const k of Object.keys(row)) {
     if (LEAF_EXCLUDED.has(k)) continue;
+    const v = row[k];
     columns[k] = v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? Number(v) : v;
   }
   const decision = permit
@@ -55,7 +69,7 @@ export function recordLeafEvent(
     request_id: row.id,
     job_id: row.job_id ?? null,
     session_id: null,
-    metadata: JSON.parse(canonicalize({ record: columns, permit: decision }) as string) as Record<string, unknown>,
+    metadataCanonical: canonicalJson({ record: columns, permit: decision }),
   };
 }
 

@@ -218,7 +218,7 @@ async function archivedHeadAt(db: Queryable, projectId: string, pos: number): Pr
 }
 
 /** The root of a tree from its compact range (left to right, largest first). */
-function rootOfRange(range: Buffer[]): Buffer {
+export function rootOfRange(range: Buffer[]): Buffer {
   if (range.length === 0) return EMPTY_ROOT;
   let root = range[range.length - 1];
   for (let i = range.length - 2; i >= 0; i--) root = nodeHash(range[i], root);

@@ -10,7 +10,7 @@ import type { Pool } from 'pg';
 import { verifyEventChain } from '../db/repositories/event-chain-verification';
 import { latestCheckpoint, listComplianceKeys } from '../db/repositories/integrity-log';
 import { logAnchor } from '../db/repositories/archives';
-import { LogIntegrityError, logOrigin, rootFromChain } from './log';
+import { LogIntegrityError, logOrigin, rootFromChain, rootOfRange } from './log';
 import { openNote, parseCheckpointText, parseVerifierKey, verifierKey } from './note';
 
 export interface LogVerification {
@@ -36,9 +36,10 @@ export interface LogVerification {
 
 export async function verifyLog(db: Pool, projectId: string): Promise<LogVerification> {
   const failures: string[] = [];
-  const chain = await verifyEventChain(db, projectId);
-  if (!chain.ok) failures.push(`the event or call record at seq ${chain.broken_at_seq} no longer matches the hash chain (edited, removed or reordered after it was logged)`);
+  // The latest checkpoint before the walk: the walk builds the tree of its size as it goes.
   const cp = await latestCheckpoint(db, projectId);
+  const chain = await verifyEventChain(db, projectId, { treeSize: cp ? Number(cp.tree_size) : undefined });
+  if (!chain.ok) failures.push(`the event or call record at seq ${chain.broken_at_seq} no longer matches the hash chain (edited, removed or reordered after it was logged)`);
   const anchor = await logAnchor(db, projectId);
   let checkpoint: LogVerification['checkpoint'] = null;
   if (cp) {
@@ -53,7 +54,8 @@ export async function verifyLog(db: Pool, projectId: string): Promise<LogVerific
     if (signature !== 'valid') failures.push(`the checkpoint of size ${size}: its signed note does not verify under its key or does not state its origin, size and root`);
     let root: 'matches_chain' | 'differs' | 'chain_broken';
     try {
-      root = (await rootFromChain(db, projectId, size)).equals(cp.root_hash) ? 'matches_chain' : 'differs';
+      const fromWalk = chain.range_at_size ? rootOfRange(chain.range_at_size) : null;
+      root = (fromWalk ?? (await rootFromChain(db, projectId, size))).equals(cp.root_hash) ? 'matches_chain' : 'differs';
       if (root === 'differs') failures.push(`the checkpoint of size ${size} does not sign the chain's first ${size} leaves`);
     } catch (err) {
       if (!(err instanceof LogIntegrityError)) throw err;

@@ -4,7 +4,7 @@
  * verified by the offline verifier before any of its rows is deleted.
  */
 import { createHash } from 'node:crypto';
-import { buildExportPart, deleteExportFiles, exportBundle, finalizeExport } from '../compliance/build';
+import { buildExportPart, deleteExportFiles, exportBundle, writeManifest } from '../compliance/build';
 import { readTar } from '../compliance/tar';
 import { verifyExport } from '../compliance/verify-export';
 import { archiveStoreOf } from '../archive-store/from-config';
@@ -33,8 +33,17 @@ export async function writeArchive(deps: RetentionDeps, a: ArchiveRow, opts: Ret
   await insertExport(db, { id: a.id, projectId: a.project_id, since: new Date(a.window_since), until: new Date(a.window_until), include: ARCHIVE_PARTS, requestedBy: 'retention' });
   await updateExport(db, a.id, { status: 'running', started: true, first_index: Number(a.first_index), last_index: Number(a.last_index), checkpoint_size: Number(a.checkpoint_size) });
   if (!(await findExport(db, null, a.id))) throw new Error(`archive ${a.id}: its export row disappeared`);
-  for (const part of ARCHIVE_PARTS) await buildExportPart(build, a.id, part);
-  await finalizeExport(build, a.id);
+  // The events part beside the rows' parts, one of those at a time: the database's reads of one
+  // overlap the process's writing out of the other.
+  const built = await Promise.allSettled([
+    buildExportPart(build, a.id, 'events'),
+    (async () => {
+      for (const part of ARCHIVE_PARTS) if (part !== 'events') await buildExportPart(build, a.id, part);
+    })(),
+  ]);
+  for (const b of built) if (b.status === 'rejected') throw b.reason;
+  // The manifest only: the bundle is hashed as it streams into the store below.
+  await writeManifest(build, a.id);
   const hash = createHash('sha256');
   let bytes = 0;
   const bundle = await exportBundle(build, a.id);

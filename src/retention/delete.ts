@@ -1,6 +1,7 @@
 /** Deleting an archive's rows once its object has verified (src/retention/archive.ts). */
-import type { Db } from '../db/pool';
+import type { Db, Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
+import { idBound } from '../db/partitions';
 import { deleteRollupBefore, moveRollupStart } from '../db/repositories/call-rollup';
 import { addArchiveDeleted, type ArchiveRow } from '../db/repositories/archives';
 import type { RetentionOptions } from './types';
@@ -8,92 +9,228 @@ import type { RetentionOptions } from './types';
 const DEFAULT_BATCH = 1000;
 
 /**
- * Deletes the archived rows, a short transaction per batch: the leaves of the archived range (the
- * event or call record and its chain row together, in chain order, so the retained log never has a
- * chain row without its record), then the rows older than the cutoff that are no leaf (call
- * records without a place in the log, permits no retained record or event names, their usage
- * reports, evidence and attestations, idempotency keys). Checkpoints and the tree's stored nodes
- * above the leaves stay: every archive keeps verifying against them.
+ * Rows of the week partitions that begin before `before` are left to the partitions' drop
+ * (src/retention/partitions.ts) rather than deleted one by one: those weeks are dropped whole
+ * within a week, once every record they hold is archived. Rows of those weeks' ids in a DEFAULT
+ * partition, which is never dropped, are deleted.
  */
-export async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptions): Promise<void> {
+export interface Deferral {
+  before: Date;
+  /** Whether permits are deferred too (else only call records). */
+  permits: boolean;
+}
+
+/**
+ * Where a sweep of the table's rows looks: the whole table, or the weeks not deferred (an id range,
+ * which prunes the deferred weeks' partitions) and the DEFAULT partition's ids of deferred weeks.
+ * `where(n)` is the condition with its bound as parameter $n; `bound` that parameter (none: no condition).
+ */
+interface Scope {
+  from: string;
+  where: (n: number) => string;
+  bound: string[];
+}
+
+function scopes(table: 'executions' | 'permits', prefix: string, deferral: Deferral | null): Scope[] {
+  if (!deferral) return [{ from: table, where: () => 'true', bound: [] }];
+  const bound = idBound(prefix, deferral.before);
+  return [
+    { from: table, where: (n) => `id >= $${n}`, bound: [bound] },
+    { from: `${table}_default`, where: (n) => `id < $${n}`, bound: [bound] },
+  ];
+}
+
+/**
+ * Deletes the archived rows, a short transaction per batch, every statement bounded by the
+ * archive's window and served by an index: the leaves of the archived range (the event or call
+ * record and its chain row together, in chain order, so the retained log never has a chain row
+ * without its record), then the rows older than the cutoff that are no leaf (call records without
+ * a place in the log, permits no retained record or event names, their usage reports, evidence
+ * and attestations, idempotency keys). Checkpoints and the tree's stored nodes above the leaves
+ * stay: every archive keeps verifying against them. With a deferral, records and permits of the
+ * deferred weeks stay for their partitions' drop.
+ */
+export async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptions, deferral: Deferral | null): Promise<void> {
   const batch = opts.batchSize ?? DEFAULT_BATCH;
   const project = a.project_id;
-  const end = Number(a.last_index) + 1;
   const cutoff = new Date(a.window_until);
   const step = async () => opts.onStep?.('batch', a.id);
   // Runs `once_` (one batch of `table`'s rows) until it deletes nothing, counting what it deleted.
-  const drain = async (table: string, once_: () => Promise<{ rowCount: number | null }>): Promise<void> => {
+  const drain = async (table: string, once_: () => Promise<number>): Promise<void> => {
     for (;;) {
-      const r = await once_();
-      const n = r.rowCount ?? 0;
+      const n = await once_();
       await addArchiveDeleted(db, a.id, table, n);
       if (n === 0) return;
       await step();
     }
   };
 
+  await deleteLeaves(db, a, { batch, deferral, step });
+  // Leaves written out into merkle_nodes (rows chained before leaf hashes were stored) go with their rows.
+  await drain('merkle_nodes', async () => {
+    const r = await db.query(
+      `DELETE FROM merkle_nodes WHERE project_id = $1 AND level = 0 AND idx IN (SELECT idx FROM merkle_nodes WHERE project_id = $1 AND level = 0 AND idx < $2 ORDER BY idx LIMIT $3)`,
+      [project, Number(a.last_index) + 1, batch],
+    );
+    return r.rowCount ?? 0;
+  });
+  for (const scope of scopes('executions', 'exec_req_', deferral)) {
+    await drain('executions', async () => {
+      // By the project's time index: what is left before the cutoff is no leaf (the archived
+      // leaves went above) or a leaf the archive did not reach.
+      const { rows } = await db.query<{ id: string }>(
+        `SELECT id FROM ${scope.from} WHERE project_id = $1 AND created_at < $2 AND seq IS NULL AND ${scope.where(4)} LIMIT $3`,
+        [project, cutoff, batch, ...scope.bound],
+      );
+      if (rows.length === 0) return 0;
+      // By id: the statement prunes to the records' weeks.
+      const r = await db.query('DELETE FROM executions WHERE id = ANY($1::text[])', [rows.map((x) => x.id)]);
+      return r.rowCount ?? 0;
+    });
+  }
+  // The Overview reads the time before the cutoff from the records that remain, not the rollup.
+  await moveRollupStart(db, project, cutoff);
+  await drain('call_rollup', async () => (await deleteRollupBefore(db, project, cutoff, batch)).rowCount ?? 0);
+  for (const scope of scopes('permits', 'permit_', deferral?.permits ? deferral : null)) await deletePermits(db, a, { batch, scope, step });
+  await drain('idempotency_keys', async () => {
+    const r = await db.query(
+      `DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(SELECT ctid FROM idempotency_keys WHERE project_id = $1 AND created_at < $2 LIMIT $3))`,
+      [project, cutoff, batch],
+    );
+    return r.rowCount ?? 0;
+  });
+}
+
+/**
+ * The archived range's leaves in chain order: a batch of chain rows, their events, their call
+ * records (found by the span of the batch's seqs, one range scan of each week's `(project_id, seq)`
+ * index, and deleted by id, which prunes to their weeks), and the chain rows. A record of a
+ * deferred week stays for the week's drop, unless its seq is past the archive's last one (a
+ * record chained out of seq order), which the partition's check would not count as archived.
+ */
+async function deleteLeaves(db: Db, a: ArchiveRow, o: { batch: number; deferral: Deferral | null; step: () => Promise<void> }): Promise<void> {
+  const project = a.project_id;
+  const end = Number(a.last_index) + 1;
+  const lastSeq = Number(a.last_seq);
+  const bound = o.deferral ? idBound('exec_req_', o.deferral.before) : null;
   for (;;) {
     const n = await withTransaction(db, async (c) => {
-      const { rows } = await c.query<{ seq: string }>('SELECT seq FROM event_chain WHERE project_id = $1 AND chain_pos <= $2 ORDER BY chain_pos LIMIT $3', [project, end, batch]);
+      const { rows } = await c.query<{ seq: string; chain_pos: string }>(
+        'SELECT seq, chain_pos FROM event_chain WHERE project_id = $1 AND chain_pos <= $2 ORDER BY chain_pos LIMIT $3',
+        [project, end, o.batch],
+      );
       if (rows.length === 0) return 0;
-      const seqs = rows.map((r) => r.seq);
-      const ev = await c.query('DELETE FROM events WHERE project_id = $1 AND seq = ANY($2::bigint[])', [project, seqs]);
-      const ex = await c.query('DELETE FROM executions WHERE project_id = $1 AND seq = ANY($2::bigint[])', [project, seqs]);
-      const ch = await c.query('DELETE FROM event_chain WHERE project_id = $1 AND seq = ANY($2::bigint[])', [project, seqs]);
+      const seqs = rows.map((r) => Number(r.seq));
+      const ev = await c.query<{ seq: string }>('DELETE FROM events WHERE project_id = $1 AND seq = ANY($2::bigint[]) RETURNING seq', [project, seqs]);
+      const events = new Set(ev.rows.map((r) => Number(r.seq)));
+      const recordSeqs = seqs.filter((s) => !events.has(s));
+      const ids = (await recordsOf(c, project, recordSeqs))
+        .filter((r) => bound === null || r.in_default || r.id >= bound || Number(r.seq) > lastSeq)
+        .map((r) => r.id);
+      const ex = ids.length === 0 ? { rowCount: 0 } : await c.query('DELETE FROM executions WHERE id = ANY($1::text[])', [ids]);
+      const ch = await c.query('DELETE FROM event_chain WHERE project_id = $1 AND chain_pos <= $2', [project, Number(rows[rows.length - 1].chain_pos)]);
       await addArchiveDeleted(c, a.id, 'events', ev.rowCount ?? 0);
       await addArchiveDeleted(c, a.id, 'executions', ex.rowCount ?? 0);
       await addArchiveDeleted(c, a.id, 'event_chain', ch.rowCount ?? 0);
       return rows.length;
     });
-    if (n === 0) break;
-    await step();
+    if (n === 0) return;
+    await o.step();
   }
-  // Leaves written out into merkle_nodes (rows chained before leaf hashes were stored) go with their rows.
-  await drain('merkle_nodes', () =>
-    db.query(
-      `DELETE FROM merkle_nodes WHERE ctid = ANY(ARRAY(SELECT ctid FROM merkle_nodes WHERE project_id = $1 AND level = 0 AND idx < $2 LIMIT $3))`,
-      [project, end, batch],
-    ),
+}
+
+/** The project's records of these seqs: their ids, and whether they are in the DEFAULT partition. */
+async function recordsOf(c: Queryable, project: string, seqs: number[]): Promise<{ id: string; seq: string; in_default: boolean }[]> {
+  if (seqs.length === 0) return [];
+  const wanted = new Set(seqs);
+  let lo = seqs[0];
+  let hi = seqs[0];
+  for (const s of seqs) {
+    if (s < lo) lo = s;
+    if (s > hi) hi = s;
+  }
+  const sql = (where: string) => `SELECT id, seq, tableoid = 'executions_default'::regclass AS in_default FROM executions WHERE project_id = $1 AND ${where}`;
+  // The span's range scans, cut short past twice the records wanted (records chained far out of
+  // seq order); what they missed is read by key.
+  const spanned = (await c.query<{ id: string; seq: string; in_default: boolean }>(`${sql('seq >= $2 AND seq <= $3')} LIMIT $4`, [project, lo, hi, 2 * seqs.length])).rows.filter((r) =>
+    wanted.has(Number(r.seq)),
   );
-  await drain('executions', () =>
-    db.query(
-      `DELETE FROM executions WHERE id = ANY(ARRAY(SELECT id FROM executions WHERE project_id = $1 AND seq IS NULL AND created_at < $2 LIMIT $3))`,
-      [project, cutoff, batch],
-    ),
-  );
-  // The Overview reads the time before the cutoff from the records that remain, not the rollup.
-  await moveRollupStart(db, project, cutoff);
-  await drain('call_rollup', () => deleteRollupBefore(db, project, cutoff, batch));
-  // A permit stays while a retained record or event names it (a record's leaf holds its permit's
-  // decision fields) or a retained permit descends from it.
-  await drain('permits', () =>
-    withTransaction(db, async (c) => {
-      const { rows } = await c.query<{ id: string }>(
-        `SELECT p.id FROM permits p
-          WHERE p.project_id = $1 AND p.issued_at < $2
-            AND NOT EXISTS (SELECT 1 FROM executions x WHERE x.project_id = p.project_id AND x.permit_id = p.id)
-            AND NOT EXISTS (SELECT 1 FROM events e WHERE e.project_id = p.project_id AND e.permit_id = p.id)
-            AND NOT EXISTS (SELECT 1 FROM permits k WHERE k.parent_permit_id = p.id AND k.issued_at >= $2)
-          ORDER BY p.issued_at LIMIT $3`,
-        [project, cutoff, batch],
-      );
-      if (rows.length === 0) return { rowCount: 0 };
-      const ids = rows.map((r) => r.id);
-      await c.query('DELETE FROM permit_usage_reports WHERE permit_id = ANY($1::text[])', [ids]);
-      await c.query('DELETE FROM permit_evidence WHERE permit_id = ANY($1::text[])', [ids]);
-      await c.query('DELETE FROM permit_attestations WHERE permit_id = ANY($1::text[]) OR child_permit_id = ANY($1::text[])', [ids]);
-      // A child whose parent is in this batch goes first; a parent a later child still names waits for a later batch.
-      return c.query(
-        `DELETE FROM permits p WHERE p.id = ANY($1::text[])
-           AND NOT EXISTS (SELECT 1 FROM permits k WHERE k.parent_permit_id = p.id AND NOT (k.id = ANY($1::text[])))`,
-        [ids],
-      );
-    }),
-  );
-  await drain('idempotency_keys', () =>
-    db.query(
-      `DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(SELECT ctid FROM idempotency_keys WHERE project_id = $1 AND created_at < $2 LIMIT $3))`,
-      [project, cutoff, batch],
-    ),
-  );
+  const found = new Set(spanned.map((r) => Number(r.seq)));
+  const missing = seqs.filter((s) => !found.has(s));
+  if (missing.length === 0) return spanned;
+  return [...spanned, ...(await c.query<{ id: string; seq: string; in_default: boolean }>(sql('seq = ANY($2::bigint[])'), [project, missing])).rows];
+}
+
+/**
+ * Permits issued before the cutoff that no remaining record or event names and no retained
+ * permit descends from, walked in (issued_at, id) order through the project's time index a batch
+ * at a time (a keyset, so the permits a retained row still names are read once); each check is a
+ * lookup by the permit's id in the naming column's index (LATERAL … LIMIT 1, never a join over
+ * all the project's records). Permit ids are in the "C" collation, the columns naming them in the
+ * database's: compared as they are, the comparison takes the id's collation and no index of the
+ * naming column serves it (a scan of every week's index per permit, or a hash of them all), so the
+ * id is compared in the column's. A permit whose child is deleted later in the walk is tried
+ * again at its end.
+ */
+async function deletePermits(db: Db, a: ArchiveRow, o: { batch: number; scope: Scope; step: () => Promise<void> }): Promise<void> {
+  const project = a.project_id;
+  const cutoff = new Date(a.window_until);
+  const { scope } = o;
+  let after = null as { at: string; id: string } | null;
+  let waiting: string[] = [];
+  type Candidate = { id: string; at: string; named: boolean; parent: boolean };
+  for (;;) {
+    const { rows }: { rows: Candidate[] } = await db.query<Candidate>(
+      `WITH c AS MATERIALIZED (
+         SELECT id, issued_at FROM ${scope.from}
+          WHERE project_id = $1 AND issued_at < $2 AND (issued_at, id) > ($3::timestamptz, $4::text) AND ${scope.where(6)}
+          ORDER BY issued_at, id LIMIT $5)
+       SELECT c.id, c.issued_at::text AS at, (x.one IS NOT NULL OR e.one IS NOT NULL OR k.one IS NOT NULL) AS named, (ck.one IS NOT NULL) AS parent
+         FROM c
+         LEFT JOIN LATERAL (SELECT 1 AS one FROM executions x WHERE x.permit_id = c.id COLLATE "default" LIMIT 1) x ON true
+         LEFT JOIN LATERAL (SELECT 1 AS one FROM events e WHERE e.project_id = $1 AND e.permit_id = c.id COLLATE "default" LIMIT 1) e ON true
+         LEFT JOIN LATERAL (SELECT 1 AS one FROM permits k WHERE k.parent_permit_id = c.id COLLATE "default" AND k.issued_at >= $2 LIMIT 1) k ON true
+         LEFT JOIN LATERAL (SELECT 1 AS one FROM permits k WHERE k.parent_permit_id = c.id COLLATE "default" LIMIT 1) ck ON true
+        ORDER BY c.issued_at, c.id`,
+      [project, cutoff, after?.at ?? '-infinity', after?.id ?? '', o.batch, ...scope.bound],
+    );
+    if (rows.length === 0) break;
+    after = { at: rows[rows.length - 1].at, id: rows[rows.length - 1].id };
+    const free = rows.filter((r) => !r.named).map((r) => r.id);
+    const deleted = await deletePermitIds(db, a, free);
+    // A parent whose child was not in this batch waits for the child's batch.
+    const gone = new Set(deleted);
+    waiting.push(...rows.filter((r) => !r.named && r.parent && !gone.has(r.id)).map((r) => r.id));
+    await o.step();
+  }
+  while (waiting.length > 0) {
+    const deleted = await deletePermitIds(db, a, waiting.slice(0, o.batch));
+    const rest = waiting.slice(o.batch);
+    const kept = waiting.slice(0, o.batch).filter((id) => !deleted.includes(id));
+    // Stops once a round deletes nothing: what is left is named by a retained permit.
+    if (deleted.length === 0 && rest.length === 0) break;
+    waiting = [...rest, ...(deleted.length > 0 ? kept : [])];
+    await o.step();
+  }
+}
+
+/** Deletes these permits (and their usage reports, evidence and attestations) except those a permit not among them descends from; returns the ids deleted. */
+async function deletePermitIds(db: Db, a: ArchiveRow, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  return withTransaction(db, async (c) => {
+    // A child whose parent is in this batch goes with it; a parent a permit outside it still names waits.
+    const { rows } = await c.query<{ id: string }>(
+      `SELECT p.id FROM unnest($1::text[]) AS p(id)
+        WHERE NOT EXISTS (SELECT 1 FROM permits k WHERE k.parent_permit_id = p.id AND NOT (k.id = ANY($1::text[])))`,
+      [ids],
+    );
+    const gone = rows.map((r) => r.id);
+    if (gone.length === 0) return [];
+    await c.query('DELETE FROM permit_usage_reports WHERE permit_id = ANY($1::text[])', [gone]);
+    await c.query('DELETE FROM permit_evidence WHERE project_id = $2 AND permit_id = ANY($1::text[])', [gone, a.project_id]);
+    await c.query('DELETE FROM permit_attestations WHERE permit_id = ANY($1::text[]) OR child_permit_id = ANY($1::text[])', [gone]);
+    const r = await c.query('DELETE FROM permits WHERE id = ANY($1::text[])', [gone]);
+    await addArchiveDeleted(c, a.id, 'permits', r.rowCount ?? 0);
+    return gone;
+  });
 }

@@ -16,8 +16,8 @@
 import type { Queryable } from '../db/pool';
 import { markArchiveCompleted, markArchiveVerified, openArchive, type ArchiveRow } from '../db/repositories/archives';
 import { checkArchiveStored, verifyStoredArchive, writeArchive } from './archive';
-import { deleteArchived } from './delete';
-import { dropAgedPartitions } from './partitions';
+import { deleteArchived, type Deferral } from './delete';
+import { deferredWeeks, dropAgedPartitions } from './partitions';
 import { planArchive } from './plan';
 import type { RetentionDeps, RetentionOptions } from './types';
 
@@ -32,7 +32,7 @@ export interface ProjectRetention {
 export interface RetentionReport {
   object: 'retention_run';
   projects: ProjectRetention[];
-  /** Week partitions dropped once every project's retention had passed them and they were empty. */
+  /** Week partitions dropped once every project's retention had passed them and every row they held was archived. */
   partitions_dropped: string[];
 }
 
@@ -67,8 +67,9 @@ export function archiveView(a: ArchiveRow): ArchiveView {
 
 export async function runRetention(deps: RetentionDeps, opts: RetentionOptions): Promise<RetentionReport> {
   const projects = await projectsInScope(deps.db, deps.config.retention.days, opts);
+  const deferral = await deferredWeeks(deps.db, deps.config.retention.days, opts.now, opts.projectId);
   const out: ProjectRetention[] = [];
-  for (const p of projects) out.push(await retainProject(deps, p, opts));
+  for (const p of projects) out.push(await retainProject(deps, p, opts, deferral));
   const dropped = await dropAgedPartitions(deps.db, deps.config.retention.days, opts.now);
   return { object: 'retention_run', projects: out, partitions_dropped: dropped };
 }
@@ -88,13 +89,13 @@ async function projectsInScope(db: Queryable, globalDays: number | undefined, op
 /** Session advisory lock class of a project's retention run (one runner per project across processes). */
 const RETENTION_LOCK = 7403;
 
-async function retainProject(deps: RetentionDeps, p: { id: string; days: number | null }, opts: RetentionOptions): Promise<ProjectRetention> {
+async function retainProject(deps: RetentionDeps, p: { id: string; days: number | null }, opts: RetentionOptions, deferral: Deferral | null): Promise<ProjectRetention> {
   const client = await deps.db.connect();
   try {
     const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [RETENTION_LOCK, p.id]);
     if (!rows[0].ok) return { project_id: p.id, cutoff: null, outcome: 'locked', archive: null };
     try {
-      return await retainLocked(deps, p, opts);
+      return await retainLocked(deps, p, opts, deferral);
     } finally {
       await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [RETENTION_LOCK, p.id]);
     }
@@ -103,22 +104,22 @@ async function retainProject(deps: RetentionDeps, p: { id: string; days: number 
   }
 }
 
-async function retainLocked(deps: RetentionDeps, p: { id: string; days: number | null }, opts: RetentionOptions): Promise<ProjectRetention> {
+async function retainLocked(deps: RetentionDeps, p: { id: string; days: number | null }, opts: RetentionOptions, deferral: Deferral | null): Promise<ProjectRetention> {
   // An unfinished archive is finished first, whatever this run's cutoff: its rows may be half deleted.
   const open = await openArchive(deps.db, p.id);
   if (open) {
-    const done = await finishArchive(deps, open, opts);
+    const done = await finishArchive(deps, open, opts, deferral);
     return { project_id: p.id, cutoff: new Date(open.window_until).toISOString(), outcome: 'archived', archive: archiveView(done) };
   }
   const cutoff = opts.before ?? (p.days === null ? null : new Date(opts.now.getTime() - p.days * 86_400_000));
   if (!cutoff) return { project_id: p.id, cutoff: null, outcome: 'no_retention', archive: null };
   const planned = await planArchive(deps, p.id, cutoff);
   if (!planned) return { project_id: p.id, cutoff: cutoff.toISOString(), outcome: 'nothing_to_archive', archive: null };
-  const done = await finishArchive(deps, planned, opts);
+  const done = await finishArchive(deps, planned, opts, deferral);
   return { project_id: p.id, cutoff: cutoff.toISOString(), outcome: 'archived', archive: archiveView(done) };
 }
 
-async function finishArchive(deps: RetentionDeps, a: ArchiveRow, opts: RetentionOptions): Promise<ArchiveRow> {
+async function finishArchive(deps: RetentionDeps, a: ArchiveRow, opts: RetentionOptions, deferral: Deferral | null): Promise<ArchiveRow> {
   if (a.status === 'building') {
     const { sha256, bytes } = await writeArchive(deps, a, opts);
     await opts.onStep?.('archived', a.id);
@@ -128,7 +129,7 @@ async function finishArchive(deps: RetentionDeps, a: ArchiveRow, opts: Retention
   } else {
     await checkArchiveStored(deps, a);
   }
-  await deleteArchived(deps.db, a, opts);
+  await deleteArchived(deps.db, a, opts, deferral);
   const done = await markArchiveCompleted(deps.db, a.id);
   return done!;
 }

@@ -1,5 +1,5 @@
 /** Compliance exports (issue 15): the export rows, their bundle files, and the reads an export is built from. */
-import type { Queryable } from '../pool';
+import type { Db, Queryable } from '../pool';
 
 export const EXPORT_PARTS = ['events', 'permits', 'executions', 'usage', 'workflow_intents'] as const;
 export type ExportPart = (typeof EXPORT_PARTS)[number];
@@ -155,8 +155,12 @@ export async function windowPositions(db: Queryable, projectId: string, since: D
   return { first: rows[0].first === null ? null : Number(rows[0].first), last: rows[0].last === null ? null : Number(rows[0].last), count: rows[0].count };
 }
 
-/** The rows of a non-event part in the window, as JSON documents, in a stable order. */
-export async function exportRows(db: Queryable, part: Exclude<ExportPart, 'events'>, window: { projectId: string; since: Date; until: Date }): Promise<unknown[]> {
+/**
+ * The rows of a non-event part in the window, as JSON documents, in a stable order, `pageSize` at
+ * a time: one query read through a cursor in its own transaction, so a window's documents are
+ * never all in memory at once.
+ */
+export async function* exportRowPages(db: Db, part: Exclude<ExportPart, 'events'>, window: { projectId: string; since: Date; until: Date }, pageSize = 2000): AsyncGenerator<unknown[]> {
   const { projectId, since, until } = window;
   const sql: Record<typeof part, string> = {
     permits: `SELECT to_jsonb(t) AS doc FROM permits t WHERE project_id = $1 AND issued_at >= $2 AND issued_at < $3 ORDER BY issued_at, id`,
@@ -174,8 +178,24 @@ export async function exportRows(db: Queryable, part: Exclude<ExportPart, 'event
             ) u ORDER BY at, k`,
     workflow_intents: `SELECT to_jsonb(t) AS doc FROM workflow_intents t WHERE project_id = $1 AND declared_at >= $2 AND declared_at < $3 ORDER BY declared_at, id`,
   };
-  const { rows } = await db.query<{ doc: unknown }>(sql[part], [projectId, since, until]);
-  return rows.map((r) => r.doc);
+  const client = await db.connect();
+  let open = false;
+  try {
+    await client.query('BEGIN READ ONLY');
+    open = true;
+    await client.query(`DECLARE export_rows NO SCROLL CURSOR FOR ${sql[part]}`, [projectId, since, until]);
+    for (;;) {
+      const { rows } = await client.query<{ doc: unknown }>(`FETCH ${Number(pageSize)} FROM export_rows`);
+      if (rows.length === 0) break;
+      yield rows.map((r) => r.doc);
+    }
+    await client.query('COMMIT');
+    open = false;
+  } finally {
+    // Failed, or left by its reader before the end.
+    if (open) await client.query('ROLLBACK').catch(() => undefined);
+    client.release();
+  }
 }
 
 /** Adds `part` to the export's progress.parts_done (once). */

@@ -3,12 +3,13 @@
  * `npm run cli -- integrity verify` and the integrity routes report.
  */
 import type { Pool } from 'pg';
-import { canonicalEvent, canonicalRecord, eventHash, GENESIS_HASH } from '../../events/canonical';
-import type { EventRecord } from '../../events/types';
-import { leafHash } from '../../integrity/merkle';
+import { GENESIS_HASH } from '../../events/canonical';
+import { appendLeaves } from '../../integrity/merkle';
+import { LeafCheckPool, leafCheckWorkers } from '../../integrity/leaf-check-pool';
+import { checkChainRange, type ChainRange, type CheckedRange } from '../../integrity/leaf-checks';
+import { chainHead } from './integrity-log';
 import { logAnchor } from './archives';
 import { chainAllProjectEvents } from './event-chain';
-import { readRecordLeaves } from './record-leaves';
 
 export interface ChainVerification {
   ok: boolean;
@@ -16,52 +17,111 @@ export interface ChainVerification {
   /** seq of the first event or call record whose prev_hash, hash or leaf hash does not verify. */
   broken_at_seq: number | null;
   head_hash: string;
+  /**
+   * With `treeSize`: the compact range of the tree of the chain's first `treeSize` leaves, built
+   * from the stored leaf hashes as the walk passed them, each one checked against its row; null
+   * when the walk did not reach `treeSize` with every position in place (the caller recomputes it).
+   */
+  range_at_size?: Buffer[] | null;
 }
+
+/** Chain positions per read. */
+const ROWS_PER_READ = 5000;
+
+/**
+ * Leaves from which ranges are read and checked in worker threads (src/integrity/leaf-check-pool.ts):
+ * below it, starting the workers costs more than they save.
+ */
+const WORKERS_FROM = 50_000;
 
 /**
  * Brings the project's chain up to date (chains pending events and records), then recomputes it
  * from the genesis hash in `chain_pos` order, each leaf's stored leaf hash with it: an event from
  * its row, a call record from its execution row and permit (`canonicalRecord`). Any edited, removed
  * or reordered row breaks it; so does an event or record with a seq that is neither chained nor
- * waiting to be.
+ * waiting to be. With `treeSize`, the walk also builds the tree of that many leaves from the
+ * stored leaf hashes it checked (`range_at_size`), so that the checkpoint's root needs no second
+ * walk of the chain.
+ *
+ * The chain is read in ranges of positions, each range's rows checked on their own
+ * (src/integrity/leaf-checks.ts): in worker threads with connections of their own for a long
+ * chain, `workers` of them (default: every core but one, none below WORKERS_FROM leaves), or in
+ * this thread. The walk takes the ranges in order, checks the links and stops at the first row
+ * that fails (docs/decisions/integrity-verify-workers.md).
  */
-export async function verifyEventChain(db: Pool, projectId: string): Promise<ChainVerification> {
+export async function verifyEventChain(db: Pool, projectId: string, opts: { treeSize?: number; workers?: number } = {}): Promise<ChainVerification> {
   await chainAllProjectEvents(db, projectId);
   // Records archived by retention are verified by their archive: the chain continues from its head.
   const anchor = await logAnchor(db, projectId);
   let prev = anchor?.headHash ?? GENESIS_HASH;
   let count = 0;
-  let afterPos = anchor?.position ?? 0;
+  const from = anchor?.position ?? 0;
   const archivedSeq = anchor?.lastSeq ?? '-1';
-  for (;;) {
-    // From the chain's side, so an event row deleted after chaining is a gap (e.seq IS NULL).
-    const { rows } = await db.query<Omit<EventRecord, 'seq'> & { seq: number | null; chain_seq: string; chain_pos: number; leaf_hash: Buffer | null }>(
-      `SELECT e.*, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash, c.leaf_hash
-         FROM event_chain c LEFT JOIN events e ON e.seq = c.seq
-        WHERE c.project_id = $1 AND c.chain_pos > $2 ORDER BY c.chain_pos LIMIT 1000`,
-      [projectId, afterPos],
-    );
-    if (rows.length === 0) break;
-    // Positions no event row answers for are call records' (or gaps): their rows in one statement.
-    const notEvents = rows.filter((r) => r.seq === null).map((r) => r.chain_seq);
-    const records = new Map((await readRecordLeaves(db, notEvents.map(() => projectId), notEvents)).map((r) => [r.seq, r]));
-    for (const r of rows) {
-      const broken = { ok: false, count, broken_at_seq: Number(r.chain_seq), head_hash: prev };
-      let canonical: string;
-      if (r.seq !== null) {
-        if (r.project_id !== projectId) return broken;
-        canonical = canonicalEvent({ ...r, seq: r.seq, prev_hash: prev });
-      } else {
-        const record = records.get(String(r.chain_seq));
-        if (!record) return broken;
-        canonical = canonicalRecord(record, prev);
+  // The tree of the leaves walked so far, from the archived prefix's compact range.
+  const treeSize = opts.treeSize;
+  let tree: { size: number; range: Buffer[] } | null = treeSize !== undefined && from <= treeSize ? { size: from, range: anchor?.range ?? [] } : null;
+  const pendingLeaves: Buffer[] = [];
+  const growTree = () => {
+    if (!tree || pendingLeaves.length === 0) return;
+    const out = appendLeaves(tree.size, tree.range, pendingLeaves);
+    tree = { size: out.size, range: out.range };
+    pendingLeaves.length = 0;
+  };
+  const result = (ok: boolean, brokenAt: number | null): ChainVerification => {
+    growTree();
+    const out: ChainVerification = { ok, count, broken_at_seq: brokenAt, head_hash: prev };
+    if (treeSize !== undefined) out.range_at_size = ok && tree && tree.size === treeSize ? tree.range : null;
+    return out;
+  };
+
+  // Ranges of positions up to the head are read side by side; what is chained meanwhile, after.
+  const head = await chainHead(db, projectId);
+  const databaseUrl = (db as Pool & { options?: { connectionString?: string } }).options?.connectionString;
+  const workers = databaseUrl === undefined ? 0 : (opts.workers ?? (head - from >= WORKERS_FROM ? leafCheckWorkers() : 0));
+  const pool = workers > 0 ? new LeafCheckPool(workers, databaseUrl!) : null;
+  try {
+    // Ranges being read and checked, in chain order: by the workers (two per worker), or in this
+    // thread two at a time (one range's reads run while the other is checked).
+    const ahead: Promise<CheckedRange>[] = [];
+    const depth = pool ? 2 * workers : 2;
+    let nextFrom = from;
+    let tail = false;
+    const startRange = () => {
+      const range: ChainRange = nextFrom < head
+        ? { projectId, afterPos: nextFrom, toPos: Math.min(nextFrom + ROWS_PER_READ, head), limit: ROWS_PER_READ }
+        : { projectId, afterPos: nextFrom, toPos: null, limit: ROWS_PER_READ };
+      if (range.toPos === null) tail = true;
+      else nextFrom = range.toPos;
+      const checked = pool && range.toPos !== null ? pool.check(range) : checkChainRange(db, range);
+      checked.catch(() => undefined);
+      ahead.push(checked);
+    };
+    let afterPos = from;
+    for (;;) {
+      while (!tail && ahead.length < depth) startRange();
+      if (ahead.length === 0) break;
+      const r = await ahead.shift()!;
+      for (let i = 0; i < r.seqs.length; i++) {
+        if (r.prevHashes[i] !== prev || r.ok[i] !== 1) return result(false, Number(r.seqs[i]));
+        prev = r.hashes[i];
+        count += 1;
+        const pos = Number(r.positions[i]);
+        if (tree && tree.size + pendingLeaves.length < treeSize!) {
+          // A position out of place leaves the root to the caller's own walk, which names it.
+          if (pos !== tree.size + pendingLeaves.length + 1) tree = null;
+          else pendingLeaves.push(Buffer.from(r.leaves.buffer, r.leaves.byteOffset + 32 * i, 32));
+        }
+        afterPos = pos;
       }
-      // The leaf hash the sequencer stored is what checkpoints sign: it must be this leaf's too.
-      if (r.prev_hash !== prev || r.hash !== eventHash(prev, canonical) || (r.leaf_hash !== null && !r.leaf_hash.equals(leafHash(canonical)))) return broken;
-      prev = r.hash;
-      count += 1;
-      afterPos = Number(r.chain_pos);
+      growTree();
+      // Past the head: read on from the last row until a read comes back short.
+      if (tail && ahead.length === 0 && r.seqs.length === ROWS_PER_READ) {
+        nextFrom = afterPos;
+        tail = false;
+      }
     }
+  } finally {
+    await pool?.close();
   }
   // An event or call record neither chained nor waiting to be: its chain row was removed.
   const { rows: orphans } = await db.query<{ seq: string }>(
@@ -79,6 +139,6 @@ export async function verifyEventChain(db: Pool, projectId: string): Promise<Cha
      ORDER BY seq LIMIT 1`,
     [projectId, archivedSeq],
   );
-  if (orphans.length > 0) return { ok: false, count, broken_at_seq: Number(orphans[0].seq), head_hash: prev };
-  return { ok: true, count, broken_at_seq: null, head_hash: prev };
+  if (orphans.length > 0) return result(false, Number(orphans[0].seq));
+  return result(true, null);
 }

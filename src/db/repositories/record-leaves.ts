@@ -32,6 +32,13 @@ const RECORD_LEAF_SQL = `
   p.reason_code AS p_reason_code, p.display_reason AS p_display_reason, p.reserved_cost_micros AS p_reserved_cost_micros,
   p.issued_at AS p_issued_at, p.expires_at AS p_expires_at, p.metadata->'decision_metadata'->'firewall' AS p_firewall`;
 
+/**
+ * Each record's permit, by its id: a lookup in the permit's week (LATERAL … LIMIT 1 keeps it a
+ * lookup per record; as a join the planner read every week of permits into a hash for a few
+ * thousand records).
+ */
+const RECORD_PERMIT_SQL = 'LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true';
+
 type RecordLeafRow = Record<string, unknown> & {
   project_id: string;
   seq: string;
@@ -41,9 +48,9 @@ type RecordLeafRow = Record<string, unknown> & {
 function leafOf(r: RecordLeafRow): StoredRecordLeaf {
   const row: Record<string, unknown> = {};
   const permit: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(r)) {
-    if (k.startsWith('p_')) permit[k.slice(2)] = v;
-    else if (k !== 'session_id' || v !== null) row[k] = v;
+  for (const k in r) {
+    if (k.startsWith('p_')) permit[k.slice(2)] = r[k];
+    else if (k !== 'session_id' || r[k] !== null) row[k] = r[k];
   }
   const firewall = permit.firewall;
   delete permit.firewall;
@@ -66,7 +73,7 @@ export async function readRecordLeaves(db: Queryable, projectIds: readonly strin
     `SELECT ${RECORD_LEAF_SQL}
        FROM unnest($1::text[], $2::bigint[]) AS k(project_id, seq)
        JOIN executions x ON x.project_id = k.project_id AND x.seq = k.seq
-       LEFT JOIN permits p ON p.id = x.permit_id`,
+       ${RECORD_PERMIT_SQL}`,
     [projectIds, seqs.map(String)],
   );
   return rows.map(leafOf);
@@ -76,9 +83,38 @@ export async function readRecordLeaves(db: Queryable, projectIds: readonly strin
 export async function readRecordLeafById(db: Queryable, projectId: string, executionId: string): Promise<StoredRecordLeaf | null> {
   const { rows } = await db.query<RecordLeafRow>(
     `SELECT ${RECORD_LEAF_SQL}
-       FROM executions x LEFT JOIN permits p ON p.id = x.permit_id
+       FROM executions x ${RECORD_PERMIT_SQL}
       WHERE x.project_id = $1 AND x.id = $2 AND x.seq IS NOT NULL`,
     [projectId, executionId],
   );
   return rows[0] ? leafOf(rows[0]) : null;
+}
+
+/**
+ * One project's records at these seqs (a batch of its chain, say), with their permits: one range
+ * scan of each week's `(project_id, seq)` index over the batch's span, where keys would cost a
+ * probe of every week's index per record. The span is read up to twice the records asked for (a
+ * batch chained far out of seq order spans many more), and what it missed by key.
+ */
+export async function readRecordLeavesOfSeqs(db: Queryable, projectId: string, seqs: ReadonlyArray<string | number>): Promise<Map<string, StoredRecordLeaf>> {
+  const out = new Map<string, StoredRecordLeaf>();
+  if (seqs.length === 0) return out;
+  const wanted = seqs.map(Number);
+  let lo = wanted[0];
+  let hi = wanted[0];
+  for (const s of wanted) {
+    if (s < lo) lo = s;
+    if (s > hi) hi = s;
+  }
+  const { rows } = await db.query<RecordLeafRow>(
+    `SELECT ${RECORD_LEAF_SQL}
+       FROM executions x ${RECORD_PERMIT_SQL}
+      WHERE x.project_id = $1 AND x.seq >= $2 AND x.seq <= $3
+      LIMIT $4`,
+    [projectId, lo, hi, 2 * wanted.length],
+  );
+  for (const r of rows) out.set(String(r.seq), leafOf(r));
+  const missing = wanted.map(String).filter((s) => !out.has(s));
+  for (const r of await readRecordLeaves(db, missing.map(() => projectId), missing)) out.set(r.seq, r);
+  return out;
 }

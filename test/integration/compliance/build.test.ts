@@ -26,7 +26,7 @@ describe('export events part over many events', () => {
   it('writes at most 50 events between two turns of the event loop, and every event with its proof', async () => {
     const project = await createProject(own.db, { name: 'export backlog', plan: 'production' });
     const since = new Date(Date.now() - 60_000);
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 11; i++) {
       await appendEvents(own.db, Array.from({ length: 400 }, (_, j) => ({ projectId: project.id, eventType: 'permit.allowed', source: 'test', phase: 'permit', metadata: { i, j } })));
     }
     await chainAllProjectEvents(own.db, project.id);
@@ -36,14 +36,14 @@ describe('export events part over many events', () => {
     await prepareExport(deps, row.id);
 
     timers.setImmediate.mockClear();
-    expect(await buildExportPart(deps, row.id, 'events')).toBe(1200);
-    // Batches of 500, 500 and 200 events: a turn before the 51st, 101st, … event of each (9, 9 and 3).
-    expect(timers.setImmediate).toHaveBeenCalledTimes(21);
+    expect(await buildExportPart(deps, row.id, 'events')).toBe(4400);
+    // Batches of 2,000, 2,000 and 400 events: a turn before the 51st, 101st, … event of each (39, 39 and 7).
+    expect(timers.setImmediate).toHaveBeenCalledTimes(85);
     // Each file written a batch at a time: three chunks each, never whole in memory.
     expect((await listExportFiles(own.db, row.id)).map((f) => [f.name, f.chunks, f.records])).toEqual([
       ['checkpoint.note', 1, 1],
-      ['events.ndjson', 3, 1200],
-      ['proofs.ndjson', 3, 1200],
+      ['events.ndjson', 3, 4400],
+      ['proofs.ndjson', 3, 4400],
     ]);
     const bundle = await exportBundle(deps, row.id);
     const pieces: Buffer[] = [];
@@ -51,7 +51,7 @@ describe('export events part over many events', () => {
     const tar = Buffer.concat(pieces);
     expect(tar.length).toBe(bundle.bytes);
     const files = readTar(tar);
-    expect(files.get('events.ndjson')?.toString('utf8').trim().split('\n')).toHaveLength(1200);
-    expect(files.get('proofs.ndjson')?.toString('utf8').trim().split('\n')).toHaveLength(1200);
+    expect(files.get('events.ndjson')?.toString('utf8').trim().split('\n')).toHaveLength(4400);
+    expect(files.get('proofs.ndjson')?.toString('utf8').trim().split('\n')).toHaveLength(4400);
   });
 });

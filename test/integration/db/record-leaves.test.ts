@@ -159,6 +159,8 @@ describe('call records in the chain', () => {
       await own.db.query(`UPDATE ${table} SET ${column} = ${set} WHERE id = $1`, [id]);
       const r = await verifyEventChain(own.db, projectId);
       expect([column, r]).toEqual([column, { ok: false, count: position - 1, broken_at_seq: target.seq, head_hash: chain[position - 2].hash }]);
+      // Checked in a worker thread (as a long chain is), the answer is the same.
+      if (column === 'cost_usd_micros' || column === 'decision') expect([column, await verifyEventChain(own.db, projectId, { workers: 1 })]).toEqual([column, r]);
       // Put back: the chain verifies again, so the next edit is the only one.
       await own.db.query(`UPDATE ${table} t SET ${column} = o.${column} FROM jsonb_populate_record(NULL::${table}, $2::jsonb) o WHERE t.id = $1`, [id, JSON.stringify(rows[0].doc)]);
       await expect(verifyEventChain(own.db, projectId)).resolves.toMatchObject({ ok: true, count: chain.length });
@@ -168,8 +170,11 @@ describe('call records in the chain', () => {
     const { rows: saved } = await own.db.query<{ doc: unknown }>('SELECT to_jsonb(t) AS doc FROM executions t WHERE id = $1', [target.id]);
     await own.db.query('DELETE FROM executions WHERE id = $1', [target.id]);
     await expect(verifyEventChain(own.db, projectId)).resolves.toMatchObject({ ok: false, count: position - 1, broken_at_seq: target.seq });
+    await expect(verifyEventChain(own.db, projectId, { workers: 2 })).resolves.toMatchObject({ ok: false, count: position - 1, broken_at_seq: target.seq });
     await own.db.query('INSERT INTO executions SELECT * FROM jsonb_populate_record(NULL::executions, $1::jsonb)', [JSON.stringify(saved[0].doc)]);
     await expect(verifyEventChain(own.db, projectId)).resolves.toMatchObject({ ok: true, count: chain.length });
+    const inThread = await verifyEventChain(own.db, projectId, { treeSize: chain.length });
+    expect(await verifyEventChain(own.db, projectId, { treeSize: chain.length, workers: 2 })).toEqual(inThread);
 
     // A record whose chain row was removed (the last leaf: no gap in positions) is neither chained nor pending.
     const last = records[records.length - 1];

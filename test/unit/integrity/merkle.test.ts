@@ -4,6 +4,7 @@ import {
   consistencyProof,
   EMPTY_ROOT,
   inclusionProof,
+  InclusionVerifier,
   leafHashHex,
   leafHash,
   nodeHash,
@@ -82,6 +83,28 @@ describe('RFC 6962 tree over stored perfect subtrees', () => {
       // Only subtrees that are not perfect are kept: none for a power-of-two size; for 7 leaves, [4, 7).
       if ((n & (n - 1)) === 0) expect(memo.size).toBe(0);
       if (n === 7) expect([...memo.keys()]).toEqual(['4:7']);
+    }
+  });
+
+  it('an InclusionVerifier answers as verifyInclusion, proofs in order and shuffled, with forged leaves, indexes and nodes among them', () => {
+    const b64 = (p: Buffer[]) => p.map((h) => h.toString('base64'));
+    for (let n = 1; n <= leaves.length; n++) {
+      const root = rootOf(n, get);
+      const cases: { leaf: Buffer; index: number; proof: Buffer[] }[] = [];
+      for (let i = 0; i < n; i++) {
+        const proof = inclusionProof(i, n, get);
+        cases.push({ leaf: leafHash(leaves[i]), index: i, proof });
+        cases.push({ leaf: leafHash(Buffer.from('forged')), index: i, proof });
+        if (n > 1) cases.push({ leaf: leafHash(leaves[i]), index: (i + 1) % n, proof });
+        // One node of the proof replaced, at each level in turn: the verified part below it is shared with a good proof.
+        for (let k = 0; k < proof.length; k++) cases.push({ leaf: leafHash(leaves[i]), index: i, proof: proof.map((h, j) => (j === k ? leafHash(Buffer.from('x')) : h)) });
+        cases.push({ leaf: leafHash(leaves[i]), index: i, proof: proof.slice(0, -1) });
+      }
+      const shuffled = cases.map((c, k) => ({ c, key: (k * 7919) % cases.length })).sort((a, b) => a.key - b.key).map((x) => x.c);
+      for (const order of [cases, shuffled]) {
+        const verifier = new InclusionVerifier(n, root);
+        for (const c of order) expect(verifier.verify(c.leaf, c.index, b64(c.proof))).toBe(verifyInclusion(c.leaf, { index: c.index, size: n, proof: c.proof }, root));
+      }
     }
   });
 

@@ -1,0 +1,218 @@
+/**
+ * Retention, `integrity verify` and an archive's write path on a grown database, in this process
+ * (no gateway, no load): `npm run bench:log -- --retention`.
+ *
+ * A throwaway database is loaded with BENCH_CALLS calls (default 1,000,000) over BENCH_DAYS days
+ * (default 60) by bench/lib/call-history.ts (the growth bench's history: five projects, one with
+ * 70 %, the oldest week partition holding one Sunday). BENCH_HISTORY_DB=<name> keeps the loaded
+ * database under that name and, when it exists, copies it (`CREATE DATABASE … TEMPLATE`, then the
+ * migrations) instead of loading again. Then:
+ *
+ * 1. `integrity verify` of the big project (`verifyLog`), BENCH_VERIFY_ROUNDS times (default 2: the
+ *    copy's pages are read from disk the first time, from the cache after): records/s, this
+ *    process's CPU and PostgreSQL's per record.
+ * 2. Retention of the history's first day (`runRetention --before` that Monday; every project's
+ *    retention set so that the oldest week is past it), and when it dropped no partition the next
+ *    hour's round: its time, its archives' leaves, the time to each archive's write and read-back,
+ *    the partitions dropped, and every statement it sent (count, total and longest ms, by text).
+ *
+ * BENCH_STEPS (default `verify,retention`) picks the steps.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+import { createDatabaseIfMissing, dropDatabase, withDatabase } from '../../scripts/lib/postgres';
+import { migrate } from '../../src/db/migrate';
+import { createPool, type Db } from '../../src/db/pool';
+import { verifyLog } from '../../src/integrity/verify-log';
+import { runRetention } from '../../src/retention/run';
+import { loadCallHistory, type CallHistory } from '../lib/call-history';
+import { BENCH_MASTER_KEY } from '../lib/stack';
+import { measured } from '../lib/event-log';
+
+const CALLS = Number(process.env.BENCH_CALLS ?? 1_000_000);
+const DAYS = Number(process.env.BENCH_DAYS ?? 60);
+const HISTORY_DB = process.env.BENCH_HISTORY_DB ?? '';
+const VERIFY_ROUNDS = Number(process.env.BENCH_VERIFY_ROUNDS ?? 2);
+const STEPS = new Set((process.env.BENCH_STEPS ?? 'verify,retention').split(','));
+const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const DAY_MS = 86_400_000;
+const log = (m: string) => console.error(`[bench:log --retention] ${m}`);
+
+/**
+ * Every statement this process sends while on, by its text: count, total and longest milliseconds.
+ * Installed before any pool connects (pool.ts binds each client's query when it connects).
+ */
+class StatementLog {
+  private readonly byText = new Map<string, { n: number; ms: number; max: number }>();
+  on = false;
+
+  constructor() {
+    const byText = this.byText;
+    const isOn = () => this.on;
+    const original = Client.prototype.query;
+    Client.prototype.query = function (this: Client, ...args: unknown[]) {
+      if (!isOn()) return (original as (...a: unknown[]) => unknown).apply(this, args);
+      const first = args[0] as string | { text?: string };
+      const text = (typeof first === 'string' ? first : (first?.text ?? '?')).replace(/\s+/g, ' ').trim().slice(0, 110);
+      const t = performance.now();
+      const done = () => {
+        const ms = performance.now() - t;
+        const s = byText.get(text) ?? { n: 0, ms: 0, max: 0 };
+        s.n += 1;
+        s.ms += ms;
+        s.max = Math.max(s.max, ms);
+        byText.set(text, s);
+      };
+      // pg's Pool calls it with a callback; a client's own callers take the promise.
+      const last = args.length - 1;
+      if (typeof args[last] === 'function') {
+        const cb = args[last] as (...a: unknown[]) => unknown;
+        args[last] = (...a: unknown[]) => {
+          done();
+          return cb(...a);
+        };
+        return (original as (...a: unknown[]) => unknown).apply(this, args);
+      }
+      const out = (original as (...a: unknown[]) => unknown).apply(this, args);
+      if (out && typeof (out as Promise<unknown>).then === 'function') (out as Promise<unknown>).then(done, done);
+      return out;
+    } as typeof Client.prototype.query;
+  }
+
+  print(top = 15): void {
+    const all = [...this.byText.entries()].sort((a, b) => b[1].ms - a[1].ms);
+    const n = all.reduce((k, [, s]) => k + s.n, 0);
+    console.log(`  ${n} statements of ${all.length} texts; the ${Math.min(top, all.length)} longest in total (count, total ms, longest ms, text):`);
+    for (const [text, s] of all.slice(0, top)) console.log(`    ${String(s.n).padStart(7)} ${s.ms.toFixed(0).padStart(8)} ${s.max.toFixed(0).padStart(7)}  ${text}`);
+    this.byText.clear();
+  }
+}
+
+async function exists(database: string): Promise<boolean> {
+  const c = new Client({ connectionString: ADMIN_URL });
+  await c.connect();
+  try {
+    return (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rows.length > 0;
+  } finally {
+    await c.end();
+  }
+}
+
+async function admin(sql: string): Promise<void> {
+  const c = new Client({ connectionString: ADMIN_URL });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+/** A loaded database of its own for this run, and the history it holds. */
+async function loadedDatabase(name: string): Promise<{ url: string; history: CallHistory }> {
+  const config = (url: string) => ({ env: 'production' as const, masterKey: BENCH_MASTER_KEY, databaseUrl: url });
+  const load = async (database: string): Promise<CallHistory> => {
+    await createDatabaseIfMissing(ADMIN_URL, database);
+    const url = withDatabase(ADMIN_URL, database);
+    await migrate(url);
+    const history = await loadCallHistory(url, config(url), { calls: CALLS, days: DAYS, now: new Date(), log });
+    const db = createPool(url, 1);
+    try {
+      await db.query('CREATE TABLE bench_history (doc jsonb NOT NULL)');
+      await db.query('INSERT INTO bench_history VALUES ($1)', [JSON.stringify(history)]);
+    } finally {
+      await db.end();
+    }
+    return history;
+  };
+  if (!HISTORY_DB) return { url: withDatabase(ADMIN_URL, name), history: await load(name) };
+  if (!(await exists(HISTORY_DB))) {
+    log(`loading ${CALLS} calls into ${HISTORY_DB} (kept for later runs)`);
+    await load(HISTORY_DB);
+  }
+  log(`copying ${HISTORY_DB}`);
+  const t = performance.now();
+  await admin(`CREATE DATABASE ${name} TEMPLATE ${HISTORY_DB}`);
+  log(`copied in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+  const url = withDatabase(ADMIN_URL, name);
+  await migrate(url);
+  const db = createPool(url, 1);
+  try {
+    const doc = (await db.query<{ doc: CallHistory }>('SELECT doc FROM bench_history')).rows[0].doc;
+    return { url, history: { ...doc, start: new Date(doc.start), end: new Date(doc.end) } };
+  } finally {
+    await db.end();
+  }
+}
+
+async function sizes(db: Db): Promise<Record<string, number>> {
+  const { rows } = await db.query<{ name: string; bytes: string }>(
+    `SELECT 'database' AS name, pg_database_size(current_database())::text AS bytes
+     UNION ALL SELECT c.relname, pg_total_relation_size(c.oid)::text
+       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent IN ('executions'::regclass, 'permits'::regclass)
+     UNION ALL SELECT t, pg_total_relation_size(t::regclass)::text FROM unnest(ARRAY['event_chain', 'merkle_nodes']) AS t`,
+  );
+  return Object.fromEntries(rows.map((r) => [r.name, Number(r.bytes)]));
+}
+
+export async function run(): Promise<void> {
+  const name = `tollgate_bench_retention_${process.pid}`;
+  const archiveDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-retention-'));
+  try {
+    const { url, history: h } = await loadedDatabase(name);
+    const statements = new StatementLog();
+    const db = createPool(url, 4);
+    const big = h.projects[0];
+    console.log(`bench:log --retention — BENCH_CALLS=${CALLS} BENCH_DAYS=${DAYS}; ${h.projects.map((p) => `${p.name}: ${p.calls} calls, ${p.leaves} leaves`).join('; ')}`);
+    try {
+      for (let round = 1; STEPS.has('verify') && round <= VERIFY_ROUNDS; round++) {
+        log(`integrity verify of the big project, round ${round}`);
+        const m = await measured(() => verifyLog(db, big.id));
+        const n = m.result.events_verified;
+        if (!m.result.ok) throw new Error(`integrity verify failed: ${m.result.failures.join('; ')}`);
+        console.log(
+          `integrity verify, round ${round}: ${n} records in ${(m.ms / 1000).toFixed(1)} s = ${(n / (m.ms / 1000)).toFixed(0)} records/s; ` +
+            `this process ${(m.cpuUs / n).toFixed(1)} µs CPU per record, PostgreSQL ${((m.postgresMs * 1000) / n).toFixed(1)} µs; the event loop's longest wait ${m.longestWaitMs.toFixed(0)} ms`,
+        );
+      }
+      if (STEPS.has('retention')) {
+        const monday = new Date(h.start.getTime() + DAY_MS);
+        const days = Math.floor((Date.now() - monday.getTime()) / DAY_MS);
+        await db.query('UPDATE projects SET retention_days = $1', [days]);
+        const before = await sizes(db);
+        for (const cutoff of [monday, new Date(monday.getTime() + 3600_000)]) {
+          const marks: string[] = [];
+          const t0 = performance.now();
+          statements.on = true;
+          const m = await measured(() =>
+            runRetention(
+              { db, config: { env: 'production', masterKey: BENCH_MASTER_KEY, databaseUrl: url, retention: {}, archiveStore: { kind: 'directory', dir: archiveDir } } },
+              { before: cutoff, now: new Date(), onStep: (step, id) => void (step === 'archived' || step === 'verified' ? marks.push(`${id} ${step} at ${((performance.now() - t0) / 1000).toFixed(1)} s`) : undefined) },
+            ),
+          );
+          statements.on = false;
+          const report = m.result;
+          const leaves = report.projects.reduce((n, p) => n + (p.archive ? p.archive.log_range.last_index - p.archive.log_range.first_index + 1 : 0), 0);
+          console.log(
+            `retention --before ${cutoff.toISOString()}: ${(m.ms / 1000).toFixed(1)} s, ${leaves} leaves archived in ${report.projects.filter((p) => p.archive).length} archives; ` +
+              `this process ${(m.cpuUs / 1e6).toFixed(1)} s CPU, PostgreSQL ${(m.postgresMs / 1000).toFixed(1)} s; dropped: ${report.partitions_dropped.join(', ') || 'nothing'}`,
+          );
+          for (const p of report.projects) if (p.archive) console.log(`  ${p.project_id}: ${p.archive.log_range.last_index - p.archive.log_range.first_index + 1} leaves, ${((p.archive.bytes ?? 0) / 2 ** 20).toFixed(1)} MiB, deleted ${JSON.stringify(p.archive.deleted)}`);
+          for (const mark of marks) console.log(`  ${mark}`);
+          statements.print();
+          if (report.partitions_dropped.length > 0) break;
+        }
+        const after = await sizes(db);
+        const mib = (b: number | undefined) => (b === undefined ? '—' : (b / 2 ** 20).toFixed(0));
+        console.log(`  MiB before → after: ${Object.keys(before).map((k) => `${k} ${mib(before[k])} → ${mib(after[k])}`).join(', ')}`);
+      }
+    } finally {
+      await db.end();
+    }
+  } finally {
+    fs.rmSync(archiveDir, { recursive: true, force: true });
+    await dropDatabase(ADMIN_URL, name);
+  }
+}

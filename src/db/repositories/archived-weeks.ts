@@ -1,0 +1,111 @@
+/**
+ * Whether a week partition of call records or permits holds only archived rows (src/retention/
+ * partitions.ts drops it whole then). Each project's rows are archived up to its latest verified
+ * archive (`archives`): a record with a place in the log when its seq is at most the archive's
+ * last and it is neither chained nor waiting to be any more (its chain row deleted with the
+ * archive's leaves), a record without one when it was created before the archive's cutoff, a
+ * permit when it was issued before it. Every check is an index lookup per project or per row of
+ * the week (never a read of other weeks' rows), run in the transaction that drops the week.
+ */
+import type { Queryable } from '../pool';
+
+/**
+ * A column naming a permit (in the database's collation) in the week's ids [$1, $2): the range as
+ * its index reads it, and as the bytes compare, which the partition's bounds are drawn in (the two
+ * agree where `permitIdsSortBytewise` holds; dropWeek checks it first).
+ */
+const inWeek = (column: string) => `(${column} >= $1 AND ${column} < $2 AND ${column} COLLATE "C" >= $1 AND ${column} COLLATE "C" < $2)`;
+
+/** Each project's latest verified archive: its last seq and cutoff. */
+const ANCHORS = `SELECT DISTINCT ON (project_id) project_id, last_seq, window_until FROM archives
+                  WHERE status IN ('verified', 'completed') ORDER BY project_id, last_index DESC`;
+
+/** Whether a record row `x` (with its project's anchor `a`, possibly null) is one not archived yet. */
+const RECORD_NOT_ARCHIVED = `(a.project_id IS NULL
+   OR (x.seq IS NULL AND x.created_at >= a.window_until)
+   OR (x.seq IS NOT NULL AND (x.seq > a.last_seq
+         OR EXISTS (SELECT 1 FROM event_chain c WHERE c.seq = x.seq)
+         OR EXISTS (SELECT 1 FROM event_chain_pending q WHERE q.project_id = x.project_id AND x.seq = ANY(q.seqs)))))`;
+
+/**
+ * The first reason the records partition `partition` holds a row not archived, or null: a row of
+ * a project without an archive, past its archive's cutoff or last seq (each a lookup in the
+ * project's index of the partition), or a record whose chain row is still there (one primary key
+ * lookup per record of the week).
+ */
+export async function recordsNotArchived(db: Queryable, partition: string): Promise<string | null> {
+  const { rows } = await db.query<{ why: string }>(
+    `WITH a AS MATERIALIZED (${ANCHORS})
+     SELECT why FROM (
+       (SELECT 'a record of project ' || pr.id || ', which has no archive' AS why FROM projects pr
+          CROSS JOIN LATERAL (SELECT 1 FROM ${partition} x WHERE x.project_id = pr.id LIMIT 1) hit
+         WHERE NOT EXISTS (SELECT 1 FROM a WHERE a.project_id = pr.id) LIMIT 1)
+       UNION ALL
+       (SELECT 'a record of project ' || a.project_id || ' past its archive' FROM a
+          CROSS JOIN LATERAL (SELECT 1 FROM ${partition} x WHERE x.project_id = a.project_id AND x.seq > a.last_seq LIMIT 1) hit LIMIT 1)
+       UNION ALL
+       (SELECT 'a record of project ' || a.project_id || ' created after its archive''s cutoff' FROM a
+          CROSS JOIN LATERAL (SELECT 1 FROM ${partition} x WHERE x.project_id = a.project_id AND x.created_at >= a.window_until AND x.seq IS NULL LIMIT 1) hit LIMIT 1)
+       UNION ALL
+       (SELECT 'record ' || x.id || ', still in the log' FROM ${partition} x
+          CROSS JOIN LATERAL (SELECT 1 FROM event_chain c WHERE c.seq = x.seq LIMIT 1) hit WHERE x.seq IS NOT NULL LIMIT 1)
+       UNION ALL
+       (SELECT 'record ' || x.id || ', waiting to be chained' FROM event_chain_pending q
+          CROSS JOIN LATERAL unnest(q.seqs) AS s(seq) JOIN ${partition} x ON x.project_id = q.project_id AND x.seq = s.seq LIMIT 1)
+     ) w LIMIT 1`,
+  );
+  return rows[0]?.why ?? null;
+}
+
+/**
+ * The first reason the permits partition `partition` (ids [from, to)) holds a permit not archived
+ * or still needed, or null: a permit of a project without an archive or issued after its
+ * archive's cutoff; a record outside `records` (the ids of the records partition dropped with it,
+ * if any) not archived that names one of its permits; an event that names one; a permit of
+ * another week that descends from one (its foreign key would refuse the drop).
+ */
+export async function permitsNotArchived(db: Queryable, partition: string, ids: { from: string; to: string }, records: { from: string; to: string }): Promise<string | null> {
+  const { rows } = await db.query<{ why: string }>(
+    `WITH a AS MATERIALIZED (${ANCHORS})
+     SELECT why FROM (
+       (SELECT 'a permit of project ' || pr.id || ', which has no archive' AS why FROM projects pr
+          CROSS JOIN LATERAL (SELECT 1 FROM ${partition} p WHERE p.project_id = pr.id LIMIT 1) hit
+         WHERE NOT EXISTS (SELECT 1 FROM a WHERE a.project_id = pr.id) LIMIT 1)
+       UNION ALL
+       (SELECT 'a permit of project ' || a.project_id || ' issued after its archive''s cutoff' FROM a
+          CROSS JOIN LATERAL (SELECT 1 FROM ${partition} p WHERE p.project_id = a.project_id AND p.issued_at >= a.window_until LIMIT 1) hit LIMIT 1)
+       UNION ALL
+       (SELECT 'record ' || x.id || ', not archived, names permit ' || x.permit_id FROM executions x LEFT JOIN a ON a.project_id = x.project_id
+         WHERE ${inWeek('x.permit_id')} AND (x.id < $3 OR x.id >= $4) AND ${RECORD_NOT_ARCHIVED} LIMIT 1)
+       UNION ALL
+       (SELECT 'event seq ' || hit.seq || ' names a permit of the week' FROM projects pr
+          CROSS JOIN LATERAL (SELECT e.seq FROM events e WHERE e.project_id = pr.id AND ${inWeek('e.permit_id')} LIMIT 1) hit LIMIT 1)
+       UNION ALL
+       (SELECT 'permit ' || k.id || ' descends from permit ' || k.parent_permit_id FROM permits k
+         WHERE ${inWeek('k.parent_permit_id')} AND (k.id < $1 OR k.id >= $2) LIMIT 1)
+     ) w LIMIT 1`,
+    [ids.from, ids.to, records.from, records.to],
+  );
+  return rows[0]?.why ?? null;
+}
+
+/** Deletes the rows that name the permits of ids [from, to) by foreign key (usage reports, evidence, attestations), before their partition is detached. */
+export async function deletePermitDependents(db: Queryable, ids: { from: string; to: string }): Promise<void> {
+  await db.query(`DELETE FROM permit_usage_reports WHERE ${inWeek('permit_id')}`, [ids.from, ids.to]);
+  await db.query(`DELETE FROM permit_evidence WHERE ${inWeek('permit_id')}`, [ids.from, ids.to]);
+  await db.query(`DELETE FROM permit_attestations WHERE ${inWeek('permit_id')} OR ${inWeek('child_permit_id')}`, [ids.from, ids.to]);
+}
+
+/**
+ * Whether the database's collation orders permit ids (`permit_` and lowercase hex) as their bytes
+ * do, as the week ranges are drawn: the columns that name a permit are in the database's collation,
+ * and a range read through their indexes finds every id of a week only then. True of C, C.UTF-8,
+ * glibc's and ICU's usual collations; not of an ICU collation that orders digits numerically.
+ */
+export async function permitIdsSortBytewise(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ same: boolean }>(
+    `SELECT array(SELECT s FROM unnest($1::text[]) s ORDER BY s) = array(SELECT s FROM unnest($1::text[]) s ORDER BY s COLLATE "C") AS same`,
+    [['permit_0', 'permit_019a', 'permit_0a', 'permit_09', 'permit_1', 'permit_10', 'permit_9f', 'permit_a', 'permit_f0', 'permit_ff', 'permit_', 'permit_00', 'permit_0f']],
+  );
+  return rows[0].same;
+}
