@@ -10,7 +10,11 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(timeouts = { connectMs: 2000, totalMs: 10000 }): Promise<Harness> {
+/**
+ * The default timeouts are far above what a local emulator takes, so a stalled CI machine does not
+ * fail a call (a loaded run took over 10 s for one); the tests of timeouts pass their own.
+ */
+export async function startHarness(timeouts = { connectMs: 10_000, totalMs: 45_000 }): Promise<Harness> {
   const emu = await startEmulator({ port: 0 });
   const providers = Object.fromEntries(PROVIDER_IDS.map((p) => [p, { baseUrl: `${emu.url}/${p}`, apiKey: 'test-key' }])) as Record<
     ProviderId,
