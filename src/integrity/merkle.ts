@@ -205,26 +205,37 @@ const half = (x: number) => Math.floor(x / 2);
 /** RFC 9162 §2.1.3.2: the root an inclusion proof leads to (null when the proof has the wrong shape). */
 export function rootFromInclusionProof(index: number, size: number, leaf: Buffer, proof: Buffer[]): Buffer | null {
   if (!(index >= 0 && index < size)) return null;
-  let fn = index;
-  let sn = size - 1;
-  let r = leaf;
+  let at: ProofState = { fn: index, sn: size - 1, r: leaf };
   for (const p of proof) {
-    if (sn === 0) return null;
-    if (lsb(fn) || fn === sn) {
-      r = nodeHash(p, r);
-      if (!lsb(fn)) {
-        while (!(lsb(fn) || fn === 0)) {
-          fn = half(fn);
-          sn = half(sn);
-        }
-      }
-    } else {
-      r = nodeHash(r, p);
-    }
-    fn = half(fn);
-    sn = half(sn);
+    if (at.sn === 0) return null;
+    at = inclusionStep(at, p);
   }
-  return sn === 0 ? r : null;
+  return at.sn === 0 ? at.r : null;
+}
+
+/** Where RFC 9162 §2.1.3.2's walk stands: the node's position, the last position, the hash so far. */
+interface ProofState {
+  fn: number;
+  sn: number;
+  r: Buffer;
+}
+
+/** One step of that walk: the hash so far joined with the proof's next node `p`. */
+function inclusionStep(at: ProofState, p: Buffer): ProofState {
+  let { fn, sn } = at;
+  let r: Buffer;
+  if (lsb(fn) || fn === sn) {
+    r = nodeHash(p, at.r);
+    if (!lsb(fn)) {
+      while (!(lsb(fn) || fn === 0)) {
+        fn = half(fn);
+        sn = half(sn);
+      }
+    }
+  } else {
+    r = nodeHash(at.r, p);
+  }
+  return { fn: half(fn), sn: half(sn), r };
 }
 
 /** Whether `leaf` (its leaf hash) is at `index` of the tree of `size` leaves whose root is `root`. */
@@ -241,7 +252,7 @@ export function verifyInclusion(leaf: Buffer, at: { index: number; size: number;
  * `verifyInclusion`'s; leaves in order cost about two hashes each instead of one per level.
  */
 export class InclusionVerifier {
-  private last: { fn: number; sn: number; r: Buffer }[] = [];
+  private last: ProofState[] = [];
   private lastProof: string[] = [];
 
   constructor(
@@ -252,35 +263,20 @@ export class InclusionVerifier {
   /** Whether `leaf` is at `index`; `proof` as base64 strings (decoded only where they are hashed). */
   verify(leaf: Buffer, index: number, proof: string[]): boolean {
     if (!(index >= 0 && index < this.size)) return false;
-    let fn = index;
-    let sn = this.size - 1;
-    let r = leaf;
-    const steps: { fn: number; sn: number; r: Buffer }[] = [];
+    let at: ProofState = { fn: index, sn: this.size - 1, r: leaf };
+    const steps: ProofState[] = [];
     for (let k = 0; k < proof.length; k++) {
       const seen = this.last[k];
-      if (seen && seen.fn === fn && seen.sn === sn && seen.r.equals(r) && this.sameRest(proof, k)) {
+      if (seen && seen.fn === at.fn && seen.sn === at.sn && seen.r.equals(at.r) && this.sameRest(proof, k)) {
         this.last = [...steps, ...this.last.slice(k)];
         this.lastProof = proof;
         return true;
       }
-      steps.push({ fn, sn, r });
-      if (sn === 0) return false;
-      const p = Buffer.from(proof[k], 'base64');
-      if (lsb(fn) || fn === sn) {
-        r = nodeHash(p, r);
-        if (!lsb(fn)) {
-          while (!(lsb(fn) || fn === 0)) {
-            fn = half(fn);
-            sn = half(sn);
-          }
-        }
-      } else {
-        r = nodeHash(r, p);
-      }
-      fn = half(fn);
-      sn = half(sn);
+      steps.push(at);
+      if (at.sn === 0) return false;
+      at = inclusionStep(at, Buffer.from(proof[k], 'base64'));
     }
-    if (sn !== 0 || !r.equals(this.root)) return false;
+    if (at.sn !== 0 || !at.r.equals(this.root)) return false;
     this.last = steps;
     this.lastProof = proof;
     return true;
