@@ -1,6 +1,6 @@
 /**
  * Recording a finished governed call: builds the envelope, then in one statement
- * (`tollgate_record_calls`, shared by a batch of calls; current body in migration 0114) inserts the
+ * (`tollgate_record_calls`, shared by a batch of calls: src/db/functions/tollgate_record_calls.sql) inserts the
  * execution row, settles or releases spend, appends the completion events, removes the in-flight
  * row and completes the idempotency key.
  * The row insert is the exactly-once guard: a second recording of the same execution (a retried
@@ -37,12 +37,12 @@ export interface RecordDeps {
 }
 
 // Recordings share one tollgate_record_calls statement per batch (one batcher per pool).
-const finishBatchers = new WeakMap<Db, ProjectBatcher<Record<string, unknown>, boolean>>();
-function finishBatcher(db: Db): ProjectBatcher<Record<string, unknown>, boolean> {
-  let b = finishBatchers.get(db);
+const recordBatchers = new WeakMap<Db, ProjectBatcher<Record<string, unknown>, boolean>>();
+function recordBatcher(db: Db): ProjectBatcher<Record<string, unknown>, boolean> {
+  let b = recordBatchers.get(db);
   if (!b) {
     b = createProjectBatcher(db, recordCalls);
-    finishBatchers.set(db, b);
+    recordBatchers.set(db, b);
   }
   return b;
 }
@@ -291,7 +291,7 @@ export async function recordExecution(deps: RecordDeps, input: RecordedCall, rec
     }
   }
   const events = keepsLifecycle ? [] : opts.fallbackEvents?.length ? [...opts.fallbackEvents, ...tail] : tail;
-  const ok = await finishBatcher(db).submit(input.projectId, {
+  const ok = await recordBatcher(db).submit(input.projectId, {
     row,
     ...batchEvents(events),
     settle,

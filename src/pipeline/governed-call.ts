@@ -18,7 +18,7 @@ import type { NewEvent } from '../events/types';
 import { claimIdempotencyKey, releaseIdempotencyKey, type StoredResponse } from '../db/repositories/idempotency';
 import type { ExecutionEnvelope } from '../executions/envelope';
 import type { IdempotencyCompletion } from '../executions/record';
-import { joinIntent } from '../executions/reservation-denial';
+import { governJoined, joinIntent, type IntentJoin } from '../executions/reservation-denial';
 import { WORKFLOW_ID_PATTERN } from '../executions/schema';
 import type { DispatchOutcome, ExecutionInput, GovernOutcome } from '../executions/types';
 import type { IntentReservations } from '../intents/reservations';
@@ -127,21 +127,20 @@ async function runGoverned<R>(deps: PipelineDeps, input: ExecutionInput, surface
     if (replayed) return replayed.answer;
   }
   let governed = false;
-  let lease: string | undefined;
   try {
-    if (input.workflowIntentId) {
-      const joined = await joinIntent(deps.intentReservations, input.projectId, input.workflowIntentId);
-      // Refused: denied (a permit and a timeline), with no provider call.
-      if (joined.refusal) input.reservationDenied = joined.refusal;
-      lease = joined.lease;
-    }
+    const intent: IntentJoin = input.workflowIntentId ? await joinIntent(deps.intentReservations, input.projectId, input.workflowIntentId) : {};
+    // Refused: denied (a permit and a timeline), with no provider call.
+    if (intent.refusal) input.reservationDenied = intent.refusal;
+    const { lease } = intent;
     const idempotency: IdempotencyCompletion | undefined = key ? { scope: surface.scope, key, respond: (env) => surface.respond(env) } : undefined;
-    const spec = surface.govern(lease);
-    const { estimatedInputTokens: _estimate, ...gov } = await calls.govern({
-      ...spec,
-      input,
-      permitMetadata: { ...spec.permitMetadata, ...(lease ? { [PERMIT_LEASE_KEY]: lease } : {}) },
-      inProcess: { ...spec.inProcess, ...(key ? { idempotency: { scope: surface.scope, key, onInterrupted: surface.onInterrupted } } : {}) },
+    const { estimatedInputTokens: _estimate, ...gov } = await governJoined(deps.intentReservations, { projectId: input.projectId, workflowId: input.workflowIntentId, intent }, () => {
+      const spec = surface.govern(lease);
+      return calls.govern({
+        ...spec,
+        input,
+        permitMetadata: { ...spec.permitMetadata, ...(lease ? { [PERMIT_LEASE_KEY]: lease } : {}) },
+        inProcess: { ...spec.inProcess, ...(key ? { idempotency: { scope: surface.scope, key, onInterrupted: surface.onInterrupted } } : {}) },
+      });
     });
     governed = true;
     span.setAttributes({ 'tollgate.decision': gov.decision, 'tollgate.reason_code': gov.reason_code });
@@ -163,9 +162,8 @@ async function runGoverned<R>(deps: PipelineDeps, input: ExecutionInput, surface
       d.done?.();
     }
   } catch (err) {
-    // Nothing was governed: the key may be used again and the intent's call was not made. After
-    // governance, the call's record (or reconciliation) completes the key.
-    if (!governed && lease) deps.intentReservations.giveBack(input.projectId, input.workflowIntentId!, lease);
+    // Nothing was governed: the key may be used again. After governance, the call's record (or
+    // reconciliation) completes the key.
     if (key && !governed) await releaseIdempotencyKey(db, { projectId: input.projectId, scope: surface.scope, key }).catch(() => undefined);
     throw err;
   }
