@@ -1,11 +1,10 @@
 /**
  * The governed-call pipeline's two statements, in their batch form: `tollgate_govern_calls` before
- * dispatch, `tollgate_record_calls` after (introduced in migration 0100; their current bodies are in
- * migrations 0113 and 0114: each later migration replaces a function whole). Callers batch through
- * src/pipeline/batcher.ts; the items are plain JSON (see the migration for their fields).
+ * dispatch, `tollgate_record_calls` after (their texts: src/db/functions/<name>.sql). Callers batch
+ * through src/pipeline/batcher.ts; the items are plain JSON (see the function files for their fields).
  *
  * Both are named (prepared once per connection): at one call in flight, parsing and planning them
- * on every call cost ~0.1 ms each (docs/performance.md). A migration that changed either function's
+ * on every call costs planning time (docs/performance.md). A change to either function's
  * result type would need the processes restarted (PostgreSQL refuses a prepared statement whose
  * result type changed); migrations are applied before the processes start.
  */
