@@ -20,6 +20,15 @@ import { orArchived } from '../../retention/archived';
 
 const body = (ctx: ParameterizedContext) => ctx.request.body ?? {};
 const query = (ctx: ParameterizedContext) => ({ ...ctx.query }) as Record<string, unknown>;
+/**
+ * A replayed permit answer says so in `idempotent-replayed`, the name every other idempotent route
+ * uses; `x-svc-idempotent-replay`, the name permits answered with first, is kept for existing
+ * clients (docs/decisions/permit-idempotency.md).
+ */
+const setReplayed = (ctx: ParameterizedContext) => {
+  ctx.set('idempotent-replayed', 'true');
+  ctx.set('x-svc-idempotent-replay', 'true');
+};
 
 /**
  * The permit-first API: a decision only, the caller enforces it and closes the permit out with
@@ -42,7 +51,7 @@ export const permitRoutes = routeFamily(
       handler: async (ctx, { svc }) => {
         const result = await svc.create(authOf(ctx), parseOrThrow(permitRequestSchema, body(ctx)));
         ctx.set('x-svc-permit-id', result.body.permit_id);
-        if (result.replayed) ctx.set('x-svc-idempotent-replay', 'true');
+        if (result.replayed) setReplayed(ctx);
         if (result.revalidatedFrom) ctx.set('x-svc-revalidated-from', result.revalidatedFrom);
         // Every decision (allow, deny, review, throttle) is a 200 with the permit object.
         ctx.status = 200;
@@ -141,7 +150,7 @@ export const permitRoutes = routeFamily(
       body: usageSchema,
       handler: async (ctx, { svc }) => {
         const result = await svc.recordUsage(authOf(ctx), ctx.params.permit_id, parseOrThrow(usageSchema, body(ctx)));
-        if (result.replayed) ctx.set('x-svc-idempotent-replay', 'true');
+        if (result.replayed) setReplayed(ctx);
         ctx.body = result.body;
       },
     },

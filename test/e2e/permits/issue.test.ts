@@ -177,6 +177,7 @@ describe('permit-first API: issuing permits', () => {
       const first = await issue(p, { idempotency_key: 'k1' });
       const replay = await issue(p, { idempotency_key: 'k1' });
       expect(replay.status).toBe(200);
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
       expect(replay.headers.get('x-svc-idempotent-replay')).toBe('true');
       expect(replay.json.permit_id).toBe(first.json.permit_id);
       expect(replay.json.metadata.evaluated_at).toBe(first.json.metadata.evaluated_at);
@@ -205,6 +206,7 @@ describe('permit-first API: issuing permits', () => {
       await new Promise((r) => setTimeout(r, 3_200));
       const again = await issue(p, { idempotency_key: 'stale', ttl_seconds: 3 });
       expect(again.status).toBe(200);
+      expect(again.headers.get('idempotent-replayed')).toBeNull();
       expect(again.headers.get('x-svc-idempotent-replay')).toBeNull();
       expect(again.headers.get('x-svc-revalidated-from')).toBe(first.json.permit_id);
       expect(again.json).toMatchObject({ decision: 'allow', parent_permit_id: first.json.permit_id, lineage_reason: 'revalidation', idempotency_key: 'stale', status: 'active' });

@@ -16,6 +16,7 @@ describe('permit-first API: usage closeout', () => {
       expect(res.json).toMatchObject({ object: 'permit_usage_report', permit_id: id, status: 'completed', billed_cost_usd_micros: 615, reservation: { state: 'settled' } });
       const replay = await call('POST', `/v1/permits/${id}/usage`, { key: p.clientKey, body: report });
       expect(replay.status).toBe(200);
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
       expect(replay.headers.get('x-svc-idempotent-replay')).toBe('true');
       expect(replay.json).toEqual(res.json);
       const conflict = await call('POST', `/v1/permits/${id}/usage`, { key: p.clientKey, body: { ...report, billed_cost_usd_micros: 616 } });
