@@ -8,6 +8,7 @@
  * `lifecycle` with its columns (status, usage, cost, error, times). The events are derived from
  * these stored columns (src/executions/lifecycle-events.ts).
  */
+import type { PermitRecord } from '../db/repositories/permits';
 import type { EnvelopeColumns } from './envelope';
 
 /** How and when a call was dispatched: the metadata of its first three events, from its surface. */
@@ -159,22 +160,17 @@ export function dispatchOfRecord(r: RecordColumns, l: Lifecycle): DispatchStart 
   };
 }
 
-/** The permit columns its decision events read. */
-export interface PermitColumns {
-  id: string;
-  project_id: string;
-  request_id: string | null;
-  route: string;
-  operation: string | null;
-  provider: string | null;
-  model: string | null;
-  workflow_id: string | null;
+/**
+ * The permit columns its decision events read, as a row or a JSON document carries them (so the
+ * decision is any string, amounts may come as text and times as ISO strings).
+ */
+export type PermitColumns = Pick<
+  PermitRecord,
+  'id' | 'project_id' | 'request_id' | 'route' | 'operation' | 'provider' | 'model' | 'workflow_id' | 'reason_code' | 'display_reason' | 'metadata'
+> & {
   decision: string;
-  reason_code: string;
-  display_reason: string;
   reserved_cost_micros: number | string;
   issued_at: Date | string;
   expires_at: Date | string | null;
-  metadata: Record<string, unknown>;
   closing?: Record<string, unknown> | null;
-}
+};
