@@ -103,6 +103,11 @@ describe('README.md', () => {
     expect(first).toContain('"status":"completed"');
     expect(first).toContain('permit.allowed');
     expect(first).not.toMatch(/"error"\s*:\s*\{/);
+    // The export block downloaded a bundle of the calls above and verified it offline, not an empty one.
+    const verified = r.stdout.match(/"object":\s*"export_verification"[\s\S]*?"events_verified":\s*(\d+)/);
+    expect(verified).not.toBeNull();
+    expect(Number(verified![1])).toBeGreaterThan(0);
+    expect(r.stdout).toMatch(/"ok":\s*true/);
     // The CLI block made a project, a key, a member and a policy in the stack's database.
     const { rows } = await h.tg.db.query<{ id: string }>("SELECT id FROM projects WHERE name = 'acme' ORDER BY created_at DESC LIMIT 1");
     expect(rows).toHaveLength(1);
