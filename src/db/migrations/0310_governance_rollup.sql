@@ -39,7 +39,13 @@ INSERT INTO governance_rollup_starts (project_id, started_at) SELECT id, now() F
 CREATE INDEX permits_unfolded_issued_idx ON permits (project_id, issued_at)
   WHERE (route NOT IN ('executions', 'execute') AND route NOT LIKE 'proxy:%') OR parent_permit_id IS NOT NULL;
 
+-- The Calls page lists the permits awaiting review (`GET /v1/permits?decision=review`): without an
+-- index of its own that walked every permit of the project when none or few are in review. Only a
+-- review decision writes an entry.
+CREATE INDEX permits_project_review_idx ON permits (project_id, issued_at DESC, id DESC) WHERE decision = 'review';
+
 -- Down Migration
+DROP INDEX permits_project_review_idx;
 DROP FUNCTION IF EXISTS tollgate_fold_governance(text[], text[]);
 DROP INDEX permits_unfolded_issued_idx;
 DROP TABLE governance_rollup_starts;
