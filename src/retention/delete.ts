@@ -3,6 +3,7 @@ import type { Db, Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
 import { idBound } from '../db/partitions';
 import { deleteRollupBefore, moveRollupStart } from '../db/repositories/call-rollup';
+import { deleteGovernanceRollupBefore, moveGovernanceRollupStart } from '../db/repositories/governance-rollup';
 import { addArchiveDeleted, type ArchiveRow } from '../db/repositories/archives';
 import type { RetentionOptions } from './types';
 
@@ -91,6 +92,9 @@ export async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptio
   // The Overview reads the time before the cutoff from the records that remain, not the rollup.
   await moveRollupStart(db, project, cutoff);
   await drain('call_rollup', async () => (await deleteRollupBefore(db, project, cutoff, batch)).rowCount ?? 0);
+  // The Governance page likewise, from the permits that remain.
+  await moveGovernanceRollupStart(db, project, cutoff);
+  await drain('governance_rollup', async () => (await deleteGovernanceRollupBefore(db, project, cutoff, batch)).rowCount ?? 0);
   for (const scope of scopes('permits', 'permit_', deferral?.permits ? deferral : null)) await deletePermits(db, a, { batch, scope, step });
   await drain('idempotency_keys', async () => {
     const r = await db.query(

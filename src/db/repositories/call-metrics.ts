@@ -38,7 +38,7 @@ export interface CallMetrics {
 const MINUTE = 60_000;
 const HOUR = 3_600_000;
 
-type Range = [number, number];
+export type Range = [number, number];
 
 /** Where each part of a window is read from: ranges of epoch milliseconds, in order. */
 export interface MetricsPlan {
@@ -87,6 +87,18 @@ function split(a: number, b: number, into: { raw: Range[]; minutes: Range[]; hou
 }
 
 /**
+ * A window without buckets, for a rollup whose start is `rolledFrom`: its whole hours, the whole
+ * minutes around them, and (`raw`) its sub-minute edges and the time before the start.
+ */
+export function planWindow(from: number, to: number, rolledFrom: number | null): { raw: Range[]; minutes: Range[]; hours: Range[] } {
+  const plan = { raw: [] as Range[], minutes: [] as Range[], hours: [] as Range[] };
+  const start = Math.min(to, Math.max(from, rolledFrom ?? from));
+  push(plan.raw, from, start);
+  split(start, to, plan);
+  return plan;
+}
+
+/**
  * The plan for a window. Spend has no buckets: the window's whole hours and minutes from the
  * rollup (from the project's rollup start `rolledFrom` on), its sub-minute edges and the time
  * before the start from the records. The series reads the same rolled-up time cut at its bucket
@@ -94,10 +106,8 @@ function split(a: number, b: number, into: { raw: Range[]; minutes: Range[]; hou
  * from the records (for the series only).
  */
 export function planMetrics(from: number, to: number, bucketMs: number, rolledFrom: number | null): MetricsPlan {
-  const plan: MetricsPlan = { raw: [], rawSeries: [], statusMinutes: [], statusHours: [], spendMinutes: [], spendHours: [] };
-  const start = Math.min(to, Math.max(from, rolledFrom ?? from));
-  push(plan.raw, from, start);
-  split(start, to, { raw: plan.raw, minutes: plan.spendMinutes, hours: plan.spendHours });
+  const whole = planWindow(from, to, rolledFrom);
+  const plan: MetricsPlan = { raw: whole.raw, rawSeries: [], statusMinutes: [], statusHours: [], spendMinutes: whole.minutes, spendHours: whole.hours };
   const rolled: Range[] = [];
   for (const [a, b] of [...plan.spendMinutes, ...plan.spendHours].sort((x, y) => x[0] - y[0])) push(rolled, a, b);
   for (const [a, b] of rolled) {
@@ -111,7 +121,7 @@ export function planMetrics(from: number, to: number, bucketMs: number, rolledFr
 }
 
 /** PostgreSQL's text of a tstzmultirange. */
-function multirange(ranges: Range[]): string {
+export function multirange(ranges: Range[]): string {
   return `{${ranges.map(([a, b]) => `[${new Date(a).toISOString()},${new Date(b).toISOString()})`).join(',')}}`;
 }
 

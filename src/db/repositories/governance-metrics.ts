@@ -1,9 +1,20 @@
 /**
  * The Governance page's aggregates: a window's governance decisions by decision and reason code,
- * and the firewall's actions by action and category, read from the permits (every decision has
- * one). Counts only: a permit stores the categories the firewall found, never the text it read.
+ * and the firewall's actions by action and category. Counts only: a permit stores the categories
+ * the firewall found, never the text it read.
+ *
+ * Whole minutes and hours from the governance rollup (src/db/repositories/governance-rollup.ts),
+ * the rest from the permits: the window's sub-minute edges and the time before the project's
+ * rollup start (every permit there), and in the rolled-up time the permits the fold never sees
+ * (`permits_unfolded_issued_idx`), those whose record the sequencer has not folded yet, and those
+ * of calls still in flight (no record yet: `closing` set). One statement, so the rollup and the
+ * unfolded records are read in one snapshot. A denied call's permit counts from the moment its
+ * record is written (the same statement batch, milliseconds later).
  */
-import type { Queryable } from '../pool';
+import type { Db } from '../pool';
+import { multirange, planWindow } from './call-metrics';
+import { UNFOLDED_RECORDS_SQL } from './call-rollup';
+import { FOLDED_PERMIT_SQL, governanceRollupStart, UNFOLDED_PERMIT_SQL } from './governance-rollup';
 
 export type FirewallAction = 'blocked' | 'redacted' | 'flagged';
 export type PermitDecisionKind = 'allow' | 'deny' | 'review' | 'throttle';
@@ -14,41 +25,73 @@ export interface GovernanceMetrics {
   firewall: { action: FirewallAction; category: string; count: number }[];
 }
 
+const PERMIT_COLUMNS = "p.decision, p.reason_code, p.metadata->'decision_metadata'->'firewall' AS fw";
+const rollupRows = (ranges: string, width: number) =>
+  `SELECT g.dimension, g.decision, g.reason_code, g.action, g.category, g.permits FROM unnest(${ranges}::tstzmultirange) AS r
+     JOIN governance_rollup g ON g.project_id = $1 AND g.width = ${width} AND g.start >= lower(r) AND g.start < upper(r)`;
+
 /**
- * One range scan of `permits_project_issued_idx` (project_id, issued_at DESC, id DESC) bounded by
- * the window, so the cost follows the decisions in the window, not the table. The scanned rows are
- * materialised once (the CTE is read twice) and grouped two ways.
- *
- * Firewall actions from the stored outcome (src/governance/evaluate.ts): `block` mode blocked its
- * categories; `allow` mode redacted some and flagged others; `monitor` mode only flagged (the same
- * reading as the usage report's firewall outcomes). A decision counts once per category it names.
+ * $1 project, $2 ranges read from the permits alone, $3 the rolled-up time, $4/$5 its minute and
+ * hour ranges. `raw` is one row per permit read from the permits, `rolled` the rollup's rows; the
+ * firewall's actions of a raw permit come from the function the fold uses
+ * (tollgate_firewall_actions), so both read a stored outcome the same way. In-flight permits are
+ * found by `permits_in_flight_idx` (a few per process at a time), not by scanning the window.
  */
-export async function governanceMetrics(db: Queryable, projectId: string, from: Date, to: Date): Promise<GovernanceMetrics> {
-  const { rows } = await db.query<{ kind: 'decision' | 'firewall'; a: string; b: string; n: number }>(
-    `WITH w AS (
-       SELECT decision, reason_code, metadata->'decision_metadata'->'firewall' AS fw
-         FROM permits
-        WHERE project_id = $1 AND issued_at >= $2 AND issued_at < $3
-     )
-     SELECT 'decision' AS kind, decision AS a, reason_code AS b, count(*)::int AS n
-       FROM w GROUP BY decision, reason_code
-     UNION ALL
-     SELECT 'firewall', x.action, x.category, count(*)::int
-       FROM w CROSS JOIN LATERAL (
-         SELECT 'blocked', c FROM jsonb_array_elements_text(CASE WHEN w.fw->>'mode' = 'block' THEN w.fw->'categories' ELSE '[]'::jsonb END) AS c
-         UNION ALL
-         SELECT 'redacted', c FROM jsonb_array_elements_text(CASE WHEN w.fw->>'mode' = 'allow' THEN coalesce(w.fw->'redacted', '[]'::jsonb) ELSE '[]'::jsonb END) AS c
-         UNION ALL
-         SELECT 'flagged', c FROM jsonb_array_elements_text(CASE w.fw->>'mode'
-                                                             WHEN 'allow' THEN coalesce(w.fw->'flagged', '[]'::jsonb)
-                                                             WHEN 'monitor' THEN coalesce(w.fw->'categories', '[]'::jsonb)
-                                                             ELSE '[]'::jsonb END) AS c
-       ) AS x(action, category)
-      WHERE w.fw IS NOT NULL AND jsonb_typeof(w.fw) = 'object'
-      GROUP BY x.action, x.category
-     ORDER BY n DESC, a, b`,
-    [projectId, from, to],
-  );
+const GOVERNANCE_SQL = `
+  WITH unfolded AS (${UNFOLDED_RECORDS_SQL}),
+  raw AS (
+    SELECT ${PERMIT_COLUMNS}
+      FROM unnest($2::tstzmultirange) AS r JOIN permits p ON p.project_id = $1 AND p.issued_at >= lower(r) AND p.issued_at < upper(r)
+    UNION ALL
+    SELECT ${PERMIT_COLUMNS}
+      FROM unnest($3::tstzmultirange) AS r JOIN permits p ON p.project_id = $1 AND p.issued_at >= lower(r) AND p.issued_at < upper(r)
+     WHERE ${UNFOLDED_PERMIT_SQL}
+    UNION ALL
+    SELECT ${PERMIT_COLUMNS}
+      FROM unfolded u JOIN executions x ON x.id = u.id AND x.project_id = $1
+     CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p
+     WHERE p.project_id = $1 AND ${FOLDED_PERMIT_SQL} AND p.issued_at <@ $3::tstzmultirange
+    UNION ALL
+    SELECT ${PERMIT_COLUMNS}
+      FROM permits p
+     WHERE p.closing IS NOT NULL AND p.dispatch_deadline > '-infinity' AND p.project_id = $1 AND ${FOLDED_PERMIT_SQL} AND p.issued_at <@ $3::tstzmultirange
+  ),
+  rolled AS (
+    ${rollupRows('$4', 60)}
+    UNION ALL
+    ${rollupRows('$5', 3600)}
+  )
+  SELECT 'decision' AS kind, a, b, sum(n)::int AS n
+    FROM (SELECT decision AS a, reason_code AS b, 1 AS n FROM raw
+          UNION ALL
+          SELECT decision, reason_code, permits FROM rolled WHERE dimension = 'decision') AS d
+   GROUP BY a, b
+  UNION ALL
+  SELECT 'firewall', a, b, sum(n)::int
+    FROM (SELECT f.action AS a, f.category AS b, 1 AS n FROM raw CROSS JOIN LATERAL tollgate_firewall_actions(raw.fw) AS f WHERE raw.fw IS NOT NULL
+          UNION ALL
+          SELECT action, category, permits FROM rolled WHERE dimension = 'firewall') AS f
+   GROUP BY a, b
+  ORDER BY n DESC, a, b`;
+
+export async function governanceMetrics(db: Db, projectId: string, from: Date, to: Date): Promise<GovernanceMetrics> {
+  const client = await db.connect();
+  let rows: { kind: 'decision' | 'firewall'; a: string; b: string; n: number }[];
+  try {
+    // One snapshot for the start and the statement; without JIT, as the Overview's statement
+    // (its range joins' loose estimates pass jit_above_cost).
+    await client.query('BEGIN READ ONLY; SET LOCAL jit = off');
+    const started = await governanceRollupStart(client, projectId);
+    const plan = planWindow(from.getTime(), to.getTime(), started?.getTime() ?? null);
+    const rolled = [...plan.minutes, ...plan.hours].sort((a, b) => a[0] - b[0]);
+    ({ rows } = await client.query(GOVERNANCE_SQL, [projectId, multirange(plan.raw), multirange(rolled), multirange(plan.minutes), multirange(plan.hours)]));
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
   const totals = { decisions: 0, allow: 0, deny: 0, review: 0, throttle: 0 };
   const decisions: GovernanceMetrics['decisions'] = [];
   const firewall: GovernanceMetrics['firewall'] = [];
