@@ -9,6 +9,7 @@
 import { startHarness, Harness, patchPolicy } from '../executions/helpers';
 import { pricing } from '../../../src/pricing';
 import { makeUsage, type UsageCounts } from '../../../src/providers/shared/usage';
+import { toolDefinitions, toolDefinitionTokens } from '../../../src/providers/shared/tool-definitions';
 import type { ProviderId } from '../../../src/config';
 import type { TestProject } from '../../support/tollgate';
 
@@ -138,6 +139,8 @@ describe.each(CASES)('$label: a forced tool call', (c) => {
     expect(one(events, 'permit.allowed').metadata).toMatchObject({ decision: 'allow', route: `proxy:${c.provider}`, tools: OFFERED });
     const permit = await h.call('GET', `/v1/permits/${res.permitId}`, { key: p.clientKey });
     expect(permit.json).toMatchObject({ decision: 'allow', request_id: res.requestId, tools: OFFERED });
+    // The estimate the reservation was sized on counted the tool definitions as input.
+    expect(permit.json.estimate.input_tokens).toBeGreaterThan(toolDefinitionTokens(toolDefinitions(c.body)));
 
     // The answer: its finish reason as the provider gave it, and the call by name only.
     const received = one(events, 'provider.response_received').metadata;
