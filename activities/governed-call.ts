@@ -54,7 +54,7 @@ export interface GovernSpec {
   route: string;
   /** Texts the prompt firewall inspects. */
   inspectableText: InspectableText[];
-  /** The tools the request offers the model, by name (proxies: read from the native body). */
+  /** The tools the request offers the model, by name (proxies: the native body; executions: the primary target's provider options). */
   tools?: string[];
   /** The surface's masking of its request (the firewall's `redact` action); see GovernanceRequest.redact. */
   redact?: GovernanceRequest['redact'];

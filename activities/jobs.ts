@@ -19,6 +19,7 @@ import { executionEvents, normalizedRequest } from '../src/executions/record';
 import type { AttemptRecord, DispatchOutcome, ExecutionInput, GovernOutcome, RecordInput } from '../src/executions/types';
 import { triggersFallback } from '../src/pipeline/fallback';
 import { requestInspectable } from '../src/providers/shared/usage';
+import { executionTools, toolDefinitionTexts } from '../src/executions/request-tools';
 import type { ActivityDeps } from './deps';
 import { createGovernedCallActivities } from './governed-call';
 import { withOutputCeiling } from '../src/executions/output-ceiling';
@@ -116,11 +117,14 @@ export function createJobActivities(deps: ActivityDeps) {
     async jobGovern(exec: JobExecution, jobId: string, keyId: string | null = null): Promise<GovernOutcome> {
       const input = await withRequest(exec);
       const req = normalizedRequest(input, input.routing.primary);
+      const tools = executionTools(req);
       const { estimatedInputTokens: _e, ...gov } = await calls.govern({
         input,
         request: req,
         route: JOB_GOVERNANCE_ROUTE,
-        inspectableText: requestInspectable(req),
+        // As on /v1/executions: the messages, then the tool definitions of the targets' provider options.
+        inspectableText: [...requestInspectable(req), ...toolDefinitionTexts(input.request)],
+        ...(tools.length ? { tools } : {}),
         // The call is recorded with a lifecycle (recordCall): permit.allowed and
         // permit.expiry_scheduled are derived from the permit and the record.
         derivedPermitEvents: true,

@@ -4795,6 +4795,8 @@ export interface paths {
                             [key: string]: string;
                         };
                         ttl_seconds?: number;
+                        /** @description The tools the call will offer the model, by name (a built-in tool by its type), each once: policy rules match them (`match.tool`) and the permit keeps them. */
+                        tools?: string[];
                     };
                 };
             };
@@ -4936,6 +4938,8 @@ export interface paths {
                             [key: string]: string;
                         };
                         ttl_seconds?: number;
+                        /** @description The tools the call will offer the model, by name (a built-in tool by its type), each once: policy rules match them (`match.tool`) and the permit keeps them. */
+                        tools?: string[];
                     };
                 };
             };
@@ -13772,6 +13776,8 @@ export interface components {
             provider: string | null;
             model: string | null;
             workflow_id: string | null;
+            /** @description The tools the request offered the model (a proxied or executed request, or the permit request's `tools`), by name, each once; empty when none. Never their definitions. */
+            tools: string[];
             estimate: {
                 input_tokens: number | null;
                 output_tokens: number | null;
@@ -14391,6 +14397,8 @@ export interface components {
             decision: "allow" | "deny" | "review" | "throttle";
             reason_code: string;
             project_id: string;
+            /** @description The tools the request names (its `tools`); empty when none. */
+            tools: string[];
             estimate: {
                 input_tokens: number;
                 output_tokens: number;

@@ -7,6 +7,7 @@ import type { GovernanceRequest } from '../governance/types';
 import type { PricingCatalog } from '../pricing/types';
 import { CHAT_MESSAGE_OVERHEAD_TOKENS } from '../pricing/tokenizer';
 import { makeUsage, requestTexts } from '../providers/shared/usage';
+import { toolDefinitions, toolDefinitionsJson } from '../providers/shared/tool-definitions';
 import type { NormalizedRequest, ProviderId } from '../providers/types';
 import type { ExecutionInput, GovernOutcome } from './types';
 
@@ -38,13 +39,18 @@ const O200K_PROVIDERS: ReadonlySet<ProviderId> = new Set(['openai']);
 /**
  * The input's upper bound for a target: the o200k count where that is the provider's tokenizer;
  * elsewhere (Anthropic, Gemini, DeepSeek, Mistral count with their own) the UTF-8 size plus the
- * per-message overhead, since no byte-level BPE or byte-fallback token is shorter than a byte.
+ * per-message overhead, and the size of the tool definitions' JSON, since no byte-level BPE or
+ * byte-fallback token is shorter than a byte.
  */
 function inputBoundFor(provider: ProviderId, counted: number, request: NormalizedRequest): () => number {
   if (O200K_PROVIDERS.has(provider)) return () => counted;
   let bytes: number | null = null;
   return () => {
-    bytes ??= Math.max(counted, requestTexts(request).reduce((n, t) => n + Buffer.byteLength(t, 'utf8') + CHAT_MESSAGE_OVERHEAD_TOKENS, 0));
+    if (bytes === null) {
+      const tools = toolDefinitionsJson(toolDefinitions(request.providerOptions));
+      const texts = requestTexts(request).reduce((n, t) => n + Buffer.byteLength(t, 'utf8') + CHAT_MESSAGE_OVERHEAD_TOKENS, 0);
+      bytes = Math.max(counted, texts + (tools ? Buffer.byteLength(tools, 'utf8') : 0));
+    }
     return bytes;
   };
 }

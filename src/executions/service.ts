@@ -19,6 +19,7 @@ import { maskRequest, surfaceRedaction } from '../governance/firewall';
 import type { ExecutionEnvelope, ExecutionRoute } from './envelope';
 import { normalizedRequest } from './record';
 import { withOutputCeiling } from './output-ceiling';
+import { executionTools, maskToolDefinitions, toolDefinitionTexts } from './request-tools';
 import type { ExecutionInput } from './types';
 
 export interface PreparedExecution {
@@ -130,10 +131,13 @@ export async function runExecution(deps: ExecutionServiceDeps, caller: Caller, p
   let retryAfter: number | undefined;
   const reply = (env: ExecutionEnvelope): ExecutionReply => ({ status: env.status_code, headers: responseHeaders(env, permitId, retryAfter), body: env });
   const primaryRequest = normalizedRequest(input, prep.routing.primary);
-  // The firewall's `redact` action: messages and text inputs masked before any target sees them.
+  const tools = executionTools(primaryRequest);
+  // What the targets see: the messages and text inputs, and the tool definitions of their provider options.
+  const inspectable = (request: ExecutionInput['request']) => [...requestInspectable(normalizedRequest({ ...input, request }, prep.routing.primary)), ...toolDefinitionTexts(request)];
+  // The firewall's `redact` action: messages, text inputs and tool definitions masked before any target sees them.
   const redaction = surfaceRedaction((r) => {
-    const request = maskRequest(r, prep.request);
-    return { copy: request, texts: requestInspectable(normalizedRequest({ ...input, request }, prep.routing.primary)) };
+    const request = maskToolDefinitions(r, maskRequest(r, prep.request));
+    return { copy: request, texts: inspectable(request) };
   });
 
   const surface: Surface<ExecutionReply | null> = {
@@ -147,7 +151,8 @@ export async function runExecution(deps: ExecutionServiceDeps, caller: Caller, p
     govern: () => ({
       request: primaryRequest,
       route: prep.route,
-      inspectableText: requestInspectable(primaryRequest),
+      inspectableText: inspectable(prep.request),
+      ...(tools.length ? { tools } : {}),
       redact: redaction.redact,
       permitMetadata: { execution_id: executionId, mode: prep.mode, key_id: caller.keyId },
     }),

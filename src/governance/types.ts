@@ -69,8 +69,9 @@ export interface GovernanceRequest {
   intentRefusal?: { reason_code: string; message: string };
   metadata?: Record<string, string>;
   /**
-   * The tools the request offers the model, by name (a built-in tool by its type); the proxies read
-   * them from the native body. A rule's `match.tool` matches any of them; the permit keeps them.
+   * The tools the request offers the model, by name (a built-in tool by its type): the proxies read
+   * them from the native body, executions from the primary target's provider options, permits take
+   * the request's `tools`. A rule's `match.tool` matches any of them; the permit keeps them.
    */
   tools?: string[];
   /**

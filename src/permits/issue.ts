@@ -105,15 +105,17 @@ export function permitIssuing(ctx: PermitContext) {
       workflowId: b.workflow_id ?? null,
       ...(intent.refusal ? { intentRefusal: intent.refusal } : {}),
       metadata: { ...(b.metadata ?? {}), ...(b.route ? { route: b.route } : {}) },
-      // No inspectableText: permit-first mode never runs the prompt firewall.
+      // The names the caller says it will offer: a rule's match.tool sees them, the permit keeps them.
+      ...(b.tools?.length ? { tools: b.tools } : {}),
+      // No inspectableText: permit-first mode never runs the prompt firewall (it never sees the definitions).
       ...(e.decisionMetadata ? { decisionMetadata: e.decisionMetadata } : {}),
     };
   }
 
-  /** Hash of the semantic payload: every field but the idempotency key, defaults applied. */
+  /** Hash of the semantic payload: every field but the idempotency key, defaults applied (no tools = `tools: []`). */
   function payloadHash(b: PermitRequest): string {
-    const { idempotency_key: _k, ...rest } = b;
-    return sha256(canonicalize({ ...rest, metadata: rest.metadata ?? {} }) as string);
+    const { idempotency_key: _k, tools, ...rest } = b;
+    return sha256(canonicalize({ ...rest, metadata: rest.metadata ?? {}, ...(tools?.length ? { tools } : {}) }) as string);
   }
   async function create(auth: AuthContext, b: PermitRequest): Promise<CreateResult> {
     ownProject(auth, b.project_id);
@@ -183,6 +185,7 @@ export function permitIssuing(ctx: PermitContext) {
       model: req.model,
       workflow_id: req.workflowId ?? null,
       route: b.route ?? null,
+      tools: req.tools ?? [],
       estimate: { input_tokens: req.estimatedInputTokens, output_tokens: req.estimatedOutputTokens, cost_usd_micros: req.estimatedCostMicros },
     };
   }

@@ -9,6 +9,15 @@ const tokens = z.number().int().min(0).max(100_000_000);
 export const keySchema = z.string().min(1).max(255).regex(/^[A-Za-z0-9_.:-]+$/, 'use 1-255 characters of [A-Za-z0-9_.:-]');
 const isoTimestamp = z.string().datetime({ offset: true });
 
+/** Tools a permit may name: as many as a provider accepts in one request (OpenAI: 128). */
+export const MAX_PERMIT_TOOLS = 128;
+/**
+ * A tool's name as the proxies read it from a native request: a function's name (OpenAI and
+ * Anthropic allow [A-Za-z0-9_-] up to 64 or 128, Gemini also `.` and `:`), or a built-in tool's
+ * type (`web_search`, `web_search_20250305`, `googleSearch`).
+ */
+const toolName = z.string().regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'use 1-128 characters of [A-Za-z0-9_.:-] (a function name, or a built-in tool\'s type)');
+
 export const permitRequestSchema = z
   .object({
     project_id: z.string().min(1).max(100),
@@ -25,11 +34,24 @@ export const permitRequestSchema = z
     metadata: z.record(z.string().min(1).max(200), z.string().max(1000)).optional(),
     /** Lifetime of an allow (its reservation) or a review permit; default 600 s / 24 h. */
     ttl_seconds: z.number().int().min(1).max(7 * 86400).optional(),
+    /**
+     * The tools the caller intends to offer the model, by name: a policy rule's `match.tool` sees
+     * them and the permit keeps them (its `tools`), as for a proxied request that sends them.
+     */
+    tools: z
+      .array(toolName)
+      .max(MAX_PERMIT_TOOLS, `at most ${MAX_PERMIT_TOOLS} tools`)
+      .describe('The tools the call will offer the model, by name (a built-in tool by its type), each once: policy rules match them (`match.tool`) and the permit keeps them.')
+      .optional(),
   })
   .strict()
   .superRefine((b, ctx) => {
     // No estimate at all is allowed: the service derives one from defaults (docs/decisions/permits-without-estimate.md).
     if (b.metadata && Object.keys(b.metadata).length > 50) ctx.addIssue({ code: 'custom', path: ['metadata'], message: 'at most 50 keys' });
+    // Each name once, as the permit keeps them: a repeat is a mistake in the caller's list.
+    b.tools?.forEach((t, i) => {
+      if (b.tools!.indexOf(t) !== i) ctx.addIssue({ code: 'custom', path: ['tools', i], message: `"${t}" is named twice` });
+    });
   });
 export type PermitRequest = z.infer<typeof permitRequestSchema>;
 

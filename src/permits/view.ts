@@ -69,7 +69,7 @@ export function permitView(p: PermitRecord, now: Date, opts: { attestation?: Att
     model: p.model,
     workflow_id: p.workflow_id,
     request_metadata: (meta.request_metadata as Record<string, string> | undefined) ?? {},
-    /** The tools the request offered the model, by name (a proxied request's); empty when none. */
+    /** The tools the request offered the model, by name (a proxied request's, an execution's provider options, a permit request's `tools`); empty when none. */
     tools: Array.isArray(meta.tools) ? (meta.tools as string[]) : [],
     estimate: {
       input_tokens: p.estimated_input_tokens,

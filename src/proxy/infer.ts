@@ -10,6 +10,7 @@ import { providerModules } from '../providers';
 import type { Operation } from '../providers/types';
 import { ProxyError } from './native-errors';
 import { textOfItem, type InspectableText } from '../governance/firewall/roles';
+import { toolDefinitionItems, toolDefinitions } from '../providers/shared/tool-definitions';
 
 export interface ParsedBody {
   kind: 'json' | 'multipart';
@@ -30,8 +31,9 @@ export interface ProxyCall {
   stream: boolean;
   /** Chat paths are the ones routing controls apply to. */
   chat: boolean;
+  /** The texts of the request's messages (its provider-neutral view when the payload does not translate). */
   inspectable: string[];
-  /** The inspectable texts with their roles (system prompt, tool output), for the firewall. */
+  /** What the firewall inspects: the messages' texts with their roles (system prompt, tool output), then the tool definitions' texts. */
   inspectableItems: InspectableText[];
   /** The tools the request offers the model, by name: what governance and the permit see of them. */
   tools: string[];
@@ -119,9 +121,12 @@ export function inferCall(provider: ProviderId, path: string, body: ParsedBody):
   if (!model) throw new ProxyError(400, 'model_required', 'The request names no model');
   const stream = op.stream ?? b.stream === true;
   const ceiling = checkOutputCeiling(provider, b);
-  const inspectableItems = body.kind === 'multipart' ? (typeof b.prompt === 'string' ? [b.prompt] : []) : providerModules[provider].inspectableItems(b);
-  const inspectable = inspectableItems.map(textOfItem);
+  const messageItems = body.kind === 'multipart' ? (typeof b.prompt === 'string' ? [b.prompt] : []) : providerModules[provider].inspectableItems(b);
+  const inspectable = messageItems.map(textOfItem);
   const tools = body.kind === 'json' ? providerModules[provider].requestTools(b) : [];
+  // The provider shows the model the tool definitions too: an injection hidden in one is caught as in a message.
+  const definitions = body.kind === 'json' ? toolDefinitions(b) : [];
+  const inspectableItems = [...messageItems, ...toolDefinitionItems(definitions)];
 
   let request: ExecutionInput['request'] | null = null;
   if (body.kind === 'json' && op.operation !== 'transcribe.audio') {
@@ -137,7 +142,13 @@ export function inferCall(provider: ProviderId, path: string, body: ParsedBody):
     request =
       op.operation === 'transcribe.audio'
         ? { operation: op.operation, inputs: inspectable.map((t) => ({ type: 'text' as const, role: 'user' as const, text: t })) }
-        : { operation: op.operation, messages: inspectable.map((t) => ({ role: 'user' as const, content: t })), ...(ceiling !== undefined ? { parameters: { max_output_tokens: ceiling } } : {}) };
+        : {
+            operation: op.operation,
+            messages: inspectable.map((t) => ({ role: 'user' as const, content: t })),
+            ...(ceiling !== undefined ? { parameters: { max_output_tokens: ceiling } } : {}),
+            // The tool definitions are counted in the estimate (a translated payload carries them in its provider options already).
+            ...(definitions.length ? { providerOptions: { [provider]: { tools: definitions } } } : {}),
+          };
   }
   // The ceiling the native body sets, whichever field carries it, is what the reservation is sized on.
   if (ceiling !== undefined && request.parameters?.max_output_tokens !== ceiling && (request.operation === 'generate.text' || request.operation === 'understand.image')) {

@@ -15,6 +15,7 @@ export const permitSchema = z
     provider: z.string().nullable(),
     model: z.string().nullable(),
     workflow_id: z.string().nullable(),
+    tools: z.array(z.string()).describe('The tools the request offered the model (a proxied or executed request, or the permit request\'s `tools`), by name, each once; empty when none. Never their definitions.'),
     estimate: z.looseObject({ input_tokens: z.number().int().nullable(), output_tokens: z.number().int().nullable(), cost_usd_micros: z.number().int().nullable() }),
     reservation: z.looseObject({ state: z.string() }),
   })
@@ -37,6 +38,7 @@ export const permitDryRunSchema = z
     decision: z.enum(['allow', 'deny', 'review', 'throttle']),
     reason_code: z.string(),
     project_id: z.string(),
+    tools: z.array(z.string()).describe('The tools the request names (its `tools`); empty when none.'),
     estimate: z.looseObject({ input_tokens: z.number().int(), output_tokens: z.number().int(), cost_usd_micros: z.number().int().nullable() }),
   })
   .meta({ id: 'PermitDryRun' });

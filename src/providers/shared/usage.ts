@@ -2,6 +2,7 @@
 import { CHAT_MESSAGE_OVERHEAD_TOKENS, countChatTokens, countTokens, EXACT_COUNT_MAX_CHARS } from '../../pricing/tokenizer';
 import type { NormalizedRequest, Usage, UsageMetric } from '../types';
 import { roleText, type InspectableText } from '../../governance/firewall/roles';
+import { toolDefinitions, toolDefinitionTokens } from './tool-definitions';
 
 export interface UsageCounts {
   input_tokens?: number;
@@ -60,8 +61,16 @@ export function requestInspectable(req: Pick<NormalizedRequest, 'messages' | 'in
   return req.messages ? req.messages.map((m) => roleText(m.role, m.content)) : requestTexts(req);
 }
 
-/** Estimated input tokens of a normalized request (tokenizer; used when a provider reports none). */
-export function estimateInputTokens(req: Pick<NormalizedRequest, 'messages' | 'inputs' | 'operation'>): number {
+/**
+ * Estimated input tokens of a normalized request (tokenizer; the pre-dispatch estimate, and usage
+ * when a provider reports none): its texts, plus the tool definitions its provider options carry
+ * (the model is charged for them as input; src/providers/shared/tool-definitions.ts).
+ */
+export function estimateInputTokens(req: Pick<NormalizedRequest, 'messages' | 'inputs' | 'operation' | 'providerOptions'>): number {
+  return textTokens(req) + toolDefinitionTokens(toolDefinitions(req.providerOptions));
+}
+
+function textTokens(req: Pick<NormalizedRequest, 'messages' | 'inputs' | 'operation'>): number {
   const texts = requestTexts(req);
   // A request this large is bounded by its UTF-8 size, not counted (see EXACT_COUNT_MAX_CHARS).
   if (texts.reduce((n, t) => n + t.length, 0) > EXACT_COUNT_MAX_CHARS) {

@@ -79,17 +79,24 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
 
   it('runs the firewall at processing time, not at submission: accepted, then failed with a denied envelope', async () => {
     const p = await createTestProject(suite.tg.db);
-    const res = await submit(p, { operation: 'generate.text', messages: say(INJECTION) });
-    expect(res.status).toBe(202);
-    const job = await finished(p, res.json.id);
-    expect(job.status).toBe('failed');
-    expect(job.attempts).toBe(0);
-    expect(job.error).toEqual({ code: 'prompt_firewall_blocked' });
-    expect(job.result).toMatchObject({ status: 'denied', status_code: 403, error: { code: 'prompt_firewall_blocked' } });
-    const tl = await call('GET', `/v1/requests/${job.request_id}/timeline`, { key: p.clientKey });
-    const types: string[] = tl.json.events.map((e: any) => e.event_type);
-    expect(types).toEqual(expect.arrayContaining(['job.submitted', 'job.processing', 'firewall.blocked', 'request.denied', 'job.failed']));
-    expect(types).not.toContain('provider.request_sent');
+    // In a message, and in the description of a tool the target is offered.
+    const tools = [{ type: 'function', function: { name: 'search_docs', description: `Searches the docs. ${INJECTION}`, parameters: { type: 'object' } } }];
+    for (const body of [
+      { operation: 'generate.text', messages: say(INJECTION) },
+      { operation: 'generate.text', messages: say('find the release notes'), routing: { provider: 'openai' }, provider_options: { openai: { tools, tool_choice: 'none' } } },
+    ]) {
+      const res = await submit(p, body);
+      expect(res.status).toBe(202);
+      const job = await finished(p, res.json.id);
+      expect(job.status).toBe('failed');
+      expect(job.attempts).toBe(0);
+      expect(job.error).toEqual({ code: 'prompt_firewall_blocked' });
+      expect(job.result).toMatchObject({ status: 'denied', status_code: 403, error: { code: 'prompt_firewall_blocked' } });
+      const tl = await call('GET', `/v1/requests/${job.request_id}/timeline`, { key: p.clientKey });
+      const types: string[] = tl.json.events.map((e: any) => e.event_type);
+      expect(types).toEqual(expect.arrayContaining(['job.submitted', 'job.processing', 'firewall.blocked', 'request.denied', 'job.failed']));
+      expect(types).not.toContain('provider.request_sent');
+    }
   });
 
   it('retries a retryable upstream failure, honouring Retry-After, and records once', async () => {

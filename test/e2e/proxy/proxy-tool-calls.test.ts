@@ -1,13 +1,15 @@
 /**
- * A tool call through each proxy, as governance, usage and the timeline see it: a native request
- * that offers two tools and forces one, sent as each provider's SDK would. The native answer carries
- * the call; the permit keeps the tool names the request offered (a policy's `match.tool` sees them);
- * the timeline's provider.response_received names the call (never its arguments); usage and cost
- * are the provider's reported counts at the catalog's prices.
+ * A tool call through each proxy and the OpenAI Responses API, as governance, usage and the
+ * timeline see it: a native request that offers two tools and forces one, sent as each provider's
+ * SDK would. The native answer carries the call; the permit keeps the tool names the request
+ * offered (a policy's `match.tool` sees them); the timeline's provider.response_received names the
+ * call (never its arguments); usage and cost are the provider's reported counts at the catalog's
+ * prices.
  */
 import { startHarness, Harness, patchPolicy } from '../executions/helpers';
 import { pricing } from '../../../src/pricing';
 import { makeUsage, type UsageCounts } from '../../../src/providers/shared/usage';
+import { toolDefinitions, toolDefinitionTokens } from '../../../src/providers/shared/tool-definitions';
 import type { ProviderId } from '../../../src/config';
 import type { TestProject } from '../../support/tollgate';
 
@@ -24,6 +26,7 @@ const ASK = 'What is the weather in Lisbon?';
 
 /** One proxy: where its SDK sends the key and the request, the request forcing get_weather, and how to read its answer. */
 interface Case {
+  label: string;
   provider: ProviderId;
   model: string;
   path: string;
@@ -40,9 +43,16 @@ const openAIFunctions = [
   { type: 'function', function: { name: 'get_time', parameters: TIME } },
   { type: 'function', function: { name: 'get_weather', parameters: WEATHER } },
 ];
+const responsesFunctions = [
+  { type: 'function', name: 'get_time', parameters: TIME },
+  { type: 'function', name: 'get_weather', parameters: WEATHER },
+];
+/** A Responses answer: its function_call output items; the record's finish reason is `stop` for a completed response. */
+const responsesAnswer = (j: any) => ({ names: j.output.filter((o: any) => o.type === 'function_call').map((o: any) => o.name), finish: j.status === 'completed' ? 'stop' : 'length' });
 const chatAnswer = (j: any) => ({ names: j.choices[0].message.tool_calls.map((c: any) => c.function.name), finish: j.choices[0].finish_reason });
 const chatUsage = (j: any): UsageCounts => ({ input_tokens: j.usage.prompt_tokens, output_tokens: j.usage.completion_tokens, total_tokens: j.usage.total_tokens });
 const chatCase = (provider: ProviderId, model: string, path: string): Case => ({
+  label: `${provider} proxy`,
   provider,
   model,
   path,
@@ -55,6 +65,17 @@ const chatCase = (provider: ProviderId, model: string, path: string): Case => ({
 const CASES: Case[] = [
   chatCase('openai', 'gpt-4o-mini', '/openai/v1/chat/completions'),
   {
+    label: 'openai proxy, Responses API',
+    provider: 'openai',
+    model: 'gpt-4o-mini',
+    path: '/openai/v1/responses',
+    auth: bearer,
+    body: { model: 'gpt-4o-mini', input: ASK, tools: responsesFunctions, tool_choice: { type: 'function', name: 'get_weather' } },
+    answer: responsesAnswer,
+    usage: (j) => ({ input_tokens: j.usage.input_tokens, output_tokens: j.usage.output_tokens, total_tokens: j.usage.total_tokens }),
+  },
+  {
+    label: 'anthropic proxy',
     provider: 'anthropic',
     model: 'claude-sonnet-4-5',
     path: '/anthropic/v1/messages',
@@ -70,6 +91,7 @@ const CASES: Case[] = [
     usage: (j) => ({ input_tokens: j.usage.input_tokens + j.usage.cache_creation_input_tokens + j.usage.cache_read_input_tokens, output_tokens: j.usage.output_tokens }),
   },
   {
+    label: 'google proxy',
     provider: 'google',
     model: 'gemini-2.5-flash',
     path: '/google/v1beta/models/gemini-2.5-flash:generateContent',
@@ -104,7 +126,7 @@ const one = <T extends { event_type: string }>(events: T[], type: string): T => 
   return found[0];
 };
 
-describe.each(CASES)('$provider proxy: a forced tool call', (c) => {
+describe.each(CASES)('$label: a forced tool call', (c) => {
   it('the answer carries it; the permit, the timeline, usage and cost saw it', async () => {
     const p = await h.project();
     const res = await send(c, p);
@@ -117,6 +139,8 @@ describe.each(CASES)('$provider proxy: a forced tool call', (c) => {
     expect(one(events, 'permit.allowed').metadata).toMatchObject({ decision: 'allow', route: `proxy:${c.provider}`, tools: OFFERED });
     const permit = await h.call('GET', `/v1/permits/${res.permitId}`, { key: p.clientKey });
     expect(permit.json).toMatchObject({ decision: 'allow', request_id: res.requestId, tools: OFFERED });
+    // The estimate the reservation was sized on counted the tool definitions as input.
+    expect(permit.json.estimate.input_tokens).toBeGreaterThan(toolDefinitionTokens(toolDefinitions(c.body)));
 
     // The answer: its finish reason as the provider gave it, and the call by name only.
     const received = one(events, 'provider.response_received').metadata;
@@ -167,5 +191,32 @@ describe('tool calls beyond the forced sync one', () => {
     // openai streams usage only when asked (stream_options.include_usage), so the output is estimated: the arguments' tokens.
     expect(usage.estimated_final).toBe(true);
     expect(usage.output_tokens).toBeGreaterThan(0);
+  });
+
+  it('the Responses API: a required tool_choice answers a function_call of the only tool offered; the permit and the timeline name it', async () => {
+    const p = await h.project();
+    const responses = CASES[1];
+    const res = await send(responses, p, { ...responses.body, tools: [responsesFunctions[0]], tool_choice: 'required' });
+    expect(res.status).toBe(200);
+    const call = res.json.output.find((o: any) => o.type === 'function_call');
+    expect(call).toMatchObject({ type: 'function_call', name: 'get_time', status: 'completed', call_id: expect.any(String) });
+    expect(Object.keys(JSON.parse(call.arguments))).toEqual(['zone']);
+    const events = await timeline(p, res.requestId);
+    expect(one(events, 'permit.allowed').metadata).toMatchObject({ tools: ['get_time'] });
+    expect(one(events, 'provider.response_received').metadata).toEqual({ ok: true, status: 200, attempt: 1, finish_reason: 'stop', tool_calls: ['get_time'] });
+  });
+
+  it('the Responses API streamed: the function call arrives in its events; the timeline names it and usage is the provider\'s', async () => {
+    const p = await h.project();
+    const responses = CASES[1];
+    const res = await fetch(`${h.tg.url}/v1/proxy${responses.path}`, { method: 'POST', headers: { ...bearer(p.clientKey), 'content-type': 'application/json' }, body: JSON.stringify({ ...responses.body, stream: true }) });
+    expect(res.status).toBe(200);
+    const sse = await res.text();
+    expect(sse).toContain('response.function_call_arguments.delta');
+    const completed = sse.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6))).find((e) => e.type === 'response.completed');
+    expect(responsesAnswer(completed.response).names).toEqual(['get_weather']);
+    const events = await timeline(p, res.headers.get('x-svc-request-id')!);
+    expect(one(events, 'provider.response_received').metadata).toMatchObject({ ok: true, finish_reason: 'stop', tool_calls: ['get_weather'] });
+    expect(one(events, 'usage.recorded').metadata).toMatchObject({ input_tokens: completed.response.usage.input_tokens, output_tokens: completed.response.usage.output_tokens, estimated_final: false });
   });
 });

@@ -28,6 +28,14 @@ describe('outputCeilingSpec', () => {
     expect(spec({ provider: 'openai', model: 'gpt-4o-mini' }, [], { openai: { n: 4 } }).costAt(100)).toBe(cost('openai', 'gpt-4o-mini', 30, 400));
   });
 
+  it('tool definitions are input: the UTF-8 size of their JSON is in the bound of a target with another tokenizer', () => {
+    const tools = [{ name: 'lookup_order', description: 'Looks up an order by its number, in the shop\'s records', input_schema: { type: 'object', properties: { number: { type: 'string' } } } }];
+    const request: NormalizedRequest = { operation: 'generate.text', provider: 'anthropic', model: 'claude-haiku-4-5', stream: false, messages: [{ role: 'user', content: text }], parameters: { max_output_tokens: 500 }, providerOptions: { tools } };
+    const routing = { requested_provider: null, requested_model: null, reason_code: 'explicit_request' as const, primary: { provider: 'anthropic' as const, model: 'claude-haiku-4-5' }, fallback: [] };
+    const s = outputCeilingSpec(pricing, { request: { operation: 'generate.text', messages: request.messages, parameters: request.parameters, providerOptions: { anthropic: { tools } } }, routing }, request, 30)!;
+    expect(s.costAt(100)).toBe(cost('anthropic', 'claude-haiku-4-5', Buffer.byteLength(text) + 3 + Buffer.byteLength(JSON.stringify(tools)), 100));
+  });
+
   it('deepseek-reasoner: its chain of thought, outside max_tokens, is in the worst case', () => {
     const request: NormalizedRequest = { operation: 'generate.text', provider: 'deepseek', model: 'deepseek-reasoner', stream: false, messages: [{ role: 'user', content: 'x' }] };
     const routing = { requested_provider: null, requested_model: null, reason_code: 'explicit_request' as const, primary: { provider: 'deepseek' as const, model: 'deepseek-reasoner' }, fallback: [] };
