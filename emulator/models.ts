@@ -5,6 +5,7 @@
  */
 import { MODEL_PRICES } from '../src/pricing/table';
 import { countChatTokens } from '../src/pricing/tokenizer';
+import { toolDefinitions, toolDefinitionTokens } from '../src/providers/shared/tool-definitions';
 import type { ProviderId } from '../src/providers/types';
 
 const CREATED = 1_735_689_600; // 2025-01-01T00:00:00Z
@@ -81,7 +82,7 @@ export function readRoute(provider: ProviderId, method: string, path: string, bo
       const id = decodeURIComponent(path.slice('/v1/models/'.length));
       return ids('anthropic').includes(id) ? { status: 200, body: anthropicModel(id) } : notFound(id);
     }
-    if (method === 'POST' && path === '/v1/messages/count_tokens') return { status: 200, body: { input_tokens: countChatTokens(textsOf(body ?? {})) } };
+    if (method === 'POST' && path === '/v1/messages/count_tokens') return { status: 200, body: { input_tokens: countChatTokens(textsOf(body ?? {})) + toolDefinitionTokens(toolDefinitions(body)) } };
   }
   if (provider === 'google') {
     const m = /^\/(v1beta|v1)\/models(?:\/([^:]+))?(?::(countTokens))?$/.exec(path);
@@ -90,7 +91,7 @@ export function readRoute(provider: ProviderId, method: string, path: string, bo
       const id = decodeURIComponent(m[2]);
       return ids('google').includes(id) ? { status: 200, body: googleModel(id) } : notFound(id);
     }
-    if (m && method === 'POST' && m[2] && m[3] === 'countTokens') return { status: 200, body: { totalTokens: countChatTokens(textsOf(body ?? {})) } };
+    if (m && method === 'POST' && m[2] && m[3] === 'countTokens') return { status: 200, body: { totalTokens: countChatTokens(textsOf(body ?? {})) + toolDefinitionTokens(toolDefinitions(body)) } };
   }
   return null;
 }

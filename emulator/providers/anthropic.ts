@@ -1,6 +1,7 @@
 /** Anthropic's Messages API (`/anthropic/v1/messages`), sync and streamed with `event:` lines. */
 import { providerModules } from '../../src/providers';
 import { countChatTokens, countTokens } from '../../src/pricing/tokenizer';
+import { toolDefinitions, toolDefinitionTokens } from '../../src/providers/shared/tool-definitions';
 import { chunksOf, hashHex, outputTokensOf, replyFor } from '../content';
 import type { Faults } from '../faults';
 import { HttpFail, sendJson, slices, sseWriter, unknownRoute, type Ctx, type ProviderRoutes } from '../http';
@@ -25,7 +26,7 @@ async function messages(ctx: Ctx, faults: Faults) {
   const { text, truncated } = schema ? { text: JSON.stringify(valueFor(schema, seed)), truncated: false } : replyFor(last, b.max_tokens, faults.fillOutput);
   const toolUse = tool ? { type: 'tool_use', id: toolCallId('toolu_', seed), name: tool.name, input: valueFor(tool.parameters, seed) as Record<string, unknown> } : null;
   const toolJson = toolUse ? JSON.stringify(toolUse.input) : '';
-  const total = countChatTokens(texts);
+  const total = countChatTokens(texts) + toolDefinitionTokens(toolDefinitions(b));
   const cached = Math.min(faults.cachedTokens, total);
   const usage = { input_tokens: total - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: toolUse ? countTokens(toolJson) : outputTokensOf(text, b.max_tokens), service_tier: 'standard' };
   const id = `msg_${hashHex(JSON.stringify(b)).slice(0, 24)}`;

@@ -4,6 +4,7 @@
  */
 import { providerModules } from '../../src/providers';
 import { countChatTokens, countTokens } from '../../src/pricing/tokenizer';
+import { toolDefinitions, toolDefinitionTokens } from '../../src/providers/shared/tool-definitions';
 import { chunksOf, embeddingFor, hashHex, outputTokensOf, replyFor } from '../content';
 import type { Faults } from '../faults';
 import { HttpFail, sendJson, sseWriter, unknownRoute, type Ctx, type ProviderRoutes } from '../http';
@@ -37,7 +38,7 @@ async function generate(ctx: Ctx, faults: Faults, model: string, stream: boolean
   const schema = tool ? null : googleResponseSchema(b);
   const { text, truncated } = schema ? { text: JSON.stringify(valueFor(schema, seed)), truncated: false } : replyFor(last, b.generationConfig?.maxOutputTokens, faults.fillOutput);
   const functionCall = tool ? { name: tool.name, args: valueFor(tool.parameters, seed) } : null;
-  const prompt = countChatTokens(texts) + fileParts.length * 258;
+  const prompt = countChatTokens(texts) + toolDefinitionTokens(toolDefinitions(b)) + fileParts.length * 258;
   const output = functionCall ? countTokens(JSON.stringify(functionCall.args)) : outputTokensOf(text, b.generationConfig?.maxOutputTokens);
   const cached = Math.min(faults.cachedTokens, prompt);
   const usageMetadata = {

@@ -4,6 +4,7 @@
  */
 import { providerModules } from '../../src/providers';
 import { countChatTokens, countTokens } from '../../src/pricing/tokenizer';
+import { toolDefinitions, toolDefinitionTokens } from '../../src/providers/shared/tool-definitions';
 import { audioFor, audioSecondsOf, chunksOf, hashHex, outputTokensOf, pngFor, replyFor, transcriptOf } from '../content';
 import type { Faults } from '../faults';
 import { HttpFail, now, sendJson, slices, sseWriter, unknownRoute, type Ctx, type ProviderRoutes } from '../http';
@@ -63,7 +64,7 @@ async function responses(ctx: Ctx, faults: Faults) {
   const id = `resp_${hashHex(JSON.stringify(b)).slice(0, 24)}`;
   const msgId = `msg_${hashHex(`${id}:message`).slice(0, 24)}`;
   const call = tool ? { id: `fc_${hashHex(`${id}:call`).slice(0, 24)}`, call_id: toolCallId('call_', seed), name: tool.name, arguments: JSON.stringify(valueFor(tool.parameters, seed)) } : null;
-  const inputTokens = countChatTokens(texts);
+  const inputTokens = countChatTokens(texts) + toolDefinitionTokens(toolDefinitions(b));
   const outputTokens = call ? countTokens(call.arguments) : outputTokensOf(text, b.max_output_tokens);
   const cached = Math.min(faults.cachedTokens, inputTokens);
   const created = now();

@@ -5,6 +5,7 @@
  */
 import { providerModules } from '../../../src/providers';
 import { countChatTokens, countTokens } from '../../../src/pricing/tokenizer';
+import { toolDefinitions, toolDefinitionTokens } from '../../../src/providers/shared/tool-definitions';
 import { chunksOf, embeddingBase64, embeddingFor, hashHex, outputTokensOf, replyFor } from '../../content';
 import type { Faults } from '../../faults';
 import { HttpFail, now, sendJson, slices, sseWriter, type Ctx } from '../../http';
@@ -50,7 +51,7 @@ export async function chat(ctx: Ctx, faults: Faults, dialect: ChatDialect) {
   const { truncated } = reply;
   const toolCall = tool ? { id: toolCallId('call_', seed), type: 'function', function: { name: tool.name, arguments: JSON.stringify(valueFor(tool.parameters, seed)) } } : null;
   const text = toolCall ? '' : reply.text;
-  const input = countChatTokens(texts);
+  const input = countChatTokens(texts) + toolDefinitionTokens(toolDefinitions(b));
   const output = toolCall ? countTokens(toolCall.function.arguments) : outputTokensOf(text, maxTokens);
   const cached = Math.min(faults.cachedTokens, input);
   const usage = dialect.usage(input, output, cached);
