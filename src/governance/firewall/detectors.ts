@@ -3,6 +3,9 @@
  * decisions name only the category (`prompt_injection`, `secret`, `pii`).
  */
 
+import { contextSpans } from './pii-context';
+import { luhn } from './pii-checks';
+import { idSpans } from './pii-ids';
 import { scanSecrets } from './secret-scan';
 
 export type FirewallCategory = 'prompt_injection' | 'secret' | 'pii';
@@ -55,33 +58,6 @@ const re = (id: string, category: FirewallCategory, pattern: RegExp, opts: { kin
     },
   };
 };
-
-function luhn(digits: string): boolean {
-  let sum = 0;
-  let dbl = false;
-  for (let i = digits.length - 1; i >= 0; i--) {
-    let n = digits.charCodeAt(i) - 48;
-    if (dbl) {
-      n *= 2;
-      if (n > 9) n -= 9;
-    }
-    sum += n;
-    dbl = !dbl;
-  }
-  return sum % 10 === 0;
-}
-
-function ibanValid(raw: string): boolean {
-  const s = raw.replace(/\s+/g, '').toUpperCase();
-  if (s.length < 15 || s.length > 34) return false;
-  const rearranged = s.slice(4) + s.slice(0, 4);
-  let rem = 0;
-  for (const ch of rearranged) {
-    const v = /[0-9]/.test(ch) ? ch : String(ch.charCodeAt(0) - 55);
-    for (const d of v) rem = (rem * 10 + (d.charCodeAt(0) - 48)) % 97;
-  }
-  return rem === 1;
-}
 
 // Secrets: one pass over the text (secret-scan.ts) for credential formats, labelled values and URL passwords.
 export { entropy, isPlaceholder } from './secret-values';
@@ -140,13 +116,10 @@ const cardDetector: Detector = {
   spans: (text) => validSpans(text, { pattern: CARD_CANDIDATE, kind: 'CARD', valid: (m) => isCard(m[0]) }),
 };
 
-const IBAN_CANDIDATE = /\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?\b/g;
-const ibanDetector: Detector = {
-  id: 'pii.iban',
-  category: 'pii',
-  test: (text) => someMatch(IBAN_CANDIDATE, text, (m) => ibanValid(m[0])),
-  spans: (text) => validSpans(text, { pattern: IBAN_CANDIDATE, kind: 'IBAN', valid: (m) => ibanValid(m[0]) }),
-};
+// IBANs (every registry country) and national ids: one pass over the text (pii-ids.ts).
+const idDetector: Detector = { id: 'pii.national_id', category: 'pii', test: (t) => idSpans(t, true).length > 0, spans: (t) => idSpans(t) };
+// Dates of birth next to a name, postal addresses after a personal cue (pii-context.ts).
+const contextDetector: Detector = { id: 'pii.context', category: 'pii', test: (t) => contextSpans(t, true).length > 0, spans: (t) => contextSpans(t) };
 
 // Verhoeff check digit (Aadhaar).
 const VD = [[0,1,2,3,4,5,6,7,8,9],[1,2,3,4,0,6,7,8,9,5],[2,3,4,0,1,7,8,9,5,6],[3,4,0,1,2,8,9,5,6,7],[4,0,1,2,3,9,5,6,7,8],[5,9,8,7,6,0,4,3,2,1],[6,5,9,8,7,1,0,4,3,2],[7,6,5,9,8,2,1,0,4,3],[8,7,6,5,9,3,2,1,0,4],[9,8,7,6,5,4,3,2,1,0]]; // prettier-ignore
@@ -225,7 +198,8 @@ const pii: Detector[] = [
   aadhaarDetector,
   // Passport numbers only with a label.
   re('pii.passport', 'pii', /\bpassport\s+(?:no\.?|number|#)\s*[:#]?\s*[A-Z0-9]{6,9}\b/i, { kind: 'PASSPORT', value: /[A-Z0-9]{6,9}$/i }),
-  ibanDetector,
+  idDetector,
+  contextDetector,
   emailDetector,
   re('pii.phone', 'pii', /(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)\s?|\b\d{3}[ .-])\d{3}[ .-]\d{4}\b|\+\d{10,15}\b|(?<![\w+])\+\d{1,3}(?:[ .-]?\d{1,4}){3,5}(?!\d)/, { kind: 'PHONE', toggle: 'detect_pii_phone' }),
 ];
