@@ -91,8 +91,11 @@ export function idSpans(text: string, first = false): Span[] {
       if (end < 0 && isUpper(c)) {
         let j = i;
         while (j < n && j - i <= 18 && (isDigit(text.charCodeAt(j)) || isUpper(text.charCodeAt(j)))) j++;
-        const tok = text.slice(i, j);
-        if (!isAlnum(text.charCodeAt(j)) && LETTER_IDS.some((x) => x.re.test(tok) && x.valid(tok))) end = j;
+        // Only the lengths of the letter-led ids (9, 16) are read further.
+        if ((j - i === 9 || j - i === 16) && !isAlnum(text.charCodeAt(j))) {
+          const tok = text.slice(i, j);
+          if (LETTER_IDS.some((x) => x.re.test(tok) && x.valid(tok))) end = j;
+        }
       } else if (end < 0 && isDigit(c)) {
         HETU.lastIndex = i;
         if (HETU.test(text) && C.fiHetuValid(text.slice(i, i + 11))) end = i + 11;
