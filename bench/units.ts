@@ -5,11 +5,13 @@
  *   (default)          every unit below, one after the other
  *   --tokenizer        the token estimator; BENCH_COMPARE_DIR compares maintained libraries (units/tokenizer.ts)
  *   --firewall-redact  the firewall's redact action on a 4 KB prompt (units/firewall-redact.ts)
+ *   --firewall-compare the firewall against a git ref, interleaved: inspection and redaction (units/firewall-compare.ts)
  */
 import { runModes } from './lib/modes';
 
 const tokenizer = async (args: string[]) => (await import('./units/tokenizer')).run(args);
 const firewallRedact = async () => (await import('./units/firewall-redact')).run();
+const firewallCompare = async () => (await import('./units/firewall-compare')).run();
 
 runModes(
   'bench:units',
@@ -23,6 +25,7 @@ runModes(
     },
     tokenizer: { about: 'countTokens on ordinary and hostile texts (BENCH_COMPARE_DIR: against libraries)', run: tokenizer },
     'firewall-redact': { about: "the firewall's redact action (masking and check) on a 4 KB prompt", run: firewallRedact },
+    'firewall-compare': { about: 'the firewall against a git ref (BENCH_FIREWALL_REF, default main), interleaved: inspection and redaction', run: firewallCompare },
   },
   'all',
 );

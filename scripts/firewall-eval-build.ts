@@ -23,7 +23,9 @@ import { publicBenign, publicPersonaAndRules } from './lib/firewall-eval/public-
 import { publicSecrets } from './lib/firewall-eval/public-secrets';
 import { rng } from './lib/firewall-eval/rng';
 import { generatedHardNegatives } from './lib/firewall-eval/synthetic-hard-negatives';
+import { publicPii } from './lib/firewall-eval/public-pii';
 import { generatedPii } from './lib/firewall-eval/synthetic-pii';
+import { generatedPiiIntl } from './lib/firewall-eval/synthetic-pii-intl';
 import { generatedSecrets } from './lib/firewall-eval/synthetic-secrets';
 import { MIRROR, missingSnapshots, PINS } from './lib/firewall-snapshots';
 
@@ -46,6 +48,8 @@ function main() {
   const r = rng(20);
   const generated = dedupe([...generatedSecrets(r), ...generatedPii(r), ...generatedHardNegatives(r)]);
   write('generated.json', 'Synthetic cases (seeded generator in scripts/firewall-eval-build.ts): secrets in documented key formats with random bodies, personal data with valid checksums, hard negatives. No real key or person.', generated);
+  // International personal data: a file of its own, so the figures above stay comparable (same seed, same cases).
+  write('generated-pii-intl.json', 'Synthetic international personal data and its hard negatives (scripts/lib/firewall-eval/synthetic-pii-intl.ts): values drawn against the firewall\'s own check-digit functions.', dedupe(generatedPiiIntl(rng(41))));
   if (process.argv[2] === 'generated') return;
   const missing = missingSnapshots();
   if (missing.length) {
@@ -60,6 +64,9 @@ function main() {
   const pub = dedupe([...inj, ...derivedInjection(inj), ...publicJailbreak(), ...publicBenign(), ...publicPersonaAndRules(), ...publicExtractionAndIndirect(), ...publicSecrets()]);
   write('public.json', 'Cases from public repositories (see SOURCES.md), built locally from snapshots pinned in scripts/lib/firewall-snapshots.ts; not committed.', pub, true);
   process.stdout.write(`public.json sha256 ${sha(fs.readFileSync(path.join(OUT_DIR, 'public.json'), 'utf8'))}\n`);
+  // python-stdnum's example numbers: a file of its own (public.json keeps its checksum), evaluation only, all in test.
+  write('public-pii.json', 'Example numbers of python-stdnum (LGPL-2.1) in sentences, evaluation only (test split); built locally, not committed.', dedupe(publicPii()), true);
+  process.stdout.write(`public-pii.json sha256 ${sha(fs.readFileSync(path.join(OUT_DIR, 'public-pii.json'), 'utf8'))}\n`);
 }
 
 if (require.main === module) main();

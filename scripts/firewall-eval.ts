@@ -39,7 +39,8 @@ const argSplit = process.argv.indexOf('--split');
 const onlySplit = argSplit >= 0 ? process.argv[argSplit + 1] : undefined;
 const generated = load('generated.json');
 const pub = load('public.json');
-const cases = [...generated, ...pub];
+// International personal data (synthetic, and python-stdnum's examples): files of their own, reported as their own sources.
+const cases = [...generated, ...pub, ...load('generated-pii-intl.json'), ...load('public-pii.json')];
 const input = (c: EvalCase): InspectableText[] => [c.role && c.role !== 'user' ? { role: c.role, text: c.text } : c.text];
 
 const CATS = ['injection', 'jailbreak', 'secret', 'pii', 'benign'] as const;

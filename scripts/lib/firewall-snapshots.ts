@@ -29,6 +29,7 @@ export const PINS: Record<string, string> = {
   'praetorian-inc+noseyparker': '2e6e7f36ce36619852532bbe698d8cb7a26d2da7',
   'LouisShark+chatgpt_system_prompt': '37a95e8a062d78424546e5acfbe0f95b3de79e2a',
   'whylabs+langkit': '5d6cab1e2ff32181ba5c514aaa2a4473421dc413',
+  'arthurdejong+python-stdnum': '006192e59be8ed6e08fd680256868a6c31eb2ba9',
 };
 
 const dirOf = (repo: string) => path.join(MIRROR, repo, 'repo');

@@ -3,6 +3,11 @@
  * decisions name only the category (`prompt_injection`, `secret`, `pii`).
  */
 
+import { contextSpans } from './pii-context';
+import { luhn } from './pii-checks';
+import { idSpans } from './pii-ids';
+import { scanSecrets } from './secret-scan';
+
 export type FirewallCategory = 'prompt_injection' | 'secret' | 'pii';
 
 export interface Detector {
@@ -54,167 +59,8 @@ const re = (id: string, category: FirewallCategory, pattern: RegExp, opts: { kin
   };
 };
 
-function luhn(digits: string): boolean {
-  let sum = 0;
-  let dbl = false;
-  for (let i = digits.length - 1; i >= 0; i--) {
-    let n = digits.charCodeAt(i) - 48;
-    if (dbl) {
-      n *= 2;
-      if (n > 9) n -= 9;
-    }
-    sum += n;
-    dbl = !dbl;
-  }
-  return sum % 10 === 0;
-}
-
-function ibanValid(raw: string): boolean {
-  const s = raw.replace(/\s+/g, '').toUpperCase();
-  if (s.length < 15 || s.length > 34) return false;
-  const rearranged = s.slice(4) + s.slice(0, 4);
-  let rem = 0;
-  for (const ch of rearranged) {
-    const v = /[0-9]/.test(ch) ? ch : String(ch.charCodeAt(0) - 55);
-    for (const d of v) rem = (rem * 10 + (d.charCodeAt(0) - 48)) % 97;
-  }
-  return rem === 1;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Secrets: provider key formats (prefix + body), then placeholder rejection on the body ("xxxx…",
-// "AIzaaaa…", runs of one character, too few distinct characters, "your-key-here"), so documentation
-// placeholders pass while real-looking keys do not. `(?<![\w-])` / `(?![\w-])` instead of `\b` so a key
-// followed by punctuation (`key.`, `key);`, `key"`) still matches.
-
-/** Shannon entropy in bits per character. */
-export function entropy(s: string): number {
-  const counts = new Map<string, number>();
-  for (const ch of s) counts.set(ch, (counts.get(ch) ?? 0) + 1);
-  let h = 0;
-  for (const n of counts.values()) {
-    const p = n / s.length;
-    h -= p * Math.log2(p);
-  }
-  return h;
-}
-
-/** True for documentation placeholders rather than keys. */
-export function isPlaceholder(body: string): boolean {
-  if (/(?:x{4,}|X{4,}|\.{3}|\*{4,}|<[^>]*>|\$\{|your|YOUR|Your|here|HERE|placeholder|PLACEHOLDER|redacted|REDACTED|dummy|DUMMY|changeme|CHANGEME|0{6,})/.test(body)) return true;
-  if (/(.)\1{5,}/.test(body)) return true;
-  const distinct = new Set(body).size;
-  return distinct < Math.min(8, Math.ceil(body.length / 3));
-}
-
-interface KeyFormat {
-  id: string;
-  /** Global regex; group 1 (if any) is the random body checked against placeholders. */
-  pattern: RegExp;
-  /** Minimum entropy (bits/char) of the body; 0 = format alone suffices. */
-  minEntropy?: number;
-}
-const B = '(?<![\\w-])';
-const E = '(?![\\w-])';
-const K = (id: string, src: string, minEntropy = 0, flags = 'g'): KeyFormat => ({ id, pattern: new RegExp(src, flags), minEntropy });
-
-const KEY_FORMATS: KeyFormat[] = [
-  K('sec.aws_access_key', `${B}(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|A3T[A-Z0-9])([0-9A-Z]{16})${E}`),
-  K('sec.aws_secret', `aws_?secret_?(?:access_?)?key["']?\\s*[:=]\\s*["']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])`, 3.5),
-  K('sec.anthropic', `${B}sk-ant-(?:api|admin|oat|sid)\\d{2}-([A-Za-z0-9_-]{20,})`),
-  K('sec.openai', `${B}sk-(?:proj-|svcacct-|admin-|None-)?([A-Za-z0-9_-]{20,})${E}`, 3),
-  K('sec.google_api_key', `${B}AIza([0-9A-Za-z_-]{35})${E}`),
-  K('sec.github', `${B}(?:gh[pousr]_([A-Za-z0-9]{36,})|github_pat_([A-Za-z0-9_]{22,}))${E}`),
-  K('sec.gitlab', `${B}(?:glpat|gldt|glrt|glptt|glsoat)-([A-Za-z0-9_-]{20,})${E}`),
-  K('sec.slack', `${B}xox[abprecs]-((?:\\d+-)+[A-Za-z0-9-]{8,}|[A-Za-z0-9]{10,}(?:-[A-Za-z0-9]+)*)${E}`),
-  K('sec.slack_webhook', `hooks\\.slack\\.com/(?:services|workflows)/(T[A-Z0-9]+/[A-Z0-9]+/[A-Za-z0-9]{16,})`),
-  K('sec.stripe', `${B}(?:sk|rk)_(?:live|test)_([A-Za-z0-9]{20,})${E}`),
-  K('sec.twilio', `${B}(?:SK|AC)([0-9a-f]{32})${E}`, 3),
-  K('sec.sendgrid', `${B}SG\\.([A-Za-z0-9_-]{22}\\.[A-Za-z0-9_-]{43})${E}`),
-  K('sec.mailgun', `${B}key-([0-9a-f]{32})${E}`, 3),
-  K('sec.npm', `${B}npm_([A-Za-z0-9]{36})${E}`),
-  K('sec.pypi', `${B}pypi-AgEIcHlwaS5vcmc([A-Za-z0-9_-]{50,})`),
-  K('sec.huggingface', `${B}hf_([A-Za-z]{34,40})${E}`),
-  K('sec.telegram', `${B}\\d{8,10}:(AA[A-Za-z0-9_-]{33})${E}`),
-  K('sec.shopify', `${B}shp(?:at|ss|ca|pa)_([a-fA-F0-9]{32})${E}`),
-  K('sec.digitalocean', `${B}do[opr]_v1_([a-f0-9]{64})${E}`),
-  K('sec.databricks', `${B}dapi([a-f0-9]{32})(?:-\\d)?${E}`),
-  K('sec.doppler', `${B}dp\\.(?:pt|st|ct|sa|scim|audit)\\.([A-Za-z0-9]{40,44})${E}`),
-  K('sec.postman', `${B}PMAK-([a-f0-9]{24}-[a-f0-9]{34})${E}`),
-  K('sec.linear', `${B}lin_(?:api|oauth)_([A-Za-z0-9]{40})${E}`),
-  K('sec.notion', `${B}(?:secret_|ntn_)([A-Za-z0-9]{43,46})${E}`),
-  K('sec.groq', `${B}gsk_([A-Za-z0-9]{52})${E}`),
-  K('sec.replicate', `${B}r8_([A-Za-z0-9]{37})${E}`),
-  K('sec.perplexity', `${B}pplx-([A-Za-z0-9]{48})${E}`),
-  K('sec.xai', `${B}xai-([A-Za-z0-9]{70,90})${E}`),
-  K('sec.atlassian', `${B}ATATT3([A-Za-z0-9_=-]{150,})`),
-  K('sec.vault', `${B}hv[sbr]\\.([A-Za-z0-9_-]{24,})${E}`),
-  K('sec.newrelic', `${B}NRAK-([A-Z0-9]{27})${E}`),
-  K('sec.grafana', `${B}(?:glsa|glc)_([A-Za-z0-9_+/=-]{32,})${E}`),
-  K('sec.figma', `${B}figd_([A-Za-z0-9_-]{40,})${E}`),
-  K('sec.supabase', `${B}sbp_([a-f0-9]{40})${E}`),
-  K('sec.pulumi', `${B}pul-([a-f0-9]{40})${E}`),
-  K('sec.square', `${B}sq0(?:atp|csp)-([A-Za-z0-9_-]{22,43})${E}`),
-  K('sec.sentry_dsn', `https?://([a-f0-9]{32})@[a-z0-9.-]*(?:sentry\\.io|ingest)`),
-  K('sec.discord_webhook', `discord(?:app)?\\.com/api/webhooks/\\d{17,20}/([A-Za-z0-9_-]{60,68})`),
-  K('sec.azure_storage', `AccountKey=([A-Za-z0-9+/]{80,90}={0,2})`),
-  K('sec.connection_url', `${B}(?:postgres(?:ql)?|mysql|mongodb(?:\\+srv)?|redis|rediss|amqps?|mssql)://[^\\s:/@]{1,64}:([^\\s:/@]{6,128})@[^\\s/]{3,}`, 2.5),
-  K('sec.private_key', `-----BEGIN[ A-Z]{0,20} PRIVATE KEY(?: BLOCK)?-----()`),
-  K('sec.jwt', `${B}eyJ[A-Za-z0-9_-]{8,}\\.eyJ([A-Za-z0-9_-]{8,})\\.[A-Za-z0-9_-]{8,}`),
-  K('sec.bearer', `\\bBearer\\s+((?=[A-Za-z0-9._~+/-]*\\d)(?=[A-Za-z0-9._~+/-]*[A-Za-z])[A-Za-z0-9._~+/-]{24,}=*)`, 3),
-  // A labelled secret: a key/password/token label in any case (`COHERE_API_KEY=`, `SMTP_PASS=`), then a high-entropy value.
-  // Labels in any case (`COHERE_API_KEY=`, `SMTP_PASS=`).
-  K('sec.labeled', `(?:api[_-]?key|api[_-]?secret|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token|password|passwd|pwd|pass|secret|token)["']?\\s{0,3}[:=]\\s{0,3}["']?([A-Za-z0-9!#%&*+/=?@^_.~-]{12,128})`, 3.2, 'gi'),
-];
-
-function isSecretMatch(f: KeyFormat, m: RegExpExecArray): boolean {
-  const body = m.slice(1).find((g) => g !== undefined) ?? '';
-  if (body && isPlaceholder(body)) return false;
-  if (f.minEntropy && entropy(body) < f.minEntropy) return false;
-  if (f.id === 'sec.labeled' && !(/[A-Za-z]/.test(body) && /[0-9!#%&*+/=?@^_.~-]/.test(body))) return false;
-  return true;
-}
-
-function findSecret(text: string): string | null {
-  for (const f of KEY_FORMATS) {
-    for (const m of matches(f.pattern, text)) if (isSecretMatch(f, m)) return f.id;
-  }
-  return null;
-}
-
-/**
- * Formats whose match holds more than the secret: a label, a user name and host, a URL. Only the
- * secret value (the format's group) is masked, so the text still reads ("password=[REDACTED_SECRET_1]").
- */
-const VALUE_ONLY = new Set(['sec.aws_secret', 'sec.labeled', 'sec.connection_url', 'sec.sentry_dsn', 'sec.slack_webhook', 'sec.discord_webhook', 'sec.azure_storage', 'sec.bearer']);
-/** A PEM block: the key material runs to its END line (or, cut short, to the end of the base64 run). */
-const PEM_END = /-----END[ A-Z]{0,20} PRIVATE KEY(?: BLOCK)?-----|(?=[^A-Za-z0-9+/=\s])/g;
-
-function secretSpans(text: string): Span[] {
-  const out: Span[] = [];
-  for (const f of KEY_FORMATS) {
-    for (const m of matches(f.pattern, text)) {
-      if (!isSecretMatch(f, m)) continue;
-      let start = m.index;
-      let end = m.index + m[0].length;
-      if (f.id === 'sec.private_key') {
-        PEM_END.lastIndex = end;
-        const e = PEM_END.exec(text);
-        end = e ? e.index + e[0].length : text.length;
-      } else if (VALUE_ONLY.has(f.id)) {
-        const body = m.slice(1).find((g) => g !== undefined);
-        if (body) {
-          // The group is the last occurrence of its text in the match except for sentry (key before '@host').
-          const at = f.id === 'sec.sentry_dsn' ? m[0].indexOf(body) : m[0].lastIndexOf(body);
-          start = m.index + at;
-          end = start + body.length;
-        }
-      }
-      out.push({ start, end, kind: 'SECRET' });
-    }
-  }
-  return out;
-}
+// Secrets: one pass over the text (secret-scan.ts) for credential formats, labelled values and URL passwords.
+export { entropy, isPlaceholder } from './secret-values';
 
 /**
  * The matches of a global pattern, as `text.matchAll(pattern)` gives them, without its copy of the
@@ -235,7 +81,12 @@ function someMatch(pattern: RegExp, text: string, valid: (m: RegExpExecArray) =>
   return false;
 }
 
-const secretDetector: Detector = { id: 'sec.formats', category: 'secret', test: (t) => findSecret(t) !== null, spans: secretSpans };
+const secretDetector: Detector = {
+  id: 'sec.formats',
+  category: 'secret',
+  test: (t) => scanSecrets(t, true).length > 0,
+  spans: (t) => scanSecrets(t).map((h) => ({ start: h.start, end: h.end, kind: 'SECRET' })),
+};
 const secrets: Detector[] = [secretDetector];
 
 
@@ -265,13 +116,10 @@ const cardDetector: Detector = {
   spans: (text) => validSpans(text, { pattern: CARD_CANDIDATE, kind: 'CARD', valid: (m) => isCard(m[0]) }),
 };
 
-const IBAN_CANDIDATE = /\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?\b/g;
-const ibanDetector: Detector = {
-  id: 'pii.iban',
-  category: 'pii',
-  test: (text) => someMatch(IBAN_CANDIDATE, text, (m) => ibanValid(m[0])),
-  spans: (text) => validSpans(text, { pattern: IBAN_CANDIDATE, kind: 'IBAN', valid: (m) => ibanValid(m[0]) }),
-};
+// IBANs (every registry country) and national ids: one pass over the text (pii-ids.ts).
+const idDetector: Detector = { id: 'pii.national_id', category: 'pii', test: (t) => idSpans(t, true).length > 0, spans: (t) => idSpans(t) };
+// Dates of birth next to a name, postal addresses after a personal cue (pii-context.ts).
+const contextDetector: Detector = { id: 'pii.context', category: 'pii', test: (t) => contextSpans(t, true).length > 0, spans: (t) => contextSpans(t) };
 
 // Verhoeff check digit (Aadhaar).
 const VD = [[0,1,2,3,4,5,6,7,8,9],[1,2,3,4,0,6,7,8,9,5],[2,3,4,0,1,7,8,9,5,6],[3,4,0,1,2,8,9,5,6,7],[4,0,1,2,3,9,5,6,7,8],[5,9,8,7,6,0,4,3,2,1],[6,5,9,8,7,1,0,4,3,2],[7,6,5,9,8,2,1,0,4,3],[8,7,6,5,9,3,2,1,0,4],[9,8,7,6,5,4,3,2,1,0]]; // prettier-ignore
@@ -350,7 +198,8 @@ const pii: Detector[] = [
   aadhaarDetector,
   // Passport numbers only with a label.
   re('pii.passport', 'pii', /\bpassport\s+(?:no\.?|number|#)\s*[:#]?\s*[A-Z0-9]{6,9}\b/i, { kind: 'PASSPORT', value: /[A-Z0-9]{6,9}$/i }),
-  ibanDetector,
+  idDetector,
+  contextDetector,
   emailDetector,
   re('pii.phone', 'pii', /(?:\+\d{1,3}[ .-]?)?(?:\(\d{3}\)\s?|\b\d{3}[ .-])\d{3}[ .-]\d{4}\b|\+\d{10,15}\b|(?<![\w+])\+\d{1,3}(?:[ .-]?\d{1,4}){3,5}(?!\d)/, { kind: 'PHONE', toggle: 'detect_pii_phone' }),
 ];
