@@ -7,6 +7,11 @@ import { INTENT_FAILURES, IntentState, LEASE_SETTLE_GRACE_MS, LEASE_TTL_MS, Leas
  * unseen block, repeated rounds): docs/decisions/call-leases.md.
  */
 const LEASE_RECLAIM_PATCH = 'intent-lease-reclaim-all';
+/**
+ * Marks runs that subtract the calls a holder gave back after reporting them (LeaseArgs.returned).
+ * A run that handled such reports before this code ignored them; replaying it must ignore them too.
+ */
+const LEASE_RETURNED_PATCH = 'intent-lease-returned-calls';
 /** Largest block one lease request is granted beyond the calls its holder is waiting for. */
 const MAX_LEASE_PREFETCH = 100_000;
 
@@ -14,8 +19,8 @@ type LeaseActivities = Pick<IntentActivities, 'notifyLeaseHolders' | 'countLease
 
 /**
  * The call leases of one intentWorkflow run (workflow code: deterministic, runs in the workflow
- * sandbox). Invariant: calls committed = consumed (reported) + the unconsumed part of every open
- * lease ≤ maxCalls.
+ * sandbox). Invariant: calls committed = consumed (reported, less those given back) + the unconsumed
+ * part of every open lease ≤ maxCalls.
  */
 export function createLeaseBook(state: IntentState, acts: LeaseActivities) {
   const leases = state.leases!;
@@ -27,12 +32,23 @@ export function createLeaseBook(state: IntentState, acts: LeaseActivities) {
     return c;
   };
   const room = () => (state.maxCalls === null ? Number.POSITIVE_INFINITY : Math.max(0, state.maxCalls - committed()));
-  const report = (id: string, used: number) => {
+  /**
+   * A holder's cumulative counts (a retried or reordered report changes nothing): calls used count,
+   * calls given back after being reported (at most what was used) stop counting.
+   */
+  const report = (id: string, used: number, returned = 0) => {
     const l = leases[id];
     if (!l) return;
     const u = Math.min(l.size, Math.max(l.used, used));
     state.actualCalls += u - l.used;
     l.used = u;
+    const before = l.returned ?? 0;
+    const r = Math.min(l.used, Math.max(before, returned));
+    // Checked only when a report brings a give-back, so histories without any replay unchanged.
+    if (r > before && patched(LEASE_RETURNED_PATCH)) {
+      state.actualCalls -= r - before;
+      l.returned = r;
+    }
   };
   const close = (id: string) => {
     delete leases[id];
@@ -134,7 +150,7 @@ export function createLeaseBook(state: IntentState, acts: LeaseActivities) {
   /** Answers one leaseCalls Update (the caller counts it as handled). */
   const request = async (args: LeaseArgs): Promise<LeaseResult> => {
     const id = args.leaseId;
-    report(id, args.used);
+    report(id, args.used, args.returned);
     if (args.release) {
       close(id);
       return leaseResult(id);
@@ -203,7 +219,10 @@ export function createLeaseBook(state: IntentState, acts: LeaseActivities) {
 
 export function validateLeaseArgs(args: LeaseArgs): void {
   const count = (n: unknown) => Number.isInteger(n) && (n as number) >= 0 && (n as number) <= 1_000_000_000;
-  if (!args || typeof args.leaseId !== 'string' || args.leaseId.length < 1 || args.leaseId.length > 64 || typeof args.holder !== 'string' || !count(args.used) || !count(args.need) || !count(args.want)) {
+  if (
+    !args || typeof args.leaseId !== 'string' || args.leaseId.length < 1 || args.leaseId.length > 64 || typeof args.holder !== 'string' ||
+    !count(args.used) || !count(args.need) || !count(args.want) || (args.returned !== undefined && !count(args.returned))
+  ) {
     throw ApplicationFailure.create({ type: INTENT_FAILURES.invalid, message: 'leaseCalls needs a lease id, a holder and non-negative integer counts', nonRetryable: true });
   }
 }

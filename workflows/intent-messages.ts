@@ -49,8 +49,10 @@ export interface CallLease {
   holder: string;
   /** Calls the holder may consume in total on this lease (only grows while the lease is open). */
   size: number;
-  /** Calls the holder reported consumed (included in actualCalls). */
+  /** Calls the holder reported consumed (included in actualCalls, less `returned`). */
   used: number;
+  /** Of `used`, calls the holder gave back after reporting them (governance recorded nothing); absent before give-backs were reported. */
+  returned?: number;
   /** Epoch ms (workflow time) after which the holder no longer consumes; settled `LEASE_SETTLE_GRACE_MS` later. */
   deadlineMs: number;
   /** The workflow asked the holder to return it (amend, complete, expiry, reclaim near the ceiling). */
@@ -72,6 +74,11 @@ export interface LeaseArgs {
   holder: string;
   /** Calls consumed on this lease so far (cumulative, so a retried request is harmless). */
   used: number;
+  /**
+   * Of `used`, calls given back after an earlier request reported them (their governance failed
+   * before a permit); cumulative like `used`. Absent from holders older than give-back reports.
+   */
+  returned?: number;
   /** Calls the holder is waiting for right now (granted first, also near the ceiling). */
   need: number;
   /** Additional calls wanted beyond the lease's size, `need` included (sized from the holder's rate). */

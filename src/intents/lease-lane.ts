@@ -25,12 +25,18 @@ export interface LeaseLane {
   /** performance.now() after which no call is taken from the lease. */
   deadline: number;
   revoked: boolean;
+  /** The request returning the lease is in flight: its counts are final. */
+  releasing: boolean;
   queue: Waiter[];
   busy: boolean;
   lastUse: number;
   lastSentAt: number;
   /** Calls used that the workflow has been told of, or is being told of by an Update in flight. */
   reported: number;
+  /** Of `used`, calls given back after they were reported (the next request tells the workflow). */
+  returned: number;
+  /** Of `returned`, those the workflow has been told of, or is being told of by an Update in flight. */
+  reportedReturned: number;
   /** Calls taken on this intent (all leases) and the time of the last rate sample. */
   consumedTotal: number;
   sampleAt: number;
@@ -58,8 +64,8 @@ const newLeaseId = () => `lse_${randomBytes(12).toString('base64url')}`;
 /** A lane with no lease yet. */
 export function newLane(key: string, intent: { projectId: string; workflowId: string }, now: number): LeaseLane {
   return {
-    key, projectId: intent.projectId, workflowId: intent.workflowId, leaseId: newLeaseId(), open: false, size: 0, used: 0, deadline: 0, revoked: false, queue: [], busy: false,
-    lastUse: now, lastSentAt: now, reported: 0, consumedTotal: 0, sampleAt: now, sampleConsumed: 0, rate: 0, lastGrant: 0, quietUntil: 0,
+    key, projectId: intent.projectId, workflowId: intent.workflowId, leaseId: newLeaseId(), open: false, size: 0, used: 0, deadline: 0, revoked: false, releasing: false, queue: [], busy: false,
+    lastUse: now, lastSentAt: now, reported: 0, returned: 0, reportedReturned: 0, consumedTotal: 0, sampleAt: now, sampleConsumed: 0, rate: 0, lastGrant: 0, quietUntil: 0,
   };
 }
 
@@ -76,15 +82,21 @@ export function take(lane: LeaseLane, now: number): ReservationOutcome {
 
 /**
  * Gives back a call taken from the lease `leaseId` whose governance recorded nothing (it failed
- * before its permit), so the intent does not count a call that never happened. Only while the
- * workflow has not been told of it: what it was told stays counted (its count of used calls only
- * grows), and a call given back after that stays counted, as one more call than was governed but
- * never one past max_calls.
+ * before its permit), so the intent does not count a call that never happened. Not yet reported:
+ * the lease takes it back (it can be taken again). Already reported: it is counted as returned and
+ * the lease's next request (renewal or return) tells the workflow, which stops counting it; the
+ * call goes back to the intent's room, not to this lease. A lease already returned gives nothing
+ * back (its count is final).
  */
 export function giveBack(lane: LeaseLane, leaseId: string): boolean {
-  if (lane.leaseId !== leaseId || !lane.open || lane.used <= lane.reported) return false;
-  lane.used--;
+  if (lane.leaseId !== leaseId || !lane.open || lane.releasing) return false;
   lane.consumedTotal--;
+  if (lane.used > lane.reported) lane.used--;
+  else if (lane.returned < lane.used) lane.returned++;
+  else {
+    lane.consumedTotal++;
+    return false;
+  }
   return true;
 }
 
@@ -102,7 +114,7 @@ export function wantsRenewal(lane: LeaseLane, now: number, idleMs: number): bool
   return (
     (growable && lane.size - lane.used <= Math.floor(blockSize(lane) / 2)) ||
     (growable && lane.deadline - now < RENEW_BEFORE_DEADLINE_MS) ||
-    (lane.used > lane.reported && now - lane.lastSentAt >= REPORT_EVERY_MS)
+    ((lane.used > lane.reported || lane.returned > lane.reportedReturned) && now - lane.lastSentAt >= REPORT_EVERY_MS)
   );
 }
 
@@ -118,7 +130,10 @@ export function resetLease(lane: LeaseLane): void {
   lane.size = 0;
   lane.used = 0;
   lane.reported = 0;
+  lane.returned = 0;
+  lane.reportedReturned = 0;
   lane.revoked = false;
+  lane.releasing = false;
   lane.deadline = 0;
   lane.quietUntil = 0;
 }

@@ -83,7 +83,8 @@ export class IntentReservations {
 
   /**
    * A call taken with `reserveCall` that governance never recorded (it failed before its permit):
-   * returned to its lease if the workflow was not yet told of it. Returns whether it was.
+   * returned to its lease, or, when the workflow was already told of it, reported as returned by
+   * the lease's next request. Returns whether it was (false once the lease itself was returned).
    */
   giveBack(projectId: string, workflowId: string, lease: string): boolean {
     const lane = this.leaseLanes.get(intentTemporalWorkflowId(projectId, workflowId));
@@ -224,9 +225,11 @@ export class IntentReservations {
   private async release(lane: LeaseLane): Promise<void> {
     // No call is taken from it from here on (revoked covers the time the Update is in flight).
     lane.revoked = true;
+    lane.releasing = true;
     try {
       await this.sendLease(lane, { need: 0, want: 0, release: true });
     } catch (err) {
+      lane.releasing = false;
       // Retried (what was used must reach the workflow) until the workflow would have settled it
       // from permit records anyway, after its deadline.
       if (performance.now() < lane.deadline + LEASE_SETTLE_GRACE_MS + CLOSE_TIMEOUT_MS) {
@@ -242,17 +245,24 @@ export class IntentReservations {
   private async sendLease(lane: LeaseLane, a: { need: number; want: number; release?: boolean }): Promise<LeaseResult> {
     const sentAt = performance.now();
     sampleRate(lane, sentAt);
-    const used = lane.used;
-    const args: LeaseArgs = { leaseId: lane.leaseId, holder: this.holder, used, need: a.need, want: a.want, ...(a.release ? { release: true } : {}) };
-    // Counted as told from the moment the Update leaves: a call given back meanwhile would be
-    // counted by the workflow anyway. A failed Update is told again with the next one, or the release.
-    const reportedBefore = lane.reported;
+    const { used, returned } = lane;
+    const args: LeaseArgs = {
+      leaseId: lane.leaseId, holder: this.holder, used, need: a.need, want: a.want, ...(returned > 0 ? { returned } : {}), ...(a.release ? { release: true } : {}),
+    };
+    // Counted as told from the moment the Update leaves: a call given back meanwhile is then given
+    // back as returned, told by the next request. A failed Update is told again with the next one,
+    // or the release.
+    const before = { reported: lane.reported, returned: lane.reportedReturned };
     lane.reported = Math.max(lane.reported, used);
+    lane.reportedReturned = Math.max(lane.reportedReturned, returned);
     let res: LeaseResult;
     try {
       res = await this.sendUpdate(lane.key, leaseCallsUpdate, args);
     } catch (err) {
-      if (lane.leaseId === args.leaseId) lane.reported = reportedBefore;
+      if (lane.leaseId === args.leaseId) {
+        lane.reported = before.reported;
+        lane.reportedReturned = before.returned;
+      }
       throw err;
     }
     lane.lastSentAt = sentAt;

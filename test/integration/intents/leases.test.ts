@@ -1,3 +1,4 @@
+import { Worker } from '@temporalio/worker';
 import { startTestTollgate, createTestProject, http, TestProject } from '../../support/tollgate';
 import { IntentReservations } from '../../../src/intents/reservations';
 import { ReservationOutcome } from '../../../src/intents/reservation-outcome';
@@ -218,7 +219,7 @@ describe('call leases on workflow intents', () => {
     expect((await state('given-back')).actualCalls).toBe(3);
   });
 
-  it('a call the workflow was already told of stays counted when given back, never past max_calls', async () => {
+  it('a call given back after the workflow was told of it is not counted: the ceiling is served exactly, and the run replays', async () => {
     await declare('told', { max_calls: 5 });
     const [a] = await twoProcesses();
     const first = await a.reserveCall(p.project.id, 'told');
@@ -226,9 +227,38 @@ describe('call leases on workflow intents', () => {
     // The lease reports what it used within a second while in use.
     const told = await waitFor(() => state('told'), (s) => Object.values(s.leases ?? {}).some((l) => l.used === 1), 20_000, 50);
     expect(Object.values(told.leases ?? {}).map((l) => l.used)).toEqual([1]);
+    expect(told.actualCalls).toBe(1);
+    // Governance failed before its permit: the lease's next request reports it returned.
+    expect(a.giveBack(p.project.id, 'told', first.lease!)).toBe(true);
+    // Nothing more to give back on this lease.
     expect(a.giveBack(p.project.id, 'told', first.lease!)).toBe(false);
-    expect(granted(await sequential(a, 'told', 5))).toBe(4);
+    const out = await sequential(a, 'told', 6);
+    expect(granted(out)).toBe(5);
+    expect(out[5]).toEqual({ granted: false, reason: 'ceiling_reached' });
     await a.close();
-    expect((await state('told')).actualCalls).toBe(5);
+    const after = await state('told');
+    expect(after.leases).toEqual({});
+    expect(after.actualCalls).toBe(5);
+
+    // The run, with its give-back report (and the patch marker it recorded), replays.
+    const handle = tg.temporal.client.workflow.getHandle(`intent:${p.project.id}:told`);
+    const history = await handle.fetchHistory();
+    const patchIds = history.events!.filter((e) => e.markerRecordedEventAttributes).map((e) => Buffer.from(e.markerRecordedEventAttributes!.details!['patch-data'].payloads![0].data!).toString());
+    expect(patchIds.some((id) => id.includes('intent-lease-returned-calls'))).toBe(true);
+    const bundle = process.env.TEMPORAL_WORKFLOW_BUNDLE!;
+    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: bundle } }, history, `intent:${p.project.id}:told`)).resolves.toBeUndefined();
+  });
+
+  it('a call given back after its lease was returned stays counted, never past max_calls', async () => {
+    await declare('late', { max_calls: 3 });
+    const [a] = await twoProcesses([0, 600_000]);
+    const first = await a.reserveCall(p.project.id, 'late');
+    expect(first).toMatchObject({ granted: true });
+    // Idle at once: the lease goes back with its use (its counts are final).
+    await waitFor(() => Promise.resolve(a.leases().length), (n) => n === 0, 20_000, 20);
+    expect(a.giveBack(p.project.id, 'late', first.lease!)).toBe(false);
+    expect(granted(await sequential(a, 'late', 3))).toBe(2);
+    await a.close();
+    expect((await state('late')).actualCalls).toBe(3);
   });
 });
