@@ -7,6 +7,7 @@
  *   --memory           where the resident memory goes under the same load (gateway/memory.ts)
  *   --allocation       what a governed call allocates, by function (gateway/allocation.ts)
  *   --jobs             async jobs and their webhook deliveries (gateway/jobs.ts)
+ *   --stall            small calls' delay while the largest accepted prompt runs (gateway/stall.ts)
  */
 import { runModes } from './lib/modes';
 
@@ -18,6 +19,7 @@ runModes(
     memory: { about: "Tollgate's RSS and V8 heap after each load phase", run: async () => (await import('./gateway/memory')).run() },
     allocation: { about: 'bytes a governed call allocates, by function and file', run: async () => (await import('./gateway/allocation')).run() },
     jobs: { about: 'async jobs and their webhook deliveries, every one verified', run: async () => (await import('./gateway/jobs')).run() },
+    stall: { about: "small calls' delay while a request carrying the largest accepted prompt runs", run: async () => (await import('./gateway/stall')).run() },
   },
   'portkey',
 );

@@ -61,6 +61,8 @@ export async function startStack(opts: {
   baselineDir?: string;
   /** Runs on the migrated database before Tollgate starts (e.g. to load a history its workers then find in place). */
   beforeTollgate?: (db: Db, databaseUrl: string) => Promise<void>;
+  /** Added to the Tollgate processes' environment (e.g. another provider's base URL). */
+  env?: NodeJS.ProcessEnv;
 }): Promise<Stack> {
   const { teardown, log } = opts;
   const dataDir = path.join(ROOT, '.data');
@@ -150,6 +152,7 @@ export async function startStack(opts: {
     OPENAI_API_KEY: 'bench',
     // As `npm run dev`, `npm start` and the Docker image run it (src/runtime/heap.ts).
     MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? MALLOC_ARENA_MAX,
+    ...opts.env,
   });
   const nodeFlags = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : [];
   // BENCH_DEV=1 runs the transpiled copy `npm run dev` runs (scripts/lib/dev-build.ts); BENCH_TSX=1 runs through tsx.

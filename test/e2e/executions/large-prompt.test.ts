@@ -7,7 +7,8 @@
  * The event loop's longest stall over the large call's whole life (parse, firewall, estimate,
  * dispatch, record) is measured and printed, not asserted: tests share two CPUs with other test
  * files, and a stalled machine stalls every process on it. A non-linear scan of the prompt (minutes
- * at this size) fails the test by its timeout.
+ * at this size) fails the test by its timeout. The delay of other requests, against its bound, is
+ * measured by `npm run bench:gateway -- --stall` (docs/performance.md).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
