@@ -23,6 +23,7 @@ import { createGenAiMetrics } from './telemetry/gen-ai';
 import { createGovernance } from './governance';
 import { pricing } from './pricing';
 import { warmTokenizer } from './pricing/tokenizer';
+import { warmFirewall } from './governance/firewall';
 import { createProviderGateway } from './providers';
 import { createProjectProviderKeys, withProjectProviderKeys } from './management/provider-credentials';
 import { createPermitService } from './permits/service';
@@ -162,6 +163,7 @@ export async function startTollgate(opts: StartOptions): Promise<Tollgate> {
     });
     const handler = app.callback();
     warmTokenizer();
+    warmFirewall();
     server = http.createServer(httpServerOptions(), (req, res) => void handler(req, res));
     answerClientErrors(server);
     server.keepAliveTimeout = 65_000;

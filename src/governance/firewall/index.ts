@@ -62,6 +62,15 @@ export function inspectAllDetectors(texts: InspectableText[], opts: FirewallOpti
   return ruleIds;
 }
 
+/**
+ * Runs every detector once on a short text, so that no governed call pays for their first run
+ * (compiling the rules, the classifier's code paths): an API process calls it before it listens,
+ * otherwise the first inspection would hold the event loop for every request arriving meanwhile.
+ */
+export function warmFirewall(): void {
+  inspectAllDetectors(['Please ignore the previous draft; mail ops@example.com or call +1 555 0100 about key sk-test-123.']);
+}
+
 /** The result for a project's toggles from the all-detectors rule ids (a detector toggled off is dropped). */
 function resultFor(allRuleIds: string[], opts: FirewallOptions): FirewallResult {
   const hits = new Set<FirewallCategory>();
@@ -79,6 +88,13 @@ function resultFor(allRuleIds: string[], opts: FirewallOptions): FirewallResult 
 /** Results computed off the event loop by prepareInspection, per text list (and the items it held then). */
 const prepared = new WeakMap<InspectableText[], { items: InspectableText[]; texts: (string | undefined)[]; ruleIds: string[] }>();
 const textOf = (item: InspectableText) => (typeof item === 'string' ? item : item?.text);
+
+/** The part of an item the detectors read (the first MAX_INSPECT_CHARS characters of its text). */
+function inspectedPart(item: InspectableText): InspectableText {
+  const t = textOf(item);
+  if (typeof t !== 'string' || t.length <= MAX_INSPECT_CHARS) return item;
+  return typeof item === 'string' ? t.slice(0, MAX_INSPECT_CHARS) : { ...item, text: t.slice(0, MAX_INSPECT_CHARS) };
+}
 
 function totalChars(texts: InspectableText[]): number {
   let n = 0;
@@ -98,7 +114,9 @@ function totalChars(texts: InspectableText[]): number {
 export function prepareInspection(texts: InspectableText[]): Promise<void> | undefined {
   if (!Array.isArray(texts) || totalChars(texts) <= OFFLOAD_THRESHOLD_CHARS || prepared.has(texts)) return undefined;
   const items = [...texts];
-  return inspectInWorker(items).then(
+  // Only what the detectors read crosses to the worker: copying a body-limit text there would
+  // hold the event loop for tens of milliseconds.
+  return inspectInWorker(items.map(inspectedPart)).then(
     (ruleIds) => {
       prepared.set(texts, { items, texts: items.map(textOf), ruleIds });
     },
