@@ -2,8 +2,9 @@
  * `npm run bench:gateway -- --stall`: how long small requests wait while a request carrying the
  * largest accepted prompt (a body just under BODY_LIMIT_BYTES) runs on the same Tollgate process.
  *
- * Starts the bench stack (bench/lib/stack.ts), then, per round and per large path (executions and
- * the DeepSeek proxy, their order alternated between rounds): small governed executions one after the
+ * Starts the bench stack (bench/lib/stack.ts), then, per round and per large path (executions,
+ * executions with an Idempotency-Key, the DeepSeek proxy; their order rotated between rounds):
+ * small governed executions one after the
  * other with nothing else running (quiet), then the same small requests while one large request
  * runs, from its send to its answer (loaded). The large requests go to DeepSeek, pointed at a sink
  * in this process that drops the body and answers at once; the small ones go to the emulator (a
@@ -17,6 +18,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { pct } from '../lib/load';
 import { BENCH_METRICS_TOKEN, startStack } from '../lib/stack';
@@ -98,11 +100,11 @@ export async function run(): Promise<void> {
     const small = JSON.stringify(BENCH_BODIES.governed);
     // Within 1 KB of the limit once serialized, as the e2e test sends it.
     const prompt = largePrompt(BODY_LIMIT_BYTES - 1024);
-    const large = {
-      executions: {
-        url: execUrl,
-        body: JSON.stringify({ ...BENCH_BODIES.governed, messages: [{ role: 'user', content: prompt }], routing: { provider: 'deepseek', model: 'deepseek-chat' }, parameters: { max_output_tokens: 16 } }),
-      },
+    const execBody = JSON.stringify({ ...BENCH_BODIES.governed, messages: [{ role: 'user', content: prompt }], routing: { provider: 'deepseek', model: 'deepseek-chat' }, parameters: { max_output_tokens: 16 } });
+    const large: Record<'executions' | 'executions+key' | 'proxy', { url: string; body: string; idempotent?: boolean }> = {
+      executions: { url: execUrl, body: execBody },
+      // An Idempotency-Key makes the body's canonical hash part of the request path.
+      'executions+key': { url: execUrl, body: execBody, idempotent: true },
       proxy: {
         url: `${stack.tollgateUrl}/v1/proxy/deepseek/chat/completions`,
         body: JSON.stringify({ ...BENCH_BODIES.openai, model: 'deepseek-chat', messages: [{ role: 'user', content: prompt }], max_tokens: 16 }),
@@ -111,14 +113,17 @@ export async function run(): Promise<void> {
     for (const l of Object.values(large)) if (Buffer.byteLength(l.body) > BODY_LIMIT_BYTES) throw new Error('the large body is over the limit');
     log(`large bodies: ${(Buffer.byteLength(large.executions.body) / 2 ** 20).toFixed(2)} MiB`);
 
-    // Warm-up: both paths once with a large body, small calls until the latency settles.
-    for (const l of Object.values(large)) await post(l.url, l.body, auth);
+    // Warm-up: each path once with a large body, small calls until the latency settles.
+    const headersOf = (l: { idempotent?: boolean }) => (l.idempotent ? { ...auth, 'idempotency-key': `stall-${randomUUID()}` } : auth);
+    for (const l of Object.values(large)) await post(l.url, l.body, headersOf(l));
     for (let i = 0; i < 50; i++) await post(execUrl, small, auth);
 
     const empty = (): PathResult => ({ quiet: [], delays: [], largeMs: [], lagMs: [], quietLagMs: [] });
-    const results: Record<keyof typeof large, PathResult> = { executions: empty(), proxy: empty() };
+    const names = Object.keys(large) as (keyof typeof large)[];
+    const results = Object.fromEntries(names.map((n) => [n, empty()])) as Record<keyof typeof large, PathResult>;
     for (let round = 0; round < ROUNDS; round++) {
-      const order = (round % 2 === 0 ? ['executions', 'proxy'] : ['proxy', 'executions']) as (keyof typeof large)[];
+      // Each path runs first, in the middle and last in turn.
+      const order = names.map((_, i) => names[(i + round) % names.length]);
       for (const name of order) {
         const quiet: number[] = [];
         await lagMaxMs(stack.tollgateUrl);
@@ -127,7 +132,7 @@ export async function run(): Promise<void> {
         const quietP50 = pct([...quiet].sort((a, b) => a - b), 50);
         let done = false;
         const t0 = performance.now();
-        const big = post(large[name].url, large[name].body, auth).finally(() => (done = true));
+        const big = post(large[name].url, large[name].body, headersOf(large[name])).finally(() => (done = true));
         const loaded: number[] = [];
         while (!done) loaded.push(await post(execUrl, small, auth));
         await big;
@@ -145,7 +150,7 @@ export async function run(): Promise<void> {
 
     const f = (v: number) => v.toFixed(1).padStart(8);
     console.log(`small calls beside the largest accepted prompt (${ROUNDS} rounds; load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
-    console.log('large path     quiet p50   delay p50   delay p99   delay max   small calls   large p50 ms   loop lag max   quiet lag max');
+    console.log('large path       quiet p50   delay p50   delay p99   delay max   small calls   large p50 ms   loop lag max   quiet lag max');
     let over = false;
     for (const [name, r] of Object.entries(results)) {
       const q = [...r.quiet].sort((a, b) => a - b);
@@ -153,7 +158,7 @@ export async function run(): Promise<void> {
       const max = d.length ? d[d.length - 1] : NaN;
       if (!(max <= BOUND_MS)) over = true;
       console.log(
-        `${name.padEnd(12)} ${f(pct(q, 50))}    ${f(pct(d, 50))}    ${f(pct(d, 99))}    ${f(max)}    ${String(d.length).padStart(10)}    ${f(pct([...r.largeMs].sort((a, b) => a - b), 50))}       ${f(Math.max(...r.lagMs))}        ${f(Math.max(...r.quietLagMs))}`,
+        `${name.padEnd(14)} ${f(pct(q, 50))}    ${f(pct(d, 50))}    ${f(pct(d, 99))}    ${f(max)}    ${String(d.length).padStart(10)}    ${f(pct([...r.largeMs].sort((a, b) => a - b), 50))}       ${f(Math.max(...r.lagMs))}        ${f(Math.max(...r.quietLagMs))}`,
       );
     }
     console.log(`bound: every small call's delay ≤ ${BOUND_MS} ms: ${over ? 'MISSED' : 'met'}`);

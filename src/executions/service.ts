@@ -7,8 +7,7 @@
  * Plain inputs and results: the route (src/api/routes/executions.ts) turns HTTP into a `Caller`
  * and applies the `ExecutionReply`; a stream is written through a `StreamSink`.
  */
-import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import { canonicalSha256 } from '../payload-hash';
 import type { Clock } from '../clock';
 import { errors } from '../errors';
 import type { StoredResponse } from '../db/repositories/idempotency';
@@ -59,10 +58,8 @@ export interface StreamSink {
   onClose(listener: () => void): () => void;
 }
 
-function payloadHash(route: string, body: unknown, workflowId: string | null): string {
-  return createHash('sha256')
-    .update(canonicalize({ route, body, workflow_id: workflowId }) as string)
-    .digest('hex');
+function payloadHash(route: string, body: unknown, workflowId: string | null): Promise<string> {
+  return canonicalSha256({ route, body, workflow_id: workflowId });
 }
 
 function responseHeaders(env: ExecutionEnvelope, permitId: string, retryAfter: number | undefined): Record<string, string> {

@@ -5,8 +5,6 @@
  * recording as activities. Nothing is governed at submission (the spec: the firewall does not run
  * at submission). Koa-free: the route (src/api/routes/jobs.ts) adapts HTTP.
  */
-import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
 import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import type { Clock } from '../clock';
@@ -20,6 +18,7 @@ import type { ExecutionInput } from '../executions/types';
 import { joinIntent, type IntentJoin } from '../executions/reservation-denial';
 import type { IntentReservations } from '../intents/reservations';
 import { newId } from '../ids';
+import { canonicalSha256 } from '../payload-hash';
 import type { Logger } from '../logger';
 import { jobWorkflowId, type JobExecution, type JobInput } from '../../workflows/job-messages';
 import { jobView, type JobView } from './view';
@@ -58,8 +57,8 @@ const JOIN_WAIT_MS = 10_000;
 const CANCEL_WAIT_MS = 5_000;
 
 /** The workflow id is bound only when given, so keys used before jobs accepted one keep their hash. */
-function payloadHash(body: unknown, workflowId: string | null): string {
-  return createHash('sha256').update(canonicalize({ route: 'jobs', body, ...(workflowId ? { workflow_id: workflowId } : {}) }) as string).digest('hex');
+function payloadHash(body: unknown, workflowId: string | null): Promise<string> {
+  return canonicalSha256({ route: 'jobs', body, ...(workflowId ? { workflow_id: workflowId } : {}) });
 }
 
 export async function submitJob(
@@ -72,7 +71,7 @@ export async function submitJob(
   const jobId = newId('job');
 
   if (key) {
-    const requestHash = payloadHash(sub.body, caller.workflowId ?? null);
+    const requestHash = await payloadHash(sub.body, caller.workflowId ?? null);
     const deadline = Date.now() + JOIN_WAIT_MS;
     for (;;) {
       const claim = await claimIdempotencyKey(db, { projectId: caller.projectId, scope: IDEMPOTENCY_SCOPE, key, requestHash, resourceId: jobId, retentionHours: config.idempotencyRetentionHours });

@@ -89,7 +89,7 @@ export interface Surface<R> {
   /** The Idempotency-Key's scope. */
   scope: string;
   /** What an Idempotency-Key is bound to. */
-  requestHash(): string;
+  requestHash(): Promise<string>;
   replay(stored: StoredResponse): R;
   /** What the key keeps once the call is recorded: an answer to replay, null (completed, nothing kept) or 'release'. */
   respond(envelope: ExecutionEnvelope): StoredResponse | null | 'release';
@@ -175,7 +175,7 @@ async function runGoverned<R>(deps: PipelineDeps, input: ExecutionInput, surface
  * running (its dispatch deadline, then reconciliation's margin). Returns null once claimed.
  */
 async function claimKey<R>(deps: PipelineDeps, input: ExecutionInput, key: string, surface: Surface<R>): Promise<{ answer: R } | null> {
-  const requestHash = surface.requestHash();
+  const requestHash = await surface.requestHash();
   const deadline = Date.now() + input.dispatchTimeoutMs + RECONCILIATION_MARGIN_MS;
   for (;;) {
     const claim = await claimIdempotencyKey(deps.db, {

@@ -7,6 +7,7 @@ import type { Target } from '../executions/types';
 import { multipartFields, type ParsedBody, type ProxyCall } from './infer';
 import { ProxyError } from './native-errors';
 import { ROUTABLE_PROVIDERS } from './deps';
+import { sha256InSlices } from '../payload-hash';
 
 
 /** Request headers as the HTTP side hands them over: names in lower case. */
@@ -64,17 +65,13 @@ export async function parseBody(raw: Buffer, contentType: string): Promise<Parse
   return { kind: 'json', raw, contentType, json: json as Record<string, unknown> };
 }
 
-/** Multipart boundaries are random per request: hash the body with its boundary normalized. */
-export function payloadHash(provider: ProviderId, path: string, body: ParsedBody, routingHeaders: Record<string, string>): string {
-  const h = createHash('sha256').update(`${provider}\n${path}\n${JSON.stringify(routingHeaders)}\n`);
-  if (body.kind === 'multipart') {
-    const boundary = /boundary=(?:"([^"]+)"|([^;]+))/i.exec(body.contentType);
-    const b = boundary ? (boundary[1] ?? boundary[2]).trim() : '';
-    h.update(b ? body.raw.toString('latin1').split(b).join('BOUNDARY') : body.raw.toString('latin1'));
-  } else {
-    h.update(body.raw);
-  }
-  return h.digest('hex');
+/** Multipart boundaries are random per request: hash the body with its boundary normalized. A JSON body is hashed in slices (src/payload-hash.ts). */
+export async function payloadHash(provider: ProviderId, path: string, body: ParsedBody, routingHeaders: Record<string, string>): Promise<string> {
+  const prefix = `${provider}\n${path}\n${JSON.stringify(routingHeaders)}\n`;
+  if (body.kind !== 'multipart') return sha256InSlices(prefix, body.raw);
+  const boundary = /boundary=(?:"([^"]+)"|([^;]+))/i.exec(body.contentType);
+  const b = boundary ? (boundary[1] ?? boundary[2]).trim() : '';
+  return createHash('sha256').update(prefix).update(b ? body.raw.toString('latin1').split(b).join('BOUNDARY') : body.raw.toString('latin1')).digest('hex');
 }
 
 
