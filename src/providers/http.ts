@@ -8,6 +8,7 @@ import { Agent, FormData, errors as undiciErrors, request } from 'undici';
 import type { Dispatcher } from 'undici';
 import { injectTraceContext } from '../telemetry/tracing';
 import { deadline, releaseWithBody } from './deadline';
+import { jsonRequestBody } from './json-body';
 import { ProviderError, type ProviderFailure } from './types';
 import type { FetchedAsset, NativeCall } from './shared/module';
 
@@ -64,11 +65,11 @@ export function createHttpClient(timeouts: HttpTimeouts): HttpClient {
     async send(url, call, authHeaders, caller) {
       const { combined, classify, d } = signals(caller);
       const headers: Record<string, string> = { ...call.headers, ...authHeaders };
-      let body: string | FormData;
+      let body: string | Buffer | FormData;
       if (call.bodyKind === 'multipart') body = call.body as FormData;
       else {
         headers['content-type'] = 'application/json';
-        body = JSON.stringify(call.body);
+        body = await jsonRequestBody(call.body);
       }
       if (call.responseKind === 'sse') headers.accept = 'text/event-stream';
       injectTraceContext(headers);
