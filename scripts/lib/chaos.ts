@@ -18,8 +18,9 @@
  * dispatched twice (the emulator's request log), recorded dispatches match the emulator's count,
  * every event chain verifies, and the intent holds: no more allowed calls than max_calls, its
  * counter between the allowed calls joined to it and max_calls (a call taken from a lease whose
- * governance then failed for want of PostgreSQL is given back unless the lease already reported
- * it: then it counts, though no permit was written), and no call lease left outstanding.
+ * governance then failed for want of PostgreSQL is given back, as returned if the lease already
+ * reported it; only one given back after its lease was returned still counts, though no permit was
+ * written), and no call lease left outstanding.
  *
  * The parts: chaos-processes.ts (what is broken), chaos-scenario.ts (one fault under load),
  * chaos-aftermath.ts (what is read afterwards), chaos-report.ts (the figures and the checks).
