@@ -4,9 +4,12 @@
  */
 
 import { contextSpans } from './pii-context';
+import type { Span } from './span';
 import { luhn } from './pii-checks';
 import { idSpans } from './pii-ids';
 import { scanSecrets } from './secret-scan';
+
+export type { Span };
 
 export type FirewallCategory = 'prompt_injection' | 'secret' | 'pii';
 
@@ -24,12 +27,6 @@ export interface Detector {
   spans(text: string): Span[];
 }
 
-/** A span to mask: [start, end) of the text, and the kind of value (the placeholder's name). */
-export interface Span {
-  start: number;
-  end: number;
-  kind: string;
-}
 
 /**
  * A detector from one regex whose matches are spans of `kind`. `value` (a regex over the match,

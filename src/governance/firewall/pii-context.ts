@@ -5,7 +5,7 @@
  * are ordinary text. The cues are found with indexOf on the lower-cased text; regexes run only on
  * the few characters after a cue.
  */
-import type { Span } from './detectors';
+import type { Span } from './span';
 
 const BIRTH_CUES = ['date of birth', 'birth date', 'birthdate', 'birthday', 'born ', 'dob', 'd.o.b', 'geboren', 'geburtsdatum', 'né le', 'née le', 'date de naissance', 'fecha de nacimiento', 'nacido el', 'nacida el', 'data di nascita'];
 const MONTHS = 'jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|jun(?:e)?|jul(?:y)?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|januar|februar|märz|mai|juni|juli|oktober|dezember|janvier|février|mars|avril|juin|juillet|août|septembre|octobre|novembre|décembre|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre|diciembre';

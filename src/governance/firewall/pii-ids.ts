@@ -7,7 +7,7 @@
  * (IBAN, codice fiscale, CPF written 000.000.000-00, Chinese resident id…) counts on its own.
  */
 import * as C from './pii-checks';
-import type { Span } from './detectors';
+import type { Span } from './span';
 
 const isDigit = (c: number) => c >= 48 && c <= 57;
 const isUpper = (c: number) => c >= 65 && c <= 90;
