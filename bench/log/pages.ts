@@ -46,7 +46,7 @@ async function foldAll(db: Db): Promise<number> {
 /** The dashboard's windows (dashboard/src/pages/Overview.tsx): the Overview ends them at a bucket's end, Governance at now. */
 const WINDOWS = [
   ['1h', 3600, 60],
-  ['24h', 86400, 300],
+  ['24h', 86400, 3600],
   ['7d', 7 * 86400, 3600],
 ] as const;
 
