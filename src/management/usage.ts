@@ -5,7 +5,8 @@
 import type { Db } from '../db/pool';
 import { errors } from '../errors';
 import { getPolicy } from '../db/repositories/policies';
-import { activeIntentProjections, dailySettled, firewallOutcomes, settledUsage, type UsageRow } from '../db/repositories/usage';
+import { activeIntentProjections, dailySettled, firewallOutcomes } from '../db/repositories/usage';
+import { settledUsage, type UsageRow } from '../db/repositories/settled-usage';
 
 const DAY_MS = 86_400_000;
 /** The longest usage window one request may ask for. */
