@@ -32,10 +32,10 @@ function reportWindow(window: { from?: Date; to?: Date }, now: Date): { from: Da
   return { from, to };
 }
 
-/** Usage in [from, to). */
+/** Usage in [from, to); without `to`, up to the moment it is read (the database's clock, when later than `now`). */
 export async function usageReport(db: Db, projectId: string, window: { from?: Date; to?: Date }, now: Date): Promise<UsageReport> {
-  const { from, to } = reportWindow(window, now);
-  const data = await settledUsage(db, projectId, from, to);
+  const { from, to: until } = reportWindow(window, now);
+  const { to, rows: data } = await settledUsage(db, projectId, { from, to: until, untilNow: window.to === undefined });
   const totals = data.reduce(
     (t, r) => ({
       requests: t.requests + r.requests,

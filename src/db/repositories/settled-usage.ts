@@ -13,17 +13,16 @@
  * rolled-up time, those whose record the sequencer has not folded yet and those a usage closeout
  * settled (`permit_usage_reports`) rather than their record.
  *
- * The window's last, partial hour is read from its rollup row when the window ends after the
- * statement's snapshot: every permit the snapshot sees was settled by a transaction that began
+ * The window's last, partial hour is read from its rollup row when the window ends at or after
+ * the snapshot: every folded permit the snapshot sees was settled by a transaction that began
  * before it (`settled_at` is that transaction's `now()`), so the row holds nothing settled after
- * the window's end. The Spend page's window ends now; a window ending in the past reads its
- * partial hours from the permits.
+ * the window's end. The Spend page's window ends now (`untilNow`); a window ending in the past
+ * reads its partial hours from the permits.
  */
 import type { Db } from '../pool';
 import { multirange, type Range } from './call-metrics';
 import { UNFOLDED_RECORDS_SQL } from './call-rollup';
 import { FOLDED_PERMIT_SQL, UNFOLDED_PERMIT_SQL } from './governance-rollup';
-import { usageRollupStart } from './usage-rollup';
 
 export interface UsageRow {
   day: string;
@@ -68,21 +67,15 @@ export function planUsage(from: number, to: number, rolledFrom: number | null): 
 const PERMIT_COLUMNS = "p.settled_at, p.provider, p.model, p.metadata->>'key_id' AS key_id, p.actual_input_tokens, p.actual_output_tokens, p.actual_cost_micros";
 
 /**
- * $1 project, $2 from, $3 to, $4 raw ranges, $5 hour ranges, $6 the tail. `live`: whether the
- * window ends after the snapshot (clock_timestamp() is read after the statement's snapshot was
- * taken), which decides where the tail is read from; `rolled` is then the time whose governed
- * calls' permits the rollup holds, where the unfolded records and the closeouts are added.
+ * $1 project, $2 from, $3 to, $4 the ranges read from the permits (governed calls' permits), $5 the
+ * rolled-up time: whole hours and the tail when its row is read, where the unfolded records and
+ * the closeouts of governed calls' permits are added to the rollup's rows.
  */
 const USAGE_SQL = `
-  WITH live AS MATERIALIZED (
-    SELECT CASE WHEN t.after THEN $5::tstzmultirange + $6::tstzmultirange ELSE $5::tstzmultirange END AS rolled,
-           CASE WHEN t.after THEN $4::tstzmultirange ELSE $4::tstzmultirange + $6::tstzmultirange END AS raw
-      FROM (SELECT $3::timestamptz > clock_timestamp() AS after) AS t
-  ),
-  unfolded AS (${UNFOLDED_RECORDS_SQL}),
+  WITH unfolded AS (${UNFOLDED_RECORDS_SQL}),
   raw AS (
     SELECT ${PERMIT_COLUMNS}
-      FROM live CROSS JOIN unnest(live.raw) AS r
+      FROM unnest($4::tstzmultirange) AS r
       JOIN permits p ON p.project_id = $1 AND p.issued_at >= greatest(lower(r), $2::timestamptz) - interval '2 days' AND p.issued_at < upper(r)
      WHERE ${FOLDED_PERMIT_SQL} AND p.reservation_state = 'settled' AND p.settled_at >= lower(r) AND p.settled_at < upper(r)
     UNION ALL
@@ -92,16 +85,16 @@ const USAGE_SQL = `
        AND p.reservation_state = 'settled' AND p.settled_at >= $2 AND p.settled_at < $3
     UNION ALL
     SELECT ${PERMIT_COLUMNS}
-      FROM live, unfolded u JOIN executions x ON x.id = u.id AND x.project_id = $1
+      FROM unfolded u JOIN executions x ON x.id = u.id AND x.project_id = $1
      CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p
      WHERE p.project_id = $1 AND ${FOLDED_PERMIT_SQL} AND p.reservation_state = 'settled' AND p.settled_at = x.recorded_at
-       AND p.settled_at <@ live.rolled AND p.issued_at >= $2::timestamptz - interval '2 days'
+       AND p.settled_at <@ $5::tstzmultirange AND p.issued_at >= $2::timestamptz - interval '2 days'
     UNION ALL
     SELECT ${PERMIT_COLUMNS}
-      FROM live, permit_usage_reports u
+      FROM permit_usage_reports u
      CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = u.permit_id LIMIT 1) p
      WHERE u.project_id = $1 AND u.reported_at >= $2 AND p.project_id = $1 AND ${FOLDED_PERMIT_SQL}
-       AND p.reservation_state = 'settled' AND p.settled_at <@ live.rolled AND p.issued_at >= $2::timestamptz - interval '2 days'
+       AND p.reservation_state = 'settled' AND p.settled_at <@ $5::tstzmultirange AND p.issued_at >= $2::timestamptz - interval '2 days'
        AND NOT EXISTS (SELECT 1 FROM executions x WHERE x.permit_id = p.id AND x.project_id = $1 AND x.recorded_at = p.settled_at)
   ),
   rows AS (
@@ -110,7 +103,7 @@ const USAGE_SQL = `
       FROM raw
     UNION ALL
     SELECT to_char(c.start AT TIME ZONE 'UTC', 'YYYY-MM-DD'), c.provider, c.model, c.key_id, c.requests, c.input_tokens, c.output_tokens, c.cost_usd_micros
-      FROM live CROSS JOIN unnest(live.rolled) AS r
+      FROM unnest($5::tstzmultirange) AS r
       JOIN usage_rollup c ON c.project_id = $1 AND c.start >= lower(r) AND c.start < upper(r)
   )
   SELECT day, provider, model, key_id AS api_key_id, sum(requests)::int AS requests, sum(input_tokens)::bigint AS input_tokens,
@@ -119,16 +112,31 @@ const USAGE_SQL = `
    GROUP BY 1, 2, 3, 4
    ORDER BY 1, 2, 3, 4`;
 
-/** Settled permits in [from, to) by day (UTC), provider, model and API key. */
-export async function settledUsage(db: Db, projectId: string, from: Date, to: Date): Promise<UsageRow[]> {
+/**
+ * Settled permits in [from, to) by day (UTC), provider, model and API key. `untilNow`: the window
+ * ends when it is read, at the later of `to` and the database's clock; the answer says where.
+ */
+export async function settledUsage(db: Db, projectId: string, window: { from: Date; to: Date; untilNow?: boolean }): Promise<{ to: Date; rows: UsageRow[] }> {
+  const { from } = window;
+  let to = window.to;
   const client = await db.connect();
   let rows: UsageRow[];
   try {
-    // Without JIT, as the Overview's statement: the range joins' loose estimates pass jit_above_cost.
-    await client.query('BEGIN READ ONLY; SET LOCAL jit = off');
-    const started = await usageRollupStart(client, projectId);
-    const plan = planUsage(from.getTime(), to.getTime(), started?.getTime() ?? null);
-    ({ rows } = await client.query<UsageRow>(USAGE_SQL, [projectId, from, to, multirange(plan.raw), multirange(plan.hours), multirange(plan.tail)]));
+    // One snapshot for both statements, taken by the first before it reads the clock: every permit
+    // the snapshot sees was settled before `now` (see the comment at the top). Without JIT, as the
+    // Overview's statement: the range joins' loose estimates pass jit_above_cost.
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL jit = off');
+    const { rows: head } = await client.query<{ now: Date; started_at: Date | null }>(
+      'SELECT clock_timestamp() AS now, (SELECT started_at FROM usage_rollup_starts WHERE project_id = $1) AS started_at',
+      [projectId],
+    );
+    const now = head[0].now;
+    if (window.untilNow && now > to) to = now;
+    const plan = planUsage(from.getTime(), to.getTime(), head[0].started_at?.getTime() ?? null);
+    const live = to.getTime() >= now.getTime();
+    const raw = live ? plan.raw : [...plan.raw, ...plan.tail];
+    const rolled = live ? [...plan.hours, ...plan.tail] : plan.hours;
+    ({ rows } = await client.query<UsageRow>(USAGE_SQL, [projectId, from, to, multirange(raw), multirange(rolled)]));
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
@@ -136,5 +144,5 @@ export async function settledUsage(db: Db, projectId: string, from: Date, to: Da
   } finally {
     client.release();
   }
-  return rows.map((r) => ({ ...r, input_tokens: Number(r.input_tokens), output_tokens: Number(r.output_tokens), cost_usd_micros: Number(r.cost_usd_micros) }));
+  return { to, rows: rows.map((r) => ({ ...r, input_tokens: Number(r.input_tokens), output_tokens: Number(r.output_tokens), cost_usd_micros: Number(r.cost_usd_micros) })) };
 }

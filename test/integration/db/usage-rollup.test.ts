@@ -162,8 +162,12 @@ describe('the usage rollup', () => {
     for (const r of permits) await closeOut(db, r.id, projectId, new Date(r.issued_at.getTime() + 90_000));
   }
 
-  async function expectSameAsExact(projectId: string, from: Date, to: Date): Promise<number> {
-    const fast = await settledUsage(own.db, projectId, from, to);
+  /** `until` null: the Spend page's window, which ends when it is read (the later of now and the database's clock). */
+  async function expectSameAsExact(projectId: string, from: Date, until: Date | null): Promise<number> {
+    const asked = until ?? new Date();
+    const { to, rows: fast } = await settledUsage(own.db, projectId, { from, to: asked, untilNow: until === null });
+    if (until === null) expect(to.getTime()).toBeGreaterThanOrEqual(asked.getTime());
+    else expect(to).toEqual(until);
     const exact = await exactUsage(own.db, projectId, from, to);
     const label = `${from.toISOString()} – ${to.toISOString()}`;
     expect([label, fast]).toEqual([label, exact]);
@@ -171,13 +175,14 @@ describe('the usage rollup', () => {
   }
 
   /** Windows of every alignment the plan distinguishes around `now`, ending after it (the Spend page's) and before. */
-  function windows(now: number): [Date, Date][] {
+  function windows(now: number): [Date, Date | null][] {
     const hour = Math.floor(now / HOUR) * HOUR;
     const d = new Date(now);
     const month = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
     const odd = now - 7_777;
     return [
-      [new Date(Math.min(month, now - 4 * DAY)), new Date(now + 1_000)], // to now, through the last hour's row
+      [new Date(Math.min(month, now - 4 * DAY)), null], // the Spend page's: the month (at least four days) until read
+      [new Date(Math.min(month, now - 4 * DAY)), new Date(now + 1_000)], // ending after now, through the last hour's row
       [new Date(hour - 3 * DAY), new Date(hour + HOUR)], // whole hours, ending after now
       [new Date(hour - 2 * DAY), new Date(hour - 5 * HOUR)], // whole hours in the past
       [new Date(odd - 3 * DAY - 17 * MINUTE), new Date(odd - 5 * HOUR + 13_000)], // edges in the past
