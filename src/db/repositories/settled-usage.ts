@@ -1,6 +1,6 @@
 /**
  * Settled usage of a window by day (UTC), provider, model and API key (the Spend page's
- * `GET /v1/projects/{id}/usage`): whole hours from the usage rollup
+ * `GET /v1/projects/{id}/usage`): whole days and hours from the usage rollup
  * (src/db/repositories/usage-rollup.ts), the rest from the permits, in one statement so the rollup
  * and the permits not folded yet are read in one snapshot.
  *
@@ -36,30 +36,43 @@ export interface UsageRow {
 }
 
 const HOUR = 3_600_000;
+const DAY = 86_400_000;
 
 /** Where the settled time of [from, to) is read from: ranges of epoch milliseconds. */
 export interface UsagePlan {
   /** From the permits (governed calls' permits): edges of the window that are not whole hours, time before the rollup's start. */
   raw: Range[];
-  /** From the rollup's hour rows. */
+  /** From the rollup's hour and day rows. */
   hours: Range[];
+  days: Range[];
   /** The last, partial hour [start of the hour, to): from its rollup row when the window ends after the snapshot, else from the permits. */
   tail: Range[];
 }
 
+const floorTo = (t: number, unit: number) => Math.floor(t / unit) * unit;
+const ceilTo = (t: number, unit: number) => Math.ceil(t / unit) * unit;
+
 export function planUsage(from: number, to: number, rolledFrom: number | null): UsagePlan {
-  const plan: UsagePlan = { raw: [], hours: [], tail: [] };
+  const plan: UsagePlan = { raw: [], hours: [], days: [], tail: [] };
   const start = Math.min(to, Math.max(from, rolledFrom ?? from));
   if (from < start) plan.raw.push([from, start]);
-  const h0 = Math.ceil(start / HOUR) * HOUR;
-  const h1 = Math.floor(to / HOUR) * HOUR;
+  const h0 = ceilTo(start, HOUR);
+  const h1 = floorTo(to, HOUR);
   if (h0 > h1) {
     // Within one hour that the rollup holds only from `start` on (or not at all).
     if (start < to) plan.raw.push([start, to]);
     return plan;
   }
   if (start < h0) plan.raw.push([start, h0]);
-  if (h0 < h1) plan.hours.push([h0, h1]);
+  const d0 = ceilTo(h0, DAY);
+  const d1 = floorTo(h1, DAY);
+  if (d0 < d1) {
+    if (h0 < d0) plan.hours.push([h0, d0]);
+    plan.days.push([d0, d1]);
+    if (d1 < h1) plan.hours.push([d1, h1]);
+  } else if (h0 < h1) {
+    plan.hours.push([h0, h1]);
+  }
   if (h1 < to) plan.tail.push([h1, to]);
   return plan;
 }
@@ -67,9 +80,10 @@ export function planUsage(from: number, to: number, rolledFrom: number | null): 
 const PERMIT_COLUMNS = "p.settled_at, p.provider, p.model, p.metadata->>'key_id' AS key_id, p.actual_input_tokens, p.actual_output_tokens, p.actual_cost_micros";
 
 /**
- * $1 project, $2 from, $3 to, $4 the ranges read from the permits (governed calls' permits), $5 the
- * rolled-up time: whole hours and the tail when its row is read, where the unfolded records and
- * the closeouts of governed calls' permits are added to the rollup's rows.
+ * $1 project, $2 from, $3 to, $4 the ranges read from the permits (governed calls' permits), $5/$6
+ * the ranges read from the rollup's hour and day rows (the tail among the hours when its row is
+ * read), $7 all of the rolled-up time, where the unfolded records and the closeouts of governed
+ * calls' permits are added to the rollup's rows.
  */
 const USAGE_SQL = `
   WITH unfolded AS (${UNFOLDED_RECORDS_SQL}),
@@ -88,13 +102,13 @@ const USAGE_SQL = `
       FROM unfolded u JOIN executions x ON x.id = u.id AND x.project_id = $1
      CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p
      WHERE p.project_id = $1 AND ${FOLDED_PERMIT_SQL} AND p.reservation_state = 'settled' AND p.settled_at = x.recorded_at
-       AND p.settled_at <@ $5::tstzmultirange AND p.issued_at >= $2::timestamptz - interval '2 days'
+       AND p.settled_at <@ $7::tstzmultirange AND p.issued_at >= $2::timestamptz - interval '2 days'
     UNION ALL
     SELECT ${PERMIT_COLUMNS}
       FROM permit_usage_reports u
      CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = u.permit_id LIMIT 1) p
      WHERE u.project_id = $1 AND u.reported_at >= $2 AND p.project_id = $1 AND ${FOLDED_PERMIT_SQL}
-       AND p.reservation_state = 'settled' AND p.settled_at <@ $5::tstzmultirange AND p.issued_at >= $2::timestamptz - interval '2 days'
+       AND p.reservation_state = 'settled' AND p.settled_at <@ $7::tstzmultirange AND p.issued_at >= $2::timestamptz - interval '2 days'
        AND NOT EXISTS (SELECT 1 FROM executions x WHERE x.permit_id = p.id AND x.project_id = $1 AND x.recorded_at = p.settled_at)
   ),
   rows AS (
@@ -104,7 +118,11 @@ const USAGE_SQL = `
     UNION ALL
     SELECT to_char(c.start AT TIME ZONE 'UTC', 'YYYY-MM-DD'), c.provider, c.model, c.key_id, c.requests, c.input_tokens, c.output_tokens, c.cost_usd_micros
       FROM unnest($5::tstzmultirange) AS r
-      JOIN usage_rollup c ON c.project_id = $1 AND c.start >= lower(r) AND c.start < upper(r)
+      JOIN usage_rollup c ON c.project_id = $1 AND c.width = 3600 AND c.start >= lower(r) AND c.start < upper(r)
+    UNION ALL
+    SELECT to_char(c.start AT TIME ZONE 'UTC', 'YYYY-MM-DD'), c.provider, c.model, c.key_id, c.requests, c.input_tokens, c.output_tokens, c.cost_usd_micros
+      FROM unnest($6::tstzmultirange) AS r
+      JOIN usage_rollup c ON c.project_id = $1 AND c.width = 86400 AND c.start >= lower(r) AND c.start < upper(r)
   )
   SELECT day, provider, model, key_id AS api_key_id, sum(requests)::int AS requests, sum(input_tokens)::bigint AS input_tokens,
          sum(output_tokens)::bigint AS output_tokens, sum(cost)::bigint AS cost_usd_micros
@@ -135,8 +153,9 @@ export async function settledUsage(db: Db, projectId: string, window: { from: Da
     const plan = planUsage(from.getTime(), to.getTime(), head[0].started_at?.getTime() ?? null);
     const live = to.getTime() >= now.getTime();
     const raw = live ? plan.raw : [...plan.raw, ...plan.tail];
-    const rolled = live ? [...plan.hours, ...plan.tail] : plan.hours;
-    ({ rows } = await client.query<UsageRow>(USAGE_SQL, [projectId, from, to, multirange(raw), multirange(rolled)]));
+    const hours = live ? [...plan.hours, ...plan.tail] : plan.hours;
+    const rolled = [...hours, ...plan.days].sort((a, b) => a[0] - b[0]);
+    ({ rows } = await client.query<UsageRow>(USAGE_SQL, [projectId, from, to, multirange(raw), multirange(hours), multirange(plan.days), multirange(rolled)]));
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);

@@ -1,7 +1,7 @@
 /**
  * The usage rollup (migration 0340, docs/decisions/usage-rollup.md): settled permits summed per
- * hour of their `settled_at`, by provider, model and API key, so the Spend page's usage reads a
- * few rows per hour instead of every permit settled in a month.
+ * hour and per UTC day of their `settled_at`, by provider, model and API key, so the Spend page's
+ * usage reads a few rows per day instead of every permit settled in a month.
  *
  * Folded with the call and governance rollups (`foldCalls`, src/db/repositories/call-rollup.ts):
  * the permit of each call record the chain sequencer chains, when it is a governed call's own
@@ -19,7 +19,7 @@ export async function usageRollupStart(db: Queryable, projectId: string): Promis
 
 /**
  * Retention deleted the project's permits before `cutoff`: reads take the time before it from the
- * permits that remain, so the start moves there (never back) and the rows of hours ending by it
+ * permits that remain, so the start moves there (never back) and the rows of periods ending by it
  * can go (`deleteUsageRollupBefore`).
  */
 export async function moveUsageRollupStart(db: Queryable, projectId: string, cutoff: Date): Promise<void> {
@@ -30,11 +30,11 @@ export async function moveUsageRollupStart(db: Queryable, projectId: string, cut
   );
 }
 
-/** Deletes up to `limit` usage rollup rows of the project's hours that end by `cutoff`; returns how many. */
+/** Deletes up to `limit` usage rollup rows of the project's periods that end by `cutoff`; returns how many. */
 export async function deleteUsageRollupBefore(db: Queryable, projectId: string, cutoff: Date, limit: number): Promise<{ rowCount: number | null }> {
   return db.query(
     `DELETE FROM usage_rollup WHERE ctid = ANY(ARRAY(
-       SELECT ctid FROM usage_rollup WHERE project_id = $1 AND start + interval '1 hour' <= $2 LIMIT $3))`,
+       SELECT ctid FROM usage_rollup WHERE project_id = $1 AND start + make_interval(secs => width) <= $2 LIMIT $3))`,
     [projectId, cutoff, limit],
   );
 }

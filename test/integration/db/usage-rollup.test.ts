@@ -177,6 +177,7 @@ describe('the usage rollup', () => {
   /** Windows of every alignment the plan distinguishes around `now`, ending after it (the Spend page's) and before. */
   function windows(now: number): [Date, Date | null][] {
     const hour = Math.floor(now / HOUR) * HOUR;
+    const day = Math.floor(now / DAY) * DAY;
     const d = new Date(now);
     const month = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
     const odd = now - 7_777;
@@ -189,6 +190,9 @@ describe('the usage rollup', () => {
       [new Date(odd - DAY - 500), new Date(odd)], // ending just before now: the last hour from the permits
       [new Date(odd - 40 * MINUTE), new Date(now + MINUTE)], // within an hour or two
       [new Date(hour - DAY), new Date(hour)],
+      [new Date(day - 3 * DAY), null], // whole days, today's hours, the current hour
+      [new Date(day - 3 * DAY), new Date(day - DAY)], // whole days in the past
+      [new Date(day - 3 * DAY - 2 * HOUR), new Date(day + 30 * MINUTE)], // hours, days, hours and a past tail
     ];
   }
 
@@ -203,13 +207,14 @@ describe('the usage rollup', () => {
     await closeOutReleased(own.db, project.id, early);
     await chainAllProjectEvents(own.db, project.id);
     const { rows: sums } = await own.db.query(
-      `SELECT (SELECT coalesce(sum(requests), 0) FROM usage_rollup WHERE project_id = $1)::int AS rolled,
+      `SELECT (SELECT coalesce(sum(requests), 0) FROM usage_rollup WHERE project_id = $1 AND width = 3600)::int AS rolled,
+              (SELECT coalesce(sum(requests), 0) FROM usage_rollup WHERE project_id = $1 AND width = 86400)::int AS rolled_days,
               (SELECT count(*) FROM permits WHERE project_id = $1 AND route = 'executions' AND reservation_state = 'settled')::int AS calls,
               (SELECT count(DISTINCT metadata->>'key_id') FROM permits WHERE project_id = $1 AND route = 'executions')::int AS keys,
               (SELECT count(DISTINCT model) FROM permits WHERE project_id = $1 AND route = 'executions')::int AS models`,
       [project.id],
     );
-    expect(sums[0]).toEqual({ rolled: sums[0].calls - early.length, calls: sums[0].calls, keys: KEYS.length, models: MODELS.length });
+    expect(sums[0]).toEqual({ rolled: sums[0].calls - early.length, rolled_days: sums[0].calls - early.length, calls: sums[0].calls, keys: KEYS.length, models: MODELS.length });
     const now = Date.now();
     for (const [from, to] of windows(now)) await expectSameAsExact(project.id, from, to);
 
@@ -243,7 +248,7 @@ describe('the usage rollup', () => {
     const { rows } = await own.db.query(
       `SELECT (SELECT count(*) FROM permits WHERE project_id = $1 AND reservation_state = 'settled' AND settled_at < $2)::int AS before,
               (SELECT count(*) FROM permits WHERE project_id = $1 AND reservation_state = 'settled' AND settled_at >= $2)::int AS after,
-              (SELECT coalesce(sum(requests), 0) FROM usage_rollup WHERE project_id = $1)::int AS rolled`,
+              (SELECT coalesce(sum(requests), 0) FROM usage_rollup WHERE project_id = $1 AND width = 86400)::int AS rolled`,
       [project.id, started],
     );
     expect(rows[0].before).toBeGreaterThan(0);
@@ -251,15 +256,22 @@ describe('the usage rollup', () => {
     for (const [from, to] of windows(Date.now())) await expectSameAsExact(project.id, from, to);
   });
 
-  it('plans whole hours from the rollup, the last partial hour apart, and the rest from the permits', () => {
+  it('plans whole days and hours from the rollup, the last partial hour apart, and the rest from the permits', () => {
     const t0 = Date.UTC(2026, 10, 1);
-    expect(planUsage(t0, t0 + 5 * HOUR, null)).toEqual({ raw: [], hours: [[t0, t0 + 5 * HOUR]], tail: [] });
-    expect(planUsage(t0, t0 + 5 * HOUR + 7, null)).toEqual({ raw: [], hours: [[t0, t0 + 5 * HOUR]], tail: [[t0 + 5 * HOUR, t0 + 5 * HOUR + 7]] });
-    expect(planUsage(t0 + 1, t0 + 5 * HOUR, null)).toEqual({ raw: [[t0 + 1, t0 + HOUR]], hours: [[t0 + HOUR, t0 + 5 * HOUR]], tail: [] });
+    expect(planUsage(t0, t0 + 5 * HOUR, null)).toEqual({ raw: [], hours: [[t0, t0 + 5 * HOUR]], days: [], tail: [] });
+    expect(planUsage(t0, t0 + 5 * HOUR + 7, null)).toEqual({ raw: [], hours: [[t0, t0 + 5 * HOUR]], days: [], tail: [[t0 + 5 * HOUR, t0 + 5 * HOUR + 7]] });
+    expect(planUsage(t0 + 1, t0 + 5 * HOUR, null)).toEqual({ raw: [[t0 + 1, t0 + HOUR]], hours: [[t0 + HOUR, t0 + 5 * HOUR]], days: [], tail: [] });
+    // The Spend page's month: whole days, the hours of today, the current hour's row.
+    expect(planUsage(t0, t0 + 27 * DAY + 10 * HOUR + 5 * MINUTE, null)).toEqual({
+      raw: [], hours: [[t0 + 27 * DAY, t0 + 27 * DAY + 10 * HOUR]], days: [[t0, t0 + 27 * DAY]], tail: [[t0 + 27 * DAY + 10 * HOUR, t0 + 27 * DAY + 10 * HOUR + 5 * MINUTE]],
+    });
+    expect(planUsage(t0 - 3 * HOUR - 1, t0 + DAY + 2 * HOUR, null)).toEqual({
+      raw: [[t0 - 3 * HOUR - 1, t0 - 3 * HOUR]], hours: [[t0 - 3 * HOUR, t0], [t0 + DAY, t0 + DAY + 2 * HOUR]], days: [[t0, t0 + DAY]], tail: [],
+    });
     // Before the start from the permits; the start's partial hour too.
-    expect(planUsage(t0, t0 + 5 * HOUR, t0 + 90 * MINUTE)).toEqual({ raw: [[t0, t0 + 90 * MINUTE], [t0 + 90 * MINUTE, t0 + 2 * HOUR]], hours: [[t0 + 2 * HOUR, t0 + 5 * HOUR]], tail: [] });
+    expect(planUsage(t0, t0 + 5 * HOUR, t0 + 90 * MINUTE)).toEqual({ raw: [[t0, t0 + 90 * MINUTE], [t0 + 90 * MINUTE, t0 + 2 * HOUR]], hours: [[t0 + 2 * HOUR, t0 + 5 * HOUR]], days: [], tail: [] });
     // Within one hour the rollup holds only from its start on: from the permits.
-    expect(planUsage(t0 + 10 * MINUTE, t0 + 50 * MINUTE, t0 + 20 * MINUTE)).toEqual({ raw: [[t0 + 10 * MINUTE, t0 + 20 * MINUTE], [t0 + 20 * MINUTE, t0 + 50 * MINUTE]], hours: [], tail: [] });
-    expect(planUsage(t0, t0 + HOUR, t0 + 2 * HOUR)).toEqual({ raw: [[t0, t0 + HOUR]], hours: [], tail: [] });
+    expect(planUsage(t0 + 10 * MINUTE, t0 + 50 * MINUTE, t0 + 20 * MINUTE)).toEqual({ raw: [[t0 + 10 * MINUTE, t0 + 20 * MINUTE], [t0 + 20 * MINUTE, t0 + 50 * MINUTE]], hours: [], days: [], tail: [] });
+    expect(planUsage(t0, t0 + HOUR, t0 + 2 * HOUR)).toEqual({ raw: [[t0, t0 + HOUR]], hours: [], days: [], tail: [] });
   });
 });
