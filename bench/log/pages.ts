@@ -105,6 +105,7 @@ export async function run(): Promise<void> {
         const n = await foldAll(db);
         await db.query('VACUUM ANALYZE call_rollup');
         await db.query('VACUUM ANALYZE governance_rollup');
+        await db.query('VACUUM ANALYZE usage_rollup');
         log(`${n} records folded into the call, governance and usage rollups in ${((performance.now() - t) / 1000).toFixed(0)} s`);
       },
     });

@@ -80,19 +80,23 @@ export function planUsage(from: number, to: number, rolledFrom: number | null): 
 const PERMIT_COLUMNS = "p.settled_at, p.provider, p.model, p.metadata->>'key_id' AS key_id, p.actual_input_tokens, p.actual_output_tokens, p.actual_cost_micros";
 
 /**
- * $1 project, $2 from, $3 to, $4 the ranges read from the permits (governed calls' permits), $5/$6
- * the ranges read from the rollup's hour and day rows (the tail among the hours when its row is
- * read), $7 all of the rolled-up time, where the unfolded records and the closeouts of governed
- * calls' permits are added to the rollup's rows.
+ * $1 project, $2 from, $3 to, $4/$5 the ranges read from the rollup's hour and day rows (the tail
+ * among the hours when its row is read), $6 all of the rolled-up time, where the unfolded records
+ * and the closeouts of governed calls' permits are added to the rollup's rows, $7 (`withRaw`) the
+ * ranges read from the permits (governed calls' permits).
  */
-const USAGE_SQL = `
+const usageSql = (withRaw: boolean) => `
   WITH unfolded AS (${UNFOLDED_RECORDS_SQL}),
-  raw AS (
+  raw AS (${
+    withRaw
+      ? `
     SELECT ${PERMIT_COLUMNS}
-      FROM unnest($4::tstzmultirange) AS r
+      FROM unnest($7::tstzmultirange) AS r
       JOIN permits p ON p.project_id = $1 AND p.issued_at >= greatest(lower(r), $2::timestamptz) - interval '2 days' AND p.issued_at < upper(r)
      WHERE ${FOLDED_PERMIT_SQL} AND p.reservation_state = 'settled' AND p.settled_at >= lower(r) AND p.settled_at < upper(r)
-    UNION ALL
+    UNION ALL`
+      : ''
+  }
     SELECT ${PERMIT_COLUMNS}
       FROM permits p
      WHERE p.project_id = $1 AND ${UNFOLDED_PERMIT_SQL} AND p.issued_at >= $2::timestamptz - interval '2 days' AND p.issued_at < $3
@@ -102,13 +106,13 @@ const USAGE_SQL = `
       FROM unfolded u JOIN executions x ON x.id = u.id AND x.project_id = $1
      CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p
      WHERE p.project_id = $1 AND ${FOLDED_PERMIT_SQL} AND p.reservation_state = 'settled' AND p.settled_at = x.recorded_at
-       AND p.settled_at <@ $7::tstzmultirange AND p.issued_at >= $2::timestamptz - interval '2 days'
+       AND p.settled_at <@ $6::tstzmultirange AND p.issued_at >= $2::timestamptz - interval '2 days'
     UNION ALL
     SELECT ${PERMIT_COLUMNS}
       FROM permit_usage_reports u
      CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = u.permit_id LIMIT 1) p
      WHERE u.project_id = $1 AND u.reported_at >= $2 AND p.project_id = $1 AND ${FOLDED_PERMIT_SQL}
-       AND p.reservation_state = 'settled' AND p.settled_at <@ $7::tstzmultirange AND p.issued_at >= $2::timestamptz - interval '2 days'
+       AND p.reservation_state = 'settled' AND p.settled_at <@ $6::tstzmultirange AND p.issued_at >= $2::timestamptz - interval '2 days'
        AND NOT EXISTS (SELECT 1 FROM executions x WHERE x.permit_id = p.id AND x.project_id = $1 AND x.recorded_at = p.settled_at)
   ),
   rows AS (
@@ -117,11 +121,11 @@ const USAGE_SQL = `
       FROM raw
     UNION ALL
     SELECT to_char(c.start AT TIME ZONE 'UTC', 'YYYY-MM-DD'), c.provider, c.model, c.key_id, c.requests, c.input_tokens, c.output_tokens, c.cost_usd_micros
-      FROM unnest($5::tstzmultirange) AS r
+      FROM unnest($4::tstzmultirange) AS r
       JOIN usage_rollup c ON c.project_id = $1 AND c.width = 3600 AND c.start >= lower(r) AND c.start < upper(r)
     UNION ALL
     SELECT to_char(c.start AT TIME ZONE 'UTC', 'YYYY-MM-DD'), c.provider, c.model, c.key_id, c.requests, c.input_tokens, c.output_tokens, c.cost_usd_micros
-      FROM unnest($6::tstzmultirange) AS r
+      FROM unnest($5::tstzmultirange) AS r
       JOIN usage_rollup c ON c.project_id = $1 AND c.width = 86400 AND c.start >= lower(r) AND c.start < upper(r)
   )
   SELECT day, provider, model, key_id AS api_key_id, sum(requests)::int AS requests, sum(input_tokens)::bigint AS input_tokens,
@@ -129,6 +133,8 @@ const USAGE_SQL = `
     FROM rows
    GROUP BY 1, 2, 3, 4
    ORDER BY 1, 2, 3, 4`;
+/** Without the ranges read from the permits (the Spend page's month): a branch fewer over every partition to plan. */
+const USAGE_SQL = { withRaw: usageSql(true), withoutRaw: usageSql(false) };
 
 /**
  * Settled permits in [from, to) by day (UTC), provider, model and API key. `untilNow`: the window
@@ -155,7 +161,8 @@ export async function settledUsage(db: Db, projectId: string, window: { from: Da
     const raw = live ? plan.raw : [...plan.raw, ...plan.tail];
     const hours = live ? [...plan.hours, ...plan.tail] : plan.hours;
     const rolled = [...hours, ...plan.days].sort((a, b) => a[0] - b[0]);
-    ({ rows } = await client.query<UsageRow>(USAGE_SQL, [projectId, from, to, multirange(raw), multirange(hours), multirange(plan.days), multirange(rolled)]));
+    const params = [projectId, from, to, multirange(hours), multirange(plan.days), multirange(rolled)];
+    ({ rows } = await client.query<UsageRow>(raw.length > 0 ? USAGE_SQL.withRaw : USAGE_SQL.withoutRaw, raw.length > 0 ? [...params, multirange(raw)] : params));
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
