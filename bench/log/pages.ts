@@ -46,7 +46,7 @@ async function foldAll(db: Db): Promise<number> {
 /** The dashboard's windows (dashboard/src/pages/Overview.tsx): the Overview ends them at a bucket's end, Governance at now. */
 const WINDOWS = [
   ['1h', 3600, 60],
-  ['24h', 86400, 300],
+  ['24h', 86400, 3600],
   ['7d', 7 * 86400, 3600],
 ] as const;
 
@@ -105,7 +105,8 @@ export async function run(): Promise<void> {
         const n = await foldAll(db);
         await db.query('VACUUM ANALYZE call_rollup');
         await db.query('VACUUM ANALYZE governance_rollup');
-        log(`${n} records folded into the call and governance rollups in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+        await db.query('VACUUM ANALYZE usage_rollup');
+        log(`${n} records folded into the call, governance and usage rollups in ${((performance.now() - t) / 1000).toFixed(0)} s`);
       },
     });
     const h = history as CallHistory | null;

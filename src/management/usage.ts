@@ -5,7 +5,8 @@
 import type { Db } from '../db/pool';
 import { errors } from '../errors';
 import { getPolicy } from '../db/repositories/policies';
-import { activeIntentProjections, dailySettled, firewallOutcomes, settledUsage, type UsageRow } from '../db/repositories/usage';
+import { activeIntentProjections, dailySettled, firewallOutcomes } from '../db/repositories/usage';
+import { settledUsage, type UsageRow } from '../db/repositories/settled-usage';
 
 const DAY_MS = 86_400_000;
 /** The longest usage window one request may ask for. */
@@ -31,10 +32,10 @@ function reportWindow(window: { from?: Date; to?: Date }, now: Date): { from: Da
   return { from, to };
 }
 
-/** Usage in [from, to). */
+/** Usage in [from, to); without `to`, up to the moment it is read (the database's clock, when later than `now`). */
 export async function usageReport(db: Db, projectId: string, window: { from?: Date; to?: Date }, now: Date): Promise<UsageReport> {
-  const { from, to } = reportWindow(window, now);
-  const data = await settledUsage(db, projectId, from, to);
+  const { from, to: until } = reportWindow(window, now);
+  const { to, rows: data } = await settledUsage(db, projectId, { from, to: until, untilNow: window.to === undefined });
   const totals = data.reduce(
     (t, r) => ({
       requests: t.requests + r.requests,

@@ -4,6 +4,7 @@ import { withTransaction } from '../db/pool';
 import { idBound } from '../db/partitions';
 import { deleteRollupBefore, moveRollupStart } from '../db/repositories/call-rollup';
 import { deleteGovernanceRollupBefore, moveGovernanceRollupStart } from '../db/repositories/governance-rollup';
+import { deleteUsageRollupBefore, moveUsageRollupStart } from '../db/repositories/usage-rollup';
 import { addArchiveDeleted, type ArchiveRow } from '../db/repositories/archives';
 import type { RetentionOptions } from './types';
 
@@ -95,6 +96,9 @@ export async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptio
   // The Governance page likewise, from the permits that remain.
   await moveGovernanceRollupStart(db, project, cutoff);
   await drain('governance_rollup', async () => (await deleteGovernanceRollupBefore(db, project, cutoff, batch)).rowCount ?? 0);
+  // The Spend page's usage likewise.
+  await moveUsageRollupStart(db, project, cutoff);
+  await drain('usage_rollup', async () => (await deleteUsageRollupBefore(db, project, cutoff, batch)).rowCount ?? 0);
   for (const scope of scopes('permits', 'permit_', deferral?.permits ? deferral : null)) await deletePermits(db, a, { batch, scope, step });
   await drain('idempotency_keys', async () => {
     const r = await db.query(

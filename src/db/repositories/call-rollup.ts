@@ -23,12 +23,15 @@ export function isTerminalEvent(e: { event_type: string; source: string; request
 
 /**
  * Adds the records (project, id) to the rollup, one upsert per group, and their permits to the
- * governance rollup (src/db/repositories/governance-rollup.ts), in one statement; each record must
- * be folded once.
+ * governance rollup (src/db/repositories/governance-rollup.ts) and the usage rollup
+ * (src/db/repositories/usage-rollup.ts), in one statement; each record must be folded once.
  */
 export async function foldCalls(db: Queryable, projectIds: readonly string[], ids: readonly string[]): Promise<void> {
   if (ids.length === 0) return;
-  await db.query('SELECT tollgate_fold_calls($1::text[], $2::text[], $3::int[]), tollgate_fold_governance($1::text[], $2::text[])', [projectIds, ids, LATENCY_BOUNDS]);
+  await db.query(
+    'SELECT tollgate_fold_calls($1::text[], $2::text[], $3::int[]), tollgate_fold_governance($1::text[], $2::text[]), tollgate_fold_usage($1::text[], $2::text[])',
+    [projectIds, ids, LATENCY_BOUNDS],
+  );
 }
 
 /**

@@ -1,40 +1,9 @@
 /**
- * Reading the money of a project (management API): settled spend per day, provider, model and API
- * key from the permits (every governed call, job and permit-first closeout settles its permit), and
- * the day counters and active intents the month-end forecast starts from.
+ * Reading the money of a project (management API): the day counters and active intents the
+ * month-end forecast starts from, and the firewall's outcomes. Settled usage by day, provider,
+ * model and API key is read in ./settled-usage.ts.
  */
 import type { Queryable } from '../pool';
-
-export interface UsageRow {
-  day: string;
-  provider: string | null;
-  model: string | null;
-  api_key_id: string | null;
-  requests: number;
-  input_tokens: number;
-  output_tokens: number;
-  cost_usd_micros: number;
-}
-
-/**
- * Settled permits in [from, to) by day (UTC), provider, model and API key. A permit settles within
- * its lifetime (at most a day for an allow, longer only for an attested review), so the scan starts
- * at issue times a day before `from` and uses the project's issue-time index.
- */
-export async function settledUsage(db: Queryable, projectId: string, from: Date, to: Date): Promise<UsageRow[]> {
-  const { rows } = await db.query<UsageRow>(
-    `SELECT to_char(settled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, provider, model, metadata->>'key_id' AS api_key_id,
-            count(*)::int AS requests, coalesce(sum(actual_input_tokens), 0)::bigint AS input_tokens,
-            coalesce(sum(actual_output_tokens), 0)::bigint AS output_tokens, coalesce(sum(actual_cost_micros), 0)::bigint AS cost_usd_micros
-       FROM permits
-      WHERE project_id = $1 AND reservation_state = 'settled' AND settled_at >= $2 AND settled_at < $3
-        AND issued_at >= $2::timestamptz - interval '2 days' AND issued_at < $3
-      GROUP BY 1, 2, 3, 4
-      ORDER BY 1, 2, 3, 4`,
-    [projectId, from, to],
-  );
-  return rows.map((r) => ({ ...r, input_tokens: Number(r.input_tokens), output_tokens: Number(r.output_tokens), cost_usd_micros: Number(r.cost_usd_micros) }));
-}
 
 /** Settled spend per day of [fromDay, toDay] (UTC dates) from the day counters the caps are checked against. */
 export async function dailySettled(db: Queryable, projectId: string, fromDay: string, toDay: string): Promise<{ day: string; settled_usd_micros: number; reserved_usd_micros: number }[]> {

@@ -86,6 +86,9 @@ describe('retention: archive, verify, then delete', () => {
     const overview = (await h.call('GET', '/v1/metrics/calls', { key: p.clientKey })).json;
     expect(overview.totals.calls).toBe(9);
     expect(await count(`SELECT count(*) AS n FROM call_rollup WHERE project_id = $1 AND start + make_interval(secs => width) <= (SELECT started_at FROM call_rollup_starts WHERE project_id = $1)`, projectId)).toBe(0);
+    // Spend's usage likewise: its rollup starts at the cutoff, the time before it read from the permits that remain.
+    const { rows: usageStart } = await h.tg.db.query<{ started_at: Date }>('SELECT started_at FROM usage_rollup_starts WHERE project_id = $1', [projectId]);
+    expect(usageStart.map((r) => r.started_at)).toEqual([cutoff]);
 
     // The archive verifies offline from its file alone, with the published key.
     expect(existsSync(archive.path)).toBe(true);

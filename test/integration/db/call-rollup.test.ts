@@ -254,6 +254,8 @@ describe('the call rollup', () => {
     };
     // A week in hour buckets on whole hours: hours only.
     expect(check(t0 - 7 * 24 * HOUR, t0, 3600_000, null)).toEqual({ raw: [], rawSeries: [], statusMinutes: [], statusHours: [[t0 - 7 * 24 * HOUR, t0]], spendMinutes: [], spendHours: [[t0 - 7 * 24 * HOUR, t0]] });
+    // The dashboard's day (hour buckets, ending on an hour): hour rows only, for both.
+    expect(check(t0 - 24 * HOUR, t0, 3600_000, null)).toEqual({ raw: [], rawSeries: [], statusMinutes: [], statusHours: [[t0 - 24 * HOUR, t0]], spendMinutes: [], spendHours: [[t0 - 24 * HOUR, t0]] });
     // A day in 5-minute buckets: minutes for the series, hours for spend.
     const day = check(t0 - 24 * HOUR, t0, 300_000, null);
     expect(day.raw).toEqual([]);
