@@ -33,6 +33,23 @@ export function leafHashHex(leaf: string): string {
   return hash('sha256', `\u0000${leaf}`, 'hex');
 }
 
+/**
+ * `eventHash(prevHash, leaf)` (hex) and `leafHash(leaf)` of one leaf, its text written out as
+ * UTF-8 once into a buffer kept between calls: [pad][prevHash][leaf] is the chain hash's input
+ * from the pad's end; the byte before the leaf, set to 0x00 after, starts the leaf hash's.
+ */
+let scratch = Buffer.allocUnsafe(1 << 16);
+
+export function chainAndLeafHash(prevHash: string, leaf: string): { chain: string; leaf: Buffer } {
+  const room = 1 + 3 * (prevHash.length + leaf.length);
+  if (scratch.length < room) scratch = Buffer.allocUnsafe(Math.max(room, 2 * scratch.length));
+  const prevEnd = 1 + scratch.write(prevHash, 1, 'utf8');
+  const end = prevEnd + scratch.write(leaf, prevEnd, 'utf8');
+  const chain = hash('sha256', scratch.subarray(1, end), 'hex');
+  scratch[prevEnd - 1] = 0x00;
+  return { chain, leaf: hash('sha256', scratch.subarray(prevEnd - 1, end), 'buffer') };
+}
+
 export function nodeHash(left: Buffer, right: Buffer): Buffer {
   const bytes = Buffer.allocUnsafe(1 + left.length + right.length);
   bytes[0] = 0x01;

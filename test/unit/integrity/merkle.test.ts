@@ -1,6 +1,8 @@
 import { createHash, generateKeyPairSync } from 'node:crypto';
+import { eventHash } from '../../../src/events/canonical';
 import {
   appendLeaves,
+  chainAndLeafHash,
   consistencyProof,
   EMPTY_ROOT,
   inclusionProof,
@@ -52,6 +54,18 @@ describe('RFC 6962 hashes', () => {
     expect(leafHash('')).toEqual(leafHash(Buffer.alloc(0)));
     const [a, b] = [leafHash('a'), leafHash('b')];
     expect(nodeHash(a, b)).toEqual(byHand(1, a, b));
+  });
+
+  it('chainAndLeafHash gives eventHash and leafHash of the same leaf, whatever its link and length', () => {
+    const leaves = ['', '{"event":"é😀"}', 'x'.repeat(70_000), '\u2028"\\', '😀'.repeat(40_000), 'short again'];
+    const links = ['0'.repeat(64), '', 'é', 'f'.repeat(64)];
+    for (const leaf of leaves) {
+      for (const link of links) {
+        const h = chainAndLeafHash(link, leaf);
+        expect(h.chain).toBe(eventHash(link, leaf));
+        expect(h.leaf).toEqual(leafHash(leaf));
+      }
+    }
   });
 });
 
