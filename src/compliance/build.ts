@@ -20,9 +20,9 @@ import { canonicalJson } from '../events/canonical-json';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import { canonicalOfStored } from '../db/repositories/canonical-columns';
-import { canonicalRecord, type CanonicalColumns } from '../events/canonical';
+import type { CanonicalColumns } from '../events/canonical';
 import { chainAllProjectEvents } from '../db/repositories/event-chain';
-import { readRecordLeavesOfSeqs, type StoredRecordLeaf } from '../db/repositories/record-leaves';
+import { readRecordLeafSourcesOfSeqs, recordLeafCanonical, type RecordLeafSource } from '../db/repositories/record-leaf-text';
 import {
   exportRowPages,
   findExport,
@@ -59,7 +59,27 @@ export const exportFileKey = (exportId: string, name: string) => `exports/${expo
 const BATCH = 2000;
 /** Events written out (whole-row canonical form, inclusion proof) between two turns of the event loop: ~1 ms. */
 const EVENTS_PER_TURN = 50;
-const ndjson = (lines: string[]) => Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8');
+
+/**
+ * Lines as one NDJSON chunk. Each line is written out as UTF-8 straight into a buffer kept between
+ * chunks (room for three bytes per UTF-16 unit), and the chunk copied out at its length: joining
+ * the lines into one string first copied every line twice more.
+ */
+let lineBuffer = Buffer.allocUnsafe(1 << 20);
+const LINE_BUFFER_KEPT = 16 << 20;
+
+function ndjson(lines: string[]): Buffer {
+  let room = lines.length;
+  for (const l of lines) room += 3 * l.length;
+  const into = room <= lineBuffer.length ? lineBuffer : Buffer.allocUnsafe(room);
+  if (into !== lineBuffer && room <= LINE_BUFFER_KEPT) lineBuffer = into;
+  let n = 0;
+  for (const l of lines) {
+    n += into.write(l, n, 'utf8');
+    into[n++] = 0x0a;
+  }
+  return Buffer.from(into.subarray(0, n));
+}
 
 async function load(db: Db, exportId: string): Promise<ExportRow> {
   const row = await findExport(db, null, exportId);
@@ -137,7 +157,7 @@ interface EventsBatch {
   lo: number;
   hi: number;
   chained: Map<number, ChainedColumnsRow>;
-  records: Map<string, StoredRecordLeaf>;
+  records: Map<string, RecordLeafSource>;
   get: NodeSource;
 }
 
@@ -147,7 +167,7 @@ async function readEventsBatch(deps: BuildDeps, row: ExportRow, lo: number, hi: 
   const chainRows = await readChainRangeColumns(deps.db, row.project_id, { afterPos: lo, toPos: hi + 1, limit: hi - lo + 1 });
   const chained = new Map(chainRows.map((r) => [Number(r.chain_pos), r]));
   // Positions no event row answers for are call records' (or deleted rows).
-  const records = await readRecordLeavesOfSeqs(deps.db, row.project_id, chainRows.filter((r) => r.seq === null).map((r) => r.chain_seq));
+  const records = await readRecordLeafSourcesOfSeqs(deps.db, row.project_id, chainRows.filter((r) => r.seq === null).map((r) => r.chain_seq));
   const recorded: SubtreeMemo = new Map();
   const needed = nodesNeeded((get) => {
     for (let i = lo; i <= hi; i++) {
@@ -186,7 +206,7 @@ async function writeEventsPart(deps: BuildDeps, row: ExportRow, events: ExportFi
         if (i > lo && (i - lo) % EVENTS_PER_TURN === 0) await nextTurn();
         const r = chained.get(i + 1);
         const record = r && r.seq === null ? records.get(String(r.chain_seq)) : undefined;
-        if (record) eventLines.push(canonicalRecord(record, r!.prev_hash));
+        if (record) eventLines.push(recordLeafCanonical(record, r!.prev_hash));
         else if (r && r.seq !== null && r.id !== null) eventLines.push(await canonicalOfStored(deps.db, r as CanonicalColumns, r.prev_hash));
         // JSON.stringify({ index, seq, leaf_hash, proof }) written out: numbers and base64 need no escaping.
         const proof = inclusionProof(i, size, get, memo);
