@@ -61,24 +61,30 @@ const BATCH = 2000;
 const EVENTS_PER_TURN = 50;
 
 /**
- * Lines as one NDJSON chunk. Each line is written out as UTF-8 straight into a buffer kept between
- * chunks (room for three bytes per UTF-16 unit), and the chunk copied out at its length: joining
- * the lines into one string first copied every line twice more.
+ * Lines as one NDJSON chunk, each line written out as UTF-8 straight into the chunk (joining the
+ * lines into one string first copied every line twice more). The chunk is sized for one byte per
+ * UTF-16 unit and an eighth more; a line that may not fit in what is left is measured, and the
+ * chunk grown for it.
  */
-let lineBuffer = Buffer.allocUnsafe(1 << 20);
-const LINE_BUFFER_KEPT = 16 << 20;
-
 function ndjson(lines: string[]): Buffer {
-  let room = lines.length;
-  for (const l of lines) room += 3 * l.length;
-  const into = room <= lineBuffer.length ? lineBuffer : Buffer.allocUnsafe(room);
-  if (into !== lineBuffer && room <= LINE_BUFFER_KEPT) lineBuffer = into;
+  let units = lines.length;
+  for (const l of lines) units += l.length;
+  let into = Buffer.allocUnsafe(units + (units >> 3) + 64);
   let n = 0;
-  for (const l of lines) {
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i];
+    if (into.length - n < 3 * l.length + 1) {
+      const need = Buffer.byteLength(l, 'utf8') + 1;
+      if (into.length - n < need) {
+        const grown = Buffer.allocUnsafe(Math.max(2 * into.length, n + need + 3 * (units - n)));
+        into.copy(grown, 0, 0, n);
+        into = grown;
+      }
+    }
     n += into.write(l, n, 'utf8');
     into[n++] = 0x0a;
   }
-  return Buffer.from(into.subarray(0, n));
+  return into.subarray(0, n);
 }
 
 async function load(db: Db, exportId: string): Promise<ExportRow> {
