@@ -40,7 +40,7 @@ import {
 import { checkpointAtSize, checkpointCovering, latestCheckpoint, readChainRangeColumns, type ChainedColumnsRow } from '../db/repositories/integrity-log';
 import { complianceSigner } from '../integrity/keys';
 import { issueCheckpoint, logOrigin, treeNodes } from '../integrity/log';
-import { inclusionProof, nodesNeeded, sourceOf, type NodeSource, type SubtreeMemo } from '../integrity/merkle';
+import { inclusionProof, nodesNeeded, proofTexts, sourceOf, type NodeSource, type SubtreeMemo } from '../integrity/merkle';
 import { signNote } from '../integrity/note';
 import { archiveStoreOf } from '../archive-store/from-config';
 import type { ArchiveStore } from '../archive-store/store';
@@ -197,14 +197,8 @@ async function writeEventsPart(deps: BuildDeps, row: ExportRow, events: ExportFi
       // The next read runs while this one is written out.
       next = read(hi + 1);
       next?.catch(() => undefined);
-      const memo: SubtreeMemo = new Map();
-      // A proof repeats most of its neighbour's nodes: each node is written out in base64 once.
-      const base64 = new Map<Buffer, string>();
-      const b64 = (h: Buffer) => {
-        let t = base64.get(h);
-        if (t === undefined) base64.set(h, (t = h.toString('base64')));
-        return t;
-      };
+      // A proof repeats most of its neighbour's nodes: each is written out in base64 once.
+      const proofOf = proofTexts(size, get, new Map());
       const eventLines: string[] = [];
       const proofLines: string[] = [];
       for (let i = lo; i <= hi; i++) {
@@ -215,10 +209,9 @@ async function writeEventsPart(deps: BuildDeps, row: ExportRow, events: ExportFi
         if (record) eventLines.push(recordLeafCanonical(record, r!.prev_hash));
         else if (r && r.seq !== null && r.id !== null) eventLines.push(await canonicalOfStored(deps.db, r as CanonicalColumns, r.prev_hash));
         // JSON.stringify({ index, seq, leaf_hash, proof }) written out: numbers and base64 need no escaping.
-        const proof = inclusionProof(i, size, get, memo);
-        let line = `{"index":${i},"seq":${r ? Number(r.chain_seq) : 'null'},"leaf_hash":"${b64(get(0, i))}","proof":[`;
-        for (let k = 0; k < proof.length; k++) line += `${k > 0 ? ',' : ''}"${b64(proof[k])}"`;
-        proofLines.push(`${line}]}`);
+        const proof = proofOf(i);
+        const nodes = proof.length === 0 ? '' : `"${proof.join('","')}"`;
+        proofLines.push(`{"index":${i},"seq":${r ? Number(r.chain_seq) : 'null'},"leaf_hash":"${get(0, i).toString('base64')}","proof":[${nodes}]}`);
       }
       await events.add(eventLines);
       await proofs.add(proofLines);

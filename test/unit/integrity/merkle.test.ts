@@ -10,6 +10,7 @@ import {
   leafHashHex,
   leafHash,
   nodeHash,
+  proofTexts,
   rootOf,
   sourceOf,
   splitPoint,
@@ -97,6 +98,16 @@ describe('RFC 6962 tree over stored perfect subtrees', () => {
       // Only subtrees that are not perfect are kept: none for a power-of-two size; for 7 leaves, [4, 7).
       if ((n & (n - 1)) === 0) expect(memo.size).toBe(0);
       if (n === 7) expect([...memo.keys()]).toEqual(['4:7']);
+    }
+  });
+
+  it('proofTexts gives each proof in base64, as inclusionProof does, in order, out of order and repeated', () => {
+    const b64 = (p: Buffer[]) => p.map((h) => h.toString('base64'));
+    for (let n = 1; n <= leaves.length; n++) {
+      const texts = proofTexts(n, get, new Map());
+      const order = [...Array(n).keys(), ...Array.from({ length: n }, (_, k) => (k * 7) % n), 0, n - 1, 0];
+      for (const i of order) expect(texts(i)).toEqual(b64(inclusionProof(i, n, get)));
+      expect(() => texts(n)).toThrow(RangeError);
     }
   });
 
