@@ -11,12 +11,16 @@
  * 1. `integrity verify` of the big project (`verifyLog`), BENCH_VERIFY_ROUNDS times (default 2: the
  *    copy's pages are read from disk the first time, from the cache after): records/s, this
  *    process's CPU and PostgreSQL's per record.
- * 2. Retention of the history's first day (`runRetention --before` that Monday; every project's
+ * 2. An archive's write path: the big project's first BENCH_ARCHIVE_DAYS days (default 8) written
+ *    (`writeArchive`: the compliance export's files streamed into the archive store, then the
+ *    bundle) and read back and verified (`verifyStoredArchive`), BENCH_ARCHIVE_ROUNDS times
+ *    (default 2), nothing deleted: leaves/s and this process's CPU per leaf of each.
+ * 3. Retention of the history's first day (`runRetention --before` that Monday; every project's
  *    retention set so that the oldest week is past it), and when it dropped no partition the next
  *    hour's round: its time, its archives' leaves, the time to each archive's write and read-back,
  *    the partitions dropped, and every statement it sent (count, total and longest ms, by text).
  *
- * BENCH_STEPS (default `verify,retention`) picks the steps.
+ * BENCH_STEPS (default `verify,archive,retention`) picks the steps.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -27,6 +31,8 @@ import { migrate } from '../../src/db/migrate';
 import { createPool, type Db } from '../../src/db/pool';
 import { verifyLog } from '../../src/integrity/verify-log';
 import { runRetention } from '../../src/retention/run';
+import { verifyStoredArchive, writeArchive } from '../../src/retention/archive';
+import { planArchive } from '../../src/retention/plan';
 import { loadCallHistory, type CallHistory } from '../lib/call-history';
 import { BENCH_MASTER_KEY } from '../lib/stack';
 import { measured } from '../lib/event-log';
@@ -35,7 +41,9 @@ const CALLS = Number(process.env.BENCH_CALLS ?? 1_000_000);
 const DAYS = Number(process.env.BENCH_DAYS ?? 60);
 const HISTORY_DB = process.env.BENCH_HISTORY_DB ?? '';
 const VERIFY_ROUNDS = Number(process.env.BENCH_VERIFY_ROUNDS ?? 2);
-const STEPS = new Set((process.env.BENCH_STEPS ?? 'verify,retention').split(','));
+const STEPS = new Set((process.env.BENCH_STEPS ?? 'verify,archive,retention').split(','));
+const ARCHIVE_DAYS = Number(process.env.BENCH_ARCHIVE_DAYS ?? 8);
+const ARCHIVE_ROUNDS = Number(process.env.BENCH_ARCHIVE_ROUNDS ?? 2);
 const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DAY_MS = 86_400_000;
 const log = (m: string) => console.error(`[bench:log --retention] ${m}`);
@@ -157,6 +165,28 @@ async function sizes(db: Db): Promise<Record<string, number>> {
   return Object.fromEntries(rows.map((r) => [r.name, Number(r.bytes)]));
 }
 
+/** Writes and verifies one archive of the project's rows before `cutoff`, ARCHIVE_ROUNDS times; the archive row is dropped after. */
+async function archiveRounds(o: { db: Db; url: string; archiveDir: string; projectId: string; cutoff: Date }): Promise<void> {
+  const deps = { db: o.db, config: { env: 'production' as const, masterKey: BENCH_MASTER_KEY, databaseUrl: o.url, retention: {}, archiveStore: { kind: 'directory' as const, dir: o.archiveDir } } };
+  const a = await planArchive(deps, o.projectId, o.cutoff);
+  if (!a) throw new Error(`nothing to archive before ${o.cutoff.toISOString()}`);
+  const leaves = Number(a.last_index) - Number(a.first_index) + 1;
+  try {
+    for (let round = 1; round <= ARCHIVE_ROUNDS; round++) {
+      log(`archive of ${leaves} leaves, round ${round}`);
+      const w = await measured(() => writeArchive(deps, a, { now: new Date() }));
+      const v = await measured(() => verifyStoredArchive(deps, a, w.result.sha256, w.result.bytes));
+      const rate = (ms: number) => (leaves / (ms / 1000)).toFixed(0);
+      console.log(
+        `archive, round ${round}: ${leaves} leaves, ${(w.result.bytes / 2 ** 20).toFixed(1)} MiB; written in ${(w.ms / 1000).toFixed(1)} s = ${rate(w.ms)} leaves/s, ` +
+          `this process ${(w.cpuUs / leaves).toFixed(1)} µs CPU per leaf; read back and verified in ${(v.ms / 1000).toFixed(1)} s = ${rate(v.ms)} leaves/s, ${(v.cpuUs / leaves).toFixed(1)} µs per leaf`,
+      );
+    }
+  } finally {
+    await o.db.query('DELETE FROM archives WHERE id = $1', [a.id]);
+  }
+}
+
 export async function run(): Promise<void> {
   const name = `tollgate_bench_retention_${process.pid}`;
   const archiveDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-retention-'));
@@ -177,6 +207,7 @@ export async function run(): Promise<void> {
             `this process ${(m.cpuUs / n).toFixed(1)} µs CPU per record, PostgreSQL ${((m.postgresMs * 1000) / n).toFixed(1)} µs; the event loop's longest wait ${m.longestWaitMs.toFixed(0)} ms`,
         );
       }
+      if (STEPS.has('archive')) await archiveRounds({ db, url, archiveDir, projectId: big.id, cutoff: new Date(h.start.getTime() + ARCHIVE_DAYS * DAY_MS) });
       if (STEPS.has('retention')) {
         const monday = new Date(h.start.getTime() + DAY_MS);
         const days = Math.floor((Date.now() - monday.getTime()) / DAY_MS);

@@ -20,9 +20,9 @@ import { canonicalJson } from '../events/canonical-json';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import { canonicalOfStored } from '../db/repositories/canonical-columns';
-import { canonicalRecord, type CanonicalColumns } from '../events/canonical';
+import type { CanonicalColumns } from '../events/canonical';
 import { chainAllProjectEvents } from '../db/repositories/event-chain';
-import { readRecordLeavesOfSeqs, type StoredRecordLeaf } from '../db/repositories/record-leaves';
+import { readRecordLeafSourcesOfSeqs, recordLeafCanonical, type RecordLeafSource } from '../db/repositories/record-leaf-text';
 import {
   exportRowPages,
   findExport,
@@ -40,7 +40,7 @@ import {
 import { checkpointAtSize, checkpointCovering, latestCheckpoint, readChainRangeColumns, type ChainedColumnsRow } from '../db/repositories/integrity-log';
 import { complianceSigner } from '../integrity/keys';
 import { issueCheckpoint, logOrigin, treeNodes } from '../integrity/log';
-import { inclusionProof, nodesNeeded, sourceOf, type NodeSource, type SubtreeMemo } from '../integrity/merkle';
+import { inclusionProof, nodesNeeded, proofTexts, sourceOf, type NodeSource, type SubtreeMemo } from '../integrity/merkle';
 import { signNote } from '../integrity/note';
 import { archiveStoreOf } from '../archive-store/from-config';
 import type { ArchiveStore } from '../archive-store/store';
@@ -59,7 +59,33 @@ export const exportFileKey = (exportId: string, name: string) => `exports/${expo
 const BATCH = 2000;
 /** Events written out (whole-row canonical form, inclusion proof) between two turns of the event loop: ~1 ms. */
 const EVENTS_PER_TURN = 50;
-const ndjson = (lines: string[]) => Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8');
+
+/**
+ * Lines as one NDJSON chunk, each line written out as UTF-8 straight into the chunk (joining the
+ * lines into one string first copied every line twice more). The chunk is sized for one byte per
+ * UTF-16 unit and an eighth more; a line that may not fit in what is left is measured, and the
+ * chunk grown for it.
+ */
+function ndjson(lines: string[]): Buffer {
+  let units = lines.length;
+  for (const l of lines) units += l.length;
+  let into = Buffer.allocUnsafe(units + (units >> 3) + 64);
+  let n = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i];
+    if (into.length - n < 3 * l.length + 1) {
+      const need = Buffer.byteLength(l, 'utf8') + 1;
+      if (into.length - n < need) {
+        const grown = Buffer.allocUnsafe(Math.max(2 * into.length, n + need + 3 * (units - n)));
+        into.copy(grown, 0, 0, n);
+        into = grown;
+      }
+    }
+    n += into.write(l, n, 'utf8');
+    into[n++] = 0x0a;
+  }
+  return into.subarray(0, n);
+}
 
 async function load(db: Db, exportId: string): Promise<ExportRow> {
   const row = await findExport(db, null, exportId);
@@ -137,7 +163,7 @@ interface EventsBatch {
   lo: number;
   hi: number;
   chained: Map<number, ChainedColumnsRow>;
-  records: Map<string, StoredRecordLeaf>;
+  records: Map<string, RecordLeafSource>;
   get: NodeSource;
 }
 
@@ -147,7 +173,7 @@ async function readEventsBatch(deps: BuildDeps, row: ExportRow, lo: number, hi: 
   const chainRows = await readChainRangeColumns(deps.db, row.project_id, { afterPos: lo, toPos: hi + 1, limit: hi - lo + 1 });
   const chained = new Map(chainRows.map((r) => [Number(r.chain_pos), r]));
   // Positions no event row answers for are call records' (or deleted rows).
-  const records = await readRecordLeavesOfSeqs(deps.db, row.project_id, chainRows.filter((r) => r.seq === null).map((r) => r.chain_seq));
+  const records = await readRecordLeafSourcesOfSeqs(deps.db, row.project_id, chainRows.filter((r) => r.seq === null).map((r) => r.chain_seq));
   const recorded: SubtreeMemo = new Map();
   const needed = nodesNeeded((get) => {
     for (let i = lo; i <= hi; i++) {
@@ -171,14 +197,8 @@ async function writeEventsPart(deps: BuildDeps, row: ExportRow, events: ExportFi
       // The next read runs while this one is written out.
       next = read(hi + 1);
       next?.catch(() => undefined);
-      const memo: SubtreeMemo = new Map();
-      // A proof repeats most of its neighbour's nodes: each node is written out in base64 once.
-      const base64 = new Map<Buffer, string>();
-      const b64 = (h: Buffer) => {
-        let t = base64.get(h);
-        if (t === undefined) base64.set(h, (t = h.toString('base64')));
-        return t;
-      };
+      // A proof repeats most of its neighbour's nodes: each is written out in base64 once.
+      const proofOf = proofTexts(size, get, new Map());
       const eventLines: string[] = [];
       const proofLines: string[] = [];
       for (let i = lo; i <= hi; i++) {
@@ -186,13 +206,12 @@ async function writeEventsPart(deps: BuildDeps, row: ExportRow, events: ExportFi
         if (i > lo && (i - lo) % EVENTS_PER_TURN === 0) await nextTurn();
         const r = chained.get(i + 1);
         const record = r && r.seq === null ? records.get(String(r.chain_seq)) : undefined;
-        if (record) eventLines.push(canonicalRecord(record, r!.prev_hash));
+        if (record) eventLines.push(recordLeafCanonical(record, r!.prev_hash));
         else if (r && r.seq !== null && r.id !== null) eventLines.push(await canonicalOfStored(deps.db, r as CanonicalColumns, r.prev_hash));
         // JSON.stringify({ index, seq, leaf_hash, proof }) written out: numbers and base64 need no escaping.
-        const proof = inclusionProof(i, size, get, memo);
-        let line = `{"index":${i},"seq":${r ? Number(r.chain_seq) : 'null'},"leaf_hash":"${b64(get(0, i))}","proof":[`;
-        for (let k = 0; k < proof.length; k++) line += `${k > 0 ? ',' : ''}"${b64(proof[k])}"`;
-        proofLines.push(`${line}]}`);
+        const proof = proofOf(i);
+        const nodes = proof.length === 0 ? '' : `"${proof.join('","')}"`;
+        proofLines.push(`{"index":${i},"seq":${r ? Number(r.chain_seq) : 'null'},"leaf_hash":"${get(0, i).toString('base64')}","proof":[${nodes}]}`);
       }
       await events.add(eventLines);
       await proofs.add(proofLines);

@@ -12,9 +12,12 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { ChainRange, CheckedRange } from './leaf-checks';
 
-/** Workers for a machine: every core but one for the walk and the database, at least one, at most four. */
+/**
+ * Workers for a machine: one per core, at most four. The walk's thread only follows the links and
+ * waits; a core left to it idled while one worker bounded a two-core machine.
+ */
 export function leafCheckWorkers(): number {
-  return Math.max(1, Math.min(4, (os.availableParallelism?.() ?? os.cpus().length) - 1));
+  return Math.max(1, Math.min(4, os.availableParallelism?.() ?? os.cpus().length));
 }
 
 function spawn(databaseUrl: string): Worker {

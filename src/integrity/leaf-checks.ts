@@ -8,10 +8,10 @@
  * own (leaf-check-pool.ts), so that neither the rows nor their parsing cross between threads.
  */
 import type { Queryable } from '../db/pool';
-import { readRecordLeavesOfSeqs } from '../db/repositories/record-leaves';
-import { canonicalEvent, canonicalRecord, eventHash } from '../events/canonical';
+import { readRecordLeafSourcesOfSeqs, recordLeafCanonical } from '../db/repositories/record-leaf-text';
+import { canonicalEvent } from '../events/canonical';
 import type { EventRecord } from '../events/types';
-import { leafHash } from './merkle';
+import { chainAndLeafHash } from './merkle';
 
 /** Chain positions (afterPos, toPos] of a project, or all after afterPos up to `limit` rows. */
 export interface ChainRange {
@@ -42,7 +42,7 @@ export async function checkChainRange(db: Queryable, range: ChainRange): Promise
     [projectId, range.afterPos, range.toPos, range.limit],
   );
   // Positions no event row answers for are call records' (or gaps).
-  const records = await readRecordLeavesOfSeqs(db, projectId, rows.filter((r) => r.seq === null).map((r) => r.chain_seq));
+  const records = await readRecordLeafSourcesOfSeqs(db, projectId, rows.filter((r) => r.seq === null).map((r) => r.chain_seq));
   const leaves = new Uint8Array(32 * rows.length);
   const ok = new Uint8Array(rows.length);
   rows.forEach((r, i) => {
@@ -53,12 +53,12 @@ export async function checkChainRange(db: Queryable, range: ChainRange): Promise
     } else {
       const record = records.get(String(r.chain_seq));
       if (!record) return;
-      canonical = canonicalRecord(record, r.prev_hash);
+      canonical = recordLeafCanonical(record, r.prev_hash);
     }
     // The leaf hash the sequencer stored is what checkpoints sign: it must be this leaf's too.
-    const leaf = leafHash(canonical);
-    leaves.set(leaf, 32 * i);
-    if (r.hash === eventHash(r.prev_hash!, canonical) && (r.leaf_hash === null || r.leaf_hash.equals(leaf))) ok[i] = 1;
+    const h = chainAndLeafHash(String(r.prev_hash), canonical);
+    leaves.set(h.leaf, 32 * i);
+    if (r.hash === h.chain && (r.leaf_hash === null || r.leaf_hash.equals(h.leaf))) ok[i] = 1;
   });
   return {
     seqs: rows.map((r) => String(r.chain_seq)),

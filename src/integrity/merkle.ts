@@ -33,6 +33,23 @@ export function leafHashHex(leaf: string): string {
   return hash('sha256', `\u0000${leaf}`, 'hex');
 }
 
+/**
+ * `eventHash(prevHash, leaf)` (hex) and `leafHash(leaf)` of one leaf, its text written out as
+ * UTF-8 once into a buffer kept between calls: [pad][prevHash][leaf] is the chain hash's input
+ * from the pad's end; the byte before the leaf, set to 0x00 after, starts the leaf hash's.
+ */
+let scratch = Buffer.allocUnsafe(1 << 16);
+
+export function chainAndLeafHash(prevHash: string, leaf: string): { chain: string; leaf: Buffer } {
+  const room = 1 + 3 * (prevHash.length + leaf.length);
+  if (scratch.length < room) scratch = Buffer.allocUnsafe(Math.max(room, 2 * scratch.length));
+  const prevEnd = 1 + scratch.write(prevHash, 1, 'utf8');
+  const end = prevEnd + scratch.write(leaf, prevEnd, 'utf8');
+  const chain = hash('sha256', scratch.subarray(1, end), 'hex');
+  scratch[prevEnd - 1] = 0x00;
+  return { chain, leaf: hash('sha256', scratch.subarray(prevEnd - 1, end), 'buffer') };
+}
+
 export function nodeHash(left: Buffer, right: Buffer): Buffer {
   const bytes = Buffer.allocUnsafe(1 + left.length + right.length);
   bytes[0] = 0x01;
@@ -115,6 +132,43 @@ export function inclusionProof(index: number, size: number, get: NodeSource, mem
     }
   }
   return siblings.reverse();
+}
+
+/**
+ * Inclusion proofs of many leaves against one tree size, each node as base64 text: `inclusionProof`
+ * of each index, with the sibling at each depth of the descent written out once for as long as it
+ * stays the same (for neighbouring leaves, all but the lowest few), where each proof looked every
+ * node up and wrote it out again. `memo` as for `inclusionProof`.
+ */
+export function proofTexts(size: number, get: NodeSource, memo: SubtreeMemo): (index: number) => string[] {
+  const byDepth: { lo: number; hi: number; text: string }[] = [];
+  return (index) => {
+    if (!(index >= 0 && index < size)) throw new RangeError(`leaf index ${index} is not below tree size ${size}`);
+    const texts: string[] = [];
+    let [lo, hi, m, depth] = [0, size, index, 0];
+    while (hi - lo > 1) {
+      const n = hi - lo;
+      const k = n <= 2 ** 31 ? 1 << (31 - Math.clz32(n - 1)) : splitPoint(n);
+      let sibling: [number, number];
+      if (m < k) {
+        sibling = [lo + k, hi];
+        hi = lo + k;
+      } else {
+        sibling = [lo, lo + k];
+        m -= k;
+        lo += k;
+      }
+      const known = byDepth[depth];
+      if (known && known.lo === sibling[0] && known.hi === sibling[1]) texts.push(known.text);
+      else {
+        const text = subtreeHash(sibling[0], sibling[1], get, memo).toString('base64');
+        byDepth[depth] = { lo: sibling[0], hi: sibling[1], text };
+        texts.push(text);
+      }
+      depth += 1;
+    }
+    return texts.reverse();
+  };
 }
 
 /** RFC 6962 §2.1.2 PROOF(m, D[n]): consistency of the first `first` leaves with the tree of `second`. */

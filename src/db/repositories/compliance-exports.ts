@@ -184,9 +184,14 @@ export async function* exportRowPages(db: Db, part: Exclude<ExportPart, 'events'
     await client.query('BEGIN READ ONLY');
     open = true;
     await client.query(`DECLARE export_rows NO SCROLL CURSOR FOR ${sql[part]}`, [projectId, since, until]);
+    const fetch = () => client.query<{ doc: unknown }>(`FETCH ${Number(pageSize)} FROM export_rows`);
+    // The next page is fetched while the reader writes this one out.
+    let next = fetch();
     for (;;) {
-      const { rows } = await client.query<{ doc: unknown }>(`FETCH ${Number(pageSize)} FROM export_rows`);
+      const { rows } = await next;
       if (rows.length === 0) break;
+      next = fetch();
+      next.catch(() => undefined);
       yield rows.map((r) => r.doc);
     }
     await client.query('COMMIT');

@@ -45,7 +45,7 @@ const WORKERS_FROM = 50_000;
  *
  * The chain is read in ranges of positions, each range's rows checked on their own
  * (src/integrity/leaf-checks.ts): in worker threads with connections of their own for a long
- * chain, `workers` of them (default: every core but one, none below WORKERS_FROM leaves), or in
+ * chain, `workers` of them (default: one per core, none below WORKERS_FROM leaves), or in
  * this thread. The walk takes the ranges in order, checks the links and stops at the first row
  * that fails (docs/decisions/integrity-verify-workers.md).
  */

@@ -188,17 +188,38 @@ export async function storedTreeSize(db: Queryable, projectId: string): Promise<
  */
 export async function getNodes(db: Queryable, projectId: string, ids: { level: number; idx: number }[]): Promise<{ level: number; idx: number; hash: Buffer }[]> {
   if (ids.length === 0) return [];
-  const leaves = ids.filter((i) => i.level === 0).map((i) => i.idx + 1);
+  // The ids as runs of consecutive indexes per level, each read as one range of the primary key (the
+  // leaves' as one range of chain positions): a batch's leaves and proof nodes are a few runs, and
+  // matched one by one the planner read every node or chain row of the project to find them.
+  // Leaves written out into merkle_nodes (rows chained before leaf hashes were stored) are read there too.
+  const nodes = runs(ids);
+  const leaves = runs(ids.filter((i) => i.level === 0));
   const { rows } = await db.query<{ level: number; idx: string; hash: Buffer }>(
-    `SELECT n.level, n.idx, n.hash FROM merkle_nodes n
-       JOIN unnest($2::smallint[], $3::bigint[]) AS w(level, idx) ON n.level = w.level AND n.idx = w.idx
-      WHERE n.project_id = $1
+    `SELECT n.level, n.idx, n.hash FROM unnest($2::smallint[], $3::bigint[], $4::bigint[]) AS w(level, lo, hi)
+       JOIN merkle_nodes n ON n.project_id = $1 AND n.level = w.level AND n.idx BETWEEN w.lo AND w.hi
      UNION ALL
-     SELECT 0::smallint, c.chain_pos - 1, c.leaf_hash FROM event_chain c
-      WHERE c.project_id = $1 AND c.chain_pos = ANY($4::bigint[]) AND c.leaf_hash IS NOT NULL`,
-    [projectId, ids.map((i) => i.level), ids.map((i) => i.idx), leaves],
+     SELECT 0::smallint, c.chain_pos - 1, c.leaf_hash FROM unnest($5::bigint[], $6::bigint[]) AS r(lo, hi)
+       JOIN event_chain c ON c.project_id = $1 AND c.chain_pos BETWEEN r.lo + 1 AND r.hi + 1
+      WHERE c.leaf_hash IS NOT NULL`,
+    [projectId, nodes.level, nodes.lo, nodes.hi, leaves.lo, leaves.hi],
   );
   return rows.map((r) => ({ level: Number(r.level), idx: Number(r.idx), hash: r.hash }));
+}
+
+/** Node ids as runs of consecutive indexes of one level: parallel arrays of level, first and last index. */
+function runs(ids: { level: number; idx: number }[]): { level: number[]; lo: number[]; hi: number[] } {
+  const sorted = [...ids].sort((a, b) => a.level - b.level || a.idx - b.idx);
+  const out = { level: [] as number[], lo: [] as number[], hi: [] as number[] };
+  for (const id of sorted) {
+    const last = out.level.length - 1;
+    if (last >= 0 && out.level[last] === id.level && id.idx <= out.hi[last] + 1) out.hi[last] = Math.max(out.hi[last], id.idx);
+    else {
+      out.level.push(id.level);
+      out.lo.push(id.idx);
+      out.hi.push(id.idx);
+    }
+  }
+  return out;
 }
 
 /**

@@ -1,6 +1,8 @@
 import { createHash, generateKeyPairSync } from 'node:crypto';
+import { eventHash } from '../../../src/events/canonical';
 import {
   appendLeaves,
+  chainAndLeafHash,
   consistencyProof,
   EMPTY_ROOT,
   inclusionProof,
@@ -8,6 +10,7 @@ import {
   leafHashHex,
   leafHash,
   nodeHash,
+  proofTexts,
   rootOf,
   sourceOf,
   splitPoint,
@@ -53,6 +56,18 @@ describe('RFC 6962 hashes', () => {
     const [a, b] = [leafHash('a'), leafHash('b')];
     expect(nodeHash(a, b)).toEqual(byHand(1, a, b));
   });
+
+  it('chainAndLeafHash gives eventHash and leafHash of the same leaf, whatever its link and length', () => {
+    const leaves = ['', '{"event":"é😀"}', 'x'.repeat(70_000), '\u2028"\\', '😀'.repeat(40_000), 'short again'];
+    const links = ['0'.repeat(64), '', 'é', 'f'.repeat(64)];
+    for (const leaf of leaves) {
+      for (const link of links) {
+        const h = chainAndLeafHash(link, leaf);
+        expect(h.chain).toBe(eventHash(link, leaf));
+        expect(h.leaf).toEqual(leafHash(leaf));
+      }
+    }
+  });
 });
 
 describe('RFC 6962 tree over stored perfect subtrees', () => {
@@ -83,6 +98,16 @@ describe('RFC 6962 tree over stored perfect subtrees', () => {
       // Only subtrees that are not perfect are kept: none for a power-of-two size; for 7 leaves, [4, 7).
       if ((n & (n - 1)) === 0) expect(memo.size).toBe(0);
       if (n === 7) expect([...memo.keys()]).toEqual(['4:7']);
+    }
+  });
+
+  it('proofTexts gives each proof in base64, as inclusionProof does, in order, out of order and repeated', () => {
+    const b64 = (p: Buffer[]) => p.map((h) => h.toString('base64'));
+    for (let n = 1; n <= leaves.length; n++) {
+      const texts = proofTexts(n, get, new Map());
+      const order = [...Array(n).keys(), ...Array.from({ length: n }, (_, k) => (k * 7) % n), 0, n - 1, 0];
+      for (const i of order) expect(texts(i)).toEqual(b64(inclusionProof(i, n, get)));
+      expect(() => texts(n)).toThrow(RangeError);
     }
   });
 

@@ -1,0 +1,156 @@
+/**
+ * Call records' leaves written straight from plain columns, for the readers that write out a long
+ * run of them (`integrity verify`, an export's or archive's events file): the same bytes as
+ * `canonicalRecord` of `readRecordLeavesOfSeqs`'s leaves, without the row objects, Dates and
+ * intermediate record event those build per record (most of verify's CPU per record).
+ *
+ * The statement selects RECORD_LEAF_SQL's columns as the leaf writes them: timestamps as whole
+ * milliseconds since the epoch (floored, as a Date parsed from the row truncates them; NULL outside
+ * years 1–9999, where the record is read and written the generic way), jsonb as its text. The
+ * writer below is `recordLeafParts` (src/executions/record-leaf.ts) and `canonicalJson` unrolled
+ * for these columns: the record's members in RFC 8785 order, `session_id` only where it is set.
+ * test/integration/db/record-leaf-text.test.ts checks it against `canonicalRecord` on stored rows.
+ */
+import type { Queryable } from '../pool';
+import { canonicalJson } from '../../events/canonical-json';
+import { canonicalRecord } from '../../events/canonical';
+import { RECORD_LEAF_EVENT_TYPE } from '../../executions/record-leaf';
+import { readRecordLeaves, type StoredRecordLeaf } from './record-leaves';
+
+const ms = (column: string) =>
+  `CASE WHEN ${column} >= '0001-01-01 00:00:00+00' AND ${column} < '10000-01-01 00:00:00+00' THEN floor(extract(epoch FROM ${column}) * 1000)::bigint END`;
+
+const RECORD_LEAF_TEXT_SQL = `
+  x.seq, x.id, x.project_id, x.provider, x.model, x.permit_id, x.job_id, ${ms('x.completed_at')} AS completed_ms,
+  x.route, x.operation, x.mode, x.status, x.status_code, x.workflow_intent_id, x.idempotency_key, x.key_id, x.session_id,
+  x.input_tokens, x.output_tokens, x.cost_usd_micros, x.estimated_final, x.error_code, ${ms('x.created_at')} AS created_ms,
+  x.duration_ms, x.envelope::text AS envelope, x.lifecycle::text AS lifecycle,
+  p.id AS p_id, p.decision AS p_decision, p.display_reason AS p_display_reason,
+  p.expires_at IS NOT NULL AS p_expires, ${ms('p.expires_at')} AS p_expires_ms,
+  (p.metadata->'decision_metadata'->'firewall')::text AS p_firewall, ${ms('p.issued_at')} AS p_issued_ms,
+  p.model AS p_model, p.operation AS p_operation, p.provider AS p_provider, p.reason_code AS p_reason_code,
+  p.reserved_cost_micros AS p_reserved_cost_micros, p.route AS p_route, p.workflow_id AS p_workflow_id`;
+
+interface RecordLeafTextRow {
+  seq: number;
+  id: string;
+  project_id: string;
+  provider: string | null;
+  model: string | null;
+  permit_id: string | null;
+  job_id: string | null;
+  completed_ms: number | null;
+  route: string;
+  operation: string;
+  mode: string;
+  status: string;
+  status_code: number;
+  workflow_intent_id: string | null;
+  idempotency_key: string | null;
+  key_id: string | null;
+  session_id: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd_micros: number;
+  estimated_final: boolean;
+  error_code: string | null;
+  created_ms: number | null;
+  duration_ms: number;
+  envelope: string;
+  lifecycle: string | null;
+  p_id: string | null;
+  p_decision: string;
+  p_display_reason: string;
+  p_expires: boolean;
+  p_expires_ms: number | null;
+  p_firewall: string | null;
+  p_issued_ms: number | null;
+  p_model: string | null;
+  p_operation: string | null;
+  p_provider: string | null;
+  p_reason_code: string;
+  p_reserved_cost_micros: number;
+  p_route: string;
+  p_workflow_id: string | null;
+}
+
+const j = JSON.stringify;
+// Number(): the bigint columns come as text where the pool module (src/db/pool.ts) did not set their parser.
+const iso = (msSinceEpoch: number | string) => new Date(Number(msSinceEpoch)).toISOString();
+/** jsonb's text as the leaf holds it: parsed (as pg parses jsonb) and written canonically. */
+const json = (text: string | null) => (text === null ? 'null' : canonicalJson(JSON.parse(text)));
+
+/** Whether the row's timestamps fit the columns (else the record is read whole). */
+const writable = (r: RecordLeafTextRow) =>
+  r.completed_ms !== null && r.created_ms !== null && (r.p_id === null || (r.p_issued_ms !== null && (!r.p_expires || r.p_expires_ms !== null)));
+
+function permitJson(r: RecordLeafTextRow): string {
+  if (r.p_id === null) return 'null';
+  const firewall = r.p_firewall === null ? 'null' : json(r.p_firewall);
+  return (
+    `{"decision":${j(r.p_decision)},"display_reason":${j(r.p_display_reason)},"expires_at":${r.p_expires ? j(iso(r.p_expires_ms!)) : 'null'}` +
+    `,"firewall":${firewall},"issued_at":${j(iso(r.p_issued_ms!))},"model":${j(r.p_model)},"operation":${j(r.p_operation)}` +
+    `,"provider":${j(r.p_provider)},"reason_code":${j(r.p_reason_code)},"reserved_cost_micros":${j(Number(r.p_reserved_cost_micros))}` +
+    `,"route":${j(r.p_route)},"workflow_id":${j(r.p_workflow_id)}}`
+  );
+}
+
+function recordJson(r: RecordLeafTextRow): string {
+  const session = r.session_id === null ? '' : `,"session_id":${j(r.session_id)}`;
+  return (
+    `{"cost_usd_micros":${j(Number(r.cost_usd_micros))},"created_at":${j(iso(r.created_ms!))},"duration_ms":${j(r.duration_ms)}` +
+    `,"envelope":${json(r.envelope)},"error_code":${j(r.error_code)},"estimated_final":${j(r.estimated_final)}` +
+    `,"idempotency_key":${j(r.idempotency_key)},"input_tokens":${j(r.input_tokens)},"key_id":${j(r.key_id)}` +
+    `,"lifecycle":${json(r.lifecycle)},"mode":${j(r.mode)},"operation":${j(r.operation)},"output_tokens":${j(r.output_tokens)}` +
+    `,"route":${j(r.route)}${session},"status":${j(r.status)},"status_code":${j(r.status_code)},"workflow_intent_id":${j(r.workflow_intent_id)}}`
+  );
+}
+
+/** The record's leaf linked to `prevHash`: `canonicalRecord(leaf, prevHash)` of the same record. */
+function canonicalOf(r: RecordLeafTextRow, prevHash: string | null): string {
+  return (
+    `{"event_type":${j(RECORD_LEAF_EVENT_TYPE)},"id":${j(r.id)},"job_id":${j(r.job_id)},"metadata":{"permit":${permitJson(r)},"record":${recordJson(r)}}` +
+    `,"model":${j(r.model)},"permit_id":${j(r.permit_id)},"phase":"record","prev_hash":${j(prevHash)},"project_id":${j(r.project_id)}` +
+    `,"provider":${j(r.provider)},"request_id":${j(r.id)},"seq":${Number(r.seq)},"session_id":null,"source":"calls","timestamp":${j(iso(r.completed_ms!))}}`
+  );
+}
+
+/** A record as read for its leaf: its plain columns, or (timestamps the columns cannot carry) its whole stored leaf. */
+export type RecordLeafSource = RecordLeafTextRow | StoredRecordLeaf;
+
+/**
+ * The record's canonical leaf linked to `prevHash`, written when it is hashed or written out: the
+ * text is built from the row then and dropped after, never held for a whole batch of records.
+ */
+export function recordLeafCanonical(source: RecordLeafSource, prevHash: string | null): string {
+  return 'row' in source ? canonicalRecord(source, prevHash) : canonicalOf(source, prevHash);
+}
+
+/**
+ * `readRecordLeavesOfSeqs` (src/db/repositories/record-leaves.ts) as `recordLeafCanonical`'s
+ * sources: one range scan of each week's `(project_id, seq)` index over the seqs' span (up to
+ * twice the records asked for); what it missed, and the records whose timestamps the columns
+ * cannot carry, by key.
+ */
+export async function readRecordLeafSourcesOfSeqs(db: Queryable, projectId: string, seqs: ReadonlyArray<string | number>): Promise<Map<string, RecordLeafSource>> {
+  const out = new Map<string, RecordLeafSource>();
+  if (seqs.length === 0) return out;
+  const wanted = seqs.map(Number);
+  let lo = wanted[0];
+  let hi = wanted[0];
+  for (const s of wanted) {
+    if (s < lo) lo = s;
+    if (s > hi) hi = s;
+  }
+  const { rows } = await db.query<RecordLeafTextRow>(
+    `SELECT ${RECORD_LEAF_TEXT_SQL}
+       FROM executions x LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true
+      WHERE x.project_id = $1 AND x.seq >= $2 AND x.seq <= $3
+      LIMIT $4`,
+    [projectId, lo, hi, 2 * wanted.length],
+  );
+  for (const r of rows) if (writable(r)) out.set(String(r.seq), r);
+  const missing = wanted.map(String).filter((s) => !out.has(s));
+  for (const r of await readRecordLeaves(db, missing.map(() => projectId), missing)) out.set(r.seq, r);
+  return out;
+}
