@@ -35,11 +35,19 @@ function makeParametersStorable(client: PoolClient): void {
   };
 }
 
-/** Runs `fn` in one transaction; rolls back on any error. */
-export async function withTransaction<T>(db: Db, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+/**
+ * How a read of the rollups begins: read only, and without JIT (the planner's estimates for their
+ * range joins are loose, so a statement's cost passes jit_above_cost and compiling its expressions
+ * takes far longer than running it). The snapshot form holds one snapshot for every statement.
+ */
+export const ROLLUP_READ = 'BEGIN READ ONLY; SET LOCAL jit = off';
+export const ROLLUP_READ_SNAPSHOT = 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL jit = off';
+
+/** Runs `fn` in a transaction on one client (`begin`: how it begins), committed when `fn` resolves, rolled back when it throws. */
+export async function withTransaction<T>(db: Db, fn: (client: PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
   const client = await db.connect();
   try {
-    await client.query('BEGIN');
+    await client.query(begin);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;

@@ -5,7 +5,7 @@
  * project's rollup started, and records the sequencer has not folded yet. One statement, so the
  * rollup and the unfolded records are read in one snapshot.
  */
-import type { Db } from '../pool';
+import { ROLLUP_READ, withTransaction, type Db } from '../pool';
 import { addToHistogram, histogramPercentile, LATENCY_BOUNDS, type LatencyHistogram } from '../latency-histogram';
 import { rollupStart, UNFOLDED_RECORDS_SQL } from './call-rollup';
 
@@ -219,15 +219,10 @@ const tally = (): Tally => ({ completed: 0, failed: 0, denied: 0, cost: 0, laten
  */
 export async function callMetrics(db: Db, projectId: string, window: { from: Date; to: Date; bucketSeconds: number }): Promise<CallMetrics> {
   const { from, to, bucketSeconds } = window;
-  const client = await db.connect();
-  let rows: Row[];
-  try {
-    // Without JIT: the planner's estimates for the range joins are loose, so the statement's cost
-    // passes jit_above_cost, and compiling its expressions took ~0.5 s against ~10 ms of execution.
-    await client.query('BEGIN READ ONLY; SET LOCAL jit = off');
+  const rows = await withTransaction(db, async (client) => {
     const started = await rollupStart(client, projectId);
     const plan = planMetrics(from.getTime(), to.getTime(), bucketSeconds * 1000, started?.getTime() ?? null);
-    ({ rows } = await client.query<Row>(METRICS_SQL, [
+    const { rows } = await client.query<Row>(METRICS_SQL, [
       projectId,
       from,
       bucketSeconds,
@@ -239,14 +234,9 @@ export async function callMetrics(db: Db, projectId: string, window: { from: Dat
       multirange(plan.spendMinutes),
       multirange(plan.spendHours),
       LATENCY_BOUNDS,
-    ]));
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+    ]);
+    return rows;
+  }, ROLLUP_READ);
 
   const buckets = new Map<number, Tally>();
   const total = tally();

@@ -11,7 +11,7 @@
  * unfolded records are read in one snapshot. A denied call's permit counts from the moment its
  * record is written (the same statement batch, milliseconds later).
  */
-import type { Db } from '../pool';
+import { ROLLUP_READ, withTransaction, type Db } from '../pool';
 import { multirange, planWindow } from './call-metrics';
 import { UNFOLDED_RECORDS_SQL } from './call-rollup';
 import { FOLDED_PERMIT_SQL, governanceRollupStart, UNFOLDED_PERMIT_SQL } from './governance-rollup';
@@ -75,23 +75,14 @@ const GOVERNANCE_SQL = `
   ORDER BY n DESC, a, b`;
 
 export async function governanceMetrics(db: Db, projectId: string, from: Date, to: Date): Promise<GovernanceMetrics> {
-  const client = await db.connect();
-  let rows: { kind: 'decision' | 'firewall'; a: string; b: string; n: number }[];
-  try {
-    // One snapshot for the start and the statement; without JIT, as the Overview's statement
-    // (its range joins' loose estimates pass jit_above_cost).
-    await client.query('BEGIN READ ONLY; SET LOCAL jit = off');
+  // One snapshot for the start and the statement.
+  const rows = await withTransaction(db, async (client) => {
     const started = await governanceRollupStart(client, projectId);
     const plan = planWindow(from.getTime(), to.getTime(), started?.getTime() ?? null);
     const rolled = [...plan.minutes, ...plan.hours].sort((a, b) => a[0] - b[0]);
-    ({ rows } = await client.query(GOVERNANCE_SQL, [projectId, multirange(plan.raw), multirange(rolled), multirange(plan.minutes), multirange(plan.hours)]));
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+    const { rows } = await client.query<{ kind: 'decision' | 'firewall'; a: string; b: string; n: number }>(GOVERNANCE_SQL, [projectId, multirange(plan.raw), multirange(rolled), multirange(plan.minutes), multirange(plan.hours)]);
+    return rows;
+  }, ROLLUP_READ);
   const totals = { decisions: 0, allow: 0, deny: 0, review: 0, throttle: 0 };
   const decisions: GovernanceMetrics['decisions'] = [];
   const firewall: GovernanceMetrics['firewall'] = [];

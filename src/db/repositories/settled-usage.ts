@@ -19,7 +19,7 @@
  * the window's end. The Spend page's window ends now (`untilNow`); a window ending in the past
  * reads its partial hours from the permits.
  */
-import type { Db } from '../pool';
+import { ROLLUP_READ_SNAPSHOT, withTransaction, type Db } from '../pool';
 import { multirange, type Range } from './call-metrics';
 import { UNFOLDED_RECORDS_SQL } from './call-rollup';
 import { FOLDED_PERMIT_SQL, UNFOLDED_PERMIT_SQL } from './governance-rollup';
@@ -143,13 +143,9 @@ const USAGE_SQL = { withRaw: usageSql(true), withoutRaw: usageSql(false) };
 export async function settledUsage(db: Db, projectId: string, window: { from: Date; to: Date; untilNow?: boolean }): Promise<{ to: Date; rows: UsageRow[] }> {
   const { from } = window;
   let to = window.to;
-  const client = await db.connect();
-  let rows: UsageRow[];
-  try {
-    // One snapshot for both statements, taken by the first before it reads the clock: every permit
-    // the snapshot sees was settled before `now` (see the comment at the top). Without JIT, as the
-    // Overview's statement: the range joins' loose estimates pass jit_above_cost.
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL jit = off');
+  // One snapshot for both statements, taken by the first before it reads the clock: every permit
+  // the snapshot sees was settled before `now` (see the comment at the top).
+  const rows = await withTransaction(db, async (client) => {
     const { rows: head } = await client.query<{ now: Date; started_at: Date | null }>(
       'SELECT clock_timestamp() AS now, (SELECT started_at FROM usage_rollup_starts WHERE project_id = $1) AS started_at',
       [projectId],
@@ -162,13 +158,8 @@ export async function settledUsage(db: Db, projectId: string, window: { from: Da
     const hours = live ? [...plan.hours, ...plan.tail] : plan.hours;
     const rolled = [...hours, ...plan.days].sort((a, b) => a[0] - b[0]);
     const params = [projectId, from, to, multirange(hours), multirange(plan.days), multirange(rolled)];
-    ({ rows } = await client.query<UsageRow>(raw.length > 0 ? USAGE_SQL.withRaw : USAGE_SQL.withoutRaw, raw.length > 0 ? [...params, multirange(raw)] : params));
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+    const { rows } = await client.query<UsageRow>(raw.length > 0 ? USAGE_SQL.withRaw : USAGE_SQL.withoutRaw, raw.length > 0 ? [...params, multirange(raw)] : params);
+    return rows;
+  }, ROLLUP_READ_SNAPSHOT);
   return { to, rows: rows.map((r) => ({ ...r, input_tokens: Number(r.input_tokens), output_tokens: Number(r.output_tokens), cost_usd_micros: Number(r.cost_usd_micros) })) };
 }
