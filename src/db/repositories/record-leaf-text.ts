@@ -15,7 +15,7 @@ import type { Queryable } from '../pool';
 import { canonicalJson } from '../../events/canonical-json';
 import { canonicalRecord } from '../../events/canonical';
 import { RECORD_LEAF_EVENT_TYPE } from '../../executions/record-leaf';
-import { readRecordLeaves, type StoredRecordLeaf } from './record-leaves';
+import { readRecordLeaves, seqSpan, type StoredRecordLeaf } from './record-leaves';
 
 const ms = (column: string) =>
   `CASE WHEN ${column} >= '0001-01-01 00:00:00+00' AND ${column} < '10000-01-01 00:00:00+00' THEN floor(extract(epoch FROM ${column}) * 1000)::bigint END`;
@@ -135,13 +135,7 @@ export function recordLeafCanonical(source: RecordLeafSource, prevHash: string |
 export async function readRecordLeafSourcesOfSeqs(db: Queryable, projectId: string, seqs: ReadonlyArray<string | number>): Promise<Map<string, RecordLeafSource>> {
   const out = new Map<string, RecordLeafSource>();
   if (seqs.length === 0) return out;
-  const wanted = seqs.map(Number);
-  let lo = wanted[0];
-  let hi = wanted[0];
-  for (const s of wanted) {
-    if (s < lo) lo = s;
-    if (s > hi) hi = s;
-  }
+  const { wanted, lo, hi } = seqSpan(seqs);
   const { rows } = await db.query<RecordLeafTextRow>(
     `SELECT ${RECORD_LEAF_TEXT_SQL}
        FROM executions x LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true

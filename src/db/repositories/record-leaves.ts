@@ -90,6 +90,18 @@ export async function readRecordLeafById(db: Queryable, projectId: string, execu
   return rows[0] ? leafOf(rows[0]) : null;
 }
 
+/** The seqs asked for as numbers, and their span. */
+export function seqSpan(seqs: ReadonlyArray<string | number>): { wanted: number[]; lo: number; hi: number } {
+  const wanted = seqs.map(Number);
+  let lo = wanted[0];
+  let hi = wanted[0];
+  for (const s of wanted) {
+    if (s < lo) lo = s;
+    if (s > hi) hi = s;
+  }
+  return { wanted, lo, hi };
+}
+
 /**
  * One project's records at these seqs (a batch of its chain, say), with their permits: one range
  * scan of each week's `(project_id, seq)` index over the batch's span, where keys would cost a
@@ -99,13 +111,7 @@ export async function readRecordLeafById(db: Queryable, projectId: string, execu
 export async function readRecordLeavesOfSeqs(db: Queryable, projectId: string, seqs: ReadonlyArray<string | number>): Promise<Map<string, StoredRecordLeaf>> {
   const out = new Map<string, StoredRecordLeaf>();
   if (seqs.length === 0) return out;
-  const wanted = seqs.map(Number);
-  let lo = wanted[0];
-  let hi = wanted[0];
-  for (const s of wanted) {
-    if (s < lo) lo = s;
-    if (s > hi) hi = s;
-  }
+  const { wanted, lo, hi } = seqSpan(seqs);
   const { rows } = await db.query<RecordLeafRow>(
     `SELECT ${RECORD_LEAF_SQL}
        FROM executions x ${RECORD_PERMIT_SQL}
