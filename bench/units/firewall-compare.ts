@@ -23,14 +23,16 @@ const root = path.join(__dirname, '..', '..');
 const opts = { detect_pii_email: true, detect_pii_phone: true };
 
 async function load(name: string, dir: string): Promise<Version> {
-  const fw = (await import(path.join(dir, 'index.ts'))) as { inspectText: Inspect; residualCategories: (t: string[], o: object, c: string[]) => unknown };
-  const rd = (await import(path.join(dir, 'redact.ts'))) as { Redactor: new (c: string[], o: object) => { text(s: string): string } };
+  const fw = (await import(path.join(dir, 'index.ts'))) as { inspectText: Inspect; residualCategories: (t: string[], o: object, c: string[], clean?: ReadonlySet<string>) => unknown };
+  const rd = (await import(path.join(dir, 'redact.ts'))) as { Redactor: new (c: string[], o: object) => { text(s: string): string; clean?: ReadonlySet<string> } };
   return {
     name,
     inspect: fw.inspectText,
     redact: (text) => {
-      const masked = new rd.Redactor(['secret', 'pii'], opts).text(text);
-      fw.residualCategories([masked], opts, ['secret', 'pii']);
+      // As governance does: the Redactor's clean texts (absent in versions without them) go to the check.
+      const r = new rd.Redactor(['secret', 'pii'], opts);
+      const masked = r.text(text);
+      fw.residualCategories([masked], opts, ['secret', 'pii'], r.clean);
     },
   };
 }

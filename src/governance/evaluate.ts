@@ -91,7 +91,7 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
         // The surface masks its request; what it would dispatch is checked again, so a value the
         // masking missed (or a surface that cannot mask) blocks the call instead of reaching the provider.
         const r = req.redact?.(redacted, doc.firewall) ?? null;
-        unmasked = r ? residualCategories(r.texts, doc.firewall, redacted) : redacted;
+        unmasked = r ? residualCategories(r.texts, doc.firewall, redacted, r.clean) : redacted;
         if (r) counts = r.counts;
       }
       const denied = CATEGORY_ORDER.filter((c) => blocked.includes(c) || unmasked.includes(c));

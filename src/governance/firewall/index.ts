@@ -135,18 +135,23 @@ export function inspectText(texts: InspectableText[], opts: FirewallOptions = {}
  * The given secret/pii categories that the detectors still find in texts (normalized and decoded
  * views, as inspectText reads them): used on a redacted request, where any hit is a value the
  * redaction could not mask. Only those categories' detectors run (no injection rules, no classifier).
+ * `clean` (RedactionResult.clean) holds texts the Redactor, built for the same categories and
+ * options, scanned without finding a span: where normalisation leaves such a text as it is, its
+ * normalized view is the text the detectors already found nothing in, and only its decoded views
+ * are read.
  */
-export function residualCategories(texts: InspectableText[], opts: FirewallOptions, categories: readonly FirewallCategory[]): FirewallCategory[] {
+export function residualCategories(texts: InspectableText[], opts: FirewallOptions, categories: readonly FirewallCategory[], clean?: ReadonlySet<string>): FirewallCategory[] {
   const hits = new Set<FirewallCategory>();
   const detectors = DETECTORS.filter((d) => categories.includes(d.category) && (!d.toggle || opts[d.toggle]));
   for (const item of texts) {
     const raw = textOf(item);
     if (!raw || typeof raw !== 'string') continue;
     const text = baseView(raw.slice(0, MAX_INSPECT_CHARS));
+    const scanned = text === raw && clean?.has(raw) === true;
     let decoded: string[] | null = null;
     for (const d of detectors) {
       if (hits.has(d.category)) continue;
-      if (d.test(text)) hits.add(d.category);
+      if (!scanned && d.test(text)) hits.add(d.category);
       else if (d.category === 'secret' && (decoded ??= decodedViews(text)).some((t) => d.test(t))) hits.add(d.category);
     }
   }

@@ -21,6 +21,8 @@ export type RedactCounts = Partial<Record<FirewallCategory, number>>;
 export interface RedactionResult {
   texts: InspectableText[];
   counts: RedactCounts;
+  /** Redactor.clean: texts the masking scanned and found nothing in (residualCategories skips their rescan). */
+  clean?: ReadonlySet<string>;
 }
 
 /** The detector toggles a redaction honours (as the inspection does). */
@@ -45,6 +47,13 @@ export class Redactor {
   private readonly placeholders = new Map<string, string>();
   private readonly next = new Map<string, number>();
   readonly counts: RedactCounts = {};
+  /**
+   * The texts this Redactor scanned and found no span in (so returned as they were). Every
+   * detector's `test` holds exactly when its `spans` finds one, so governance's check of such a text
+   * need not run these detectors on it again where normalisation leaves it unchanged
+   * (residualCategories).
+   */
+  readonly clean = new Set<string>();
 
   constructor(categories: readonly FirewallCategory[], opts: RedactOptions = {}) {
     this.detectors = DETECTORS.filter((d) => categories.includes(d.category) && REDACTABLE.includes(d.category) && (!d.toggle || opts[d.toggle]));
@@ -60,7 +69,10 @@ export class Redactor {
       found ??= [];
       for (const sp of spans) found.push({ ...sp, category: d.category });
     }
-    if (!found) return s;
+    if (!found) {
+      this.clean.add(s);
+      return s;
+    }
     // Earliest first, the longer of two spans at one start; overlapping spans merge into one
     // masked span (a value is never left partly visible).
     found.sort((a, b) => a.start - b.start || b.end - a.end);
@@ -135,7 +147,7 @@ export function surfaceRedaction<T>(mask: (r: Redactor) => { copy: T; texts: Ins
       const r = new Redactor(categories, opts);
       const m = mask(r);
       last = m ? { categories: categories.join(','), copy: m.copy } : null;
-      return m ? { texts: m.texts, counts: r.counts } : null;
+      return m ? { texts: m.texts, counts: r.counts, clean: r.clean } : null;
     },
     /** The masked copy for the categories governance redacted; throws rather than let an unmasked request be dispatched. */
     masked: (categories: readonly string[]): T => {
