@@ -98,7 +98,8 @@ export function idSpans(text: string, first = false): Span[] {
         }
       } else if (end < 0 && isDigit(c)) {
         HETU.lastIndex = i;
-        if (HETU.test(text) && C.fiHetuValid(text.slice(i, i + 11))) end = i + 11;
+        // Six digits then a century sign (never a digit): most digit tokens fail this before the regex runs.
+        if (isDigit(text.charCodeAt(i + 5)) && !isDigit(text.charCodeAt(i + 6)) && HETU.test(text) && C.fiHetuValid(text.slice(i, i + 11))) end = i + 11;
         else {
           // A digit group: digits with single separators (space . - /) between them.
           let j = i;

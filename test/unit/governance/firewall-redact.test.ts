@@ -1,5 +1,6 @@
 /** The firewall's `redact` action: placeholders, span choice, and how decide() checks and falls back to blocking. */
 import { Redactor, maskRequest, surfaceRedaction, firewallHeader } from '../../../src/governance/firewall/redact';
+import { residualCategories } from '../../../src/governance/firewall';
 import { createGovernance } from '../../../src/governance';
 import { fixedClock } from '../../../src/clock';
 import type { Db } from '../../../src/db/pool';
@@ -48,11 +49,30 @@ describe('Redactor', () => {
       return { copy, texts: copy.messages!.map((m) => m.content) };
     });
     expect(() => s.masked(['pii'])).toThrow();
-    expect(s.redact(['pii'], {})).toEqual({ texts: ['card [REDACTED_CARD_1]'], counts: { pii: 1 } });
+    expect(s.redact(['pii'], {})).toEqual({ texts: ['card [REDACTED_CARD_1]'], counts: { pii: 1 }, clean: new Set() });
     expect(s.masked(['pii']).messages![0].content).toBe('card [REDACTED_CARD_1]');
     expect(() => s.masked(['secret', 'pii'])).toThrow();
     expect(req.messages[0].content).toBe('card 4111 1111 1111 1111');
     expect(maskRequest(new Redactor(['pii'], {}), { inputs: [{ type: 'text', text: '4111 1111 1111 1111' }, { type: 'image' }] }).inputs).toEqual([{ type: 'text', text: '[REDACTED_CARD_1]' }, { type: 'image' }]);
+  });
+
+  it('the check of masked texts skips only what the Redactor scanned clean, and still reads normalized and decoded views', () => {
+    const r = new Redactor(['secret', 'pii'], {});
+    const plain = 'the quarterly report, no values';
+    const hidden = 'card 4111 1111\u200b 1111 1111';
+    const encoded = `config ${Buffer.from(`api key ${KEY}`).toString('base64')}`;
+    for (const t of [plain, hidden, encoded]) expect(r.text(t)).toBe(t);
+    expect(r.text('card 4111 1111 1111 1111')).toBe('card [REDACTED_CARD_1]');
+    expect([...r.clean]).toEqual([plain, hidden, encoded]);
+    expect(residualCategories([plain], {}, ['secret', 'pii'], r.clean)).toEqual([]);
+    // Normalisation changes the text (a zero-width space dropped): the detectors run on its normalized view.
+    expect(residualCategories([hidden], {}, ['secret', 'pii'], r.clean)).toEqual(['pii']);
+    // Decoded views are always read.
+    expect(residualCategories([encoded], {}, ['secret', 'pii'], r.clean)).toEqual(['secret']);
+    // The set is trusted: a text listed in it is not scanned again (so only a Redactor's own set is passed).
+    const card = 'card 4111 1111 1111 1111';
+    expect(residualCategories([card], {}, ['pii'])).toEqual(['pii']);
+    expect(residualCategories([card], {}, ['pii'], new Set([card]))).toEqual([]);
   });
 
   it('x-svc-firewall header', () => {
