@@ -97,6 +97,17 @@ function tryFormats(text: string, i: number, prevTok: boolean, out: SecretHit[])
   return found;
 }
 
+/**
+ * Per character code below 256, what can start at it: 1, a format's literal (FLAG says which
+ * second characters); 2, a label's separator (':' or '='); 4, a token character (isTok). One table
+ * read per character decides whether anything else is read.
+ */
+const KIND = new Uint8Array(256);
+for (let key = 0; key < 65536; key++) if (FLAG[key] !== 0) KIND[key >> 8] |= 1;
+KIND[58] |= 2;
+KIND[61] |= 2;
+for (let c = 0; c < 256; c++) if (isTok(c)) KIND[c] |= 4;
+
 /** Every secret in text (first: stop at the first one). */
 export function scanSecrets(text: string, first = false): SecretHit[] {
   const out: SecretHit[] = [];
@@ -104,13 +115,18 @@ export function scanSecrets(text: string, first = false): SecretHit[] {
   let prevTok = false;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
-    if (c < 256) {
+    if (c >= 256) {
+      prevTok = false;
+      continue;
+    }
+    const kind = KIND[c];
+    if ((kind & 3) !== 0) {
       const c1 = text.charCodeAt(i + 1);
-      if (c1 < 256) {
+      if ((kind & 1) !== 0 && c1 < 256) {
         const flag = FLAG[(c << 8) | c1];
         if (flag !== 0 && (flag === 2 || !prevTok) && tryFormats(text, i, prevTok, out) && first) return out;
       }
-      if (c === 58 || c === 61) {
+      if ((kind & 2) !== 0) {
         const h = c === 58 && c1 === 47 && text.charCodeAt(i + 2) === 47 ? urlCredential(text, i) : labelledValue(text, i);
         if (h) {
           out.push(h);
@@ -118,7 +134,7 @@ export function scanSecrets(text: string, first = false): SecretHit[] {
         }
       }
     }
-    prevTok = isTok(c);
+    prevTok = (kind & 4) !== 0;
   }
   return out;
 }
