@@ -8,6 +8,7 @@ import type { Span } from './span';
 import { luhn } from './pii-checks';
 import { idSpans } from './pii-ids';
 import { scanSecrets } from './secret-scan';
+import type { JointScan } from './joint-scan';
 
 export type { Span };
 
@@ -19,12 +20,13 @@ export interface Detector {
   category: FirewallCategory;
   /** Only run when this project toggle is on. */
   toggle?: 'detect_pii_email' | 'detect_pii_phone';
-  test(text: string): boolean;
+  /** `joint`: the text's joint scan (joint-scan.ts), for a caller running several detectors on it. */
+  test(text: string, joint?: JointScan): boolean;
   /**
    * The spans of the raw text a redaction masks (redact.ts), found with the same validation as
    * `test` (checksums, placeholders, entropy, context). `kind` names the placeholder.
    */
-  spans(text: string): Span[];
+  spans(text: string, joint?: JointScan): Span[];
 }
 
 
@@ -81,8 +83,8 @@ function someMatch(pattern: RegExp, text: string, valid: (m: RegExpExecArray) =>
 const secretDetector: Detector = {
   id: 'sec.formats',
   category: 'secret',
-  test: (t) => scanSecrets(t, true).length > 0,
-  spans: (t) => scanSecrets(t).map((h) => ({ start: h.start, end: h.end, kind: 'SECRET' })),
+  test: (t, joint) => (joint?.text === t ? joint.any().secrets : scanSecrets(t, true)).length > 0,
+  spans: (t, joint) => (joint?.text === t ? joint.all().secrets : scanSecrets(t)).map((h) => ({ start: h.start, end: h.end, kind: 'SECRET' })),
 };
 const secrets: Detector[] = [secretDetector];
 
@@ -114,7 +116,12 @@ const cardDetector: Detector = {
 };
 
 // IBANs (every registry country) and national ids: one pass over the text (pii-ids.ts).
-const idDetector: Detector = { id: 'pii.national_id', category: 'pii', test: (t) => idSpans(t, true).length > 0, spans: (t) => idSpans(t) };
+const idDetector: Detector = {
+  id: 'pii.national_id',
+  category: 'pii',
+  test: (t, joint) => (joint?.text === t ? joint.any().ids : idSpans(t, true)).length > 0,
+  spans: (t, joint) => (joint?.text === t ? joint.all().ids : idSpans(t)),
+};
 // Dates of birth next to a name, postal addresses after a personal cue (pii-context.ts).
 const contextDetector: Detector = { id: 'pii.context', category: 'pii', test: (t) => contextSpans(t, true).length > 0, spans: (t) => contextSpans(t) };
 

@@ -1,6 +1,7 @@
 import { DETECTORS, FirewallCategory } from './detectors';
 import { detectInjection } from './injection';
 import { baseView, decodedViews } from './normalize';
+import { JointScan } from './joint-scan';
 import { inspectInWorker } from './pool';
 import type { InspectableText } from './roles';
 
@@ -54,9 +55,10 @@ export function inspectAllDetectors(texts: InspectableText[], opts: FirewallOpti
     const text = baseView(raw.slice(0, MAX_INSPECT_CHARS));
     const decoded = decodedViews(text);
     ruleIds.push(...detectInjection(text, decoded, role));
+    const joint = new JointScan(text);
     for (const d of DETECTORS) {
       if (d.toggle && !opts[d.toggle]) continue;
-      if (d.test(text) || (d.category === 'secret' && decoded.some((t) => d.test(t)))) ruleIds.push(d.id);
+      if (d.test(text, joint) || (d.category === 'secret' && decoded.some((t) => d.test(t)))) ruleIds.push(d.id);
     }
   }
   return ruleIds;
@@ -149,9 +151,10 @@ export function residualCategories(texts: InspectableText[], opts: FirewallOptio
     const text = baseView(raw.slice(0, MAX_INSPECT_CHARS));
     const scanned = text === raw && clean?.has(raw) === true;
     let decoded: string[] | null = null;
+    const joint = new JointScan(text);
     for (const d of detectors) {
       if (hits.has(d.category)) continue;
-      if (!scanned && d.test(text)) hits.add(d.category);
+      if (!scanned && d.test(text, joint)) hits.add(d.category);
       else if (d.category === 'secret' && (decoded ??= decodedViews(text)).some((t) => d.test(t))) hits.add(d.category);
     }
   }

@@ -73,6 +73,44 @@ function rutAt(text: string, dash: number, digits: string): boolean {
 /** Finland HETU at i: DDMMYY, a century sign, 3 digits and a check character. */
 const HETU = /\d{6}[-+A-FU-Y]\d{3}[0-9A-Y](?![A-Za-z0-9])/y;
 
+/**
+ * The IBAN or national id starting at i, a token start (the character before is not [A-Za-z0-9])
+ * whose character c is an upper-case letter or a digit (no id starts otherwise), or null.
+ */
+export function idAt(text: string, i: number, c: number): Span | null {
+  const n = text.length;
+  if (isUpper(c) && isUpper(text.charCodeAt(i + 1)) && isDigit(text.charCodeAt(i + 2)) && isDigit(text.charCodeAt(i + 3))) {
+    const end = ibanAt(text, i);
+    if (end > 0) return { start: i, end, kind: 'IBAN' };
+  }
+  if (isUpper(c)) {
+    let j = i;
+    while (j < n && j - i <= 18 && (isDigit(text.charCodeAt(j)) || isUpper(text.charCodeAt(j)))) j++;
+    // Only the lengths of the letter-led ids (9, 16) are read further.
+    if ((j - i === 9 || j - i === 16) && !isAlnum(text.charCodeAt(j))) {
+      const tok = text.slice(i, j);
+      if (LETTER_IDS.some((x) => x.re.test(tok) && x.valid(tok))) return { start: i, end: j, kind: 'NATIONAL_ID' };
+    }
+    return null;
+  }
+  HETU.lastIndex = i;
+  // Six digits then a century sign (never a digit): most digit tokens fail this before the regex runs.
+  if (isDigit(text.charCodeAt(i + 5)) && !isDigit(text.charCodeAt(i + 6)) && HETU.test(text) && C.fiHetuValid(text.slice(i, i + 11))) return { start: i, end: i + 11, kind: 'NATIONAL_ID' };
+  // A digit group: digits with single separators (space . - /) between them.
+  let j = i;
+  while (j < n && j - i < 24) {
+    const cj = text.charCodeAt(j);
+    if (isDigit(cj)) j++;
+    else if ((cj === 32 || cj === 46 || cj === 45 || cj === 47) && isDigit(text.charCodeAt(j + 1))) j++;
+    else break;
+  }
+  const next = text.charCodeAt(j);
+  if (j - i >= 8 && (next !== next || !isAlnum(next) || next === 88 || isUpper(next)) && digitId(text, i, text.slice(i, j), next)) {
+    return { start: i, end: next === 88 && j - i >= 17 ? j + 1 : next === 45 ? j + 2 : isUpper(next) && j - i === 8 ? j + 1 : j, kind: 'NATIONAL_ID' };
+  }
+  return null;
+}
+
 /** Spans of IBANs ('IBAN') and national ids ('NATIONAL_ID'). */
 export function idSpans(text: string, first = false): Span[] {
   const out: Span[] = [];
@@ -81,44 +119,13 @@ export function idSpans(text: string, first = false): Span[] {
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
     const alnum = isAlnum(c);
-    if (alnum && !prevAlnum) {
-      let end = -1;
-      let kind = 'NATIONAL_ID';
-      if (isUpper(c) && isUpper(text.charCodeAt(i + 1)) && isDigit(text.charCodeAt(i + 2)) && isDigit(text.charCodeAt(i + 3))) {
-        end = ibanAt(text, i);
-        kind = 'IBAN';
-      }
-      if (end < 0 && isUpper(c)) {
-        let j = i;
-        while (j < n && j - i <= 18 && (isDigit(text.charCodeAt(j)) || isUpper(text.charCodeAt(j)))) j++;
-        // Only the lengths of the letter-led ids (9, 16) are read further.
-        if ((j - i === 9 || j - i === 16) && !isAlnum(text.charCodeAt(j))) {
-          const tok = text.slice(i, j);
-          if (LETTER_IDS.some((x) => x.re.test(tok) && x.valid(tok))) end = j;
-        }
-      } else if (end < 0 && isDigit(c)) {
-        HETU.lastIndex = i;
-        // Six digits then a century sign (never a digit): most digit tokens fail this before the regex runs.
-        if (isDigit(text.charCodeAt(i + 5)) && !isDigit(text.charCodeAt(i + 6)) && HETU.test(text) && C.fiHetuValid(text.slice(i, i + 11))) end = i + 11;
-        else {
-          // A digit group: digits with single separators (space . - /) between them.
-          let j = i;
-          while (j < n && j - i < 24) {
-            const cj = text.charCodeAt(j);
-            if (isDigit(cj)) j++;
-            else if ((cj === 32 || cj === 46 || cj === 45 || cj === 47) && isDigit(text.charCodeAt(j + 1))) j++;
-            else break;
-          }
-          const next = text.charCodeAt(j);
-          if (j - i >= 8 && (next !== next || !isAlnum(next) || next === 88 || isUpper(next)) && digitId(text, i, text.slice(i, j), next)) {
-            end = next === 88 && j - i >= 17 ? j + 1 : next === 45 ? j + 2 : isUpper(next) && j - i === 8 ? j + 1 : j;
-          }
-        }
-      }
-      if (end > 0) {
-        out.push({ start: i, end, kind });
+    if (alnum && !prevAlnum && (isUpper(c) || isDigit(c))) {
+      const id = idAt(text, i, c);
+      if (id) {
+        out.push(id);
         if (first) return out;
-        i = end - 1;
+        // The id's last character is a letter or digit: the next token start is after it.
+        i = id.end - 1;
         prevAlnum = true;
         continue;
       }

@@ -13,6 +13,7 @@
  * reveal) cannot be masked, and the call is blocked instead.
  */
 import { DETECTORS, type Detector, type FirewallCategory, type Span } from './detectors';
+import { JointScan } from './joint-scan';
 import type { InspectableText } from './roles';
 
 export type RedactCounts = Partial<Record<FirewallCategory, number>>;
@@ -63,8 +64,9 @@ export class Redactor {
   text(s: string): string {
     if (!s || this.detectors.length === 0) return s;
     let found: Found[] | null = null;
+    const joint = new JointScan(s);
     for (const d of this.detectors) {
-      const spans = d.spans(s);
+      const spans = d.spans(s, joint);
       if (spans.length === 0) continue;
       found ??= [];
       for (const sp of spans) found.push({ ...sp, category: d.category });

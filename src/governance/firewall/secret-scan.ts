@@ -99,42 +99,45 @@ function tryFormats(text: string, i: number, prevTok: boolean, out: SecretHit[])
 
 /**
  * Per character code below 256, what can start at it: 1, a format's literal (FLAG says which
- * second characters); 2, a label's separator (':' or '='); 4, a token character (isTok). One table
- * read per character decides whether anything else is read.
+ * second characters); 2, a label's separator (':' or '='). One table read per character decides
+ * whether anything else is read. joint-scan.ts reads it too.
  */
-const KIND = new Uint8Array(256);
-for (let key = 0; key < 65536; key++) if (FLAG[key] !== 0) KIND[key >> 8] |= 1;
-KIND[58] |= 2;
-KIND[61] |= 2;
-for (let c = 0; c < 256; c++) if (isTok(c)) KIND[c] |= 4;
+export const SECRET_KIND = new Uint8Array(256);
+for (let key = 0; key < 65536; key++) if (FLAG[key] !== 0) SECRET_KIND[key >> 8] |= 1;
+SECRET_KIND[58] |= 2;
+SECRET_KIND[61] |= 2;
+
+/**
+ * The secrets at position i (whose character is below 256 and has bit 1 or 2 in SECRET_KIND),
+ * pushed on out; true when `first` and one was found (the scan stops there).
+ */
+export function secretsAt(text: string, i: number, out: SecretHit[], first: boolean): boolean {
+  const c = text.charCodeAt(i);
+  const kind = SECRET_KIND[c];
+  // After a token character a start-anchored literal is inside a token (charCodeAt(-1) is NaN: not one).
+  const prevTok = isTok(text.charCodeAt(i - 1));
+  const c1 = text.charCodeAt(i + 1);
+  if ((kind & 1) !== 0 && c1 < 256) {
+    const flag = FLAG[(c << 8) | c1];
+    if (flag !== 0 && (flag === 2 || !prevTok) && tryFormats(text, i, prevTok, out) && first) return true;
+  }
+  if ((kind & 2) !== 0) {
+    const h = c === 58 && c1 === 47 && text.charCodeAt(i + 2) === 47 ? urlCredential(text, i) : labelledValue(text, i);
+    if (h) {
+      out.push(h);
+      if (first) return true;
+    }
+  }
+  return false;
+}
 
 /** Every secret in text (first: stop at the first one). */
 export function scanSecrets(text: string, first = false): SecretHit[] {
   const out: SecretHit[] = [];
   const n = text.length;
-  let prevTok = false;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
-    if (c >= 256) {
-      prevTok = false;
-      continue;
-    }
-    const kind = KIND[c];
-    if ((kind & 3) !== 0) {
-      const c1 = text.charCodeAt(i + 1);
-      if ((kind & 1) !== 0 && c1 < 256) {
-        const flag = FLAG[(c << 8) | c1];
-        if (flag !== 0 && (flag === 2 || !prevTok) && tryFormats(text, i, prevTok, out) && first) return out;
-      }
-      if ((kind & 2) !== 0) {
-        const h = c === 58 && c1 === 47 && text.charCodeAt(i + 2) === 47 ? urlCredential(text, i) : labelledValue(text, i);
-        if (h) {
-          out.push(h);
-          if (first) return out;
-        }
-      }
-    }
-    prevTok = (kind & 4) !== 0;
+    if (c < 256 && SECRET_KIND[c] !== 0 && secretsAt(text, i, out, first)) return out;
   }
   return out;
 }
