@@ -6,7 +6,7 @@
  * (a token start for an id, skipping past an id found; every position for a secret).
  */
 import { idAt } from './pii-ids';
-import { SECRET_KIND, secretsAt, type SecretHit } from './secret-scan';
+import { SECRET_KIND, secretCandidate, secretsAt, type SecretHit } from './secret-scan';
 import type { Span } from './span';
 
 export interface JointHits {
@@ -35,7 +35,7 @@ export function jointScan(text: string, first: boolean): JointHits {
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
     const k = c < 256 ? KIND[c] : 0;
-    if ((k & 3) !== 0 && !secretsDone && secretsAt(text, i, secrets, first)) {
+    if ((k & 3) !== 0 && !secretsDone && secretCandidate(text, i, c) && secretsAt(text, i, secrets, first)) {
       secretsDone = true;
       if (idsDone) break;
     }

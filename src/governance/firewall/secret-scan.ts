@@ -131,13 +131,23 @@ export function secretsAt(text: string, i: number, out: SecretHit[], first: bool
   return false;
 }
 
+/**
+ * Whether secretsAt can find anything at i (c its character, whose SECRET_KIND is not 0): a
+ * separator, or a literal's first two characters. Callers test it inline before the call.
+ */
+export const secretCandidate = (text: string, i: number, c: number): boolean => {
+  if ((SECRET_KIND[c] & 2) !== 0) return true;
+  const c1 = text.charCodeAt(i + 1);
+  return c1 < 256 && FLAG[(c << 8) | c1] !== 0;
+};
+
 /** Every secret in text (first: stop at the first one). */
 export function scanSecrets(text: string, first = false): SecretHit[] {
   const out: SecretHit[] = [];
   const n = text.length;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
-    if (c < 256 && SECRET_KIND[c] !== 0 && secretsAt(text, i, out, first)) return out;
+    if (c < 256 && SECRET_KIND[c] !== 0 && secretCandidate(text, i, c) && secretsAt(text, i, out, first)) return out;
   }
   return out;
 }
