@@ -19,6 +19,8 @@ const NAME = /(?:^|[^\p{L}])(?:\p{Lu}\p{Ll}+(?:[-'’]\p{Lu}?\p{Ll}+)?\s){1,2}\p
 /** Capitalised words that start sentences or name months and places, not people. */
 const NOT_NAMES = /^(?:The|This|That|My|Our|His|Her|Their|Date|Born|Birth|Please|Patient|Name|Dear|Hello|Hi|New|San|Los|Las|United|North|South|East|West)\s/;
 
+const isAsciiLower = (c: number) => c >= 97 && c <= 122;
+
 function hasName(window: string): boolean {
   const m = NAME.exec(window);
   if (!m) return false;
@@ -29,7 +31,7 @@ function hasName(window: string): boolean {
 function* birthDates(text: string, lower: string): Generator<Span> {
   for (const cue of BIRTH_CUES) {
     for (let at = lower.indexOf(cue); at >= 0; at = lower.indexOf(cue, at + cue.length)) {
-      if (at > 0 && /[a-z]/.test(lower[at - 1])) continue;
+      if (at > 0 && isAsciiLower(lower.charCodeAt(at - 1))) continue;
       const after = at + cue.length;
       const m = DATE_AFTER.exec(text.slice(after, after + 48));
       if (!m) continue;
@@ -52,7 +54,7 @@ const ADDRESS_AFTER = new RegExp(
 function* addresses(text: string, lower: string): Generator<Span> {
   for (const cue of ADDRESS_CUES) {
     for (let at = lower.indexOf(cue); at >= 0; at = lower.indexOf(cue, at + cue.length)) {
-      if (at > 0 && /[a-z]/.test(lower[at - 1])) continue;
+      if (at > 0 && isAsciiLower(lower.charCodeAt(at - 1))) continue;
       const after = at + cue.length;
       const m = ADDRESS_AFTER.exec(text.slice(after, after + 160));
       if (!m) continue;

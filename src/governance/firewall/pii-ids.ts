@@ -42,20 +42,30 @@ const LETTER_IDS: { re: RegExp; valid: (s: string) => boolean }[] = [
   { re: /^[A-Z]{6}\d{2}[A-EHLMPR-T]\d{2}[A-Z]\d{3}[A-Z]$/, valid: C.itFiscalValid },
 ];
 
+// The written shapes of digit-led ids, compiled once (digitId runs at every long digit group).
+const SEPARATORS = /[ .\-/]/g;
+const CPF_WRITTEN = /^\d{3}\.\d{3}\.\d{3}-\d{2}$/;
+const AHV_WRITTEN = /^756\.\d{4}\.\d{4}\.\d{2}$/;
+const BE_NRN_WRITTEN = /^\d{2}\.\d{2}\.\d{2}-\d{3}\.\d{2}$/;
+const RUT_BODY = /^\d{1,2}\.\d{3}\.\d{3}$/;
+const RUT_WRITTEN = /^\d{1,2}\.\d{3}\.\d{3}-\d$/;
+const SE_PERSONNUMMER = /^(?:\d{6}|\d{8})-\d{4}$/;
+const RUT_CHECK = /^[0-9kK]$/;
+
 /** The id a digit-led group is, if its shape and checksum say so (and a label where the check is weak). */
 function digitId(text: string, start: number, raw: string, next: number): boolean {
-  const digits = raw.replace(/[ .\-/]/g, '');
+  const digits = raw.replace(SEPARATORS, '');
   const n = digits.length;
   const plain = n === raw.length;
-  if (/^\d{3}\.\d{3}\.\d{3}-\d{2}$/.test(raw)) return C.brCpfValid(digits);
-  if (/^756\.\d{4}\.\d{4}\.\d{2}$/.test(raw)) return C.chAhvValid(digits);
-  if (/^\d{2}\.\d{2}\.\d{2}-\d{3}\.\d{2}$/.test(raw)) return C.beNrnValid(digits);
-  if (/^\d{1,2}\.\d{3}\.\d{3}$/.test(raw) && next === 45) return rutAt(text, start + raw.length, digits);
-  if (/^\d{1,2}\.\d{3}\.\d{3}-\d$/.test(raw)) return C.clRutValid(digits.slice(0, -1), digits.slice(-1));
-  if (n === 15 && /^[12]/.test(digits) && C.frNirValid(digits)) return true;
+  if (CPF_WRITTEN.test(raw)) return C.brCpfValid(digits);
+  if (AHV_WRITTEN.test(raw)) return C.chAhvValid(digits);
+  if (BE_NRN_WRITTEN.test(raw)) return C.beNrnValid(digits);
+  if (RUT_BODY.test(raw) && next === 45) return rutAt(text, start + raw.length, digits);
+  if (RUT_WRITTEN.test(raw)) return C.clRutValid(digits.slice(0, -1), digits.slice(-1));
+  if (n === 15 && (digits[0] === '1' || digits[0] === '2') && C.frNirValid(digits)) return true;
   if (n === 17 && next === 88) return C.cnIdValid(digits + 'X');
   if (n === 18 && plain) return C.cnIdValid(digits);
-  if (/^\d{6}-\d{4}$/.test(raw) || /^\d{8}-\d{4}$/.test(raw)) return C.sePersonnummerValid(digits) || (labelled(text, start) && /^\d{6}-/.test(raw));
+  if (SE_PERSONNUMMER.test(raw)) return C.sePersonnummerValid(digits) || (labelled(text, start) && raw[6] === '-');
   if (n === 8 && plain && isUpper(next) && !isAlnum(text.charCodeAt(start + 9))) return C.esDniValid(digits + text[start + 8]);
   if (!labelled(text, start)) return false;
   if (n === 9) return C.nlBsnValid(digits) || C.auTfnValid(digits) || C.ilIdValid(digits);
@@ -67,7 +77,7 @@ function digitId(text: string, start: number, raw: string, next: number): boolea
 
 function rutAt(text: string, dash: number, digits: string): boolean {
   const check = text[dash + 1] ?? '';
-  return /^[0-9kK]$/.test(check) && !isAlnum(text.charCodeAt(dash + 2)) && C.clRutValid(digits, check);
+  return RUT_CHECK.test(check) && !isAlnum(text.charCodeAt(dash + 2)) && C.clRutValid(digits, check);
 }
 
 /** Finland HETU at i: DDMMYY, a century sign, 3 digits and a check character. */
