@@ -43,7 +43,10 @@ export function labelClass(label: string): LabelClass | null {
 const STOP_UNQUOTED = new Set([32, 9, 10, 13, 44, 59, 34, 39, 96, 40, 41, 93, 125, 60, 62, 124]);
 const DOTTED_IDENT = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$/;
 const WORD_ONLY = /^[A-Za-z_-]+$/;
-const NOT_A_VALUE = /example|password|passwd|sample|placeholder|insert|replace|todo|process\.env|getenv|environ/i;
+/** Words that mark a labelled value as a stand-in or a reference, not a credential (`<insert key>`, `TODO`, `process.env.KEY`). */
+const PLACEHOLDER_WORDS = /example|password|passwd|sample|placeholder|insert|replace|todo|process\.env|getenv|environ/i;
+/** A value that stands in for a credential rather than being one: a placeholder word or shape. */
+const isStandIn = (v: string): boolean => PLACEHOLDER_WORDS.test(v) || isPlaceholder(v);
 const HAS_LETTER = /[A-Za-z]/;
 const HAS_DIGIT = /\d/;
 const HAS_DIGIT_OR_SYMBOL = /[^A-Za-z\s]/;
@@ -61,14 +64,14 @@ function passesClass(cls: LabelClass, v: string, quoted: boolean): boolean {
 export function plausiblePassword(v: string): boolean {
   const v0 = v.charCodeAt(0);
   if (v0 === 36 || v0 === 37 || v0 === 123 || v0 === 60) return false;
-  return !NOT_A_VALUE.test(v) && !isPlaceholder(v) && passesClass('password', v, true);
+  return !isStandIn(v) && passesClass('password', v, true);
 }
 
 /** A token-like value (given after a token flag): not a reference or placeholder, random enough. */
 export function plausibleKey(v: string): boolean {
   const v0 = v.charCodeAt(0);
   if (v0 === 36 || v0 === 37 || v0 === 123 || v0 === 60) return false;
-  return !NOT_A_VALUE.test(v) && !isPlaceholder(v) && passesClass('key', v, false);
+  return !isStandIn(v) && passesClass('key', v, false);
 }
 
 /** A labelled secret value whose separator (':' or '=') is at i, or null. */
@@ -114,7 +117,7 @@ export function labelledValue(text: string, i: number): SecretHit | null {
   // References, not values: $VAR, %VAR%, {{var}}, [list], <tag>, @attr, #comment.
   if (v0 === 36 || v0 === 37 || v0 === 123 || v0 === 91 || v0 === 60 || v0 === 64 || v0 === 35) return null;
   if (!quoted && (DOTTED_IDENT.test(v) || WORD_ONLY.test(v))) return null;
-  if (NOT_A_VALUE.test(v) || isPlaceholder(v)) return null;
+  if (isStandIn(v)) return null;
   if (!passesClass(cls, v, quoted)) return null;
   return { start, end, id: 'sec.labeled' };
 }
@@ -146,6 +149,6 @@ export function urlCredential(text: string, i: number): SecretHit | null {
   if (pw.length < 6 || pw === user || !/[A-Za-z0-9]/.test(host)) return null;
   const p0 = pw.charCodeAt(0);
   if (p0 === 36 || p0 === 37 || p0 === 123 || p0 === 60) return null;
-  if (NOT_A_VALUE.test(pw) || isPlaceholder(pw) || entropy(pw) < 2.5) return null;
+  if (isStandIn(pw) || entropy(pw) < 2.5) return null;
   return { start: a + colon + 1, end: a + at, id: 'sec.connection_url' };
 }
