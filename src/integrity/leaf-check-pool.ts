@@ -49,7 +49,7 @@ export class LeafCheckPool {
         const p = msg.id === undefined ? undefined : this.pending.get(msg.id);
         if (!p) return;
         this.pending.delete(msg.id!);
-        if (msg.result) p.resolve({ ...msg.result, leaves: new Uint8Array(msg.result.leaves), ok: new Uint8Array(msg.result.ok) });
+        if (msg.result) p.resolve(msg.result);
         else p.reject(new Error(msg.error ?? 'leaf check worker failed'));
       });
       const fail = (err: Error) => {

@@ -11,7 +11,7 @@ parentPort?.on('message', (msg: { id: number; range: ChainRange } | { close: tru
     return;
   }
   checkChainRange(db, msg.range).then(
-    (result) => parentPort!.postMessage({ id: msg.id, result }, [result.leaves.buffer as ArrayBuffer, result.ok.buffer as ArrayBuffer]),
+    (result) => parentPort!.postMessage({ id: msg.id, result }, [result.leaves.buffer as ArrayBuffer]),
     (err: unknown) => parentPort!.postMessage({ id: msg.id, error: String((err as Error)?.message ?? err) }),
   );
 });

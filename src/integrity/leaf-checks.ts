@@ -1,11 +1,14 @@
 /**
- * The check `integrity verify` makes of each chain row, on its own: the row's event or call record
- * written out as its leaf with the row's own prev_hash, its chain hash and stored leaf hash
- * recomputed. Whether each row's prev_hash is the hash before it (the link) is the caller's
- * check, in chain order (src/db/repositories/event-chain-verification.ts); a row whose link holds
- * and whose check passes is exactly a row the chain's walk accepts. A range of positions is read
- * and checked by whoever holds it: the walk's thread, or a worker thread with a connection of its
- * own (leaf-check-pool.ts), so that neither the rows nor their parsing cross between threads.
+ * The check `integrity verify` makes of a range of chain rows, on its own: each row's event or call
+ * record written out as its leaf with the row's own prev_hash, its chain hash and stored leaf hash
+ * recomputed, and each row's prev_hash compared with the hash of the row before it in the range.
+ * Whether the range's first prev_hash is the hash before the range (the link between two ranges)
+ * is the caller's check, in chain order (src/db/repositories/event-chain-verification.ts); a range
+ * whose first link holds is accepted up to its first failing row exactly as the chain's walk
+ * accepts it row by row. A range of positions is read and checked by whoever holds it: the walk's
+ * thread, or a worker thread with a connection of its own (leaf-check-pool.ts), so that neither
+ * the rows nor their parsing cross between threads; what comes back is a few values and the leaf
+ * hashes (a row's links as text, per row, cost more to copy between threads than to compare).
  */
 import type { Queryable } from '../db/pool';
 import { readRecordLeafSourcesOfSeqs, recordLeafCanonical } from '../db/repositories/record-leaf-text';
@@ -21,14 +24,28 @@ export interface ChainRange {
   limit: number;
 }
 
-/** The rows of a range in chain order: their links as text, and per row its leaf hash (32 bytes each) and whether its check passed (1). */
+/** What a range's check found: its rows in chain order, summarised. */
 export interface CheckedRange {
-  seqs: string[];
-  positions: string[];
-  prevHashes: string[];
-  hashes: string[];
+  /** Rows read. */
+  n: number;
+  /** The first row's seq, chain position and prev_hash (null without rows). */
+  firstSeq: string | null;
+  firstPos: number;
+  firstPrev: string | null;
+  /** The last row's chain position. */
+  lastPos: number;
+  /** The hash of the last row before the first failing one (null when that is the first). */
+  walkedHash: string | null;
+  /**
+   * Index of the first row whose own check failed or whose prev_hash is not the hash of the row
+   * before it (n when none), and its seq.
+   */
+  failedAt: number;
+  failedSeq: string | null;
+  /** Index of the first row whose position is not firstPos + its index (n when none). */
+  gapAt: number;
+  /** Each row's leaf hash, 32 bytes each (zeros from the failed row on). */
   leaves: Uint8Array;
-  ok: Uint8Array;
 }
 
 type ChainRow = Omit<EventRecord, 'seq'> & { seq: number | null; chain_seq: string; chain_pos: string; leaf_hash: Buffer | null };
@@ -43,29 +60,48 @@ export async function checkChainRange(db: Queryable, range: ChainRange): Promise
   );
   // Positions no event row answers for are call records' (or gaps).
   const records = await readRecordLeafSourcesOfSeqs(db, projectId, rows.filter((r) => r.seq === null).map((r) => r.chain_seq));
-  const leaves = new Uint8Array(32 * rows.length);
-  const ok = new Uint8Array(rows.length);
-  rows.forEach((r, i) => {
-    let canonical: string;
+  const n = rows.length;
+  const leaves = new Uint8Array(32 * n);
+  let failedAt = n;
+  for (let i = 0; i < n; i++) {
+    const r = rows[i];
+    if (i > 0 && r.prev_hash !== rows[i - 1].hash) {
+      failedAt = i;
+      break;
+    }
+    let canonical: string | null = null;
     if (r.seq !== null) {
-      if (r.project_id !== projectId) return;
-      canonical = canonicalEvent({ ...r, seq: r.seq, prev_hash: r.prev_hash });
+      if (r.project_id === projectId) canonical = canonicalEvent({ ...r, seq: r.seq, prev_hash: r.prev_hash });
     } else {
       const record = records.get(String(r.chain_seq));
-      if (!record) return;
-      canonical = recordLeafCanonical(record, r.prev_hash);
+      if (record) canonical = recordLeafCanonical(record, r.prev_hash);
     }
     // The leaf hash the sequencer stored is what checkpoints sign: it must be this leaf's too.
-    const h = chainAndLeafHash(String(r.prev_hash), canonical);
+    const h = canonical === null ? null : chainAndLeafHash(String(r.prev_hash), canonical);
+    if (h === null || r.hash !== h.chain || (r.leaf_hash !== null && !r.leaf_hash.equals(h.leaf))) {
+      failedAt = i;
+      break;
+    }
     leaves.set(h.leaf, 32 * i);
-    if (r.hash === h.chain && (r.leaf_hash === null || r.leaf_hash.equals(h.leaf))) ok[i] = 1;
-  });
+  }
+  const firstPos = n > 0 ? Number(rows[0].chain_pos) : 0;
+  let gapAt = n;
+  for (let i = 0; i < n; i++) {
+    if (Number(rows[i].chain_pos) !== firstPos + i) {
+      gapAt = i;
+      break;
+    }
+  }
   return {
-    seqs: rows.map((r) => String(r.chain_seq)),
-    positions: rows.map((r) => String(r.chain_pos)),
-    prevHashes: rows.map((r) => r.prev_hash!),
-    hashes: rows.map((r) => r.hash!),
+    n,
+    firstSeq: n > 0 ? String(rows[0].chain_seq) : null,
+    firstPos,
+    firstPrev: n > 0 ? rows[0].prev_hash : null,
+    lastPos: n > 0 ? Number(rows[n - 1].chain_pos) : 0,
+    walkedHash: failedAt > 0 ? rows[failedAt - 1].hash : null,
+    failedAt,
+    failedSeq: failedAt < n ? String(rows[failedAt].chain_seq) : null,
+    gapAt,
     leaves,
-    ok,
   };
 }

@@ -25,7 +25,7 @@ export interface ChainVerification {
   range_at_size?: Buffer[] | null;
 }
 
-/** Chain positions per read. */
+/** Chain positions per read (`rowsPerRead` sets it for a test of ranges' boundaries). */
 const ROWS_PER_READ = 5000;
 
 /**
@@ -49,7 +49,12 @@ const WORKERS_FROM = 50_000;
  * this thread. The walk takes the ranges in order, checks the links and stops at the first row
  * that fails (docs/decisions/integrity-verify-workers.md).
  */
-export async function verifyEventChain(db: Pool, projectId: string, opts: { treeSize?: number; workers?: number } = {}): Promise<ChainVerification> {
+export async function verifyEventChain(
+  db: Pool,
+  projectId: string,
+  opts: { treeSize?: number; workers?: number; rowsPerRead?: number } = {},
+): Promise<ChainVerification> {
+  const rowsPerRead = opts.rowsPerRead ?? ROWS_PER_READ;
   await chainAllProjectEvents(db, projectId);
   // Records archived by retention are verified by their archive: the chain continues from its head.
   const anchor = await logAnchor(db, projectId);
@@ -88,8 +93,8 @@ export async function verifyEventChain(db: Pool, projectId: string, opts: { tree
     let tail = false;
     const startRange = () => {
       const range: ChainRange = nextFrom < head
-        ? { projectId, afterPos: nextFrom, toPos: Math.min(nextFrom + ROWS_PER_READ, head), limit: ROWS_PER_READ }
-        : { projectId, afterPos: nextFrom, toPos: null, limit: ROWS_PER_READ };
+        ? { projectId, afterPos: nextFrom, toPos: Math.min(nextFrom + rowsPerRead, head), limit: rowsPerRead }
+        : { projectId, afterPos: nextFrom, toPos: null, limit: rowsPerRead };
       if (range.toPos === null) tail = true;
       else nextFrom = range.toPos;
       const checked = pool && range.toPos !== null ? pool.check(range) : checkChainRange(db, range);
@@ -101,21 +106,22 @@ export async function verifyEventChain(db: Pool, projectId: string, opts: { tree
       while (!tail && ahead.length < depth) startRange();
       if (ahead.length === 0) break;
       const r = await ahead.shift()!;
-      for (let i = 0; i < r.seqs.length; i++) {
-        if (r.prevHashes[i] !== prev || r.ok[i] !== 1) return result(false, Number(r.seqs[i]));
-        prev = r.hashes[i];
-        count += 1;
-        const pos = Number(r.positions[i]);
-        if (tree && tree.size + pendingLeaves.length < treeSize!) {
-          // A position out of place leaves the root to the caller's own walk, which names it.
-          if (pos !== tree.size + pendingLeaves.length + 1) tree = null;
-          else pendingLeaves.push(Buffer.from(r.leaves.buffer, r.leaves.byteOffset + 32 * i, 32));
-        }
-        afterPos = pos;
+      if (r.n > 0 && r.firstPrev !== prev) return result(false, Number(r.firstSeq));
+      // The rows before the range's first failing one are walked; that one breaks the chain.
+      const walked = r.failedAt;
+      if (tree && walked > 0 && tree.size + pendingLeaves.length < treeSize!) {
+        const take = Math.min(walked, treeSize! - tree.size - pendingLeaves.length);
+        // A position out of place leaves the root to the caller's own walk, which names it.
+        if (r.firstPos !== tree.size + pendingLeaves.length + 1 || r.gapAt < take) tree = null;
+        else for (let i = 0; i < take; i++) pendingLeaves.push(Buffer.from(r.leaves.buffer, r.leaves.byteOffset + 32 * i, 32));
       }
+      count += walked;
+      if (walked > 0) prev = r.walkedHash!;
+      if (walked < r.n) return result(false, Number(r.failedSeq));
+      if (r.n > 0) afterPos = r.lastPos;
       growTree();
       // Past the head: read on from the last row until a read comes back short.
-      if (tail && ahead.length === 0 && r.seqs.length === ROWS_PER_READ) {
+      if (tail && ahead.length === 0 && r.n === rowsPerRead) {
         nextFrom = afterPos;
         tail = false;
       }
