@@ -12,7 +12,7 @@
  * test/integration/db/record-leaf-text.test.ts checks it against `canonicalRecord` on stored rows.
  */
 import type { Queryable } from '../pool';
-import { canonicalJson } from '../../events/canonical-json';
+import { canonicalJsonbText } from '../../events/canonical-jsonb-text';
 import { canonicalRecord } from '../../events/canonical';
 import { RECORD_LEAF_EVENT_TYPE } from '../../executions/record-leaf';
 import { readRecordLeaves, seqSpan, type StoredRecordLeaf } from './record-leaves';
@@ -77,8 +77,8 @@ interface RecordLeafTextRow {
 const j = JSON.stringify;
 // Number(): the bigint columns come as text where the pool module (src/db/pool.ts) did not set their parser.
 const iso = (msSinceEpoch: number | string) => new Date(Number(msSinceEpoch)).toISOString();
-/** jsonb's text as the leaf holds it: parsed (as pg parses jsonb) and written canonically. */
-const json = (text: string | null) => (text === null ? 'null' : canonicalJson(JSON.parse(text)));
+/** jsonb's text as the leaf holds it: as `canonicalJson` writes the value pg would have parsed it into. */
+const json = (text: string | null) => (text === null ? 'null' : canonicalJsonbText(text));
 
 /** Whether the row's timestamps fit the columns (else the record is read whole). */
 const writable = (r: RecordLeafTextRow) =>
