@@ -121,24 +121,34 @@ function object(): string {
   }
   const names: string[] = [];
   const members: string[] = [];
+  let ordered = true;
   for (;;) {
     skipSpace();
     if (src.charCodeAt(at) !== 0x22) throw new SyntaxError(`expected a member name at ${at} of a jsonb value`);
     const token = string();
     expect(0x3a);
-    const member = `${token}:${value()}`;
-    // Insertion in order of the names' UTF-16 code units (as Array.prototype.sort compares them).
     const name = nameOf(token);
-    let k = names.length;
-    while (k > 0 && names[k - 1] > name) k -= 1;
-    names.splice(k, 0, name);
-    members.splice(k, 0, member);
+    if (ordered && names.length > 0 && names[names.length - 1] > name) ordered = false;
+    names.push(name);
+    members.push(`${token}:${value()}`);
     skipSpace();
     const c = src.charCodeAt(at++);
     if (c === 0x7d) break;
     if (c !== 0x2c) throw new SyntaxError(`expected ',' or '}' at ${at - 1} of a jsonb value`);
   }
-  let out = '{';
-  for (let i = 0; i < members.length; i++) out += i === 0 ? members[i] : `,${members[i]}`;
-  return `${out}}`;
+  // By the names' UTF-16 code units, as Array.prototype.sort compares them (an insertion sort: a few members).
+  if (!ordered) {
+    for (let i = 1; i < names.length; i++) {
+      const name = names[i];
+      const member = members[i];
+      let k = i - 1;
+      for (; k >= 0 && names[k] > name; k--) {
+        names[k + 1] = names[k];
+        members[k + 1] = members[k];
+      }
+      names[k + 1] = name;
+      members[k + 1] = member;
+    }
+  }
+  return `{${members.join(',')}}`;
 }

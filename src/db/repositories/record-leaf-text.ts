@@ -75,8 +75,35 @@ interface RecordLeafTextRow {
 }
 
 const j = JSON.stringify;
-// Number(): the bigint columns come as text where the pool module (src/db/pool.ts) did not set their parser.
-const iso = (msSinceEpoch: number | string) => new Date(Number(msSinceEpoch)).toISOString();
+
+const DAY_MS = 86_400_000;
+const pad2 = (n: number) => (n < 10 ? `0${n}` : `${n}`);
+const pad3 = (n: number) => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`);
+/** The last day written and its `"YYYY-MM-DDT` (a record's timestamps, and the next record's, mostly share it). */
+let isoDay = NaN;
+let isoDayText = '';
+
+/**
+ * `JSON.stringify(new Date(ms).toISOString())` for the years 1–9999 the columns carry (else
+ * NULL), quoted: the day's text from a Date once per day, the time of day by arithmetic.
+ * Number(): the bigint columns come as text where the pool module (src/db/pool.ts) did not set their parser.
+ */
+function iso(msSinceEpoch: number | string): string {
+  const ms = Number(msSinceEpoch);
+  const day = Math.floor(ms / DAY_MS);
+  if (day !== isoDay) {
+    isoDayText = `"${new Date(day * DAY_MS).toISOString().slice(0, 11)}`;
+    isoDay = day;
+  }
+  let t = ms - day * DAY_MS;
+  const h = Math.floor(t / 3_600_000);
+  t -= h * 3_600_000;
+  const m = Math.floor(t / 60_000);
+  t -= m * 60_000;
+  const sec = Math.floor(t / 1000);
+  return `${isoDayText}${pad2(h)}:${pad2(m)}:${pad2(sec)}.${pad3(t - sec * 1000)}Z"`;
+}
+const EVENT_TYPE = j(RECORD_LEAF_EVENT_TYPE);
 /** jsonb's text as the leaf holds it: as `canonicalJson` writes the value pg would have parsed it into. */
 const json = (text: string | null) => (text === null ? 'null' : canonicalJsonbText(text));
 
@@ -88,8 +115,8 @@ function permitJson(r: RecordLeafTextRow): string {
   if (r.p_id === null) return 'null';
   const firewall = r.p_firewall === null ? 'null' : json(r.p_firewall);
   return (
-    `{"decision":${j(r.p_decision)},"display_reason":${j(r.p_display_reason)},"expires_at":${r.p_expires ? j(iso(r.p_expires_ms!)) : 'null'}` +
-    `,"firewall":${firewall},"issued_at":${j(iso(r.p_issued_ms!))},"model":${j(r.p_model)},"operation":${j(r.p_operation)}` +
+    `{"decision":${j(r.p_decision)},"display_reason":${j(r.p_display_reason)},"expires_at":${r.p_expires ? iso(r.p_expires_ms!) : 'null'}` +
+    `,"firewall":${firewall},"issued_at":${iso(r.p_issued_ms!)},"model":${j(r.p_model)},"operation":${j(r.p_operation)}` +
     `,"provider":${j(r.p_provider)},"reason_code":${j(r.p_reason_code)},"reserved_cost_micros":${j(Number(r.p_reserved_cost_micros))}` +
     `,"route":${j(r.p_route)},"workflow_id":${j(r.p_workflow_id)}}`
   );
@@ -98,7 +125,7 @@ function permitJson(r: RecordLeafTextRow): string {
 function recordJson(r: RecordLeafTextRow): string {
   const session = r.session_id === null ? '' : `,"session_id":${j(r.session_id)}`;
   return (
-    `{"cost_usd_micros":${j(Number(r.cost_usd_micros))},"created_at":${j(iso(r.created_ms!))},"duration_ms":${j(r.duration_ms)}` +
+    `{"cost_usd_micros":${j(Number(r.cost_usd_micros))},"created_at":${iso(r.created_ms!)},"duration_ms":${j(r.duration_ms)}` +
     `,"envelope":${json(r.envelope)},"error_code":${j(r.error_code)},"estimated_final":${j(r.estimated_final)}` +
     `,"idempotency_key":${j(r.idempotency_key)},"input_tokens":${j(r.input_tokens)},"key_id":${j(r.key_id)}` +
     `,"lifecycle":${json(r.lifecycle)},"mode":${j(r.mode)},"operation":${j(r.operation)},"output_tokens":${j(r.output_tokens)}` +
@@ -108,10 +135,11 @@ function recordJson(r: RecordLeafTextRow): string {
 
 /** The record's leaf linked to `prevHash`: `canonicalRecord(leaf, prevHash)` of the same record. */
 function canonicalOf(r: RecordLeafTextRow, prevHash: string | null): string {
+  const id = j(r.id);
   return (
-    `{"event_type":${j(RECORD_LEAF_EVENT_TYPE)},"id":${j(r.id)},"job_id":${j(r.job_id)},"metadata":{"permit":${permitJson(r)},"record":${recordJson(r)}}` +
+    `{"event_type":${EVENT_TYPE},"id":${id},"job_id":${j(r.job_id)},"metadata":{"permit":${permitJson(r)},"record":${recordJson(r)}}` +
     `,"model":${j(r.model)},"permit_id":${j(r.permit_id)},"phase":"record","prev_hash":${j(prevHash)},"project_id":${j(r.project_id)}` +
-    `,"provider":${j(r.provider)},"request_id":${j(r.id)},"seq":${Number(r.seq)},"session_id":null,"source":"calls","timestamp":${j(iso(r.completed_ms!))}}`
+    `,"provider":${j(r.provider)},"request_id":${id},"seq":${Number(r.seq)},"session_id":null,"source":"calls","timestamp":${iso(r.completed_ms!)}}`
   );
 }
 
@@ -136,13 +164,15 @@ export async function readRecordLeafSourcesOfSeqs(db: Queryable, projectId: stri
   const out = new Map<string, RecordLeafSource>();
   if (seqs.length === 0) return out;
   const { wanted, lo, hi } = seqSpan(seqs);
-  const { rows } = await db.query<RecordLeafTextRow>(
-    `SELECT ${RECORD_LEAF_TEXT_SQL}
+  // Named: a connection plans it once (its week partitions twice over) rather than per batch.
+  const { rows } = await db.query<RecordLeafTextRow>({
+    name: 'record-leaf-text-sources',
+    text: `SELECT ${RECORD_LEAF_TEXT_SQL}
        FROM executions x LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true
       WHERE x.project_id = $1 AND x.seq >= $2 AND x.seq <= $3
       LIMIT $4`,
-    [projectId, lo, hi, 2 * wanted.length],
-  );
+    values: [projectId, lo, hi, 2 * wanted.length],
+  });
   for (const r of rows) if (writable(r)) out.set(String(r.seq), r);
   const missing = wanted.map(String).filter((s) => !out.has(s));
   for (const r of await readRecordLeaves(db, missing.map(() => projectId), missing)) out.set(r.seq, r);
