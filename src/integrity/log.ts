@@ -43,6 +43,7 @@ import {
 import {
   appendLeaves,
   compactRangeIds,
+  extendRange,
   consistencyProof,
   inclusionProof,
   leafHash,
@@ -259,7 +260,7 @@ export async function rootFromChain(db: Queryable, projectId: string, size: numb
   let range: Buffer[] = fromAnchor ? anchor.range : [];
   let n = fromAnchor ? anchor.position : 0;
   for await (const { leaves } of chainedLeaves(db, projectId, n, size)) {
-    const out = appendLeaves(n, range, leaves);
+    const out = extendRange(n, range, leaves);
     range = out.range;
     n = out.size;
   }

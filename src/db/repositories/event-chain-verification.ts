@@ -4,7 +4,7 @@
  */
 import type { Pool } from 'pg';
 import { GENESIS_HASH } from '../../events/canonical';
-import { appendLeaves } from '../../integrity/merkle';
+import { extendRange } from '../../integrity/merkle';
 import { LeafCheckPool, leafCheckWorkers } from '../../integrity/leaf-check-pool';
 import { checkChainRange, type ChainRange, type CheckedRange } from '../../integrity/leaf-checks';
 import { chainHead } from './integrity-log';
@@ -68,7 +68,7 @@ export async function verifyEventChain(
   const pendingLeaves: Buffer[] = [];
   const growTree = () => {
     if (!tree || pendingLeaves.length === 0) return;
-    const out = appendLeaves(tree.size, tree.range, pendingLeaves);
+    const out = extendRange(tree.size, tree.range, pendingLeaves);
     tree = { size: out.size, range: out.range };
     pendingLeaves.length = 0;
   };

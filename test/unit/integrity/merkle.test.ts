@@ -1,7 +1,9 @@
 import { createHash, generateKeyPairSync } from 'node:crypto';
+import fc from 'fast-check';
 import { eventHash } from '../../../src/events/canonical';
 import {
   appendLeaves,
+  extendRange,
   chainAndLeafHash,
   consistencyProof,
   EMPTY_ROOT,
@@ -41,6 +43,27 @@ function buildStore(leaves: Buffer[], chunks: number[]) {
   }
   return sourceOf(all);
 }
+
+describe('extending a compact range', () => {
+  it('gives the range and size appendLeaves gives, in any chunks from any size', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 70 }), fc.array(fc.integer({ min: 0, max: 40 }), { minLength: 1, maxLength: 5 }), (start, chunks) => {
+        const leaves = Array.from({ length: start + chunks.reduce((a, b) => a + b, 0) }, (_, i) => leafHash(`leaf ${i}`));
+        const first = appendLeaves(0, [], leaves.slice(0, start));
+        let [lean, full] = [{ range: first.range, size: start }, { range: first.range, size: start }];
+        let i = start;
+        for (const n of chunks) {
+          lean = extendRange(lean.size, lean.range, leaves.slice(i, i + n));
+          const out = appendLeaves(full.size, full.range, leaves.slice(i, i + n));
+          full = { range: out.range, size: out.size };
+          i += n;
+          expect(lean).toEqual(full);
+        }
+      }),
+    );
+    expect(() => extendRange(3, [leafHash('a')], [])).toThrow(/size 3 needs 2/);
+  });
+});
 
 describe('RFC 6962 hashes', () => {
   it('match known answers and a hash computed byte by byte', () => {
