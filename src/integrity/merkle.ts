@@ -239,18 +239,14 @@ export function appendLeaves(
   return { nodes, range: stack.map((s) => s.hash), size: n };
 }
 
-/**
- * `appendLeaves`' new compact range and size alone, for a walk that keeps no node (verification
- * building the root it checks a checkpoint against): no node object per leaf and level.
- */
+/** `appendLeaves`' new compact range and size alone, for a walk that keeps no node (no node object per leaf and level). */
 export function extendRange(size: number, range: Buffer[], leafHashes: Buffer[]): { range: Buffer[]; size: number } {
   const levels: number[] = [];
   for (let level = 0, bits = size; bits > 0; level++, bits = Math.floor(bits / 2)) if (bits % 2 === 1) levels.unshift(level);
   if (levels.length !== range.length) throw new Error(`compact range has ${range.length} hashes, size ${size} needs ${levels.length}`);
   const hashes = range.slice();
   for (const lh of leafHashes) {
-    let level = 0;
-    let hash = lh;
+    let [level, hash] = [0, lh];
     while (levels.length > 0 && levels[levels.length - 1] === level) {
       levels.pop();
       hash = nodeHash(hashes.pop()!, hash);
