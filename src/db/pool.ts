@@ -28,7 +28,11 @@ function makeParametersStorable(client: PoolClient): void {
   (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
     const [first, second] = args;
     if (Array.isArray(second)) args[1] = second.map(storableParam);
-    else if (first && typeof first === 'object' && Array.isArray((first as { values?: unknown[] }).values)) {
+    else if (first && typeof first === 'object' && typeof (first as { submit?: unknown }).submit === 'function') {
+      // A submittable (a pg Query streaming its rows) is the object pg runs: its values are replaced in place.
+      const q = first as { values?: unknown[] };
+      if (Array.isArray(q.values)) q.values = q.values.map(storableParam);
+    } else if (first && typeof first === 'object' && Array.isArray((first as { values?: unknown[] }).values)) {
       args[0] = { ...(first), values: (first as { values: unknown[] }).values.map(storableParam) };
     }
     return query(...args);

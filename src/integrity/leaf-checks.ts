@@ -11,7 +11,7 @@
  * hashes (a row's links as text, per row, cost more to copy between threads than to compare).
  */
 import { withTransaction, type Db } from '../db/pool';
-import { readRecordLeafSourcesOfSeqs, recordLeafCanonical, type RecordLeafSource } from '../db/repositories/record-leaf-text';
+import { eachRecordLeafSourceOfSeqs, recordLeafCanonical, type RecordLeafSource } from '../db/repositories/record-leaf-text';
 import { canonicalEvent } from '../events/canonical';
 import type { EventRecord } from '../events/types';
 import { chainAndLeafHash } from './merkle';
@@ -44,7 +44,7 @@ export interface CheckedRange {
   failedSeq: string | null;
   /** Index of the first row whose position is not firstPos + its index (n when none). */
   gapAt: number;
-  /** Each row's leaf hash, 32 bytes each (zeros from the failed row on). */
+  /** Each row's leaf hash, 32 bytes each (those from the failed row on not to be used). */
   leaves: Uint8Array;
 }
 
@@ -68,32 +68,37 @@ export async function checkChainRange(db: Db, range: ChainRange): Promise<Checke
       WHERE c.project_id = $1 AND c.chain_pos > $2 AND ($3::bigint IS NULL OR c.chain_pos <= $3) ORDER BY c.chain_pos LIMIT $4`,
     values: [projectId, range.afterPos, range.toPos, range.limit],
   });
-  // Positions no event row answers for are call records' (or gaps).
-  const recordSeqs = rows.filter((r) => r.seq === null).map((r) => r.chain_seq);
-  const records = recordSeqs.length === 0 ? new Map<string, RecordLeafSource>() : await withTransaction(db, (c) => readRecordLeafSourcesOfSeqs(c, projectId, recordSeqs), RECORDS_READ);
   const n = rows.length;
   const leaves = new Uint8Array(32 * n);
-  let failedAt = n;
+  const ok = new Uint8Array(n);
+  // The leaf hash the sequencer stored is what checkpoints sign: it must be this leaf's too.
+  const check = (i: number, canonical: string) => {
+    const r = rows[i];
+    const h = chainAndLeafHash(String(r.prev_hash), canonical);
+    if (r.hash !== h.chain || (r.leaf_hash !== null && !r.leaf_hash.equals(h.leaf))) return;
+    ok[i] = 1;
+    leaves.set(h.leaf, 32 * i);
+  };
+  // Positions no event row answers for are call records' (or gaps): checked as their rows arrive.
+  const recordAt = new Map<string, number>();
   for (let i = 0; i < n; i++) {
     const r = rows[i];
-    if (i > 0 && r.prev_hash !== rows[i - 1].hash) {
+    if (r.seq === null) recordAt.set(String(r.chain_seq), i);
+    else if (r.project_id === projectId) check(i, canonicalEvent({ ...r, seq: r.seq, prev_hash: r.prev_hash }));
+  }
+  if (recordAt.size > 0) {
+    const each = (seq: string, source: RecordLeafSource) => {
+      const i = recordAt.get(seq);
+      if (i !== undefined) check(i, recordLeafCanonical(source, rows[i].prev_hash));
+    };
+    await withTransaction(db, (c) => eachRecordLeafSourceOfSeqs(c, projectId, [...recordAt.keys()], each), RECORDS_READ);
+  }
+  let failedAt = n;
+  for (let i = 0; i < n; i++) {
+    if (ok[i] !== 1 || (i > 0 && rows[i].prev_hash !== rows[i - 1].hash)) {
       failedAt = i;
       break;
     }
-    let canonical: string | null = null;
-    if (r.seq !== null) {
-      if (r.project_id === projectId) canonical = canonicalEvent({ ...r, seq: r.seq, prev_hash: r.prev_hash });
-    } else {
-      const record = records.get(String(r.chain_seq));
-      if (record) canonical = recordLeafCanonical(record, r.prev_hash);
-    }
-    // The leaf hash the sequencer stored is what checkpoints sign: it must be this leaf's too.
-    const h = canonical === null ? null : chainAndLeafHash(String(r.prev_hash), canonical);
-    if (h === null || r.hash !== h.chain || (r.leaf_hash !== null && !r.leaf_hash.equals(h.leaf))) {
-      failedAt = i;
-      break;
-    }
-    leaves.set(h.leaf, 32 * i);
   }
   const firstPos = n > 0 ? Number(rows[0].chain_pos) : 0;
   let gapAt = n;

@@ -11,6 +11,7 @@
  * for these columns: the record's members in RFC 8785 order, `session_id` only where it is set.
  * test/integration/db/record-leaf-text.test.ts checks it against `canonicalRecord` on stored rows.
  */
+import { Query, type PoolClient } from 'pg';
 import type { Queryable } from '../pool';
 import { canonicalJsonbText } from '../../events/canonical-jsonb-text';
 import { canonicalRecord } from '../../events/canonical';
@@ -154,6 +155,17 @@ export function recordLeafCanonical(source: RecordLeafSource, prevHash: string |
   return 'row' in source ? canonicalRecord(source, prevHash) : canonicalOf(source, prevHash);
 }
 
+/** The statement both readers below send: a project's records in a span of seqs, with their permits. */
+const sourcesQuery = (projectId: string, span: { lo: number; hi: number }, limit: number) => ({
+  // Named: a connection plans it once (its week partitions twice over) rather than per batch.
+  name: 'record-leaf-text-sources',
+  text: `SELECT ${RECORD_LEAF_TEXT_SQL}
+       FROM executions x LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true
+      WHERE x.project_id = $1 AND x.seq >= $2 AND x.seq <= $3
+      LIMIT $4`,
+  values: [projectId, span.lo, span.hi, limit],
+});
+
 /**
  * `readRecordLeavesOfSeqs` (src/db/repositories/record-leaves.ts) as `recordLeafCanonical`'s
  * sources: one range scan of each week's `(project_id, seq)` index over the seqs' span (up to
@@ -164,17 +176,48 @@ export async function readRecordLeafSourcesOfSeqs(db: Queryable, projectId: stri
   const out = new Map<string, RecordLeafSource>();
   if (seqs.length === 0) return out;
   const { wanted, lo, hi } = seqSpan(seqs);
-  // Named: a connection plans it once (its week partitions twice over) rather than per batch.
-  const { rows } = await db.query<RecordLeafTextRow>({
-    name: 'record-leaf-text-sources',
-    text: `SELECT ${RECORD_LEAF_TEXT_SQL}
-       FROM executions x LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true
-      WHERE x.project_id = $1 AND x.seq >= $2 AND x.seq <= $3
-      LIMIT $4`,
-    values: [projectId, lo, hi, 2 * wanted.length],
-  });
+  const { rows } = await db.query<RecordLeafTextRow>(sourcesQuery(projectId, { lo, hi }, 2 * wanted.length));
   for (const r of rows) if (writable(r)) out.set(String(r.seq), r);
   const missing = wanted.map(String).filter((s) => !out.has(s));
   for (const r of await readRecordLeaves(db, missing.map(() => projectId), missing)) out.set(r.seq, r);
   return out;
+}
+
+/**
+ * `readRecordLeafSourcesOfSeqs` handed to `each` a record at a time, each row as it arrives and
+ * none kept (a reader of thousands of records at once otherwise holds them all while it hashes
+ * them): `each` is called once for every record of the span the statement returns, then for
+ * those it missed or whose timestamps the columns cannot carry, read by key; a seq not asked for
+ * may be passed too (the span holds it), a seq asked for whose record is gone is not.
+ */
+export async function eachRecordLeafSourceOfSeqs(
+  client: PoolClient,
+  projectId: string,
+  seqs: ReadonlyArray<string | number>,
+  each: (seq: string, source: RecordLeafSource) => void,
+): Promise<void> {
+  if (seqs.length === 0) return;
+  const { wanted, lo, hi } = seqSpan(seqs);
+  const seen = new Set<string>();
+  // Thrown from pg's row event, an error of `each` would escape the query: kept and thrown after it.
+  const failed: { error?: Error } = {};
+  const query = new Query(sourcesQuery(projectId, { lo, hi }, 2 * wanted.length));
+  query.on('row', (r: RecordLeafTextRow) => {
+    if (!writable(r) || failed.error) return;
+    const seq = String(r.seq);
+    seen.add(seq);
+    try {
+      each(seq, r);
+    } catch (err) {
+      failed.error = err instanceof Error ? err : new Error(String(err));
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    query.on('end', () => resolve());
+    query.on('error', reject);
+    void client.query(query);
+  });
+  if (failed.error) throw failed.error;
+  const missing = wanted.map(String).filter((s) => !seen.has(s));
+  for (const r of await readRecordLeaves(client, missing.map(() => projectId), missing)) each(r.seq, r);
 }
