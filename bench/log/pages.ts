@@ -35,7 +35,7 @@ async function foldAll(db: Db): Promise<number> {
   let after = '';
   let n = 0;
   for (;;) {
-    const { rows } = await db.query<{ project_id: string; id: string }>('SELECT project_id, id FROM executions WHERE id > $1 ORDER BY id LIMIT $2', [after, FOLD_BATCH]);
+    const { rows } = await db.query<{ project_id: string; id: string }>('SELECT project_id, id FROM calls WHERE id > $1 ORDER BY id LIMIT $2', [after, FOLD_BATCH]);
     if (rows.length === 0) return n;
     await foldCalls(db, rows.map((r) => r.project_id), rows.map((r) => r.id));
     n += rows.length;
@@ -115,8 +115,8 @@ export async function run(): Promise<void> {
     const { key } = await createApiKey(stack.db, { projectId: big.id, scope: 'admin', name: 'bench pages' });
     const one = async (sql: string) => (await stack.db.query<{ id: string; permit_id: string }>(sql, [big.id])).rows[0];
     const call = h.sampleIds[Math.floor(h.sampleIds.length / 2)];
-    const denied = await one("SELECT id, permit_id FROM executions WHERE project_id = $1 AND status = 'denied' ORDER BY created_at DESC LIMIT 1");
-    const failedCall = await one("SELECT id, permit_id FROM executions WHERE project_id = $1 AND status = 'failed' ORDER BY created_at DESC LIMIT 1");
+    const denied = await one("SELECT id, permit_id FROM calls WHERE project_id = $1 AND status = 'denied' ORDER BY created_at DESC LIMIT 1");
+    const failedCall = await one("SELECT id, permit_id FROM calls WHERE project_id = $1 AND status = 'failed' ORDER BY created_at DESC LIMIT 1");
     const workflow = (await stack.db.query<{ workflow_id: string }>('SELECT workflow_id FROM workflow_intents WHERE project_id = $1 LIMIT 1', [big.id]).catch(() => ({ rows: [] }))).rows[0]?.workflow_id ?? null;
     const list = requests(h, { call, denied: denied.id, deniedPermit: denied.permit_id, failed: failedCall.id, workflow });
 

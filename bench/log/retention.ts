@@ -159,7 +159,7 @@ async function sizes(db: Db): Promise<Record<string, number>> {
   const { rows } = await db.query<{ name: string; bytes: string }>(
     `SELECT 'database' AS name, pg_database_size(current_database())::text AS bytes
      UNION ALL SELECT c.relname, pg_total_relation_size(c.oid)::text
-       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent IN ('executions'::regclass, 'permits'::regclass)
+       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent IN ('calls'::regclass, 'permits'::regclass)
      UNION ALL SELECT t, pg_total_relation_size(t::regclass)::text FROM unnest(ARRAY['event_chain', 'merkle_nodes']) AS t`,
   );
   return Object.fromEntries(rows.map((r) => [r.name, Number(r.bytes)]));

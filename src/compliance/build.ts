@@ -8,7 +8,7 @@
  * range), permits/executions/usage/workflow_intents.ndjson (RFC 8785 JSON rows whose time falls in
  * the window), and manifest.note: a signed note whose text is the manifest (each file's sha256,
  * byte count and record count, the window, the range, the checkpoint). Leaf hashes and proofs come
- * from the stored tree, the events from the events table (records from the executions and permits
+ * from the stored tree, the events from the events table (records from the calls and permits
  * tables) as it is now: an event or record altered or deleted after it was logged shows in the
  * bundle as a leaf that does not match.
  */

@@ -20,7 +20,7 @@ export interface PartitionedTable {
 
 export const PARTITIONED_TABLES: readonly PartitionedTable[] = [
   { table: 'permits', idPrefix: 'permit_' },
-  { table: 'executions', idPrefix: 'exec_req_' },
+  { table: 'calls', idPrefix: 'exec_req_' },
 ];
 
 const WEEK_MS = 7 * 24 * 3600 * 1000;
@@ -129,8 +129,8 @@ export async function ensureWeekPartitions(
 export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<string[]> {
   const dropped: string[] = [];
   const bytewise = await permitIdsSortBytewise(db);
-  const weeks = new Map<number, { executions?: string; permits?: string }>();
-  for (const table of ['executions', 'permits'] as const) {
+  const weeks = new Map<number, { calls?: string; permits?: string }>();
+  for (const table of ['calls', 'permits'] as const) {
     for (const p of await weekPartitions(db, table)) {
       if (p.week.getTime() + WEEK_MS > cutoff.getTime()) continue;
       weeks.set(p.week.getTime(), { ...weeks.get(p.week.getTime()), [table]: p.name });
@@ -145,8 +145,8 @@ export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<string[]>
     for (const [at, parts] of pending) {
       const gone = await dropWeek(db, new Date(at), parts, bytewise);
       dropped.push(...gone);
-      const rest = { executions: parts.executions && !gone.includes(parts.executions) ? parts.executions : undefined, permits: parts.permits && !gone.includes(parts.permits) ? parts.permits : undefined };
-      if (rest.executions || rest.permits) left.push([at, rest]);
+      const rest = { calls: parts.calls && !gone.includes(parts.calls) ? parts.calls : undefined, permits: parts.permits && !gone.includes(parts.permits) ? parts.permits : undefined };
+      if (rest.calls || rest.permits) left.push([at, rest]);
     }
     if (dropped.length === before) break;
     pending = left;
@@ -163,17 +163,17 @@ const LOCK_TRIES = 5;
  * does not order permit ids as their bytes (`bytewise` false) the rows naming a week's permits
  * cannot be read by range, and a permits week goes only once empty.
  */
-async function dropWeek(db: Db, week: Date, parts: { executions?: string; permits?: string }, bytewise: boolean): Promise<string[]> {
+async function dropWeek(db: Db, week: Date, parts: { calls?: string; permits?: string }, bytewise: boolean): Promise<string[]> {
   const next = new Date(week.getTime() + WEEK_MS);
   const records = { from: idBound('exec_req_', week), to: idBound('exec_req_', next) };
   const permitIds = { from: idBound('permit_', week), to: idBound('permit_', next) };
   return withTransaction(db, async (c) => {
-    const named = [parts.executions, parts.permits].filter((n): n is string => n !== undefined);
+    const named = [parts.calls, parts.permits].filter((n): n is string => n !== undefined);
     await c.query(`SET LOCAL lock_timeout = '2s'`);
     await c.query(`LOCK TABLE ${named.join(', ')} IN SHARE MODE`);
     const drop: { table: string; name: string }[] = [];
-    if (parts.executions && (await recordsNotArchived(c, parts.executions)) === null) drop.push({ table: 'executions', name: parts.executions });
-    const recordsGo = drop.length > 0 || !parts.executions;
+    if (parts.calls && (await recordsNotArchived(c, parts.calls)) === null) drop.push({ table: 'calls', name: parts.calls });
+    const recordsGo = drop.length > 0 || !parts.calls;
     const permitsLeft = async (name: string) =>
       bytewise ? permitsNotArchived(c, name, permitIds, records) : (await c.query(`SELECT 1 FROM ${name} LIMIT 1`)).rows.length > 0 ? 'a permit' : null;
     if (parts.permits && recordsGo && (await permitsLeft(parts.permits)) === null) {

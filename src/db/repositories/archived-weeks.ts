@@ -75,7 +75,7 @@ export async function permitsNotArchived(db: Queryable, partition: string, ids: 
        (SELECT 'a permit of project ' || a.project_id || ' issued after its archive''s cutoff' FROM a
           CROSS JOIN LATERAL (SELECT 1 FROM ${partition} p WHERE p.project_id = a.project_id AND p.issued_at >= a.window_until LIMIT 1) hit LIMIT 1)
        UNION ALL
-       (SELECT 'record ' || x.id || ', not archived, names permit ' || x.permit_id FROM executions x LEFT JOIN a ON a.project_id = x.project_id
+       (SELECT 'record ' || x.id || ', not archived, names permit ' || x.permit_id FROM calls x LEFT JOIN a ON a.project_id = x.project_id
          WHERE ${inWeek('x.permit_id')} AND (x.id < $3 OR x.id >= $4) AND ${RECORD_NOT_ARCHIVED} LIMIT 1)
        UNION ALL
        (SELECT 'event seq ' || hit.seq || ' names a permit of the week' FROM projects pr

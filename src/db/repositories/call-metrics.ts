@@ -154,13 +154,13 @@ const METRICS_SQL = `
   WITH unfolded AS (${UNFOLDED_RECORDS_SQL}),
   rec AS (
     SELECT ${RECORD_COLUMNS}, true AS for_series, true AS for_spend
-      FROM unnest($4::tstzmultirange) AS r JOIN executions x ON x.project_id = $1 AND x.created_at >= lower(r) AND x.created_at < upper(r)
+      FROM unnest($4::tstzmultirange) AS r JOIN calls x ON x.project_id = $1 AND x.created_at >= lower(r) AND x.created_at < upper(r)
     UNION ALL
     SELECT ${RECORD_COLUMNS}, true, false
-      FROM unnest($5::tstzmultirange) AS r JOIN executions x ON x.project_id = $1 AND x.created_at >= lower(r) AND x.created_at < upper(r)
+      FROM unnest($5::tstzmultirange) AS r JOIN calls x ON x.project_id = $1 AND x.created_at >= lower(r) AND x.created_at < upper(r)
     UNION ALL
     SELECT ${RECORD_COLUMNS}, NOT (x.created_at <@ $5::tstzmultirange), true
-      FROM unfolded u JOIN executions x ON x.id = u.id AND x.project_id = $1
+      FROM unfolded u JOIN calls x ON x.id = u.id AND x.project_id = $1
      WHERE x.created_at <@ $6::tstzmultirange
   ),
   series AS (

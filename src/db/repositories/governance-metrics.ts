@@ -48,7 +48,7 @@ const GOVERNANCE_SQL = `
      WHERE ${UNFOLDED_PERMIT_SQL}
     UNION ALL
     SELECT ${PERMIT_COLUMNS}
-      FROM unfolded u JOIN executions x ON x.id = u.id AND x.project_id = $1
+      FROM unfolded u JOIN calls x ON x.id = u.id AND x.project_id = $1
      CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p
      WHERE p.project_id = $1 AND ${FOLDED_PERMIT_SQL} AND p.issued_at <@ $3::tstzmultirange
     UNION ALL

@@ -138,7 +138,7 @@ export async function readRecordLeafSourcesOfSeqs(db: Queryable, projectId: stri
   const { wanted, lo, hi } = seqSpan(seqs);
   const { rows } = await db.query<RecordLeafTextRow>(
     `SELECT ${RECORD_LEAF_TEXT_SQL}
-       FROM executions x LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true
+       FROM calls x LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true
       WHERE x.project_id = $1 AND x.seq >= $2 AND x.seq <= $3
       LIMIT $4`,
     [projectId, lo, hi, 2 * wanted.length],

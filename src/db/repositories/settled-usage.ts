@@ -103,7 +103,7 @@ const usageSql = (withRaw: boolean) => `
        AND p.reservation_state = 'settled' AND p.settled_at >= $2 AND p.settled_at < $3
     UNION ALL
     SELECT ${PERMIT_COLUMNS}
-      FROM unfolded u JOIN executions x ON x.id = u.id AND x.project_id = $1
+      FROM unfolded u JOIN calls x ON x.id = u.id AND x.project_id = $1
      CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p
      WHERE p.project_id = $1 AND ${FOLDED_PERMIT_SQL} AND p.reservation_state = 'settled' AND p.settled_at = x.recorded_at
        AND p.settled_at <@ $6::tstzmultirange AND p.issued_at >= $2::timestamptz - interval '2 days'
@@ -113,7 +113,7 @@ const usageSql = (withRaw: boolean) => `
      CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = u.permit_id LIMIT 1) p
      WHERE u.project_id = $1 AND u.reported_at >= $2 AND p.project_id = $1 AND ${FOLDED_PERMIT_SQL}
        AND p.reservation_state = 'settled' AND p.settled_at <@ $6::tstzmultirange AND p.issued_at >= $2::timestamptz - interval '2 days'
-       AND NOT EXISTS (SELECT 1 FROM executions x WHERE x.permit_id = p.id AND x.project_id = $1 AND x.recorded_at = p.settled_at)
+       AND NOT EXISTS (SELECT 1 FROM calls x WHERE x.permit_id = p.id AND x.project_id = $1 AND x.recorded_at = p.settled_at)
   ),
   rows AS (
     SELECT to_char(settled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, provider, model, key_id,

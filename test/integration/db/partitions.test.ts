@@ -31,7 +31,7 @@ async function insertCall(projectId: string, at: Date): Promise<{ permitId: stri
     [permitId, projectId, at],
   );
   await own.db.query(
-    `INSERT INTO executions (id, project_id, route, operation, mode, status, status_code, permit_id, created_at, completed_at, duration_ms, envelope)
+    `INSERT INTO calls (id, project_id, route, operation, mode, status, status_code, permit_id, created_at, completed_at, duration_ms, envelope)
      VALUES ($1, $2, 'executions', 'chat', 'sync', 'completed', 200, $3, $4, $4, 1, '{}')`,
     [recordId, projectId, permitId, at],
   );
@@ -43,17 +43,17 @@ async function partitionOf(table: string, id: string): Promise<string> {
   return rows[0].p;
 }
 
-describe('week partitions of permits and executions', () => {
+describe('week partitions of permits and call records', () => {
   it('a migrated database has this week and the four after it; the maintenance adds the weeks to come, once', async () => {
     const now = new Date();
-    for (const table of ['permits', 'executions']) {
+    for (const table of ['permits', 'calls']) {
       const have = await names(table);
       for (let i = 0; i <= 4; i++) expect(have).toContain(partitionName(table, new Date(weekStart(now).getTime() + i * WEEK)));
     }
     const later = new Date(now.getTime() + 6 * WEEK);
     const first = await ensureWeekPartitions(own.db, later);
     expect(first.created).toEqual(
-      expect.arrayContaining(['permits', 'executions'].map((t) => partitionName(t, new Date(weekStart(later).getTime() + 4 * WEEK)))),
+      expect.arrayContaining(['permits', 'calls'].map((t) => partitionName(t, new Date(weekStart(later).getTime() + 4 * WEEK)))),
     );
     expect(first.skipped).toEqual([]);
     expect(await ensureWeekPartitions(own.db, later)).toEqual({ created: [], skipped: [] });
@@ -64,23 +64,23 @@ describe('week partitions of permits and executions', () => {
     const now = new Date();
     const { permitId, recordId } = await insertCall(project, now);
     expect(await partitionOf('permits', permitId)).toBe(partitionName('permits', weekStart(now)));
-    expect(await partitionOf('executions', recordId)).toBe(partitionName('executions', weekStart(now)));
-    const { rows } = await own.db.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT * FROM executions WHERE id = '${recordId}'`);
+    expect(await partitionOf('calls', recordId)).toBe(partitionName('calls', weekStart(now)));
+    const { rows } = await own.db.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT * FROM calls WHERE id = '${recordId}'`);
     const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
-    expect(plan).toContain(partitionName('executions', weekStart(now)));
-    expect(plan).not.toContain('executions_default');
-    expect(plan).not.toContain(partitionName('executions', new Date(weekStart(now).getTime() + WEEK)));
+    expect(plan).toContain(partitionName('calls', weekStart(now)));
+    expect(plan).not.toContain('calls_default');
+    expect(plan).not.toContain(partitionName('calls', new Date(weekStart(now).getTime() + WEEK)));
   });
 
   it('a week whose ids already sit in the DEFAULT partition is not created, and is reported', async () => {
     const project = await insertProject(null);
     const far = new Date(Date.now() + 20 * WEEK);
     const { recordId } = await insertCall(project, far);
-    expect(await partitionOf('executions', recordId)).toBe('executions_default');
+    expect(await partitionOf('calls', recordId)).toBe('calls_default');
     const r = await ensureWeekPartitions(own.db, far, 0);
-    expect(r.skipped).toEqual(expect.arrayContaining([partitionName('executions', weekStart(far)), partitionName('permits', weekStart(far))]));
-    expect(await names('executions')).not.toContain(partitionName('executions', weekStart(far)));
-    await own.db.query('DELETE FROM executions WHERE id = $1', [recordId]);
+    expect(r.skipped).toEqual(expect.arrayContaining([partitionName('calls', weekStart(far)), partitionName('permits', weekStart(far))]));
+    expect(await names('calls')).not.toContain(partitionName('calls', weekStart(far)));
+    await own.db.query('DELETE FROM calls WHERE id = $1', [recordId]);
     await own.db.query('DELETE FROM permits WHERE project_id = $1', [project]);
   });
 
@@ -99,18 +99,18 @@ describe('week partitions of permits and executions', () => {
 
     await own.db.query(`UPDATE projects SET retention_days = 14 WHERE id = $1`, [forever]);
     const dropped = await dropAgedPartitions(own.db, undefined, now);
-    expect(dropped).toEqual(expect.arrayContaining([oldWeek('permits', 0), oldWeek('executions', 0), oldWeek('permits', 2), oldWeek('executions', 2)]));
+    expect(dropped).toEqual(expect.arrayContaining([oldWeek('permits', 0), oldWeek('calls', 0), oldWeek('permits', 2), oldWeek('calls', 2)]));
     // The week with a call stays; the current week (inside the retention) stays.
-    expect(dropped).not.toContain(oldWeek('executions', 1));
+    expect(dropped).not.toContain(oldWeek('calls', 1));
     expect(dropped).not.toContain(oldWeek('permits', 1));
-    expect(dropped).not.toContain(partitionName('executions', weekStart(now)));
-    expect(await names('executions')).toContain(oldWeek('executions', 1));
+    expect(dropped).not.toContain(partitionName('calls', weekStart(now)));
+    expect(await names('calls')).toContain(oldWeek('calls', 1));
 
     // Once its rows are gone (archived and deleted by retention), the week goes too.
-    await own.db.query('DELETE FROM executions WHERE id = $1', [recordId]);
+    await own.db.query('DELETE FROM calls WHERE id = $1', [recordId]);
     await own.db.query('DELETE FROM permits WHERE project_id = $1', [keeper]);
-    expect(await dropAgedPartitions(own.db, undefined, now)).toEqual(expect.arrayContaining([oldWeek('executions', 1), oldWeek('permits', 1)]));
-    expect(await names('executions')).not.toContain(oldWeek('executions', 1));
+    expect(await dropAgedPartitions(own.db, undefined, now)).toEqual(expect.arrayContaining([oldWeek('calls', 1), oldWeek('permits', 1)]));
+    expect(await names('calls')).not.toContain(oldWeek('calls', 1));
   });
 
   it('the global retention counts for projects without their own', async () => {
@@ -119,6 +119,6 @@ describe('week partitions of permits and executions', () => {
     await ensureWeekPartitions(own.db, old, 0);
     await own.db.query('UPDATE projects SET retention_days = NULL');
     expect(await dropAgedPartitions(own.db, undefined, now)).toEqual([]);
-    expect(await dropAgedPartitions(own.db, 30, now)).toEqual([partitionName('permits', weekStart(old)), partitionName('executions', weekStart(old))]);
+    expect(await dropAgedPartitions(own.db, 30, now)).toEqual([partitionName('permits', weekStart(old)), partitionName('calls', weekStart(old))]);
   });
 });
