@@ -96,7 +96,8 @@ export function labelledValue(text: string, i: number): SecretHit | null {
   let k = i + 1;
   while (k < n && k - i <= 2 && (text.charCodeAt(k) === 61 || text.charCodeAt(k) === 62)) k++;
   const sp = k;
-  while (k < n && k - sp < 4 && (text.charCodeAt(k) === 32 || text.charCodeAt(k) === 9)) k++;
+  // Aligned assignments (`fbApiKey:            "…"`) pad with many spaces.
+  while (k < n && k - sp < 24 && (text.charCodeAt(k) === 32 || text.charCodeAt(k) === 9)) k++;
   const open = text.charCodeAt(k);
   const quoted = open === 34 || open === 39 || open === 96;
   let start = k;
