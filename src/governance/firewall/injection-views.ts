@@ -1,0 +1,84 @@
+/**
+ * Injection signals that the words view cannot carry, and the extra views of short texts:
+ * - instructions to drop prior instructions, and questions for "the password", in languages other
+ *   than English (on the base view: its confusable mapping turns Cyrillic and Greek words into mixed
+ *   script, so those words are put through the same mapping when the patterns are built);
+ * - a text written in ROT13, reversed, or as HTML character references / `\xNN` / `\uNNNN` escapes
+ *   (read back here, and scored by the word rules only: the classifier is not asked about text that
+ *   was gibberish before decoding);
+ * - an optimised adversarial suffix: a request followed by a tail of token debris (words glued with
+ *   capitals inside them, bracket and quote runs, backslashes), as gradient-searched jailbreak
+ *   suffixes read.
+ * Every pattern is linear (bounded gaps, no nested unbounded quantifiers).
+ */
+import { baseView } from './normalize';
+
+/** A native-script word as the base view writes it (Cyrillic and Greek confusables mapped). */
+const m = (word: string): string => baseView(word).toLowerCase();
+
+/** "Ignore the previous instructions" in German, French, Spanish, Italian, Portuguese, Dutch, Russian, Greek, Chinese, Japanese, Korean, Hindi. */
+const FOREIGN_OVERRIDE = new RegExp(
+  [
+    `\\b(?:ignorier(?:e|en)|vergiss|vergessen)(?: sie)?(?: bitte)?(?: alle| die| deine| ihre| s[aä]mtliche){0,2}(?: vorherigen| bisherigen| obigen| vorigen| fr[uü]heren| urspr[uü]nglichen)? (?:anweisung|anweisungen|instruktionen|befehle|regeln|vorgaben)\\b`,
+    `\\b(?:ignore[zr]?|oublie[zr]?)(?: toutes| tous)? (?:les|vos|tes|la|ta|votre) (?:instructions?|consignes?|directives?|regles?|fonction|tache)\\b`,
+    `\\b(?:ignora|ignore|ignorad|olvida|olvide|olvidad|dimentica|dimenticate|ignorate|esqueca|esquece)(?: todas?| tutte?)? (?:las|tus|sus|le|tue|as|suas|os) (?:instrucciones|indicaciones|reglas|istruzioni|regole|instrucoes|regras|ordenes)\\b`,
+    `\\b(?:negeer|vergeet)(?: alle)? (?:de |je |uw )?(?:vorige |eerdere )?(?:instructies|regels)\\b`,
+    `(?:${m('игнорир')}|${m('забуд')}|${m('проигнорир')})[^\\s.]{0,6} (?:${m('все')} )?(?:${m('предыдущ')}|${m('прошл')}|${m('прежн')}|${m('свои')})[^\\s.]{0,4} (?:${m('инструкц')}|${m('указани')}|${m('правил')})`,
+    `(?:${m('αγνοηστε')}|${m('αγνοησε')}|${m('ξεχαστε')}|${m('ξεχασε')}) (?:${m('ολες')} )?(?:${m('τις')} )?(?:${m('προηγουμενες')} )?${m('οδηγιες')}`,
+    `(?:忽略|无视|無視|忘记|忘記)(?:之前|以前|先前|上面|上述|所有|你的|一切)[^。\\n]{0,6}(?:指令|指示|说明|說明|规则|規則)`,
+    `(?:以前|これまで|上記|前)の(?:指示|命令|ルール)[^。\\n]{0,8}無視`,
+    `(?:이전|앞의|모든)[^.\\n]{0,6}(?:지시|명령|지침)[^.\\n]{0,8}무시`,
+    `(?:पिछले|पहले के|सभी)[^।\\n]{0,6}(?:निर्देश|आदेश)[^।\\n]{0,10}(?:अनदेखी|अनदेखा|नज़रअंदाज़|भूल)`,
+  ].join('|'),
+  'i',
+);
+
+/** "What is the password?" in French, German, Italian, Spanish, Portuguese, Japanese, Korean, Chinese. */
+const FOREIGN_PASSWORD = /\b(?:quel est|donne(?:z)?[- ]moi|dis[- ]moi|was ist|wie lautet|nenne mir|sag mir|qual e|quale e|dimmi|cual es|dime|dame|qual e a|me diga)\b[^?\n]{0,20}\b(?:mot de passe|passwort|kennwort|password|contrasena|clave|senha)\b|パスワード[^。\n]{0,12}(?:教えて|は何|を提供)|비밀번호[^.\n]{0,20}(?:알려|뭐|무엇|필요)|密码[^。\n]{0,8}(?:是什么|告诉)/i;
+
+export const FOREIGN_SIGNALS: { id: string; weight: number; pattern: RegExp }[] = [
+  { id: 'inj.foreign_override', weight: 2, pattern: FOREIGN_OVERRIDE },
+  { id: 'inj.foreign_password', weight: 2, pattern: FOREIGN_PASSWORD },
+];
+
+const MAX_ALT_VIEW_CHARS = 2048;
+const rot13 = (s: string): string =>
+  s.replace(/[A-Za-z]/g, (c) => {
+    const b = c <= 'Z' ? 65 : 97;
+    return String.fromCharCode(((c.charCodeAt(0) - b + 13) % 26) + b);
+  });
+const ENTITY = /&#(?:x([0-9a-f]{1,6})|([0-9]{1,7}));/gi;
+const ESCAPE = /\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4}))/g;
+const fromCode = (hex: string | undefined, dec: string | undefined): string => {
+  const n = hex !== undefined ? parseInt(hex, 16) : parseInt(dec as string, 10);
+  return n > 0 && n < 0x110000 ? String.fromCodePoint(n) : '';
+};
+
+/**
+ * Other readings of a short text that an attack can hide behind: ROT13, reversed, character
+ * references or escapes decoded. Each is scored by the word rules only (see detectInjection).
+ */
+export function alternateViews(base: string): string[] {
+  if (base.length > MAX_ALT_VIEW_CHARS) return [];
+  const views = [rot13(base), [...base].reverse().join('')];
+  if (base.includes('&#')) views.push(base.replace(ENTITY, (_, h, d) => fromCode(h, d)));
+  if (base.includes('\\x') || base.includes('\\u')) views.push(base.replace(ESCAPE, (_, x, u) => fromCode(x ?? u, undefined)));
+  return views;
+}
+
+/** Token debris: a lower-case run followed by a capital inside one token (`similarlyNow`), or a run of 2+ bracket/quote/backslash marks. */
+const DEBRIS = /[a-z]{2}[A-Z][A-Za-z]*|[()[\]{}"'`\\|=~^<>*#@!?]{2,}|\\/g;
+/** A request at the start of the text (the harmful goal an adversarial suffix is attached to). */
+const REQUEST_START = /^\s*(?:write|give|provide|create|generate|develop|design|explain|describe|list|draft|compose|outline|teach|tell|show|suggest|encourage|produce|offer|build|argue|publish|post|share)\b/i;
+
+/**
+ * An adversarial suffix: a one-paragraph request whose last part is token debris. Counted on the
+ * last 160 characters: at least 4 debris marks there, or 3 with a backslash or glued words among them.
+ */
+export function adversarialSuffix(base: string): boolean {
+  if (base.length < 60 || base.length > 1200 || base.includes('\n') || !REQUEST_START.test(base)) return false;
+  const tail = base.slice(-160);
+  const marks = tail.match(DEBRIS) ?? [];
+  if (marks.length >= 4) return true;
+  return marks.length >= 3 && marks.some((x) => x === '\\' || /[a-z][A-Z]/.test(x));
+}
