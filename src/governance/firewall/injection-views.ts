@@ -1,8 +1,10 @@
 /**
  * Injection signals that the words view cannot carry, and the extra views of short texts:
  * - instructions to drop prior instructions, and questions for "the password", in languages other
- *   than English (on the base view: its confusable mapping turns Cyrillic and Greek words into mixed
- *   script, so those words are put through the same mapping when the patterns are built);
+ *   than English: word signals for those written in Latin letters; base-view patterns, run only on
+ *   texts holding such letters, for the others (the base view's confusable mapping turns Cyrillic
+ *   and Greek words into mixed script, so those words go through the same mapping when the
+ *   patterns are built);
  * - a text written in ROT13, reversed, or as HTML character references / `\xNN` / `\uNNNN` escapes
  *   (read back here, and scored by the word rules only: the classifier is not asked about text that
  *   was gibberish before decoding);
@@ -13,32 +15,48 @@
  */
 import { baseView } from './normalize';
 
-/** A native-script word as the base view writes it (Cyrillic and Greek confusables mapped). */
+/**
+ * "Ignore the previous instructions" and "what is the password" in languages written in Latin
+ * letters (German, French, Spanish, Italian, Portuguese, Dutch): word signals over the words view
+ * (lower case, diacritics stripped), matched in the same pass as the English ones.
+ */
+export const FOREIGN_WORD_SIGNALS: { id: string; weight: number; src: string }[] = [
+  {
+    id: 'inj.foreign_override',
+    weight: 2,
+    src: ` (?:(?:ignoriere|ignorieren|vergiss|vergessen) (?:sie )?(?:bitte )?(?:alle |die |deine |ihre |samtliche ){0,2}(?:vorherigen |bisherigen |obigen |vorigen |fruheren |ursprunglichen )?(?:anweisung|anweisungen|instruktionen|befehle|regeln|vorgaben)|(?:ignorez|ignore|oubliez|oublie) (?:toutes |tous )?(?:les|vos|tes) (?:instructions|consignes|directives|regles)|(?:ignora|ignorad|olvida|olvide|olvidad|dimentica|dimenticate|ignorate|esqueca|esquece) (?:todas |tutte |tutti )?(?:las|tus|sus|le|tue|as|suas|os) (?:instrucciones|indicaciones|reglas|istruzioni|regole|instrucoes|regras|ordenes)|(?:negeer|vergeet) (?:alle )?(?:de |je |uw )?(?:vorige |eerdere )?(?:instructies|regels)) `,
+  },
+  {
+    id: 'inj.foreign_password',
+    weight: 2,
+    src: ` (?:quel est|donne moi|donnez moi|dis moi|dites moi|was ist|wie lautet|nenne mir|sag mir|qual e|quale e|dimmi|cual es|dime|dame|me diga) (?:[a-z]+ ){0,3}(?:mot de passe|passwort|kennwort|password|contrasena|senha) `,
+  },
+];
+
+/** Letters of the scripts the patterns below read (Greek, Cyrillic, Devanagari, kana, CJK, Hangul): only texts holding one are matched. */
+export const NON_LATIN = /[\u0370-\u03ff\u0400-\u04ff\u0900-\u097f\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]/;
+
+/** A native-script word as the base view writes it (Cyrillic and Greek confusables mapped to Latin). */
 const m = (word: string): string => baseView(word).toLowerCase();
 
-/** "Ignore the previous instructions" in German, French, Spanish, Italian, Portuguese, Dutch, Russian, Greek, Chinese, Japanese, Korean, Hindi. */
-const FOREIGN_OVERRIDE = new RegExp(
-  [
-    `\\b(?:ignorier(?:e|en)|vergiss|vergessen)(?: sie)?(?: bitte)?(?: alle| die| deine| ihre| s[aä]mtliche){0,2}(?: vorherigen| bisherigen| obigen| vorigen| fr[uü]heren| urspr[uü]nglichen)? (?:anweisung|anweisungen|instruktionen|befehle|regeln|vorgaben)\\b`,
-    `\\b(?:ignore[zr]?|oublie[zr]?)(?: toutes| tous)? (?:les|vos|tes|la|ta|votre) (?:instructions?|consignes?|directives?|regles?|fonction|tache)\\b`,
-    `\\b(?:ignora|ignore|ignorad|olvida|olvide|olvidad|dimentica|dimenticate|ignorate|esqueca|esquece)(?: todas?| tutte?)? (?:las|tus|sus|le|tue|as|suas|os) (?:instrucciones|indicaciones|reglas|istruzioni|regole|instrucoes|regras|ordenes)\\b`,
-    `\\b(?:negeer|vergeet)(?: alle)? (?:de |je |uw )?(?:vorige |eerdere )?(?:instructies|regels)\\b`,
-    `(?:${m('игнорир')}|${m('забуд')}|${m('проигнорир')})[^\\s.]{0,6} (?:${m('все')} )?(?:${m('предыдущ')}|${m('прошл')}|${m('прежн')}|${m('свои')})[^\\s.]{0,4} (?:${m('инструкц')}|${m('указани')}|${m('правил')})`,
-    `(?:${m('αγνοηστε')}|${m('αγνοησε')}|${m('ξεχαστε')}|${m('ξεχασε')}) (?:${m('ολες')} )?(?:${m('τις')} )?(?:${m('προηγουμενες')} )?${m('οδηγιες')}`,
-    `(?:忽略|无视|無視|忘记|忘記)(?:之前|以前|先前|上面|上述|所有|你的|一切)[^。\\n]{0,6}(?:指令|指示|说明|說明|规则|規則)`,
-    `(?:以前|これまで|上記|前)の(?:指示|命令|ルール)[^。\\n]{0,8}無視`,
-    `(?:이전|앞의|모든)[^.\\n]{0,6}(?:지시|명령|지침)[^.\\n]{0,8}무시`,
-    `(?:पिछले|पहले के|सभी)[^।\\n]{0,6}(?:निर्देश|आदेश)[^।\\n]{0,10}(?:अनदेखी|अनदेखा|नज़रअंदाज़|भूल)`,
-  ].join('|'),
-  'i',
-);
-
-/** "What is the password?" in French, German, Italian, Spanish, Portuguese, Japanese, Korean, Chinese. */
-const FOREIGN_PASSWORD = /\b(?:quel est|donne(?:z)?[- ]moi|dis[- ]moi|was ist|wie lautet|nenne mir|sag mir|qual e|quale e|dimmi|cual es|dime|dame|qual e a|me diga)\b[^?\n]{0,20}\b(?:mot de passe|passwort|kennwort|password|contrasena|clave|senha)\b|パスワード[^。\n]{0,12}(?:教えて|は何|を提供)|비밀번호[^.\n]{0,20}(?:알려|뭐|무엇|필요)|密码[^。\n]{0,8}(?:是什么|告诉)/i;
-
-export const FOREIGN_SIGNALS: { id: string; weight: number; pattern: RegExp }[] = [
-  { id: 'inj.foreign_override', weight: 2, pattern: FOREIGN_OVERRIDE },
-  { id: 'inj.foreign_password', weight: 2, pattern: FOREIGN_PASSWORD },
+/** The same two requests in Russian, Greek, Chinese, Japanese, Korean and Hindi, on the base view. */
+export const FOREIGN_SCRIPT_SIGNALS: { id: string; weight: number; pattern: RegExp }[] = [
+  {
+    id: 'inj.foreign_override',
+    weight: 2,
+    pattern: new RegExp(
+      [
+        `(?:${m('игнорир')}|${m('забуд')}|${m('проигнорир')})[^\\s.]{0,6} (?:${m('все')} )?(?:${m('предыдущ')}|${m('прошл')}|${m('прежн')}|${m('свои')})[^\\s.]{0,4} (?:${m('инструкц')}|${m('указани')}|${m('правил')})`,
+        `(?:${m('αγνοηστε')}|${m('αγνοησε')}|${m('ξεχαστε')}|${m('ξεχασε')}) (?:${m('ολες')} )?(?:${m('τις')} )?(?:${m('προηγουμενες')} )?${m('οδηγιες')}`,
+        `(?:忽略|无视|無視|忘记|忘記)(?:之前|以前|先前|上面|上述|所有|你的|一切)[^。\\n]{0,6}(?:指令|指示|说明|說明|规则|規則)`,
+        `(?:以前|これまで|上記|前)の(?:指示|命令|ルール)[^。\\n]{0,8}無視`,
+        `(?:이전|앞의|모든)[^.\\n]{0,6}(?:지시|명령|지침)[^.\\n]{0,8}무시`,
+        `(?:पिछले|पहले के|सभी)[^।\\n]{0,6}(?:निर्देश|आदेश)[^।\\n]{0,10}(?:अनदेखी|अनदेखा|नज़रअंदाज़|भूल)`,
+      ].join('|'),
+      'i',
+    ),
+  },
+  { id: 'inj.foreign_password', weight: 2, pattern: /パスワード[^。\n]{0,12}(?:教えて|は何|を提供)|비밀번호[^.\n]{0,20}(?:알려|뭐|무엇|필요)|密码[^。\n]{0,8}(?:是什么|告诉)/ },
 ];
 
 const MAX_ALT_VIEW_CHARS = 2048;

@@ -8,7 +8,7 @@
  * Internal: no route exposes these signals; only the category `prompt_injection` is reported.
  */
 import { classifierPoints, injectionLogit, WINDOW, type ClassifierThresholds, type LoadedModel } from './classifier';
-import { adversarialSuffix, alternateViews, FOREIGN_SIGNALS } from './injection-views';
+import { adversarialSuffix, alternateViews, FOREIGN_SCRIPT_SIGNALS, FOREIGN_WORD_SIGNALS, NON_LATIN } from './injection-views';
 import { baseView, wordsView } from './normalize';
 
 interface Signal {
@@ -75,6 +75,7 @@ const SIGNALS: Signal[] = [
   S('inj.password_request', 2, ` (?:what (?:is|s|was)|tell me|give me|reveal|share|confirm|provide|spell out|send me|disclose|remind me of|i need|need) ${G(3)}(?:the|your|our|its|the system s|the admin) (?:secret |system |admin |master |account |current )?(?:password|passcode|passphrase|access code|secret key|secret word|secret code)(?! (?:policy|policies|reset|manager|field|requirements?|strength|rules|length|hash|hashing|generator|form|prompt)) `),
   S('inj.user_data_request', 2, ` (?:what (?:is|s|are|was)|tell me|give me|reveal|share|show me|confirm|disclose|encode|translate|spell out|list) ${G(5)}(?:the|another|other|different|all|every) users? s? (?:first |last |full |home |current |exact |personal |favorite |favourite )?(?:email|e mail|birth|date of birth|birthday|address|name|location|city|phone|password|color|colour|credit card|ssn|social security|bank|balance|age|data|information|details|records?) `),
   S('inj.where_user_lives', 2, ` where (?:does|do|did|is) (?:the|this|that|another|other) users? ${G(2)}(?:live|lives|reside|resides|located|work|works) `),
+  ...FOREIGN_WORD_SIGNALS.map((f) => S(f.id, f.weight, f.src)),
   // Fake delimiters spelled in words.
   S('inj.fake_delimiter', 2, ` (?:end of (?:user )?(?:input|prompt|instructions|system prompt)|system override|admin override|new system prompt|im start system|start of new instructions|new instruction set|begin admin|begin new instructions|new instructions begin|begin new task|new task begins|end of (?:previous|old) instructions) `),
 ];
@@ -92,7 +93,6 @@ const RAW_SIGNALS: Signal[] = [
   // A bracketed tag that marks planted text as an instruction: `[INJECT: …]`, `[HIDDEN INSTRUCTION]`, `[SYSTEM INJECTION: …]`.
   { id: 'inj.planted_tag', weight: 2, pattern: /\[(?:INJECT(?:ION|ED)?|HIDDEN[ _](?:INSTRUCTIONS?|PROMPT|COMMAND|TEXT)|[A-Z]{2,12}[ _]INJECTION|AI[ _]INSTRUCTIONS?|INSTRUCTIONS? FOR (?:THE )?(?:AI|ASSISTANT|MODEL|LLM))[\]:]/ },
   { id: 'inj.hidden_tag', weight: 1, pattern: /\[(?:HIDDEN|SECRET|INTERNAL)\][ \t]*:/ },
-  ...FOREIGN_SIGNALS,
 ];
 
 /**
@@ -201,8 +201,9 @@ function score(plainWords: string, raw: string, hits: string[], exclude?: Readon
       hits.push(s.id);
     }
   }
-  for (const s of RAW_SIGNALS) {
-    if (!exclude?.has(s.id) && s.pattern.test(raw)) {
+  const raws = NON_LATIN.test(raw) ? [...RAW_SIGNALS, ...FOREIGN_SCRIPT_SIGNALS] : RAW_SIGNALS;
+  for (const s of raws) {
+    if (!exclude?.has(s.id) && !hits.includes(s.id) && s.pattern.test(raw)) {
       total += s.weight;
       if (s.weight >= INJECTION_THRESHOLD) strong += 1;
       hits.push(s.id);
