@@ -72,13 +72,27 @@ const fromCode = (hex: string | undefined, dec: string | undefined): string => {
   return n > 0 && n < 0x110000 ? String.fromCodePoint(n) : '';
 };
 
+/** Words an attack hidden in another reading carries; a reading is made only when one of them shows through in that reading. */
+const KEY_WORDS = ['ignor', 'disregard', 'forget', 'instruction', 'prompt', 'previous', 'reveal', 'system', 'password', 'rules', 'jailbreak', 'mode'];
+const reversed = (s: string): string => {
+  let out = '';
+  for (let i = s.length - 1; i >= 0; i--) out += s[i];
+  return out;
+};
+export const ALT_VIEW_KEY_WORD = new RegExp(KEY_WORDS.join('|'), 'i');
+const ROT13_KEY_WORD = new RegExp(KEY_WORDS.map(rot13).join('|'), 'i');
+const REVERSED_KEY_WORD = new RegExp(KEY_WORDS.map(reversed).join('|'), 'i');
+
 /**
  * Other readings of a short text that an attack can hide behind: ROT13, reversed, character
- * references or escapes decoded. Each is scored by the word rules only (see detectInjection).
+ * references or escapes decoded, each made only when a key word of an attack appears in it. Each is
+ * scored by the word rules only (see detectInjection).
  */
 export function alternateViews(base: string): string[] {
   if (base.length > MAX_ALT_VIEW_CHARS) return [];
-  const views = [rot13(base), [...base].reverse().join('')];
+  const views: string[] = [];
+  if (ROT13_KEY_WORD.test(base)) views.push(rot13(base));
+  if (REVERSED_KEY_WORD.test(base)) views.push(reversed(base));
   if (base.includes('&#')) views.push(base.replace(ENTITY, (_, h, d) => fromCode(h, d)));
   if (base.includes('\\x') || base.includes('\\u')) views.push(base.replace(ESCAPE, (_, x, u) => fromCode(x ?? u, undefined)));
   return views;

@@ -8,7 +8,7 @@
  * Internal: no route exposes these signals; only the category `prompt_injection` is reported.
  */
 import { classifierPoints, injectionLogit, WINDOW, type ClassifierThresholds, type LoadedModel } from './classifier';
-import { adversarialSuffix, alternateViews, FOREIGN_SCRIPT_SIGNALS, FOREIGN_WORD_SIGNALS, NON_LATIN } from './injection-views';
+import { adversarialSuffix, ALT_VIEW_KEY_WORD, alternateViews, FOREIGN_SCRIPT_SIGNALS, FOREIGN_WORD_SIGNALS, NON_LATIN } from './injection-views';
 import { baseView, wordsView } from './normalize';
 
 interface Signal {
@@ -320,6 +320,8 @@ export function detectInjection(base: string, decoded: string[], role: 'system' 
 
 /** A view flagged by the word and raw rules alone, with a strong signal and no defensive reading (ROT13, reversed, escaped text). */
 function strongRuleHits(view: string): string[] {
+  // Most readings of an ordinary text are gibberish: a words view and a score only where an attack's key word appears.
+  if (!ALT_VIEW_KEY_WORD.test(view)) return [];
   const hits: string[] = [];
   const r = score(wordsView(view), view, hits);
   return r.strong > 0 && r.total >= INJECTION_THRESHOLD && !r.defensive ? hits : [];
