@@ -34,6 +34,7 @@ export const FOREIGN_WORD_SIGNALS: { id: string; weight: number; src: string }[]
 ];
 
 /** Letters of the scripts the patterns below read (Greek, Cyrillic, Devanagari, kana, CJK, Hangul): only texts holding one are matched. */
+// eslint-disable-next-line no-misleading-character-class -- whole script ranges written as escapes, no combined character
 export const NON_LATIN = /[\u0370-\u03ff\u0400-\u04ff\u0900-\u097f\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]/;
 
 /** A native-script word as the base view writes it (Cyrillic and Greek confusables mapped to Latin). */
@@ -93,8 +94,8 @@ export function alternateViews(base: string): string[] {
   const views: string[] = [];
   if (ROT13_KEY_WORD.test(base)) views.push(rot13(base));
   if (REVERSED_KEY_WORD.test(base)) views.push(reversed(base));
-  if (base.includes('&#')) views.push(base.replace(ENTITY, (_, h, d) => fromCode(h, d)));
-  if (base.includes('\\x') || base.includes('\\u')) views.push(base.replace(ESCAPE, (_, x, u) => fromCode(x ?? u, undefined)));
+  if (base.includes('&#')) views.push(base.replace(ENTITY, (_, h: string | undefined, d: string | undefined) => fromCode(h, d)));
+  if (base.includes('\\x') || base.includes('\\u')) views.push(base.replace(ESCAPE, (_, x: string | undefined, u: string | undefined) => fromCode(x ?? u, undefined)));
   return views;
 }
 
