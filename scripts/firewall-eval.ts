@@ -170,7 +170,7 @@ if (cases.length) {
   const count = (split: string, cat: string) => cases.filter((c) => c.split === split && c.category === cat).length;
   say('Out-of-sample evaluation set: test/fixtures/firewall-eval/ (see SOURCES.md)');
   say(`  generated.json: ${generated.length} cases${pub.length ? `; public.json: ${pub.length} cases` : '; public.json missing (run: npx tsx scripts/firewall-eval-build.ts), synthetic part only'}`);
-  const about = { dev: ' (rules tuned and classifier trained on this split: in-sample; cross-validated figures in docs/firewall.md)', test: ' (held out: never tuned or trained on)', unseen: ' (public-unseen.json: reserved repositories, never read while writing the detectors)' };
+  const about = { dev: ' (rules tuned and classifier trained on this split: in-sample; cross-validated figures in docs/firewall.md)', test: ' (held out: never trained on; its misses were read by class once, docs/firewall.md)', unseen: ' (public-unseen.json: reserved repositories, never read while writing the detectors)' };
   for (const split of ['dev', 'test', 'unseen'] as const) {
     if (onlySplit && split !== onlySplit) continue;
     if (!count(split, 'benign')) continue;
