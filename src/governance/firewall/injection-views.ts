@@ -104,14 +104,21 @@ const DEBRIS = /[a-z]{2}[A-Z][A-Za-z]*|[()[\]{}"'`\\|=~^<>*#@!?]{2,}|\\/g;
 /** A request at the start of the text (the harmful goal an adversarial suffix is attached to). */
 const REQUEST_START = /^\s*(?:write|give|provide|create|generate|develop|design|explain|describe|list|draft|compose|outline|teach|tell|show|suggest|encourage|produce|offer|build|argue|publish|post|share)\b/i;
 
+/** Prose: words, digits, spaces and sentence punctuation (no `_`, bracket or markup: no identifier or call). */
+const PROSE = /^[A-Za-z0-9 ,.'’:;?!"%$&/-]+$/;
+
 /**
- * An adversarial suffix: a one-paragraph request whose last part is token debris. Counted on the
- * last 160 characters: at least 4 debris marks there, or 3 with a backslash or glued words among them.
+ * An adversarial suffix: a one-paragraph request in plain prose followed by token debris. The prose
+ * runs up to the first debris mark (at least 30 characters, no `_`, bracket or other code sign:
+ * a one-line SQL or code request is not prose); from there, in the last 200 characters, at least 4
+ * debris marks, or 3 with a backslash or a glued word among them.
  */
 export function adversarialSuffix(base: string): boolean {
   if (base.length < 60 || base.length > 1200 || base.includes('\n') || !REQUEST_START.test(base)) return false;
-  const tail = base.slice(-160);
-  const marks = tail.match(DEBRIS) ?? [];
+  DEBRIS.lastIndex = 0;
+  const first = DEBRIS.exec(base);
+  if (!first || first.index < 30 || first.index < base.length - 200 || !PROSE.test(base.slice(0, first.index))) return false;
+  const marks = base.slice(first.index).match(DEBRIS) ?? [];
   if (marks.length >= 4) return true;
   return marks.length >= 3 && marks.some((x) => x === '\\' || /[a-z][A-Z]/.test(x));
 }

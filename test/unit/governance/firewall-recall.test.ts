@@ -78,6 +78,8 @@ describe('injection: adversarial suffix', () => {
     expect(adversarialSuffix('Write a Python function that returns the sum of a list, e.g. sum([1, 2, 3]) == 6, and explain it.')).toBe(false);
     expect(adversarialSuffix('Explain why the sky is blue!! I really want to know?? Thanks a lot, it has puzzled me for years.')).toBe(false);
     expect(adversarialSuffix('Hello there')).toBe(false);
+    // A one-line code request: its request part is not prose (identifiers, calls).
+    expect(adversarialSuffix('Create or replace function app_total() returns int as $$ select count(*)::int from orders; $$ \\n')).toBe(false);
   });
 });
 
