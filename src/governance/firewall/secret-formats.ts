@@ -105,7 +105,8 @@ export const KEY_FORMATS: KeyFormat[] = [
   F('sec.netlify', ['nfp_'], 'nfp_([A-Za-z0-9]{36})'),
   F('sec.render', ['rnd_'], 'rnd_([A-Za-z0-9]{32})', { minEntropy: 3.5 }),
   F('sec.planetscale', ['pscale_tkn_', 'pscale_pw_', 'pscale_oauth_'], 'pscale_(?:tkn|pw|oauth)_([A-Za-z0-9_.=-]{32,64})'),
-  F('sec.doppler', ['dp.pt.', 'dp.st.', 'dp.ct.', 'dp.sa.', 'dp.scim.', 'dp.audit.'], 'dp\\.(?:pt|st|ct|sa|scim|audit)\\.([A-Za-z0-9]{40,44})'),
+  // Service tokens may name their config: dp.st.<config>.<token>.
+  F('sec.doppler', ['dp.pt.', 'dp.st.', 'dp.ct.', 'dp.sa.', 'dp.scim.', 'dp.audit.'], 'dp\\.(?:pt|st|ct|sa|scim|audit)\\.(?:[a-z0-9_-]{1,40}\\.)?([A-Za-z0-9]{40,44})'),
   F('sec.supabase', ['sbp_'], 'sbp_([a-f0-9]{40})'),
   F('sec.onepassword', ['ops_eyJ'], 'ops_(eyJ[A-Za-z0-9+/_=-]{50,})', { open: true }),
   // Communication, payment, SaaS
@@ -136,7 +137,11 @@ export const KEY_FORMATS: KeyFormat[] = [
   F('sec.airtable', ['pat'], 'pat([A-Za-z0-9]{14}\\.[a-f0-9]{64})'),
   F('sec.contentful', ['CFPAT-'], 'CFPAT-([A-Za-z0-9_-]{43})'),
   F('sec.dynatrace', ['dt0c01.'], 'dt0c01\\.([A-Z0-9]{24}\\.[A-Z0-9]{64})'),
-  F('sec.newrelic', ['NRAK-', 'NRII-', 'NRJS-', 'NRRA-'], 'NR(?:AK|II|JS|RA)-([A-Za-z0-9]{27,32})'),
+  F('sec.newrelic', ['NRAK-', 'NRII-', 'NRJS-', 'NRRA-', 'NRAA-', 'NRIQ-'], 'NR(?:AK|II|JS|RA|AA|IQ)-([A-Za-z0-9_-]{27,32})'),
+  // New Relic's ingest license key: 40 characters ending in NRAL.
+  F('sec.newrelic_license', ['NRAL'], '([a-z0-9]{36})NRAL', { anchor: 'infix', back: isAlnum, minEntropy: 3 }),
+  // Azure DevOps personal access tokens (84 characters, AZDO at 77–80).
+  F('sec.azure_devops_pat', ['AZDO'], '([A-Za-z0-9]{76})AZDO[A-Za-z0-9]{4}', { anchor: 'infix', back: isAlnum, minEntropy: 4 }),
   F('sec.grafana', ['glsa_', 'glc_', 'eyJrIjoi'], '(?:(?:glsa|glc)_([A-Za-z0-9_+/=-]{32,})|eyJrIjoi([A-Za-z0-9+/]{40,}={0,2}))'),
   F('sec.sentry_token', ['sntrys_', 'sntryu_'], 'sntry(?:s_(eyJ[A-Za-z0-9+/_=-]{60,})|u_([a-f0-9]{64}))', { open: true }),
   F('sec.figma', ['figd_'], 'figd_([A-Za-z0-9_-]{40,})'),

@@ -83,7 +83,7 @@ export function labelledValue(text: string, i: number): SecretHit | null {
   if (c === 58 && (prev === 58 || text.charCodeAt(i + 1) === 58)) return null;
   // The label: back over spaces and one closing quote, then label characters.
   let j = i - 1;
-  while (j >= 0 && i - j <= 3 && text.charCodeAt(j) === 32) j--;
+  while (j >= 0 && i - j <= 24 && text.charCodeAt(j) === 32) j--;
   const q = text.charCodeAt(j);
   if (q === 34 || q === 39 || q === 96) j--;
   const labelEnd = j + 1;

@@ -99,7 +99,17 @@ describe('secrets: formats ported from gitleaks', () => {
     expect(ids('ssh -u deploy:Tr0ub4dor&3x host')).toEqual([]); // not curl
     expect(ids('curl -u deploy:$PASSWORD https://ci.example.org')).toEqual([]);
   });
-  it('reads a labelled value after aligned padding', () => {
+  it('reads a labelled value after aligned padding, on either side of the separator', () => {
     expect(ids(`  mapsApiKey:              "${hex.slice(0, 32)}",`)).toContain('sec.labeled');
+    expect(ids(`  :db_password       => 'k9Vw2pLq7Z',`)).toContain('sec.labeled');
+    expect(ids(`  :db_password       => '$DB_PASSWORD',`)).toEqual([]);
+  });
+
+  it('finds vendor formats by a suffix or an infix signature', () => {
+    expect(ids(`license_key: eu01xx${hex.slice(0, 30)}NRAL`)).toContain('sec.newrelic_license');
+    expect(ids(`token dp.st.prd.${rnd}abcd`)).toContain('sec.doppler');
+    expect(ids(`pat ${rnd}${rnd.slice(0, 36)}AZDO${rnd.slice(0, 4)}`)).toContain('sec.azure_devops_pat');
+    expect(ids('THE FINAL NRAL')).toEqual([]);
+    expect(ids(`ref ${'a'.repeat(76)}AZDOxxxx`)).toEqual([]);
   });
 });
