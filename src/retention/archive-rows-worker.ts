@@ -1,4 +1,4 @@
-/** Worker-thread entry of archive-rows.ts: writes an archive's row parts (their files in the archive store) on a connection of its own, then says so. */
+/** Worker-thread entry of archive-rows.ts: writes an archive's row parts (their files in the archive store, scratch objects) on a connection of its own, then says so. */
 import { parentPort, workerData } from 'node:worker_threads';
 import { buildExportPart, type BuildDeps } from '../compliance/build';
 import { createPool } from '../db/pool';
@@ -10,7 +10,7 @@ void (async () => {
   // The parts' reads: a cursor's connection and one for the files' rows.
   const db = createPool(config.databaseUrl, 2);
   try {
-    for (const part of parts) await buildExportPart({ db, config }, exportId, part);
+    for (const part of parts) await buildExportPart({ db, config, scratch: true }, exportId, part);
     parentPort!.postMessage({ done: true });
   } catch (err) {
     parentPort!.postMessage({ error: String((err as Error)?.message ?? err) });

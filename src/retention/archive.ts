@@ -32,7 +32,8 @@ export const archiveKey = (a: Pick<ArchiveRow, 'project_id' | 'id'>) => `${a.pro
  */
 export async function writeArchive(deps: RetentionDeps, a: ArchiveRow, opts: RetentionOptions): Promise<{ sha256: string; bytes: number }> {
   const { db } = deps;
-  const build = { db, config: deps.config };
+  // The part files are read back into the archive's object and deleted: scratch objects.
+  const build = { db, config: deps.config, scratch: true };
   await dropExport(build, a.id);
   await insertExport(db, { id: a.id, projectId: a.project_id, since: new Date(a.window_since), until: new Date(a.window_until), include: ARCHIVE_PARTS, requestedBy: 'retention' });
   await updateExport(db, a.id, { status: 'running', started: true, first_index: Number(a.first_index), last_index: Number(a.last_index), checkpoint_size: Number(a.checkpoint_size) });
