@@ -4,6 +4,7 @@
  * verified by the offline verifier before any of its rows is deleted.
  */
 import { createHash } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { buildExportPart, deleteExportFiles, exportBundle, writeManifest } from '../compliance/build';
 import { readTar } from '../compliance/tar';
 import { verifyExport } from '../compliance/verify-export';
@@ -18,8 +19,13 @@ import type { RetentionDeps, RetentionOptions } from './types';
 /** The parts an archive holds: the log range and the rows of the window that retention deletes. */
 const ARCHIVE_PARTS: ExportPart[] = ['events', 'permits', 'executions', 'usage'];
 
-/** Leaves from which an archive's row parts are written in a worker thread (below, its start costs more than it saves). */
+/**
+ * An archive's row parts are written in a worker thread from this many leaves (below, its start
+ * costs more than it saves), on a machine of at least ROWS_IN_WORKER_CORES cores: on two, shared
+ * with PostgreSQL, it showed no steady gain (docs/decisions/archive-row-parts-worker.md).
+ */
 const ROWS_IN_WORKER_FROM = 5000;
+const ROWS_IN_WORKER_CORES = 4;
 
 /** The archive store key of an archive: `<project>/<archive id>.tar`. */
 export const archiveKey = (a: Pick<ArchiveRow, 'project_id' | 'id'>) => `${a.project_id}/${a.id}.tar`;
@@ -42,7 +48,7 @@ export async function writeArchive(deps: RetentionDeps, a: ArchiveRow, opts: Ret
   // in a worker thread (archive-rows.ts), on another core.
   const rowParts = ARCHIVE_PARTS.filter((p) => p !== 'events');
   const leaves = Number(a.last_index) - Number(a.first_index) + 1;
-  const inWorker = opts.rowsInWorker ?? leaves >= ROWS_IN_WORKER_FROM;
+  const inWorker = opts.rowsInWorker ?? (leaves >= ROWS_IN_WORKER_FROM && availableParallelism() >= ROWS_IN_WORKER_CORES);
   const built = await Promise.allSettled([
     buildExportPart(build, a.id, 'events'),
     inWorker

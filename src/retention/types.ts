@@ -15,7 +15,7 @@ export interface RetentionOptions {
   now: Date;
   /** Rows per delete statement. */
   batchSize?: number;
-  /** Whether an archive's row parts are written in a worker thread (default: for an archive of 5,000 leaves or more). */
+  /** Whether an archive's row parts are written in a worker thread (default: from 5,000 leaves, on a machine of four cores or more). */
   rowsInWorker?: boolean;
   /**
    * Called after each step (`uploading`: after each piece of the archive handed to the store); a
