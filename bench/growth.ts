@@ -276,10 +276,15 @@ async function main(): Promise<void> {
     for (const cutoff of [monday, new Date(monday.getTime() + 3600_000)]) {
       const from = performance.now();
       const r = await runCli(loaded, ['retention', 'run', '--before', cutoff.toISOString()], archiveDir);
-      const report = r.out as { projects: { archive: { log_range: { first_index: number; last_index: number } } | null }[]; partitions_dropped: string[] };
+      const report = r.out as {
+        projects: { archive: { log_range: { first_index: number; last_index: number } } | null }[];
+        partitions_dropped: string[];
+        partitions_kept?: { partition: string; reason: string }[];
+      };
       const archived = report.projects.reduce((n, p) => n + (p.archive ? p.archive.log_range.last_index - p.archive.log_range.first_index + 1 : 0), 0);
       retentionRounds.push({ before: cutoff.toISOString(), ms: r.ms, from, to: performance.now(), archived, dropped: report.partitions_dropped });
-      log(`retention --before ${cutoff.toISOString()}: ${(r.ms / 1000).toFixed(1)} s, ${archived} leaves archived, dropped ${report.partitions_dropped.join(', ') || 'nothing'}`);
+      const kept = (report.partitions_kept ?? []).map((k) => `${k.partition} (${k.reason})`).join('; ');
+      log(`retention --before ${cutoff.toISOString()}: ${(r.ms / 1000).toFixed(1)} s, ${archived} leaves archived, dropped ${report.partitions_dropped.join(', ') || 'nothing'}${kept ? `; kept ${kept}` : ''}`);
       if (report.partitions_dropped.length > 0) break;
     }
     vacuums = vacuumLoop([empty.db, loaded.db]);

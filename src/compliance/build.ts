@@ -50,6 +50,8 @@ import { MANIFEST_FORMAT, type ExportManifest } from './verify-export';
 export interface BuildDeps {
   db: Db;
   config: Pick<Config, 'env' | 'masterKey' | 'databaseUrl' | 'archiveStore'>;
+  /** The files are read back into one object and deleted (an archive's): stored as scratch objects, not flushed to disk. */
+  scratch?: boolean;
 }
 
 /** The archive store key of an export's file. */
@@ -246,7 +248,7 @@ class ExportFileWriter {
     private readonly exportId: string,
     private readonly name: string,
   ) {
-    this.stored = archiveStoreOf(deps.config).put(exportFileKey(exportId, name), this.body);
+    this.stored = archiveStoreOf(deps.config).put(exportFileKey(exportId, name), this.body, { scratch: deps.scratch });
     // Awaited by close or after abort; a failure meanwhile surfaces from the next write.
     this.stored.catch(() => undefined);
   }

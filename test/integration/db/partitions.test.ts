@@ -95,22 +95,48 @@ describe('week partitions of permits and call records', () => {
     // A project that keeps everything keeps every week.
     const forever = await insertProject(null);
     await own.db.query(`UPDATE projects SET retention_days = 14 WHERE id <> ALL($1::text[])`, [[forever]]);
-    expect(await dropAgedPartitions(own.db, undefined, now)).toEqual([]);
+    expect((await dropAgedPartitions(own.db, undefined, now)).dropped).toEqual([]);
 
     await own.db.query(`UPDATE projects SET retention_days = 14 WHERE id = $1`, [forever]);
-    const dropped = await dropAgedPartitions(own.db, undefined, now);
+    const { dropped, kept } = await dropAgedPartitions(own.db, undefined, now);
     expect(dropped).toEqual(expect.arrayContaining([oldWeek('permits', 0), oldWeek('calls', 0), oldWeek('permits', 2), oldWeek('calls', 2)]));
     // The week with a call stays; the current week (inside the retention) stays.
     expect(dropped).not.toContain(oldWeek('calls', 1));
     expect(dropped).not.toContain(oldWeek('permits', 1));
     expect(dropped).not.toContain(partitionName('calls', weekStart(now)));
     expect(await names('calls')).toContain(oldWeek('calls', 1));
+    // The report says why: the record's project has no archive.
+    expect(kept).toEqual(expect.arrayContaining([{ partition: oldWeek('calls', 1), reason: expect.stringContaining('which has no archive') }]));
 
     // Once its rows are gone (archived and deleted by retention), the week goes too.
     await own.db.query('DELETE FROM calls WHERE id = $1', [recordId]);
     await own.db.query('DELETE FROM permits WHERE project_id = $1', [keeper]);
-    expect(await dropAgedPartitions(own.db, undefined, now)).toEqual(expect.arrayContaining([oldWeek('calls', 1), oldWeek('permits', 1)]));
+    expect((await dropAgedPartitions(own.db, undefined, now)).dropped).toEqual(expect.arrayContaining([oldWeek('calls', 1), oldWeek('permits', 1)]));
     expect(await names('calls')).not.toContain(oldWeek('calls', 1));
+  });
+
+  it('a week whose record is archived by seq but still in the log stays, and goes once its chain row is gone', async () => {
+    const now = new Date();
+    const old = new Date(now.getTime() - 12 * WEEK);
+    await ensureWeekPartitions(own.db, old, 0);
+    await own.db.query('UPDATE projects SET retention_days = 14');
+    const project = await insertProject(14);
+    const at = new Date(weekStart(old).getTime() + 86_400_000);
+    const { recordId } = await insertCall(project, at);
+    await own.db.query('UPDATE calls SET seq = 900001 WHERE id = $1', [recordId]);
+    await own.db.query(`INSERT INTO event_chain (seq, project_id, chain_pos, prev_hash, hash) VALUES (900001, $1, 1, 'p', 'h')`, [project]);
+    // Its project's verified archive reaches past the record's seq and the week's end.
+    await own.db.query(
+      `INSERT INTO archives (id, project_id, status, window_since, window_until, first_index, last_index, last_seq, head_hash, compact_range, checkpoint_size, path)
+       VALUES ($1, $2, 'completed', $3, $4, 0, 15, 900002, 'h', '[]', 16, 'x')`,
+      [newId('arch'), project, at, now],
+    );
+    const week = (t: string) => partitionName(t, weekStart(old));
+    const first = await dropAgedPartitions(own.db, undefined, now);
+    expect(first.dropped).not.toContain(week('calls'));
+    expect(first.kept).toEqual(expect.arrayContaining([{ partition: week('calls'), reason: `record ${recordId}, still in the log` }]));
+    await own.db.query('DELETE FROM event_chain WHERE seq = 900001');
+    expect((await dropAgedPartitions(own.db, undefined, now)).dropped).toEqual(expect.arrayContaining([week('calls'), week('permits')]));
   });
 
   it('the global retention counts for projects without their own', async () => {
@@ -118,7 +144,7 @@ describe('week partitions of permits and call records', () => {
     const old = new Date(now.getTime() - 10 * WEEK);
     await ensureWeekPartitions(own.db, old, 0);
     await own.db.query('UPDATE projects SET retention_days = NULL');
-    expect(await dropAgedPartitions(own.db, undefined, now)).toEqual([]);
-    expect(await dropAgedPartitions(own.db, 30, now)).toEqual([partitionName('permits', weekStart(old)), partitionName('calls', weekStart(old))]);
+    expect((await dropAgedPartitions(own.db, undefined, now)).dropped).toEqual([]);
+    expect((await dropAgedPartitions(own.db, 30, now)).dropped).toEqual([partitionName('permits', weekStart(old)), partitionName('calls', weekStart(old))]);
   });
 });
