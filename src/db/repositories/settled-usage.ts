@@ -20,7 +20,7 @@
  * reads its partial hours from the permits.
  */
 import { ROLLUP_READ_SNAPSHOT, withTransaction, type Db } from '../pool';
-import { multirange, type Range } from './call-metrics';
+import { multirange, perRange, type Range } from './call-metrics';
 import { UNFOLDED_RECORDS_SQL } from './call-rollup';
 import { FOLDED_PERMIT_SQL, UNFOLDED_PERMIT_SQL } from './governance-rollup';
 
@@ -77,6 +77,10 @@ export function planUsage(from: number, to: number, rolledFrom: number | null): 
   return plan;
 }
 
+/** The usage rollup's rows of one width in each range of a multirange parameter, one index range scan per range (see `perRange`). */
+const rollupRows = (ranges: string, width: number) =>
+  `${perRange(ranges, `SELECT * FROM usage_rollup c WHERE c.project_id = $1 AND c.width = ${width} AND c.start >= lower(r) AND c.start < upper(r)`)} AS c`;
+
 const PERMIT_COLUMNS = "p.settled_at, p.provider, p.model, p.metadata->>'key_id' AS key_id, p.actual_input_tokens, p.actual_output_tokens, p.actual_cost_micros";
 
 /**
@@ -90,10 +94,9 @@ const usageSql = (withRaw: boolean) => `
   raw AS (${
     withRaw
       ? `
-    SELECT ${PERMIT_COLUMNS}
-      FROM unnest($7::tstzmultirange) AS r
-      JOIN permits p ON p.project_id = $1 AND p.issued_at >= greatest(lower(r), $2::timestamptz) - interval '2 days' AND p.issued_at < upper(r)
-     WHERE ${FOLDED_PERMIT_SQL} AND p.reservation_state = 'settled' AND p.settled_at >= lower(r) AND p.settled_at < upper(r)
+    SELECT p.* FROM ${perRange('$7', `SELECT ${PERMIT_COLUMNS} FROM permits p
+     WHERE p.project_id = $1 AND p.issued_at >= greatest(lower(r), $2::timestamptz) - interval '2 days' AND p.issued_at < upper(r)
+       AND ${FOLDED_PERMIT_SQL} AND p.reservation_state = 'settled' AND p.settled_at >= lower(r) AND p.settled_at < upper(r)`)} AS p
     UNION ALL`
       : ''
   }
@@ -121,12 +124,10 @@ const usageSql = (withRaw: boolean) => `
       FROM raw
     UNION ALL
     SELECT to_char(c.start AT TIME ZONE 'UTC', 'YYYY-MM-DD'), c.provider, c.model, c.key_id, c.requests, c.input_tokens, c.output_tokens, c.cost_usd_micros
-      FROM unnest($4::tstzmultirange) AS r
-      JOIN usage_rollup c ON c.project_id = $1 AND c.width = 3600 AND c.start >= lower(r) AND c.start < upper(r)
+      FROM ${rollupRows('$4', 3600)}
     UNION ALL
     SELECT to_char(c.start AT TIME ZONE 'UTC', 'YYYY-MM-DD'), c.provider, c.model, c.key_id, c.requests, c.input_tokens, c.output_tokens, c.cost_usd_micros
-      FROM unnest($5::tstzmultirange) AS r
-      JOIN usage_rollup c ON c.project_id = $1 AND c.width = 86400 AND c.start >= lower(r) AND c.start < upper(r)
+      FROM ${rollupRows('$5', 86400)}
   )
   SELECT day, provider, model, key_id AS api_key_id, sum(requests)::int AS requests, sum(input_tokens)::bigint AS input_tokens,
          sum(output_tokens)::bigint AS output_tokens, sum(cost)::bigint AS cost_usd_micros
