@@ -158,7 +158,10 @@ describe('the call rollup', () => {
   function windows(now: number): [Date, Date, number][] {
     const hour = Math.floor(now / HOUR) * HOUR;
     const odd = now - 7_777;
+    const minute = Math.ceil(now / MINUTE) * MINUTE;
     return [
+      [new Date(minute - HOUR), new Date(minute), 60], // the Overview's hour: whole minutes, no hour to read
+      [new Date(hour + HOUR - 7 * 24 * HOUR), new Date(hour + HOUR), 3600], // the Overview's week: hours, most of them empty
       [new Date(hour - 3 * HOUR), new Date(hour + HOUR), 3600], // whole hours
       [new Date(hour - 4 * HOUR), new Date(hour + HOUR), 300], // whole minutes in hour-aligned buckets
       [new Date(odd - 3 * HOUR - 500), new Date(odd), 600], // unaligned: edges and straddling minutes
