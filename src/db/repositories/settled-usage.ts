@@ -100,10 +100,9 @@ const usageSql = (withRaw: boolean) => `
     UNION ALL`
       : ''
   }
-    SELECT ${PERMIT_COLUMNS}
-      FROM permits p
-     WHERE p.project_id = $1 AND ${UNFOLDED_PERMIT_SQL} AND p.issued_at >= $2::timestamptz - interval '2 days' AND p.issued_at < $3
-       AND p.reservation_state = 'settled' AND p.settled_at >= $2 AND p.settled_at < $3
+    SELECT p.* FROM ${perRange('tstzmultirange(tstzrange($2, $3))', `SELECT ${PERMIT_COLUMNS} FROM permits p
+     WHERE p.project_id = $1 AND ${UNFOLDED_PERMIT_SQL} AND p.issued_at >= lower(r) - interval '2 days' AND p.issued_at < upper(r)
+       AND p.reservation_state = 'settled' AND p.settled_at >= lower(r) AND p.settled_at < upper(r)`)} AS p
     UNION ALL
     SELECT ${PERMIT_COLUMNS}
       FROM unfolded u JOIN calls x ON x.id = u.id AND x.project_id = $1
