@@ -87,7 +87,10 @@ const PERMIT_COLUMNS = "p.settled_at, p.provider, p.model, p.metadata->>'key_id'
  * $1 project, $2 from, $3 to, $4/$5 the ranges read from the rollup's hour and day rows (the tail
  * among the hours when its row is read), $6 all of the rolled-up time, where the unfolded records
  * and the closeouts of governed calls' permits are added to the rollup's rows, $7 (`withRaw`) the
- * ranges read from the permits (governed calls' permits).
+ * ranges read from the permits (governed calls' permits). The permits the fold never sees are read
+ * over [$2, $3) through `perRange` too: given the window's bounds as constants, the planner takes
+ * the clauses of `UNFOLDED_PERMIT_SQL` as independent, expects a large share of a big project's
+ * permits behind them, and scans every partition instead of `permits_unfolded_issued_idx`.
  */
 const usageSql = (withRaw: boolean) => `
   WITH unfolded AS (${UNFOLDED_RECORDS_SQL}),
