@@ -47,9 +47,9 @@ async function foldAll(db: Db): Promise<number> {
 
 /** What the reads need of a history loaded by an earlier run: the big project, its keys and a call. */
 async function keptHistory(db: Db): Promise<CallHistory> {
-  const big = (await db.query<{ project_id: string; n: number }>('SELECT project_id, count(*)::int AS n FROM executions GROUP BY 1 ORDER BY 2 DESC LIMIT 1')).rows[0];
+  const big = (await db.query<{ project_id: string; n: number }>('SELECT project_id, count(*)::int AS n FROM calls GROUP BY 1 ORDER BY 2 DESC LIMIT 1')).rows[0];
   const keys = await db.query<{ id: string }>("SELECT id FROM api_keys WHERE project_id = $1 AND scope = 'client' ORDER BY id", [big.project_id]);
-  const call = await db.query<{ id: string }>("SELECT id FROM executions WHERE project_id = $1 AND status = 'completed' AND created_at < now() - interval '1 day' LIMIT 1", [big.project_id]);
+  const call = await db.query<{ id: string }>("SELECT id FROM calls WHERE project_id = $1 AND status = 'completed' AND created_at < now() - interval '1 day' LIMIT 1", [big.project_id]);
   return { projects: [{ id: big.project_id, name: 'big', calls: big.n, leaves: 0, keyIds: keys.rows.map((r) => r.id) }], sampleIds: call.rows.map((r) => r.id) } as unknown as CallHistory;
 }
 
