@@ -8,6 +8,7 @@ import { multipartFields, type ParsedBody, type ProxyCall } from './infer';
 import { ProxyError } from './native-errors';
 import { ROUTABLE_PROVIDERS } from './deps';
 import { sha256InSlices } from '../payload-hash';
+import { decodeUtf8 } from '../utf8';
 
 
 /** Request headers as the HTTP side hands them over: names in lower case. */
@@ -64,7 +65,7 @@ export async function parseBody(raw: Buffer, contentType: string): Promise<Parse
     // at the body limit each holds the event loop for every other request.
     if (raw.length) {
       if (raw.length > TURN_ABOVE_BYTES) await turn();
-      const text = raw.toString('utf8');
+      const text = decodeUtf8(raw);
       if (raw.length > TURN_ABOVE_BYTES) await turn();
       json = JSON.parse(text);
     } else json = {};

@@ -9,6 +9,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../errors';
+import { decodeUtf8 } from '../../utf8';
 import { MAX_JSON_DEPTH } from '../../json-depth';
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -77,7 +78,7 @@ export async function readModelJson(req: IncomingMessage, limit: number): Promis
   const bytes = await readBytes(req, limit);
   const large = bytes.length > TURN_ABOVE_BYTES;
   if (large) await turn();
-  let text = bytes.toString('utf8');
+  let text = decodeUtf8(bytes);
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   if (text === '') return {};
   // Strict: an object or an array after RFC 8259 whitespace.
