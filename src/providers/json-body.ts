@@ -11,6 +11,9 @@ const SLICE = 512 * 1024;
 /** Bodies whose strings hold fewer characters in all are written in one go. */
 const SLICED_ABOVE_CHARS = 1024 * 1024;
 
+/** Characters JSON.stringify escapes: quote, backslash, controls, and (when lone) surrogates, any surrogate here. */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Characters in the strings of `v` (stops counting past `limit`). */
@@ -108,8 +111,9 @@ class SliceWriter {
       // A high surrogate at the slice's end stays with its low surrogate in the next slice.
       const last = s.charCodeAt(end - 1);
       if (end < s.length && last >= 0xd800 && last <= 0xdbff) end--;
-      const json = JSON.stringify(s.slice(i, end));
-      await this.put(json.slice(1, -1));
+      const part = s.slice(i, end);
+      // Text with nothing to escape is its own JSON text: no copy of the slice is made to escape it.
+      await this.put(NEEDS_ESCAPE.test(part) ? JSON.stringify(part).slice(1, -1) : part);
       i = end;
     }
     await this.put('"');
