@@ -6,13 +6,12 @@
  * `JSON.stringify`, exactly.
  */
 
+import { jsonStringText } from '../json-string';
+
 /** Characters written between two turns of the event loop; also the string length written in slices. */
 const SLICE = 512 * 1024;
 /** Bodies whose strings hold fewer characters in all are written in one go. */
 const SLICED_ABOVE_CHARS = 1024 * 1024;
-
-/** Characters JSON.stringify escapes: quote, backslash, controls, and (when lone) surrogates, any surrogate here. */
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -111,9 +110,7 @@ class SliceWriter {
       // A high surrogate at the slice's end stays with its low surrogate in the next slice.
       const last = s.charCodeAt(end - 1);
       if (end < s.length && last >= 0xd800 && last <= 0xdbff) end--;
-      const part = s.slice(i, end);
-      // Text with nothing to escape is its own JSON text: no copy of the slice is made to escape it.
-      await this.put(NEEDS_ESCAPE.test(part) ? JSON.stringify(part).slice(1, -1) : part);
+      await this.put(jsonStringText(s.slice(i, end)));
       i = end;
     }
     await this.put('"');
