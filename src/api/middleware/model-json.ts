@@ -8,6 +8,7 @@
  * parser refuses, this refuses too).
  */
 import type { IncomingMessage } from 'node:http';
+import getRawBody from 'raw-body';
 import { ApiError } from '../errors';
 import { decodeUtf8 } from '../../utf8';
 import { MAX_JSON_DEPTH } from '../../json-depth';
@@ -20,37 +21,16 @@ const invalidJson = () => new ApiError(400, 'invalid_json', 'The request body is
 const tooLarge = () => new ApiError(413, 'payload_too_large', 'The request body exceeds the size limit');
 const aborted = () => new ApiError(400, 'request_aborted', 'The client aborted the request body');
 
-/** The body's bytes, refused once past `limit` (the rest is left unread, the connection kept). */
-function readBytes(req: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const done = (err: ApiError | null) => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('close', onClose);
-      if (err) {
-        req.pause();
-        chunks.length = 0;
-        reject(err);
-      } else resolve(Buffer.concat(chunks, size));
-    };
-    const onData = (c: Buffer) => {
-      size += c.length;
-      if (size > limit) done(tooLarge());
-      else chunks.push(c);
-    };
-    const onEnd = () => done(null);
-    const onError = () => done(aborted());
-    const onClose = () => {
-      if (!req.complete) done(aborted());
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('close', onClose);
-  });
+/** The body's bytes (raw-body: the chunks kept as bytes, one concat), refused once past `limit`. */
+async function readBytes(req: IncomingMessage, limit: number): Promise<Buffer> {
+  try {
+    return await getRawBody(req, { limit });
+  } catch (err) {
+    const type = (err as { type?: string }).type;
+    if (type === 'entity.too.large') throw tooLarge();
+    if (type === 'request.aborted' || type === 'request.size.invalid') throw aborted();
+    throw err;
+  }
 }
 
 /** Nesting deeper than MAX_JSON_DEPTH, or an own `__proto__` key anywhere (one walk over the objects). */
