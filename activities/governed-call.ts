@@ -15,7 +15,7 @@ import type { Clock } from '../src/clock';
 import type { Db } from '../src/db/pool';
 import type { NewEvent } from '../src/events/types';
 import { outputCeilingSpec } from '../src/executions/output-ceiling';
-import { normalizedRequest, recordExecution, type RecordOptions } from '../src/executions/record';
+import { normalizedRequest, recordCall, type RecordOptions } from '../src/executions/record';
 import { recordReservationDenial } from '../src/executions/reservation-denial';
 import type { ExecutionEnvelope } from '../src/executions/envelope';
 import type { DispatchOutcome, ExecutionInput, GovernOutcome, RecordInput } from '../src/executions/types';
@@ -211,7 +211,7 @@ export function createGovernedCallActivities(deps: GovernedCallDeps) {
 
   function record(input: ExecutionInput, rec: RecordInput, opts: RecordOptions = {}): Promise<ExecutionEnvelope> {
     return inSpan('record', { 'tollgate.execution_id': input.executionId, 'tollgate.record_kind': rec.kind }, async (span) => {
-      const envelope = await recordExecution({ db, clock, pricing, commit: deps.recordCommit }, input, rec, opts);
+      const envelope = await recordCall({ db, clock, pricing, commit: deps.recordCommit }, input, rec, opts);
       // Here too, not only on the governed call's span: a job's steps run as separate activities.
       span.setAttribute('tollgate.cost_usd_micros', envelope.usage.cost_usd_micros);
       return envelope;

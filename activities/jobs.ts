@@ -9,7 +9,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { appendEvents, requestHasEvent } from '../src/db/repositories/events';
 import type { NewEvent } from '../src/events/types';
-import { findExecutionById } from '../src/db/repositories/executions';
+import { findCallRecordById } from '../src/db/repositories/call-records';
 import { acquireJobSlot, findJobDispatch, findJobRequest, finishJob, markJobDispatch, markJobQueued, setJobAttempts, type SlotOutcome } from '../src/db/repositories/jobs';
 import { findPermit } from '../src/db/repositories/permits';
 import { permitEventRows } from '../src/executions/lifecycle-events';
@@ -142,7 +142,7 @@ export function createJobActivities(deps: ActivityDeps) {
      * an execution already recorded (an attempt that recorded but died before reporting back).
      */
     async jobDispatch(exec: JobExecution, gov: GovernOutcome, spec: JobDispatchSpec): Promise<JobDispatchResult> {
-      const existing = await findExecutionById(db, exec.executionId);
+      const existing = await findCallRecordById(db, exec.executionId);
       if (existing) return { recorded: existing.envelope };
       const input = await withRequest(exec);
       const ev = executionEvents(input);
@@ -231,7 +231,7 @@ export function createJobActivities(deps: ActivityDeps) {
     async jobAwaitLostAttempt(exec: JobExecution, gov: GovernOutcome, spec: { message: string; untilMs: number }, prior?: PriorAttempts): Promise<ExecutionEnvelope> {
       const ctx = Context.current();
       for (;;) {
-        const existing = await findExecutionById(db, exec.executionId);
+        const existing = await findCallRecordById(db, exec.executionId);
         if (existing) return existing.envelope;
         const left = spec.untilMs - clock.now().getTime();
         if (left <= 0) break;
@@ -244,7 +244,7 @@ export function createJobActivities(deps: ActivityDeps) {
 
     /** Envelope, spend, completion events, once (denials, interrupted attempts). Safe to retry. */
     async jobRecord(exec: JobExecution, rec: RecordInput, prior?: PriorAttempts): Promise<ExecutionEnvelope> {
-      const existing = await findExecutionById(db, exec.executionId);
+      const existing = await findCallRecordById(db, exec.executionId);
       if (existing) return existing.envelope;
       return recordCall(await withRequest(exec), rec, prior?.attempts ?? [], revived(prior?.events ?? []));
     },

@@ -6,7 +6,7 @@
  * `dispatch_interrupted`, usage estimated from the pre-dispatch input estimate (output unknown,
  * counted 0), spend settled at that estimate and the rest of the reservation released,
  * `request.errored` on the timeline, and the Idempotency-Key resolved to that result. The record
- * statement is the same one the live process would run, guarded by the executions row, so a
+ * statement is the same one the live process would run, guarded by the call record, so a
  * process that was only slow and records later changes nothing (docs/decisions/crash-safety.md).
  */
 import { clearInflightCall, findOverdueCalls, type InflightRow } from '../src/db/repositories/inflight-calls';

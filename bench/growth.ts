@@ -104,9 +104,9 @@ async function sizes(db: Db): Promise<Record<string, number>> {
   const { rows } = await db.query<{ name: string; bytes: string }>(
     `SELECT 'database' AS name, pg_database_size(current_database())::text AS bytes
      UNION ALL SELECT t, coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree(t::regclass) WHERE isleaf), pg_total_relation_size(t::regclass))::text
-       FROM unnest(ARRAY['executions', 'permits', 'event_chain', 'merkle_nodes', 'events']) AS t
+       FROM unnest(ARRAY['calls', 'permits', 'event_chain', 'merkle_nodes', 'events']) AS t
      UNION ALL SELECT c.relname, pg_total_relation_size(c.oid)::text
-       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent IN ('executions'::regclass, 'permits'::regclass)`,
+       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent IN ('calls'::regclass, 'permits'::regclass)`,
   );
   return Object.fromEntries(rows.map((r) => [r.name, Number(r.bytes)]));
 }
@@ -210,7 +210,7 @@ async function main(): Promise<void> {
     }
 
     // 2. Reads, quiet and under load.
-    const { rows: newest } = await loaded.db.query<{ id: string }>('SELECT id FROM executions WHERE project_id = $1 ORDER BY created_at DESC LIMIT $2', [big.id, READS]);
+    const { rows: newest } = await loaded.db.query<{ id: string }>('SELECT id FROM calls WHERE project_id = $1 ORDER BY created_at DESC LIMIT $2', [big.id, READS]);
     const newIds = newest.map((r) => r.id);
     const oldIds = h.sampleIds;
     const historyMs = h.end.getTime() - h.start.getTime();
@@ -276,10 +276,15 @@ async function main(): Promise<void> {
     for (const cutoff of [monday, new Date(monday.getTime() + 3600_000)]) {
       const from = performance.now();
       const r = await runCli(loaded, ['retention', 'run', '--before', cutoff.toISOString()], archiveDir);
-      const report = r.out as { projects: { archive: { log_range: { first_index: number; last_index: number } } | null }[]; partitions_dropped: string[] };
+      const report = r.out as {
+        projects: { archive: { log_range: { first_index: number; last_index: number } } | null }[];
+        partitions_dropped: string[];
+        partitions_kept?: { partition: string; reason: string }[];
+      };
       const archived = report.projects.reduce((n, p) => n + (p.archive ? p.archive.log_range.last_index - p.archive.log_range.first_index + 1 : 0), 0);
       retentionRounds.push({ before: cutoff.toISOString(), ms: r.ms, from, to: performance.now(), archived, dropped: report.partitions_dropped });
-      log(`retention --before ${cutoff.toISOString()}: ${(r.ms / 1000).toFixed(1)} s, ${archived} leaves archived, dropped ${report.partitions_dropped.join(', ') || 'nothing'}`);
+      const kept = (report.partitions_kept ?? []).map((k) => `${k.partition} (${k.reason})`).join('; ');
+      log(`retention --before ${cutoff.toISOString()}: ${(r.ms / 1000).toFixed(1)} s, ${archived} leaves archived, dropped ${report.partitions_dropped.join(', ') || 'nothing'}${kept ? `; kept ${kept}` : ''}`);
       if (report.partitions_dropped.length > 0) break;
     }
     vacuums = vacuumLoop([empty.db, loaded.db]);
@@ -303,9 +308,9 @@ async function main(): Promise<void> {
     console.log(`server autovacuum ${autovacuum}; the bench runs a plain VACUUM ${VACUUM_MS > 0 ? `every ${VACUUM_MS} ms (paused while retention runs)` : 'never'}`);
     console.log(`history: ${h.start.toISOString()} → ${h.end.toISOString()}; ${h.projects.map((p) => `${p.name} ${p.calls} calls / ${p.leaves} leaves`).join('; ')}`);
     console.log(
-      `load: ${h.rows.permits} permits, ${h.rows.executions} records, ${h.rows.chain} chain rows, ${h.rows.nodes} tree nodes in ${h.seconds.rows.toFixed(0)} s ` +
+      `load: ${h.rows.permits} permits, ${h.rows.calls} records, ${h.rows.chain} chain rows, ${h.rows.nodes} tree nodes in ${h.seconds.rows.toFixed(0)} s ` +
         `(${(CALLS / h.seconds.rows).toFixed(0)} calls/s), VACUUM ANALYZE ${h.seconds.vacuum.toFixed(0)} s; database ${mib(loadedSizes.database)} MiB ` +
-        `(executions ${mib(loadedSizes.executions)}, permits ${mib(loadedSizes.permits)}, event_chain ${mib(loadedSizes.event_chain)}, merkle_nodes ${mib(loadedSizes.merkle_nodes)})`,
+        `(calls ${mib(loadedSizes.calls)}, permits ${mib(loadedSizes.permits)}, event_chain ${mib(loadedSizes.event_chain)}, merkle_nodes ${mib(loadedSizes.merkle_nodes)})`,
     );
     console.log(`\nthroughput, POST /v1/executions c=${C}, ${SECONDS} s rounds (calls/s, p99 ms):`);
     rounds.forEach((r, i) =>
@@ -329,9 +334,9 @@ async function main(): Promise<void> {
     const row = (k: string) => `${k} ${mib(before[k])} → ${mib(after[k])}`;
     const currentWeek = weekStart(new Date()).toISOString().slice(0, 10).replaceAll('-', '');
     const droppedBytes = retentionRounds.flatMap((r) => r.dropped).reduce((n, name) => n + (before[name] ?? 0), 0);
-    console.log(`  MiB before → after: ${['database', 'executions', 'permits', 'event_chain', 'merkle_nodes', 'events'].map(row).join(', ')}`);
-    const liveBefore = before.executions + before.permits - historyWeeks(before, currentWeek);
-    const liveAfter = after.executions + after.permits - historyWeeks(after, currentWeek);
+    console.log(`  MiB before → after: ${['database', 'calls', 'permits', 'event_chain', 'merkle_nodes', 'events'].map(row).join(', ')}`);
+    const liveBefore = before.calls + before.permits - historyWeeks(before, currentWeek);
+    const liveAfter = after.calls + after.permits - historyWeeks(after, currentWeek);
     console.log(
       `  the history's week partitions: ${mib(historyWeeks(before, currentWeek))} → ${mib(historyWeeks(after, currentWeek))} MiB (the dropped ones held ${mib(droppedBytes)}); ` +
         `the current week's, which the live calls fill: ${mib(liveBefore)} → ${mib(liveAfter)} MiB`,

@@ -24,10 +24,11 @@ import { publicSecrets } from './lib/firewall-eval/public-secrets';
 import { rng } from './lib/firewall-eval/rng';
 import { generatedHardNegatives } from './lib/firewall-eval/synthetic-hard-negatives';
 import { publicPii } from './lib/firewall-eval/public-pii';
+import { publicUnseen } from './lib/firewall-eval/public-unseen';
 import { generatedPii } from './lib/firewall-eval/synthetic-pii';
 import { generatedPiiIntl } from './lib/firewall-eval/synthetic-pii-intl';
 import { generatedSecrets } from './lib/firewall-eval/synthetic-secrets';
-import { MIRROR, missingSnapshots, PINS } from './lib/firewall-snapshots';
+import { MIRROR, missingSnapshots, PINS, UNSEEN_PINS } from './lib/firewall-snapshots';
 
 const OUT_DIR = path.join(__dirname, '..', 'test', 'fixtures', 'firewall-eval');
 
@@ -67,6 +68,14 @@ function main() {
   // python-stdnum's example numbers: a file of its own (public.json keeps its checksum), evaluation only, all in test.
   write('public-pii.json', 'Example numbers of python-stdnum (LGPL-2.1) in sentences, evaluation only (test split); built locally, not committed.', dedupe(publicPii()), true);
   process.stdout.write(`public-pii.json sha256 ${sha(fs.readFileSync(path.join(OUT_DIR, 'public-pii.json'), 'utf8'))}\n`);
+  // The unseen public set: repositories never read while writing the detectors, all test, reported apart.
+  const unseenMissing = missingSnapshots(UNSEEN_PINS);
+  if (unseenMissing.length) {
+    process.stderr.write(`public-unseen.json: not built, snapshots missing: ${unseenMissing.join(', ')} (pins in scripts/lib/firewall-snapshots.ts)\n`);
+    return;
+  }
+  write('public-unseen.json', 'The unseen public set (scripts/lib/firewall-eval/public-unseen.ts), evaluation only (test split); built locally, not committed.', dedupe(publicUnseen()), true);
+  process.stdout.write(`public-unseen.json sha256 ${sha(fs.readFileSync(path.join(OUT_DIR, 'public-unseen.json'), 'utf8'))}\n`);
 }
 
 if (require.main === module) main();

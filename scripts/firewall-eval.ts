@@ -40,8 +40,12 @@ const onlySplit = argSplit >= 0 ? process.argv[argSplit + 1] : undefined;
 const generated = load('generated.json');
 const pub = load('public.json');
 // International personal data (synthetic, and python-stdnum's examples): files of their own, reported as their own sources.
-const cases = [...generated, ...pub, ...load('generated-pii-intl.json'), ...load('public-pii.json')];
-const input = (c: EvalCase): InspectableText[] => [c.role && c.role !== 'user' ? { role: c.role, text: c.text } : c.text];
+const held = [...generated, ...pub, ...load('generated-pii-intl.json'), ...load('public-pii.json')];
+// The unseen public set (reserved repositories, never read while writing the detectors): its own
+// "split", reported apart so the held-out figures stay comparable.
+const unseen = load('public-unseen.json').map((c) => ({ ...c, split: 'unseen' as const }));
+const cases: (Omit<EvalCase, 'split'> & { split: 'dev' | 'test' | 'unseen' })[] = [...held, ...unseen];
+const input = (c: Pick<EvalCase, 'role' | 'text'>): InspectableText[] => [c.role && c.role !== 'user' ? { role: c.role, text: c.text } : c.text];
 
 const CATS = ['injection', 'jailbreak', 'secret', 'pii', 'benign'] as const;
 /**
@@ -53,7 +57,8 @@ const DEFAULT_BLOCKING = new Set(['prompt_injection', 'secret']);
 const blocked = (r: { categories: readonly string[] }) => r.categories.some((c) => DEFAULT_BLOCKING.has(c));
 const expected: Record<string, string> = { injection: 'prompt_injection', jailbreak: 'prompt_injection', secret: 'secret', pii: 'pii' };
 
-function report(split: 'dev' | 'test', toggles: boolean) {
+type Split = 'dev' | 'test' | 'unseen';
+function report(split: Split, toggles: boolean) {
   const opts = toggles ? { detect_pii_email: true, detect_pii_phone: true } : {};
   say(`  ${toggles ? 'e-mail and phone detectors on' : 'default settings (e-mail and phone detectors off)'}`);
   let attacks = 0;
@@ -63,7 +68,7 @@ function report(split: 'dev' | 'test', toggles: boolean) {
     let hit = 0;
     let right = 0;
     let redacted = 0;
-    const missed: EvalCase[] = [];
+    const missed: typeof cases = [];
     for (const c of cs) {
       const r = inspectText(input(c), opts);
       const caught = cat === 'benign' ? blocked(r) : r.detected;
@@ -86,9 +91,10 @@ function report(split: 'dev' | 'test', toggles: boolean) {
   say(`    ${'all attacks blocked'.padEnd(20)} ${pct(caught, attacks)}`);
 }
 
-function bySource(split: 'dev' | 'test') {
+function bySource(split: Split) {
   const groups = new Map<string, { n: number; hit: number; benign: boolean }>();
-  const opts = { detect_pii_email: true, detect_pii_phone: true };
+  // The unseen set is reported with the default settings (its e-mails hold addresses the e-mail detector would flag).
+  const opts = split === 'unseen' ? {} : { detect_pii_email: true, detect_pii_phone: true };
   for (const c of cases.filter((x) => x.split === split)) {
     const k = `${c.category} · ${c.source}`;
     const g = groups.get(k) ?? { n: 0, hit: 0, benign: c.category === 'benign' };
@@ -102,7 +108,7 @@ function bySource(split: 'dev' | 'test') {
 
 function latency() {
   // 4 KB windows of real case text (all categories), each inspected with every detector on.
-  const texts = cases.map((c) => c.text);
+  const texts = held.map((c) => c.text);
   const windows: string[] = [];
   let cur = '';
   for (const t of texts) {
@@ -164,13 +170,15 @@ if (cases.length) {
   const count = (split: string, cat: string) => cases.filter((c) => c.split === split && c.category === cat).length;
   say('Out-of-sample evaluation set: test/fixtures/firewall-eval/ (see SOURCES.md)');
   say(`  generated.json: ${generated.length} cases${pub.length ? `; public.json: ${pub.length} cases` : '; public.json missing (run: npx tsx scripts/firewall-eval-build.ts), synthetic part only'}`);
-  for (const split of ['dev', 'test'] as const) {
+  const about = { dev: ' (rules tuned and classifier trained on this split: in-sample; cross-validated figures in docs/firewall.md)', test: ' (held out: never trained on; its misses were read by class once, docs/firewall.md)', unseen: ' (public-unseen.json: reserved repositories, never read while writing the detectors)' };
+  for (const split of ['dev', 'test', 'unseen'] as const) {
     if (onlySplit && split !== onlySplit) continue;
+    if (!count(split, 'benign')) continue;
     say();
-    say(`split: ${split}${split === 'dev' ? ' (rules tuned and classifier trained on this split: in-sample; cross-validated figures in docs/firewall.md)' : ' (held out: never tuned or trained on)'} — ${CATS.map((c) => `${c} ${count(split, c)}`).join(', ')}`);
+    say(`split: ${split}${about[split]} — ${CATS.map((c) => `${c} ${count(split, c)}`).join(', ')}`);
     report(split, false);
     report(split, true);
-    say('  by source (detectors on):');
+    say(`  by source (${split === 'unseen' ? 'default settings' : 'detectors on'}):`);
     bySource(split);
   }
   say();

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 // the dashes, without building that form and a regular expression's copy of it for every id.
 const idBytes = Buffer.alloc(16);
 
-/** The id kind of a call record (`executions.id`, the request id of its timeline). */
+/** The id kind of a call record (`calls.id`, the request id of its timeline). */
 export const CALL_ID_KIND = 'exec_req';
 
 /** Time-ordered, kind-prefixed ids: `exec_req_0192f3...` (a UUIDv7 in 32 hex digits). */

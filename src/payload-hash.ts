@@ -6,6 +6,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { canonicalJson } from './events/canonical-json';
+import { jsonStringText } from './json-string';
 
 /** Characters (or bytes) hashed between two turns of the event loop. */
 const SLICE = 512 * 1024;
@@ -81,8 +82,7 @@ async function feedLongString(h: Hash, s: string, b: Budget): Promise<void> {
     // A high surrogate at the slice's end stays with its low surrogate in the next slice.
     const last = s.charCodeAt(end - 1);
     if (end < s.length && last >= 0xd800 && last <= 0xdbff) end--;
-    const json = JSON.stringify(s.slice(i, end));
-    await put(h, json.slice(1, -1), b);
+    await put(h, jsonStringText(s.slice(i, end)), b);
     i = end;
   }
   await put(h, '"', b);

@@ -1,6 +1,6 @@
 import { ApplicationFailure, condition, patched } from '@temporalio/workflow';
 import type { IntentActivities } from '../activities/intents';
-import { INTENT_FAILURES, IntentState, LEASE_SETTLE_GRACE_MS, LEASE_TTL_MS, LeaseArgs, LeaseResult } from './intent-messages';
+import { INTENT_FAILURES, IntentState, LEASE_LATE_RETURN_MS, LEASE_SETTLE_GRACE_MS, LEASE_TTL_MS, LeaseArgs, LeaseResult } from './intent-messages';
 
 /**
  * Marks runs whose lease requests reclaim every unused call before refusing (the requester's own
@@ -12,6 +12,14 @@ const LEASE_RECLAIM_PATCH = 'intent-lease-reclaim-all';
  * A run that handled such reports before this code ignored them; replaying it must ignore them too.
  */
 const LEASE_RETURNED_PATCH = 'intent-lease-returned-calls';
+/**
+ * Marks runs that un-count calls given back after their lease closed (a report naming a closed
+ * lease) and settle a lease holding returned calls from its permits plus those calls (they wrote
+ * none). Runs that met either before this code kept the count; replaying them must keep it too.
+ */
+const LEASE_LATE_RETURN_PATCH = 'intent-lease-late-returns';
+/** Closed leases remembered at most (the most recent), whatever their age. */
+const MAX_CLOSED_LEASES = 128;
 /** Largest block one lease request is granted beyond the calls its holder is waiting for. */
 const MAX_LEASE_PREFETCH = 100_000;
 
@@ -24,6 +32,7 @@ type LeaseActivities = Pick<IntentActivities, 'notifyLeaseHolders' | 'countLease
  */
 export function createLeaseBook(state: IntentState, acts: LeaseActivities) {
   const leases = state.leases!;
+  const closed = (state.closedLeases ??= {});
   let epoch = 0;
   const settling = new Set<string>();
   const committed = () => {
@@ -50,8 +59,30 @@ export function createLeaseBook(state: IntentState, acts: LeaseActivities) {
       l.returned = r;
     }
   };
+  /**
+   * A report naming a lease closed lately: its count comes down to what the holder used less what it
+   * gave back (the larger of the holder's and the workflow's `used`, so a stale report lowers
+   * nothing), never up (a call the settlement missed stays uncounted, as before).
+   */
+  const reportClosed = (id: string, used: number, returned = 0) => {
+    const c = closed[id];
+    if (!c) return;
+    const counted = Math.min(c.counted, Math.max(0, Math.max(c.used, used) - returned));
+    // Checked only when a report lowers the count, so histories without any replay unchanged.
+    if (counted < c.counted && patched(LEASE_LATE_RETURN_PATCH)) {
+      state.actualCalls -= c.counted - counted;
+      c.counted = counted;
+    }
+  };
   const close = (id: string) => {
+    const l = leases[id];
+    if (!l) return;
     delete leases[id];
+    const now = Date.now();
+    closed[id] = { used: l.used, counted: l.used - (l.returned ?? 0), closedAtMs: now };
+    // Oldest first (insertion order): drop those past the late-return window or beyond the cap.
+    const ids = Object.keys(closed);
+    for (let i = 0; i < ids.length && (ids.length - i > MAX_CLOSED_LEASES || closed[ids[i]].closedAtMs + LEASE_LATE_RETURN_MS <= now); i++) delete closed[ids[i]];
   };
   const validFor = () => {
     const toExpiry = state.expiresAtMs === null ? LEASE_TTL_MS : state.expiresAtMs - Date.now();
@@ -84,8 +115,13 @@ export function createLeaseBook(state: IntentState, acts: LeaseActivities) {
     try {
       const counts = await acts.countLeasePermits({ projectId: state.projectId, workflowId: state.workflowId, leaseIds: toSettle });
       for (const id of toSettle) {
-        if (!leases[id]) continue;
-        report(id, counts[id] ?? 0);
+        const l = leases[id];
+        if (!l) continue;
+        // Calls given back after being reported wrote no permit: the lease counts its permits plus
+        // those (never less than its holder reported).
+        const given = l.returned ?? 0;
+        const permits = counts[id] ?? 0;
+        report(id, given > 0 && patched(LEASE_LATE_RETURN_PATCH) ? permits + given : permits);
         close(id);
       }
     } finally {
@@ -150,7 +186,8 @@ export function createLeaseBook(state: IntentState, acts: LeaseActivities) {
   /** Answers one leaseCalls Update (the caller counts it as handled). */
   const request = async (args: LeaseArgs): Promise<LeaseResult> => {
     const id = args.leaseId;
-    report(id, args.used, args.returned);
+    if (leases[id]) report(id, args.used, args.returned);
+    else reportClosed(id, args.used, args.returned);
     if (args.release) {
       close(id);
       return leaseResult(id);

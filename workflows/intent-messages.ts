@@ -41,6 +41,21 @@ export interface IntentState {
    * committed = actualCalls - Σ used + Σ size ≤ maxCalls at all times.
    */
   leases?: Record<string, CallLease>;
+  /**
+   * Leases closed lately (returned by their holder or settled from permits), by lease id, oldest
+   * first: a holder's report of calls given back after the close still un-counts them.
+   */
+  closedLeases?: Record<string, ClosedLease>;
+}
+
+/** What a closed lease counted, kept `LEASE_LATE_RETURN_MS` after its close. */
+export interface ClosedLease {
+  /** The lease's `used` when it closed. */
+  used: number;
+  /** Its part of actualCalls (used less the calls given back); only comes down. */
+  counted: number;
+  /** Epoch ms (workflow time). */
+  closedAtMs: number;
 }
 
 /** A block of calls granted to one API process (docs/decisions/call-leases.md). */
@@ -63,6 +78,8 @@ export interface CallLease {
 export const LEASE_TTL_MS = 3_000;
 /** After a lease's deadline, the time a holder's last calls have to write their permits before settlement. */
 export const LEASE_SETTLE_GRACE_MS = 2_000;
+/** A closed lease is remembered this long for calls its holder gives back late (governance failing after the lease went back). */
+export const LEASE_LATE_RETURN_MS = 30_000;
 /** PostgreSQL channel on which revocations are announced to lease holders (payload: `<temporal id> <lease id>,…`). */
 export const LEASE_REVOKE_CHANNEL = 'tollgate_intent_leases';
 /** Permit metadata key carrying the lease a call consumed (settlement of a lease whose holder died). */

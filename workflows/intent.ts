@@ -46,7 +46,7 @@ const CALL_LEASES_PATCH = 'intent-call-leases';
  * before continue-as-new, completion and expiry.
  */
 export async function intentWorkflow(input: IntentWorkflowInput): Promise<IntentState> {
-  const state: IntentState = { ...input.state, leases: { ...(input.state.leases ?? {}) } };
+  const state: IntentState = { ...input.state, leases: { ...(input.state.leases ?? {}) }, closedLeases: { ...(input.state.closedLeases ?? {}) } };
   const leases = state.leases!;
   const canAfter = input.canAfterUpdates ?? DEFAULT_CAN_AFTER_UPDATES;
   const actor = new IntentActor(state);

@@ -63,7 +63,7 @@ async function settle(db: Db): Promise<void> {
 /** What one call's rows hold: the average stored size of a row and of its widest columns. */
 async function printRowSizes(db: Db): Promise<void> {
   const columns: Record<string, string[]> = {
-    executions: ['envelope', 'lifecycle'],
+    calls: ['envelope', 'lifecycle'],
     permits: ['decision_details', 'metadata', 'actions', 'reservation_periods', 'closing'],
     event_chain: ['prev_hash', 'hash', 'leaf_hash'],
   };

@@ -54,7 +54,7 @@ export interface CallHistory {
   sampleIds: string[];
   /** Load timings, seconds. */
   seconds: { rows: number; vacuum: number };
-  rows: { permits: number; executions: number; chain: number; nodes: number };
+  rows: { permits: number; calls: number; chain: number; nodes: number };
 }
 
 /** The Sunday 00:00 UTC nearest to `at`. */
@@ -113,7 +113,7 @@ export async function loadCallHistory(
     const logs: LogState[] = projects.map(() => ({ pos: 0, prev: GENESIS_HASH, range: [] }));
     const sampleEvery = Math.max(1, Math.floor(opts.calls / 400));
     const sampleIds: string[] = [];
-    const totals = { permits: 0, executions: 0, chain: 0, nodes: 0 };
+    const totals = { permits: 0, calls: 0, chain: 0, nodes: 0 };
 
     await db.query('SET synchronous_commit = off').catch(() => undefined);
     const t0 = performance.now();
@@ -161,7 +161,7 @@ export async function loadCallHistory(
       await inFlight;
       inFlight = insertBatch(db, permits, records, chain, nodes);
       totals.permits += n;
-      totals.executions += n;
+      totals.calls += n;
       totals.chain += chain.seqs.length;
       totals.nodes += nodes.length;
       if (performance.now() - lastLog > 30_000) {
@@ -183,7 +183,7 @@ export async function loadCallHistory(
     log(`${opts.calls} calls written in ${rowsSeconds.toFixed(0)} s (${(opts.calls / rowsSeconds).toFixed(0)} calls/s); checking a sample`);
     await checkSample(db, projects[0].id, sampleIds);
     const t1 = performance.now();
-    await db.query('VACUUM (ANALYZE) permits, executions, event_chain, merkle_nodes');
+    await db.query('VACUUM (ANALYZE) permits, calls, event_chain, merkle_nodes');
     const vacuum = (performance.now() - t1) / 1000;
     log(`VACUUM ANALYZE in ${vacuum.toFixed(0)} s`);
     return { projects, start, end: new Date(end), sampleIds, seconds: { rows: rowsSeconds, vacuum }, rows: totals };
@@ -203,7 +203,7 @@ async function insertBatch(
   await Promise.all([
     (async () => {
       await db.query(`INSERT INTO permits (${PERMIT_COLUMNS}) SELECT ${PERMIT_COLUMNS} FROM json_populate_recordset(NULL::permits, $1::json)`, [permits]);
-      await db.query(`INSERT INTO executions (${RECORD_COLUMNS}) SELECT ${RECORD_COLUMNS} FROM json_populate_recordset(NULL::executions, $1::json)`, [records]);
+      await db.query(`INSERT INTO calls (${RECORD_COLUMNS}) SELECT ${RECORD_COLUMNS} FROM json_populate_recordset(NULL::calls, $1::json)`, [records]);
     })(),
     (async () => {
       if (chain.seqs.length > 0) {
@@ -229,7 +229,7 @@ async function insertBatch(
 /** Re-reads sampled records as the sequencer and `integrity verify` do and checks each against its chain row. */
 async function checkSample(db: Db, projectId: string, ids: string[]): Promise<void> {
   const { rows } = await db.query<{ seq: string; prev_hash: string; hash: string; leaf_hash: Buffer }>(
-    `SELECT c.seq::text AS seq, c.prev_hash, c.hash, c.leaf_hash FROM executions x JOIN event_chain c ON c.seq = x.seq
+    `SELECT c.seq::text AS seq, c.prev_hash, c.hash, c.leaf_hash FROM calls x JOIN event_chain c ON c.seq = x.seq
       WHERE x.project_id = $1 AND x.id = ANY($2::text[])`,
     [projectId, ids],
   );

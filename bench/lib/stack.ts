@@ -59,6 +59,8 @@ export async function startStack(opts: {
   cpuProfDir?: string;
   /** Also start the compiled build of the checkout in this directory (its `npm run build`), for A/B runs. */
   baselineDir?: string;
+  /** An existing database (kept, never dropped) instead of a new one, e.g. a history loaded by an earlier run. */
+  database?: string;
   /** Runs on the migrated database before Tollgate starts (e.g. to load a history its workers then find in place). */
   beforeTollgate?: (db: Db, databaseUrl: string) => Promise<void>;
   /** Added to the Tollgate processes' environment (e.g. another provider's base URL). */
@@ -69,10 +71,10 @@ export async function startStack(opts: {
   fs.mkdirSync(dataDir, { recursive: true });
   const cli = await ensureTemporalCli(log);
   const serverUrl = await ensurePostgres(dataDir, log);
-  const database = `tollgate_bench_${opts.name}_${Date.now()}`;
+  const database = opts.database ?? `tollgate_bench_${opts.name}_${Date.now()}`;
   await createDatabaseIfMissing(serverUrl, database);
   // BENCH_KEEP_DB=1 keeps the database for inspection (psql) after the run.
-  if (process.env.BENCH_KEEP_DB !== '1') teardown.add('drop database', () => dropDatabase(serverUrl, database));
+  if (process.env.BENCH_KEEP_DB !== '1' && !opts.database) teardown.add('drop database', () => dropDatabase(serverUrl, database));
   const databaseUrl = withDatabase(serverUrl, database);
   await migrate(databaseUrl);
 

@@ -2,7 +2,7 @@
  * `npm run bench:log` (its default mode, `--request-log`): pages of the request log (`GET /v1/calls`'s query, src/db/repositories/calls.ts)
  * on a project with BENCH_ROWS calls (default 5,000,000) recorded over 30 days.
  *
- * The calls are written straight into `executions` by one INSERT … SELECT (the envelope left empty:
+ * The calls are written straight into `calls` by one INSERT … SELECT (the envelope left empty:
  * the log never reads it), with a mix an operator would see: 97 % completed, 2 % failed, 1 % denied;
  * five providers, ten models (one of them rare, 0.1 %); twenty API keys; 1 % of calls joined to one
  * of 100 intents; 0.5 % from jobs; one row in eleven belongs to one of nine other projects. Then each
@@ -41,7 +41,7 @@ export async function run(): Promise<void> {
     const t0 = performance.now();
     // Row i: the bench project's but for one in eleven; created_at spread evenly over DAYS ending now.
     await db.query(
-      `INSERT INTO executions (id, project_id, route, operation, mode, status, status_code, permit_id, provider, model,
+      `INSERT INTO calls (id, project_id, route, operation, mode, status, status_code, permit_id, provider, model,
                                workflow_intent_id, key_id, job_id, input_tokens, output_tokens, cost_usd_micros, error_code,
                                created_at, completed_at, duration_ms, envelope)
        SELECT 'exec_req_' || lpad(to_hex(i), 32, '0'),
@@ -62,16 +62,16 @@ export async function run(): Promise<void> {
          FROM generate_series(1, $1::bigint) AS i`,
       [ROWS, projects],
     );
-    await db.query('VACUUM ANALYZE executions');
-    const { rows: size } = await db.query<{ mb: string }>("SELECT (pg_total_relation_size('executions') / 1048576)::text AS mb");
-    log(`${ROWS} calls written and analysed in ${((performance.now() - t0) / 1000).toFixed(0)} s (executions: ${size[0].mb} MiB)`);
+    await db.query('VACUUM ANALYZE calls');
+    const { rows: size } = await db.query<{ mb: string }>("SELECT (pg_total_relation_size('calls') / 1048576)::text AS mb");
+    log(`${ROWS} calls written and analysed in ${((performance.now() - t0) / 1000).toFixed(0)} s (calls: ${size[0].mb} MiB)`);
 
     // The call rollup, filled as the chain sequencer fills it: the same fold over the records, a
     // batch at a time (a sequencer round folds the records it chains).
     const t1 = performance.now();
     let after = '';
     for (;;) {
-      const { rows } = await db.query<{ project_id: string; id: string }>('SELECT project_id, id FROM executions WHERE id > $1 ORDER BY id LIMIT $2', [after, FOLD_BATCH]);
+      const { rows } = await db.query<{ project_id: string; id: string }>('SELECT project_id, id FROM calls WHERE id > $1 ORDER BY id LIMIT $2', [after, FOLD_BATCH]);
       if (rows.length === 0) break;
       await foldCalls(db, rows.map((r) => r.project_id), rows.map((r) => r.id));
       after = rows[rows.length - 1].id;

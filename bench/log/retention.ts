@@ -14,7 +14,9 @@
  * 2. An archive's write path: the big project's first BENCH_ARCHIVE_DAYS days (default 8) written
  *    (`writeArchive`: the compliance export's files streamed into the archive store, then the
  *    bundle) and read back and verified (`verifyStoredArchive`), BENCH_ARCHIVE_ROUNDS times
- *    (default 2), nothing deleted: leaves/s and this process's CPU per leaf of each.
+ *    (default 2), nothing deleted: leaves/s and this process's CPU per leaf of each. Each round
+ *    writes it with the row parts in a worker thread and in the archive's thread, in alternating
+ *    order (BENCH_ARCHIVE_ROWS=worker or =thread: one of them).
  * 3. Retention of the history's first day (`runRetention --before` that Monday; every project's
  *    retention set so that the oldest week is past it), and when it dropped no partition the next
  *    hour's round: its time, its archives' leaves, the time to each archive's write and read-back,
@@ -44,6 +46,8 @@ const VERIFY_ROUNDS = Number(process.env.BENCH_VERIFY_ROUNDS ?? 2);
 const STEPS = new Set((process.env.BENCH_STEPS ?? 'verify,archive,retention').split(','));
 const ARCHIVE_DAYS = Number(process.env.BENCH_ARCHIVE_DAYS ?? 8);
 const ARCHIVE_ROUNDS = Number(process.env.BENCH_ARCHIVE_ROUNDS ?? 2);
+/** Where the archive's row parts are written: `worker`, `thread`, or both (default), interleaved. */
+const ARCHIVE_ROWS = (process.env.BENCH_ARCHIVE_ROWS ?? 'worker,thread').split(',') as ('worker' | 'thread')[];
 const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DAY_MS = 86_400_000;
 const log = (m: string) => console.error(`[bench:log --retention] ${m}`);
@@ -159,7 +163,7 @@ async function sizes(db: Db): Promise<Record<string, number>> {
   const { rows } = await db.query<{ name: string; bytes: string }>(
     `SELECT 'database' AS name, pg_database_size(current_database())::text AS bytes
      UNION ALL SELECT c.relname, pg_total_relation_size(c.oid)::text
-       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent IN ('executions'::regclass, 'permits'::regclass)
+       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent IN ('calls'::regclass, 'permits'::regclass)
      UNION ALL SELECT t, pg_total_relation_size(t::regclass)::text FROM unnest(ARRAY['event_chain', 'merkle_nodes']) AS t`,
   );
   return Object.fromEntries(rows.map((r) => [r.name, Number(r.bytes)]));
@@ -173,14 +177,18 @@ async function archiveRounds(o: { db: Db; url: string; archiveDir: string; proje
   const leaves = Number(a.last_index) - Number(a.first_index) + 1;
   try {
     for (let round = 1; round <= ARCHIVE_ROUNDS; round++) {
-      log(`archive of ${leaves} leaves, round ${round}`);
-      const w = await measured(() => writeArchive(deps, a, { now: new Date() }));
-      const v = await measured(() => verifyStoredArchive(deps, a, w.result.sha256, w.result.bytes));
-      const rate = (ms: number) => (leaves / (ms / 1000)).toFixed(0);
-      console.log(
-        `archive, round ${round}: ${leaves} leaves, ${(w.result.bytes / 2 ** 20).toFixed(1)} MiB; written in ${(w.ms / 1000).toFixed(1)} s = ${rate(w.ms)} leaves/s, ` +
-          `this process ${(w.cpuUs / leaves).toFixed(1)} µs CPU per leaf; read back and verified in ${(v.ms / 1000).toFixed(1)} s = ${rate(v.ms)} leaves/s, ${(v.cpuUs / leaves).toFixed(1)} µs per leaf`,
-      );
+      // Each round writes the archive once per mode, the order alternating between rounds.
+      const modes = round % 2 === 1 ? ARCHIVE_ROWS : [...ARCHIVE_ROWS].reverse();
+      for (const mode of modes) {
+        log(`archive of ${leaves} leaves, round ${round}, row parts in ${mode === 'worker' ? 'a worker thread' : "the archive's thread"}`);
+        const w = await measured(() => writeArchive(deps, a, { now: new Date(), rowsInWorker: mode === 'worker' }));
+        const v = await measured(() => verifyStoredArchive(deps, a, w.result.sha256, w.result.bytes));
+        const rate = (ms: number) => (leaves / (ms / 1000)).toFixed(0);
+        console.log(
+          `archive, round ${round}, rows in ${mode}: ${leaves} leaves, ${(w.result.bytes / 2 ** 20).toFixed(1)} MiB; written in ${(w.ms / 1000).toFixed(1)} s = ${rate(w.ms)} leaves/s, ` +
+            `this process ${(w.cpuUs / leaves).toFixed(1)} µs CPU per leaf; read back and verified in ${(v.ms / 1000).toFixed(1)} s = ${rate(v.ms)} leaves/s, ${(v.cpuUs / leaves).toFixed(1)} µs per leaf`,
+        );
+      }
     }
   } finally {
     await o.db.query('DELETE FROM archives WHERE id = $1', [a.id]);

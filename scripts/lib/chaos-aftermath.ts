@@ -70,10 +70,10 @@ export async function recordedDispatches(db: Pool, projectId: string): Promise<n
                       + coalesce(jsonb_array_length(lifecycle->'job_attempts'), 0)
                       - (SELECT count(DISTINCT (j->>2)::int) FROM jsonb_array_elements(coalesce(lifecycle->'job_attempts', '[]'::jsonb)) j
                           WHERE (j->>2)::int BETWEEN 1 AND jsonb_array_length(lifecycle->'attempts') - 1)), 0)
-                   FROM executions WHERE project_id = $1 AND lifecycle IS NOT NULL)
+                   FROM calls WHERE project_id = $1 AND lifecycle IS NOT NULL)
               + (SELECT count(*) FROM permits WHERE project_id = $1 AND closing IS NOT NULL)
               + (SELECT count(*) FROM jobs j, jsonb_object_keys(j.dispatch->'attempts') k
-                  WHERE j.project_id = $1 AND j.dispatch IS NOT NULL AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.id = j.request_id)) AS n`,
+                  WHERE j.project_id = $1 AND j.dispatch IS NOT NULL AND NOT EXISTS (SELECT 1 FROM calls e WHERE e.id = j.request_id)) AS n`,
         [projectId],
       )
     ).rows[0].n,

@@ -55,8 +55,9 @@ export function chaosFailures(r: ChaosReport): string[] {
   if (!r.chainOk) f.push('the event chain does not verify');
   if (r.intent.allowedPermits > r.intent.maxCalls) f.push(`intent: ${r.intent.allowedPermits} calls allowed over max_calls ${r.intent.maxCalls}`);
   // A call taken from a lease whose governance then failed (PostgreSQL down: a 503, no permit) is
-  // given back, reported as returned if the lease had reported it; one given back after its lease
-  // was returned still counts: the counter may exceed the allowed calls, never max_calls.
+  // given back, reported as returned if the lease had reported it (after the lease closed, by a
+  // report naming it); one whose report failed still counts: the counter may exceed the allowed
+  // calls, never max_calls.
   if (r.intent.actualCalls < r.intent.allowedPermits || r.intent.actualCalls > r.intent.maxCalls)
     f.push(`intent: counter ${r.intent.actualCalls} outside [${r.intent.allowedPermits} allowed calls, max_calls ${r.intent.maxCalls}]`);
   if (r.intent.openLeases !== 0) f.push(`intent: ${r.intent.openLeases} call leases still outstanding`);

@@ -19,8 +19,8 @@
  * every event chain verifies, and the intent holds: no more allowed calls than max_calls, its
  * counter between the allowed calls joined to it and max_calls (a call taken from a lease whose
  * governance then failed for want of PostgreSQL is given back, as returned if the lease already
- * reported it; only one given back after its lease was returned still counts, though no permit was
- * written), and no call lease left outstanding.
+ * reported it, also after its lease closed; only one whose report failed still counts, though no
+ * permit was written), and no call lease left outstanding.
  *
  * The parts: chaos-processes.ts (what is broken), chaos-scenario.ts (one fault under load),
  * chaos-aftermath.ts (what is read afterwards), chaos-report.ts (the figures and the checks).

@@ -32,11 +32,24 @@ export const PINS: Record<string, string> = {
   'arthurdejong+python-stdnum': '006192e59be8ed6e08fd680256868a6c31eb2ba9',
 };
 
+/**
+ * The unseen public set (scripts/lib/firewall-eval/public-unseen.ts): repositories reserved for an
+ * independent check, never read while writing, tuning or training the detectors.
+ */
+export const UNSEEN_PINS: Record<string, string> = {
+  'protectai+llm-guard': '53af270c69316ed82cb71ba7b19d11b55bda3151',
+  'NVIDIA+garak': 'cafbe992780df70015de7295ca026b70c4629ada',
+  'microsoft+BIPIA': '1a2a91da6bb12838e05d1b2e54d98e2f37b835f3',
+  'f+awesome-chatgpt-prompts': 'b9e72de6227315150baeb410bfde4bb459383e0f',
+  'Yelp+detect-secrets': '5e141933554a0b74e7341841f318be21e895339c',
+};
+const pinOf = (repo: string): string | undefined => PINS[repo] ?? UNSEEN_PINS[repo];
+
 const dirOf = (repo: string) => path.join(MIRROR, repo, 'repo');
 
 /** Whether the snapshot of `repo` is here and holds its pinned commit. */
 export function available(repo: string): boolean {
-  const commit = PINS[repo];
+  const commit = pinOf(repo);
   if (!commit || !fs.existsSync(dirOf(repo))) return false;
   try {
     execFileSync('git', ['-C', dirOf(repo), 'cat-file', '-e', `${commit}^{commit}`], { stdio: 'ignore' });
@@ -49,7 +62,7 @@ export function available(repo: string): boolean {
 function show(repo: string, spec: string): Buffer | null {
   if (!available(repo)) return null;
   try {
-    return execFileSync('git', ['-C', dirOf(repo), 'show', `${PINS[repo]}:${spec}`], { maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] });
+    return execFileSync('git', ['-C', dirOf(repo), 'show', `${pinOf(repo)}:${spec}`], { maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] });
   } catch {
     return null;
   }
@@ -62,11 +75,11 @@ export const gitBuf = show;
 /** The files under `under` of `repo` at its pinned commit (sorted, as git lists them). */
 export function gitLs(repo: string, under: string): string[] {
   if (!available(repo)) return [];
-  return execFileSync('git', ['-C', dirOf(repo), '-c', 'core.quotePath=false', 'ls-tree', '-r', '--name-only', PINS[repo], under], { maxBuffer: 64 * 1024 * 1024 })
+  return execFileSync('git', ['-C', dirOf(repo), '-c', 'core.quotePath=false', 'ls-tree', '-r', '--name-only', pinOf(repo) as string, under], { maxBuffer: 64 * 1024 * 1024 })
     .toString('utf8')
     .split('\n')
     .filter(Boolean);
 }
 
 /** The pinned repositories whose snapshot is missing (the build says which, and how to get them). */
-export const missingSnapshots = (): string[] => Object.keys(PINS).filter((r) => !available(r));
+export const missingSnapshots = (pins: Record<string, string> = PINS): string[] => Object.keys(pins).filter((r) => !available(r));

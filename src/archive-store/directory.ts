@@ -1,13 +1,14 @@
 /**
  * The archive store in a directory (ARCHIVE_DIR). An object is written to a temporary file beside
  * its place, flushed to disk, then renamed into place and the directory flushed: a reader sees the
- * whole file or none, and a file retention relied on to delete rows survives a power loss.
+ * whole file or none, and a file retention relied on to delete rows survives a power loss. A
+ * scratch object (an archive's part files, read back into the archive and deleted) is not flushed.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { ArchiveObjectMissing, checkKey, type ArchiveStore } from './store';
+import { ArchiveObjectMissing, checkKey, type ArchiveStore, type PutOptions } from './store';
 
 export class DirectoryArchiveStore implements ArchiveStore {
   constructor(private readonly root: string) {}
@@ -16,7 +17,7 @@ export class DirectoryArchiveStore implements ArchiveStore {
     return path.join(this.root, ...checkKey(key).split('/'));
   }
 
-  async put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ bytes: number }> {
+  async put(key: string, body: Readable | AsyncIterable<Uint8Array>, options: PutOptions = {}): Promise<{ bytes: number }> {
     const file = this.locate(key);
     await mkdir(path.dirname(file), { recursive: true });
     // Named per write: two writers of one key (a retried step beside a stalled one) never share a file.
@@ -29,7 +30,7 @@ export class DirectoryArchiveStore implements ArchiveStore {
           await fh.write(chunk);
           bytes += chunk.length;
         }
-        await fh.sync();
+        if (!options.scratch) await fh.sync();
       } finally {
         await fh.close();
       }
@@ -38,7 +39,7 @@ export class DirectoryArchiveStore implements ArchiveStore {
       await rm(tmp, { force: true });
       throw err;
     }
-    await syncDirectory(path.dirname(file));
+    if (!options.scratch) await syncDirectory(path.dirname(file));
     return { bytes };
   }
 
@@ -48,7 +49,8 @@ export class DirectoryArchiveStore implements ArchiveStore {
     const fh = await open(file, 'r').catch((err: NodeJS.ErrnoException) => {
       throw err.code === 'ENOENT' ? new ArchiveObjectMissing(file) : err;
     });
-    return fh.createReadStream();
+    // Read a mebibyte at a time: an archive's files are copied into it, and read back, a read each.
+    return fh.createReadStream({ highWaterMark: 1 << 20 });
   }
 
   async head(key: string): Promise<{ bytes: number } | null> {

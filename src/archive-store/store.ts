@@ -10,13 +10,22 @@ export interface ArchiveStore {
   /** Where an object is, for reports and operators: a file path or an s3:// URL (never a credential). */
   locate(key: string): string;
   /** Writes `body` under `key` (replacing an object there); resolves once the whole object is stored. */
-  put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ bytes: number }>;
+  put(key: string, body: Readable | AsyncIterable<Uint8Array>, options?: PutOptions): Promise<{ bytes: number }>;
   /** The object as a stream; ArchiveObjectMissing when there is none. */
   get(key: string): Promise<Readable>;
   /** The object's size, or null when there is none. */
   head(key: string): Promise<{ bytes: number } | null>;
   /** Removes the object (none there is no error). */
   delete(key: string): Promise<void>;
+}
+
+export interface PutOptions {
+  /**
+   * An object its writer reads back and deletes before it relies on anything (an archive's part
+   * files, src/retention/archive.ts): whole or absent as any object, but not flushed to disk,
+   * where a crash leaves it to be written again.
+   */
+  scratch?: boolean;
 }
 
 export class ArchiveObjectMissing extends Error {

@@ -8,7 +8,7 @@
  * range), permits/executions/usage/workflow_intents.ndjson (RFC 8785 JSON rows whose time falls in
  * the window), and manifest.note: a signed note whose text is the manifest (each file's sha256,
  * byte count and record count, the window, the range, the checkpoint). Leaf hashes and proofs come
- * from the stored tree, the events from the events table (records from the executions and permits
+ * from the stored tree, the events from the events table (records from the calls and permits
  * tables) as it is now: an event or record altered or deleted after it was logged shows in the
  * bundle as a leaf that does not match.
  */
@@ -50,6 +50,8 @@ import { MANIFEST_FORMAT, type ExportManifest } from './verify-export';
 export interface BuildDeps {
   db: Db;
   config: Pick<Config, 'env' | 'masterKey' | 'databaseUrl' | 'archiveStore'>;
+  /** The files are read back into one object and deleted (an archive's): stored as scratch objects, not flushed to disk. */
+  scratch?: boolean;
 }
 
 /** The archive store key of an export's file. */
@@ -246,7 +248,7 @@ class ExportFileWriter {
     private readonly exportId: string,
     private readonly name: string,
   ) {
-    this.stored = archiveStoreOf(deps.config).put(exportFileKey(exportId, name), this.body);
+    this.stored = archiveStoreOf(deps.config).put(exportFileKey(exportId, name), this.body, { scratch: deps.scratch });
     // Awaited by close or after abort; a failure meanwhile surfaces from the next write.
     this.stored.catch(() => undefined);
   }

@@ -20,7 +20,7 @@ export interface PartitionedTable {
 
 export const PARTITIONED_TABLES: readonly PartitionedTable[] = [
   { table: 'permits', idPrefix: 'permit_' },
-  { table: 'executions', idPrefix: 'exec_req_' },
+  { table: 'calls', idPrefix: 'exec_req_' },
 ];
 
 const WEEK_MS = 7 * 24 * 3600 * 1000;
@@ -110,27 +110,39 @@ export async function ensureWeekPartitions(
   return { created, skipped };
 }
 
+/** A week partition retention could not drop this round, and why (the first reason found). */
+export interface KeptPartition {
+  partition: string;
+  reason: string;
+}
+
 /**
  * Drops the week partitions that end at or before `cutoff` and hold only archived rows: every
  * record and permit of the week is in one of its project's verified archives (the rows of a
  * week are not deleted one by one first: src/retention/delete.ts defers them to this drop), and
  * nothing retained still needs one of its permits (src/db/repositories/archived-weeks.ts). An
  * empty week qualifies at once. Retention passes the earliest cutoff of all projects (none when a
- * project keeps everything), after its archives have verified.
+ * project keeps everything), after its archives have verified. Returns the partitions dropped and
+ * those kept with their reason.
  *
- * A week's records and permits are checked and dropped in one transaction that holds the week's
- * partitions in SHARE mode (no row of theirs is written meanwhile; reads go on), the permits
- * first deleting the usage reports, evidence and attestations that name them; a permits week still
- * needed stays while its records week goes. Detaching takes each table's exclusive lock for a
- * moment: a wait for it gives up after LOCK_WAIT (the calls queued behind it would wait as long)
- * and is tried again a few times, then left to the next round. A week another week's permits
- * descend from is tried again after the later weeks.
+ * A week is checked first without any table lock, and the rows naming its permits by foreign key
+ * (usage reports, evidence, attestations) deleted; then, in one short transaction, the parent
+ * tables' exclusive locks are taken, the week checked again and its partitions detached and
+ * dropped. The request path's statements lock every partition through the parent, parent first
+ * (generic plans, docs/decisions/time-partitions.md): a lock held on the week's partition while
+ * waiting for the parent's would wait on a call that waits on it. With the parents held, nothing
+ * writes to the week, so the second check is what the drop relies on; it reads index ranges
+ * only, and the calls queued behind the locks wait that long. A lock not had within LOCK_WAIT is
+ * let go (the calls queued behind it go on) and tried again after a pause, LOCK_TRIES times, then
+ * left to the next round. A week another week's permits descend from is tried again after the
+ * later weeks.
  */
-export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<string[]> {
+export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<{ dropped: string[]; kept: KeptPartition[] }> {
   const dropped: string[] = [];
+  let kept: KeptPartition[] = [];
   const bytewise = await permitIdsSortBytewise(db);
-  const weeks = new Map<number, { executions?: string; permits?: string }>();
-  for (const table of ['executions', 'permits'] as const) {
+  const weeks = new Map<number, WeekParts>();
+  for (const table of ['calls', 'permits'] as const) {
     for (const p of await weekPartitions(db, table)) {
       if (p.week.getTime() + WEEK_MS > cutoff.getTime()) continue;
       weeks.set(p.week.getTime(), { ...weeks.get(p.week.getTime()), [table]: p.name });
@@ -142,73 +154,97 @@ export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<string[]>
   for (let pass = 0; pass < 2 && pending.length > 0; pass++) {
     const left: typeof pending = [];
     const before = dropped.length;
+    kept = [];
     for (const [at, parts] of pending) {
-      const gone = await dropWeek(db, new Date(at), parts, bytewise);
-      dropped.push(...gone);
-      const rest = { executions: parts.executions && !gone.includes(parts.executions) ? parts.executions : undefined, permits: parts.permits && !gone.includes(parts.permits) ? parts.permits : undefined };
-      if (rest.executions || rest.permits) left.push([at, rest]);
+      const r = await dropWeek(db, new Date(at), parts, bytewise);
+      dropped.push(...r.gone);
+      kept.push(...r.kept);
+      const rest = { calls: parts.calls && !r.gone.includes(parts.calls) ? parts.calls : undefined, permits: parts.permits && !r.gone.includes(parts.permits) ? parts.permits : undefined };
+      if (rest.calls || rest.permits) left.push([at, rest]);
     }
     if (dropped.length === before) break;
     pending = left;
   }
-  return dropped;
+  return { dropped, kept };
 }
 
-/** How long a drop waits for a table's exclusive lock, and how many times it tries. */
-const LOCK_WAIT = '300ms';
-const LOCK_TRIES = 5;
+interface WeekParts {
+  calls?: string;
+  permits?: string;
+}
+
+/** How long one try waits for the parent tables' exclusive locks, and how many times it tries. */
+const LOCK_WAIT_MS = 100;
+const LOCK_TRIES = 40;
+/** The pause between two tries: long enough for the calls queued behind a try to go through. */
+const LOCK_PAUSE_MS = 250;
+
+/** The week's id ranges: its records' and its permits'. */
+function weekIds(week: Date): { records: { from: string; to: string }; permits: { from: string; to: string } } {
+  const next = new Date(week.getTime() + WEEK_MS);
+  return { records: { from: idBound('exec_req_', week), to: idBound('exec_req_', next) }, permits: { from: idBound('permit_', week), to: idBound('permit_', next) } };
+}
 
 /**
- * Checks and drops one week's partitions; returns those dropped. Where the database's collation
- * does not order permit ids as their bytes (`bytewise` false) the rows naming a week's permits
- * cannot be read by range, and a permits week goes only once empty.
+ * Which of the week's partitions hold only archived rows (to drop) and why the others stay. Where
+ * the database's collation does not order permit ids as their bytes (`bytewise` false) the rows
+ * naming a week's permits cannot be read by range, and a permits week goes only once empty.
  */
-async function dropWeek(db: Db, week: Date, parts: { executions?: string; permits?: string }, bytewise: boolean): Promise<string[]> {
-  const next = new Date(week.getTime() + WEEK_MS);
-  const records = { from: idBound('exec_req_', week), to: idBound('exec_req_', next) };
-  const permitIds = { from: idBound('permit_', week), to: idBound('permit_', next) };
-  return withTransaction(db, async (c) => {
-    const named = [parts.executions, parts.permits].filter((n): n is string => n !== undefined);
-    await c.query(`SET LOCAL lock_timeout = '2s'`);
-    await c.query(`LOCK TABLE ${named.join(', ')} IN SHARE MODE`);
-    const drop: { table: string; name: string }[] = [];
-    if (parts.executions && (await recordsNotArchived(c, parts.executions)) === null) drop.push({ table: 'executions', name: parts.executions });
-    const recordsGo = drop.length > 0 || !parts.executions;
-    const permitsLeft = async (name: string) =>
-      bytewise ? permitsNotArchived(c, name, permitIds, records) : (await c.query(`SELECT 1 FROM ${name} LIMIT 1`)).rows.length > 0 ? 'a permit' : null;
-    if (parts.permits && recordsGo && (await permitsLeft(parts.permits)) === null) {
-      await deletePermitDependents(c, permitIds);
-      drop.push({ table: 'permits', name: parts.permits });
-    }
-    const gone: string[] = [];
-    // Permits first, as they are named (either order is safe: each was checked on its own).
-    for (const d of drop.reverse()) {
-      if (await detach(c, d.table, d.name)) gone.push(d.name);
-    }
-    return gone;
-  }).catch((err: { code?: string }) => {
-    // Busy (the week's lock not had in time, or chosen to break a deadlock), or a row naming a
-    // permit of the week written meanwhile (its foreign key refuses the detach): the next round.
-    if (err.code === '55P03' || err.code === '40P01' || err.code === '23503') return [];
-    throw err;
-  });
+async function checkWeek(c: Queryable, week: Date, parts: WeekParts, bytewise: boolean): Promise<{ drop: { table: string; name: string }[]; kept: KeptPartition[] }> {
+  const ids = weekIds(week);
+  const drop: { table: string; name: string }[] = [];
+  const kept: KeptPartition[] = [];
+  if (parts.calls) {
+    const why = await recordsNotArchived(c, parts.calls);
+    if (why === null) drop.push({ table: 'calls', name: parts.calls });
+    else kept.push({ partition: parts.calls, reason: why });
+  }
+  if (parts.permits) {
+    const recordsGo = !parts.calls || drop.length > 0;
+    const why = !recordsGo
+      ? "its week's call records stay"
+      : bytewise
+        ? await permitsNotArchived(c, parts.permits, ids.permits, ids.records)
+        : (await c.query(`SELECT 1 FROM ${parts.permits} LIMIT 1`)).rows.length > 0
+          ? 'a permit (permit ids do not sort as bytes in this collation)'
+          : null;
+    if (why === null) drop.push({ table: 'permits', name: parts.permits });
+    else kept.push({ partition: parts.permits, reason: why });
+  }
+  return { drop, kept };
 }
 
-/** Detaches and drops a partition inside the caller's transaction; false when the table's lock was not had in LOCK_TRIES waits. */
-async function detach(c: Queryable, table: string, name: string): Promise<boolean> {
-  await c.query(`SET LOCAL lock_timeout = '${LOCK_WAIT}'`);
+/** Checks and drops one week's partitions; returns those dropped and those kept with their reason. */
+async function dropWeek(db: Db, week: Date, parts: WeekParts, bytewise: boolean): Promise<{ gone: string[]; kept: KeptPartition[] }> {
+  const first = await checkWeek(db, week, parts, bytewise);
+  if (first.drop.length === 0) return { gone: [], kept: first.kept };
+  // The week's permits are archived and nothing retained names them: the rows that name them by
+  // foreign key go now, outside the locks (the detach's own check of those keys then finds none).
+  if (first.drop.some((d) => d.table === 'permits')) await deletePermitDependents(db, weekIds(week).permits);
+  const parents = [...new Set(first.drop.map((d) => d.table))].sort();
   for (let i = 0; i < LOCK_TRIES; i++) {
-    await c.query('SAVEPOINT detach');
     try {
-      await c.query(`ALTER TABLE ${table} DETACH PARTITION ${name}`);
-      await c.query(`DROP TABLE ${name}`);
-      await c.query('RELEASE SAVEPOINT detach');
-      return true;
+      return await withTransaction(db, async (c) => {
+        await c.query(`SET LOCAL lock_timeout = '${LOCK_WAIT_MS}ms'`);
+        await c.query(`LOCK TABLE ${parents.join(', ')} IN ACCESS EXCLUSIVE MODE`);
+        const again = await checkWeek(c, week, parts, bytewise);
+        const gone: string[] = [];
+        // Permits first, as they are named (either order is safe: each was checked on its own).
+        for (const d of [...again.drop].reverse()) {
+          await c.query(`ALTER TABLE ${d.table} DETACH PARTITION ${d.name}`);
+          await c.query(`DROP TABLE ${d.name}`);
+          gone.push(d.name);
+        }
+        return { gone, kept: [...first.kept, ...again.kept] };
+      });
     } catch (err) {
-      await c.query('ROLLBACK TO SAVEPOINT detach');
-      if ((err as { code?: string }).code !== '55P03') throw err;
-      await new Promise((r) => setTimeout(r, 200 * (i + 1)));
+      const code = (err as { code?: string }).code;
+      // A row naming a permit of the week written since the check (its foreign key refuses the detach): the next round.
+      if (code === '23503') return { gone: [], kept: [...first.kept, ...first.drop.map((d) => ({ partition: d.name, reason: 'a row written since the check names one of its permits' }))] };
+      // The locks not had in time, or chosen to break a deadlock: let go, and after a pause try again.
+      if (code !== '55P03' && code !== '40P01') throw err;
+      await new Promise((r) => setTimeout(r, LOCK_PAUSE_MS * (0.5 + Math.random())));
     }
   }
-  return false;
+  return { gone: [], kept: [...first.kept, ...first.drop.map((d) => ({ partition: d.name, reason: `its table's lock was not had in ${LOCK_TRIES} tries` }))] };
 }

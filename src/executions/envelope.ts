@@ -117,7 +117,7 @@ export function buildEnvelope(i: BuildEnvelopeInput): ExecutionEnvelope {
 
 
 /**
- * The envelope as the execution row stores it: only what its columns do not hold (the output,
+ * The envelope as the call record stores it: only what its columns do not hold (the output,
  * routing's request and reason, governance, total tokens and metrics, the error message, the
  * resolved alias). `envelopeOfRow` rebuilds the whole envelope, member for member in the order
  * `buildEnvelope` writes it. Rows stored before hold the whole envelope (`object` present), which
@@ -163,7 +163,7 @@ export function storedEnvelope(e: ExecutionEnvelope): StoredEnvelope {
   return s;
 }
 
-/** The execution row's columns the envelope is rebuilt from. */
+/** The call record's columns the envelope is rebuilt from. */
 export interface EnvelopeColumns {
   id: string;
   route: string;

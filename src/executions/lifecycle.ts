@@ -1,10 +1,10 @@
 /**
- * The execution row's `lifecycle` column: what a governed call's lifecycle events need beyond the
+ * The call record's `lifecycle` column: what a governed call's lifecycle events need beyond the
  * row's columns and its stored envelope (docs/decisions/call-record.md).
  *
  * The in-process pipeline and a job write no row per lifecycle step: the permit holds the decision
  * (and, while a pipeline call runs, `closing`, whose `dispatch` says when and how it was
- * dispatched; a job keeps its dispatch starts on the job instead), and the execution row holds
+ * dispatched; a job keeps its dispatch starts on the job instead), and the call record holds
  * `lifecycle` with its columns (status, usage, cost, error, times). The events are derived from
  * these stored columns (src/executions/lifecycle-events.ts).
  */
@@ -32,7 +32,7 @@ export interface DispatchStart {
 export type LifecycleAttempt = [provider: string, model: string, sentMs: number, receivedMs: number, status: number | null, failureKind?: string];
 
 /**
- * The execution row's `lifecycle` column: what the call's events hold beyond the row's columns and
+ * The call record's `lifecycle` column: what the call's events hold beyond the row's columns and
  * its stored envelope. Instants are milliseconds after `created_at`.
  */
 export interface Lifecycle {
@@ -86,7 +86,7 @@ export interface StoredRouting {
   usage?: { total_tokens?: number };
 }
 
-/** The columns of an execution row the derived events read: the envelope's columns and the record's own. */
+/** The columns of a call record the derived events read: the envelope's columns and the record's own. */
 export interface RecordColumns
   extends Pick<EnvelopeColumns, 'id' | 'status_code' | 'provider' | 'model' | 'input_tokens' | 'output_tokens' | 'cost_usd_micros' | 'estimated_final' | 'error_code' | 'created_at' | 'completed_at'> {
   project_id: string;

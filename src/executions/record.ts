@@ -1,7 +1,7 @@
 /**
  * Recording a finished governed call: builds the envelope, then in one statement
  * (`tollgate_record_calls`, shared by a batch of calls: src/db/functions/tollgate_record_calls.sql) inserts the
- * execution row, settles or releases spend, appends the completion events, removes the in-flight
+ * call record, settles or releases spend, appends the completion events, removes the in-flight
  * row and completes the idempotency key.
  * The row insert is the exactly-once guard: a second recording of the same execution (a retried
  * activity, reconciliation racing a slow process) writes nothing and returns the stored envelope.
@@ -11,7 +11,7 @@ import type { Db } from '../db/pool';
 import { batchEvents } from '../events/batch';
 import { requestHasEvent } from '../db/repositories/events';
 import type { NewEvent } from '../events/types';
-import { findExecutionById } from '../db/repositories/executions';
+import { findCallRecordById } from '../db/repositories/call-records';
 import type { StoredResponse } from '../db/repositories/idempotency';
 import { recordCalls } from '../db/repositories/governed-calls';
 import { createProjectBatcher, type ProjectBatcher } from '../pipeline/batcher';
@@ -103,10 +103,10 @@ export function executionEvents(input: Pick<RecordedCall, 'projectId' | 'permitI
 }
 
 /**
- * Builds the envelope, settles or releases spend, and persists the execution row and its
+ * Builds the envelope, settles or releases spend, and persists the call record and its
  * completion events once. Safe to retry: a second call finds the row and returns the stored envelope.
  */
-export async function recordExecution(deps: RecordDeps, input: RecordedCall, rec: RecordInput, opts: RecordOptions = {}): Promise<ExecutionEnvelope> {
+export async function recordCall(deps: RecordDeps, input: RecordedCall, rec: RecordInput, opts: RecordOptions = {}): Promise<ExecutionEnvelope> {
   const { db, clock, pricing } = deps;
   const completedAt = clock.now();
   const gov = rec.gov;
@@ -232,7 +232,7 @@ export async function recordExecution(deps: RecordDeps, input: RecordedCall, rec
     if (status === 'completed' || (usage && (cost ?? 0) > 0)) settle = { cost: cost ?? 0, input: usage?.input_tokens ?? 0, output: usage?.output_tokens ?? 0 };
     else releaseReason = (rec.kind === 'session_turn' && rec.turn.closedBy) || error?.code || 'failed';
   }
-  if (settle && (!Number.isInteger(settle.cost) || settle.cost < 0)) throw new Error('recordExecution: cost must be a non-negative integer');
+  if (settle && (!Number.isInteger(settle.cost) || settle.cost < 0)) throw new Error('recordCall: cost must be a non-negative integer');
   let lifecycle: Lifecycle | TurnLifecycle | null = null;
   if (rec.kind === 'session_turn') lifecycle = { turn: rec.turn.turnNumber };
   else if (gov.dispatch && rec.kind !== 'governed_out') {
@@ -301,7 +301,7 @@ export async function recordExecution(deps: RecordDeps, input: RecordedCall, rec
     sync: !(deps.commit === 'async' && rec.kind === 'dispatched'),
   });
   if (!ok) {
-    const stored = await findExecutionById(db, input.executionId);
+    const stored = await findCallRecordById(db, input.executionId);
     if (stored) return stored.envelope;
   }
   return envelope;

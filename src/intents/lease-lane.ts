@@ -5,11 +5,25 @@
  * src/intents/reservations.ts.
  */
 import { randomBytes } from 'node:crypto';
+import { LEASE_LATE_RETURN_MS } from '../../workflows/intent-messages';
 import type { ReservationOutcome } from './reservation-outcome';
 
 export interface Waiter {
   resolve(o: ReservationOutcome): void;
   reject(err: unknown): void;
+}
+
+/** A lease returned by this process or closed by the workflow, kept a while for calls given back late. */
+export interface PastLease {
+  leaseId: string;
+  /** Calls used on it (final). */
+  used: number;
+  /** Of `used`, calls given back after the workflow was told of them. */
+  returned: number;
+  /** Of `returned`, those the workflow has been told of (or a report of them failed). */
+  toldReturned: number;
+  /** performance.now() when it was returned. */
+  closedAt: number;
 }
 
 /** This process's lease on one intent and the callers waiting for calls. */
@@ -47,6 +61,8 @@ export interface LeaseLane {
   lastGrant: number;
   /** performance.now() before which no renewal is sent to grow the lease (the last one granted nothing). */
   quietUntil: number;
+  /** Leases returned lately (oldest first), for calls given back after the return. */
+  past: PastLease[];
 }
 
 /** A lease's block covers this much of the holder's recent rate. */
@@ -58,6 +74,8 @@ export const IDLE_MS = 500;
 /** Renewed (and extended) this long before its deadline while in use; consumption reported at least this often. */
 const RENEW_BEFORE_DEADLINE_MS = 1_000;
 export const REPORT_EVERY_MS = 1_000;
+/** Returned leases a lane remembers at most. */
+const MAX_PAST_LEASES = 8;
 
 const newLeaseId = () => `lse_${randomBytes(12).toString('base64url')}`;
 
@@ -65,7 +83,7 @@ const newLeaseId = () => `lse_${randomBytes(12).toString('base64url')}`;
 export function newLane(key: string, intent: { projectId: string; workflowId: string }, now: number): LeaseLane {
   return {
     key, projectId: intent.projectId, workflowId: intent.workflowId, leaseId: newLeaseId(), open: false, size: 0, used: 0, deadline: 0, revoked: false, releasing: false, queue: [], busy: false,
-    lastUse: now, lastSentAt: now, reported: 0, returned: 0, reportedReturned: 0, consumedTotal: 0, sampleAt: now, sampleConsumed: 0, rate: 0, lastGrant: 0, quietUntil: 0,
+    lastUse: now, lastSentAt: now, reported: 0, returned: 0, reportedReturned: 0, consumedTotal: 0, sampleAt: now, sampleConsumed: 0, rate: 0, lastGrant: 0, quietUntil: 0, past: [],
   };
 }
 
@@ -85,11 +103,16 @@ export function take(lane: LeaseLane, now: number): ReservationOutcome {
  * before its permit), so the intent does not count a call that never happened. Not yet reported:
  * the lease takes it back (it can be taken again). Already reported: it is counted as returned and
  * the lease's next request (renewal or return) tells the workflow, which stops counting it; the
- * call goes back to the intent's room, not to this lease. A lease already returned gives nothing
- * back (its count is final).
+ * call goes back to the intent's room, not to this lease. A lease returned (or being returned)
+ * counts it as returned too; a report of its own tells the workflow (`lateReport`).
  */
 export function giveBack(lane: LeaseLane, leaseId: string): boolean {
-  if (lane.leaseId !== leaseId || !lane.open || lane.releasing) return false;
+  if (lane.leaseId !== leaseId || !lane.open) {
+    const past = lane.past.find((p) => p.leaseId === leaseId);
+    if (!past || past.returned >= past.used) return false;
+    past.returned++;
+    return true;
+  }
   lane.consumedTotal--;
   if (lane.used > lane.reported) lane.used--;
   else if (lane.returned < lane.used) lane.returned++;
@@ -123,8 +146,22 @@ export function wantsRelease(lane: LeaseLane, now: number, p: { idleMs: number; 
   return lane.revoked || p.closing || now >= lane.deadline || (lane.queue.length === 0 && now - lane.lastUse >= p.idleMs);
 }
 
-/** Forgets the lease (the next request opens a new one); the rate it measured stays. */
-export function resetLease(lane: LeaseLane): void {
+/** A returned lease with calls given back that the workflow has not been told of. */
+export function lateReport(lane: LeaseLane): PastLease | undefined {
+  return lane.past.find((p) => p.returned > p.toldReturned);
+}
+
+/** Forgets returned leases past the window in which the workflow still un-counts their calls. */
+export function prunePast(lane: LeaseLane, now: number): void {
+  while (lane.past.length > 0 && now - lane.past[0].closedAt >= LEASE_LATE_RETURN_MS) lane.past.shift();
+}
+
+/** Forgets the lease (the next request opens a new one; one that was used is kept in `past`); the rate it measured stays. */
+export function resetLease(lane: LeaseLane, now = performance.now()): void {
+  if (lane.used > 0) {
+    lane.past.push({ leaseId: lane.leaseId, used: lane.used, returned: lane.returned, toldReturned: lane.reportedReturned, closedAt: now });
+    if (lane.past.length > MAX_PAST_LEASES) lane.past.shift();
+  }
   lane.leaseId = newLeaseId();
   lane.open = false;
   lane.size = 0;

@@ -13,7 +13,9 @@ import {
   intentTemporalWorkflowId,
   leaseCallsUpdate,
 } from '../../workflows/intent-messages';
-import { available, blockSize, giveBack, IDLE_MS, MAX_BLOCK, newLane, REPORT_EVERY_MS, resetLease, sampleRate, take, wantsRelease, wantsRenewal, type LeaseLane } from './lease-lane';
+import {
+  available, blockSize, giveBack, IDLE_MS, lateReport, MAX_BLOCK, newLane, prunePast, REPORT_EVERY_MS, resetLease, sampleRate, take, wantsRelease, wantsRenewal, type LeaseLane, type PastLease,
+} from './lease-lane';
 import type { ReservationOutcome } from './reservation-outcome';
 
 export interface IntentReservationsOptions {
@@ -84,11 +86,15 @@ export class IntentReservations {
   /**
    * A call taken with `reserveCall` that governance never recorded (it failed before its permit):
    * returned to its lease, or, when the workflow was already told of it, reported as returned by
-   * the lease's next request. Returns whether it was (false once the lease itself was returned).
+   * the lease's next request, or by a report of its own once the lease was returned. Returns
+   * whether it was (false for a lease unknown here or returned longer ago than the workflow
+   * remembers it).
    */
   giveBack(projectId: string, workflowId: string, lease: string): boolean {
     const lane = this.leaseLanes.get(intentTemporalWorkflowId(projectId, workflowId));
-    return lane ? giveBack(lane, lease) : false;
+    if (!lane || !giveBack(lane, lease)) return false;
+    if (lateReport(lane)) this.kick(lane);
+    return true;
   }
 
   /** Returns every lease (what was used is reported) and stops listening. */
@@ -97,7 +103,7 @@ export class IntentReservations {
     if (this.tick) clearInterval(this.tick);
     this.tick = null;
     await this.listener?.close();
-    const pending = [...this.leaseLanes.values()].filter((lane) => lane.open || lane.busy);
+    const pending = [...this.leaseLanes.values()].filter((lane) => lane.open || lane.busy || lateReport(lane));
     pending.forEach((lane) => this.kick(lane));
     const deadline = Date.now() + CLOSE_TIMEOUT_MS;
     while (Date.now() < deadline && [...this.leaseLanes.values()].some((lane) => lane.open || lane.busy)) {
@@ -151,8 +157,9 @@ export class IntentReservations {
       const now = performance.now();
       for (const lane of this.leaseLanes.values()) {
         if (lane.busy) continue;
-        if (this.wantsRelease(lane, now) || this.wantsRenewal(lane, now) || lane.queue.length > 0) this.kick(lane);
-        else if (!lane.open && lane.queue.length === 0) this.leaseLanes.delete(lane.key);
+        prunePast(lane, now);
+        if (this.wantsRelease(lane, now) || this.wantsRenewal(lane, now) || lane.queue.length > 0 || lateReport(lane)) this.kick(lane);
+        else if (!lane.open && lane.queue.length === 0 && lane.past.length === 0) this.leaseLanes.delete(lane.key);
       }
       if (this.leaseLanes.size === 0 && this.tick) {
         clearInterval(this.tick);
@@ -179,7 +186,12 @@ export class IntentReservations {
           continue;
         }
         const need = lane.queue.length;
-        if (need === 0 && !this.wantsRenewal(lane, now)) break;
+        if (need === 0 && !this.wantsRenewal(lane, now)) {
+          const late = lateReport(lane);
+          if (!late) break;
+          await this.reportLate(lane, late);
+          continue;
+        }
         const remaining = lane.open ? Math.max(0, lane.size - lane.used) : 0;
         // Callers ran dry: the rate outgrew the estimate (a ramp), so at least double the last block.
         const block = need > 0 ? Math.min(MAX_BLOCK, Math.max(blockSize(lane), 2 * lane.lastGrant)) : blockSize(lane);
@@ -240,6 +252,18 @@ export class IntentReservations {
       this.opts.logger?.warn({ err, workflow_id: lane.workflowId, lease: lane.leaseId }, 'intent lease release failed; the workflow settles it from permit records');
     }
     resetLease(lane);
+  }
+
+  /** Calls given back after their lease was returned: the workflow un-counts them (one Update per lease, cumulative). */
+  private async reportLate(lane: LeaseLane, past: PastLease): Promise<void> {
+    const { used, returned } = past;
+    try {
+      await this.sendUpdate(lane.key, leaseCallsUpdate, { leaseId: past.leaseId, holder: this.holder, used, returned, need: 0, want: 0, release: true });
+    } catch (err) {
+      // Not retried: the calls stay counted (one call more than was governed, never past max_calls).
+      this.opts.logger?.warn({ err, workflow_id: lane.workflowId, lease: past.leaseId }, 'intent lease: calls given back after its return could not be reported');
+    }
+    past.toldReturned = Math.max(past.toldReturned, returned);
   }
 
   private async sendLease(lane: LeaseLane, a: { need: number; want: number; release?: boolean }): Promise<LeaseResult> {

@@ -6,6 +6,8 @@
  * `JSON.stringify`, exactly.
  */
 
+import { jsonStringText } from '../json-string';
+
 /** Characters written between two turns of the event loop; also the string length written in slices. */
 const SLICE = 512 * 1024;
 /** Bodies whose strings hold fewer characters in all are written in one go. */
@@ -108,8 +110,7 @@ class SliceWriter {
       // A high surrogate at the slice's end stays with its low surrogate in the next slice.
       const last = s.charCodeAt(end - 1);
       if (end < s.length && last >= 0xd800 && last <= 0xdbff) end--;
-      const json = JSON.stringify(s.slice(i, end));
-      await this.put(json.slice(1, -1));
+      await this.put(jsonStringText(s.slice(i, end)));
       i = end;
     }
     await this.put('"');

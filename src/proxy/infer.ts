@@ -37,7 +37,7 @@ export interface ProxyCall {
   inspectableItems: InspectableText[];
   /** The tools the request offers the model, by name: what governance and the permit see of them. */
   tools: string[];
-  /** Provider-neutral request (for estimates and the execution record). */
+  /** Provider-neutral request (for estimates and the call record). */
   request: ExecutionInput['request'];
 }
 

@@ -6,7 +6,7 @@
  *   model → routing headers → Idempotency-Key claim → governance + prompt firewall (permit) →
  *   dispatch: the native body byte for byte (Tollgate's credentials), or translated for a
  *   cross-provider target → the native response / SSE stream back unchanged, usage extracted on
- *   the way → recordExecution (the executions path's recording: envelope row, spend settle or
+ *   the way → recordCall (the executions path's recording: call record, spend settle or
  *   release, timeline events) → idempotency completion.
  *
  * Parts: request.ts (the request as the HTTP side hands it over, body, idempotency hash, routing

@@ -4,10 +4,12 @@
  * verified by the offline verifier before any of its rows is deleted.
  */
 import { createHash } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { buildExportPart, deleteExportFiles, exportBundle, writeManifest } from '../compliance/build';
 import { readTar } from '../compliance/tar';
 import { verifyExport } from '../compliance/verify-export';
 import { archiveStoreOf } from '../archive-store/from-config';
+import { buildRowPartsInWorker } from './archive-rows';
 import { findExport, insertExport, updateExport, type ExportPart } from '../db/repositories/compliance-exports';
 import type { ArchiveRow } from '../db/repositories/archives';
 import { complianceSigner } from '../integrity/keys';
@@ -16,6 +18,14 @@ import type { RetentionDeps, RetentionOptions } from './types';
 
 /** The parts an archive holds: the log range and the rows of the window that retention deletes. */
 const ARCHIVE_PARTS: ExportPart[] = ['events', 'permits', 'executions', 'usage'];
+
+/**
+ * An archive's row parts are written in a worker thread from this many leaves (below, its start
+ * costs more than it saves), on a machine of at least ROWS_IN_WORKER_CORES cores: on two, shared
+ * with PostgreSQL, it showed no steady gain (docs/decisions/archive-row-parts-worker.md).
+ */
+const ROWS_IN_WORKER_FROM = 5000;
+const ROWS_IN_WORKER_CORES = 4;
 
 /** The archive store key of an archive: `<project>/<archive id>.tar`. */
 export const archiveKey = (a: Pick<ArchiveRow, 'project_id' | 'id'>) => `${a.project_id}/${a.id}.tar`;
@@ -28,18 +38,24 @@ export const archiveKey = (a: Pick<ArchiveRow, 'project_id' | 'id'>) => `${a.pro
  */
 export async function writeArchive(deps: RetentionDeps, a: ArchiveRow, opts: RetentionOptions): Promise<{ sha256: string; bytes: number }> {
   const { db } = deps;
-  const build = { db, config: deps.config };
+  // The part files are read back into the archive's object and deleted: scratch objects.
+  const build = { db, config: deps.config, scratch: true };
   await dropExport(build, a.id);
   await insertExport(db, { id: a.id, projectId: a.project_id, since: new Date(a.window_since), until: new Date(a.window_until), include: ARCHIVE_PARTS, requestedBy: 'retention' });
   await updateExport(db, a.id, { status: 'running', started: true, first_index: Number(a.first_index), last_index: Number(a.last_index), checkpoint_size: Number(a.checkpoint_size) });
   if (!(await findExport(db, null, a.id))) throw new Error(`archive ${a.id}: its export row disappeared`);
-  // The events part beside the rows' parts, one of those at a time: the database's reads of one
-  // overlap the process's writing out of the other.
+  // The events part beside the rows' parts, one of those at a time; a large archive's row parts
+  // in a worker thread (archive-rows.ts), on another core.
+  const rowParts = ARCHIVE_PARTS.filter((p) => p !== 'events');
+  const leaves = Number(a.last_index) - Number(a.first_index) + 1;
+  const inWorker = opts.rowsInWorker ?? (leaves >= ROWS_IN_WORKER_FROM && availableParallelism() >= ROWS_IN_WORKER_CORES);
   const built = await Promise.allSettled([
     buildExportPart(build, a.id, 'events'),
-    (async () => {
-      for (const part of ARCHIVE_PARTS) if (part !== 'events') await buildExportPart(build, a.id, part);
-    })(),
+    inWorker
+      ? buildRowPartsInWorker(deps.config, a.id, rowParts)
+      : (async () => {
+          for (const part of rowParts) await buildExportPart(build, a.id, part);
+        })(),
   ]);
   for (const b of built) if (b.status === 'rejected') throw b.reason;
   // The manifest only: the bundle is hashed as it streams into the store below.

@@ -33,7 +33,7 @@ interface Scope {
   bound: string[];
 }
 
-function scopes(table: 'executions' | 'permits', prefix: string, deferral: Deferral | null): Scope[] {
+function scopes(table: 'calls' | 'permits', prefix: string, deferral: Deferral | null): Scope[] {
   if (!deferral) return [{ from: table, where: () => 'true', bound: [] }];
   const bound = idBound(prefix, deferral.before);
   return [
@@ -76,7 +76,8 @@ export async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptio
     );
     return r.rowCount ?? 0;
   });
-  for (const scope of scopes('executions', 'exec_req_', deferral)) {
+  for (const scope of scopes('calls', 'exec_req_', deferral)) {
+    // `executions`: the archive's `deleted` key for call records, a field of the archives API.
     await drain('executions', async () => {
       // By the project's time index: what is left before the cutoff is no leaf (the archived
       // leaves went above) or a leaf the archive did not reach.
@@ -86,7 +87,7 @@ export async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptio
       );
       if (rows.length === 0) return 0;
       // By id: the statement prunes to the records' weeks.
-      const r = await db.query('DELETE FROM executions WHERE id = ANY($1::text[])', [rows.map((x) => x.id)]);
+      const r = await db.query('DELETE FROM calls WHERE id = ANY($1::text[])', [rows.map((x) => x.id)]);
       return r.rowCount ?? 0;
     });
   }
@@ -135,9 +136,10 @@ async function deleteLeaves(db: Db, a: ArchiveRow, o: { batch: number; deferral:
       const ids = (await recordsOf(c, project, recordSeqs))
         .filter((r) => bound === null || r.in_default || r.id >= bound || Number(r.seq) > lastSeq)
         .map((r) => r.id);
-      const ex = ids.length === 0 ? { rowCount: 0 } : await c.query('DELETE FROM executions WHERE id = ANY($1::text[])', [ids]);
+      const ex = ids.length === 0 ? { rowCount: 0 } : await c.query('DELETE FROM calls WHERE id = ANY($1::text[])', [ids]);
       const ch = await c.query('DELETE FROM event_chain WHERE project_id = $1 AND chain_pos <= $2', [project, Number(rows[rows.length - 1].chain_pos)]);
       await addArchiveDeleted(c, a.id, 'events', ev.rowCount ?? 0);
+      // `executions`, not the table's name: the archives API's `deleted` key for call records.
       await addArchiveDeleted(c, a.id, 'executions', ex.rowCount ?? 0);
       await addArchiveDeleted(c, a.id, 'event_chain', ch.rowCount ?? 0);
       return rows.length;
@@ -157,7 +159,7 @@ async function recordsOf(c: Queryable, project: string, seqs: number[]): Promise
     if (s < lo) lo = s;
     if (s > hi) hi = s;
   }
-  const sql = (where: string) => `SELECT id, seq, tableoid = 'executions_default'::regclass AS in_default FROM executions WHERE project_id = $1 AND ${where}`;
+  const sql = (where: string) => `SELECT id, seq, tableoid = 'calls_default'::regclass AS in_default FROM calls WHERE project_id = $1 AND ${where}`;
   // The span's range scans, cut short past twice the records wanted (records chained far out of
   // seq order); what they missed is read by key.
   const spanned = (await c.query<{ id: string; seq: string; in_default: boolean }>(`${sql('seq >= $2 AND seq <= $3')} LIMIT $4`, [project, lo, hi, 2 * seqs.length])).rows.filter((r) =>
@@ -195,7 +197,7 @@ async function deletePermits(db: Db, a: ArchiveRow, o: { batch: number; scope: S
           ORDER BY issued_at, id LIMIT $5)
        SELECT c.id, c.issued_at::text AS at, (x.one IS NOT NULL OR e.one IS NOT NULL OR k.one IS NOT NULL) AS named, (ck.one IS NOT NULL) AS parent
          FROM c
-         LEFT JOIN LATERAL (SELECT 1 AS one FROM executions x WHERE x.permit_id = c.id COLLATE "default" LIMIT 1) x ON true
+         LEFT JOIN LATERAL (SELECT 1 AS one FROM calls x WHERE x.permit_id = c.id COLLATE "default" LIMIT 1) x ON true
          LEFT JOIN LATERAL (SELECT 1 AS one FROM events e WHERE e.project_id = $1 AND e.permit_id = c.id COLLATE "default" LIMIT 1) e ON true
          LEFT JOIN LATERAL (SELECT 1 AS one FROM permits k WHERE k.parent_permit_id = c.id COLLATE "default" AND k.issued_at >= $2 LIMIT 1) k ON true
          LEFT JOIN LATERAL (SELECT 1 AS one FROM permits k WHERE k.parent_permit_id = c.id COLLATE "default" LIMIT 1) ck ON true

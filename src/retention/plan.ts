@@ -28,7 +28,7 @@ const ARCHIVE_ALIGNMENT = 16;
 async function oldestRow(db: Queryable, projectId: string, cutoff: Date): Promise<Date | null> {
   const { rows } = await db.query<{ at: Date | null }>(
     `SELECT least((SELECT min(timestamp) FROM events WHERE project_id = $1 AND timestamp < $2),
-                  (SELECT min(created_at) FROM executions WHERE project_id = $1 AND created_at < $2),
+                  (SELECT min(created_at) FROM calls WHERE project_id = $1 AND created_at < $2),
                   (SELECT min(issued_at) FROM permits WHERE project_id = $1 AND issued_at < $2)) AS at`,
     [projectId, cutoff],
   );
@@ -57,7 +57,7 @@ export async function planArchive(deps: RetentionDeps, projectId: string, cutoff
     `SELECT c.chain_pos AS pos
        FROM event_chain c
        LEFT JOIN events e ON e.seq = c.seq
-       LEFT JOIN executions x ON x.project_id = c.project_id AND x.seq = c.seq
+       LEFT JOIN calls x ON x.project_id = c.project_id AND x.seq = c.seq
       WHERE c.project_id = $1 AND c.chain_pos > $2
         AND coalesce(e.timestamp, x.completed_at, 'infinity'::timestamptz) >= $3
       ORDER BY c.chain_pos

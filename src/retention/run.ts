@@ -34,6 +34,8 @@ export interface RetentionReport {
   projects: ProjectRetention[];
   /** Week partitions dropped once every project's retention had passed them and every row they held was archived. */
   partitions_dropped: string[];
+  /** Week partitions past every project's retention that stay this round, each with the first reason found (a row not archived yet, or its table busy). */
+  partitions_kept: { partition: string; reason: string }[];
 }
 
 export interface ArchiveView {
@@ -70,8 +72,8 @@ export async function runRetention(deps: RetentionDeps, opts: RetentionOptions):
   const deferral = await deferredWeeks(deps.db, deps.config.retention.days, opts.now, opts.projectId);
   const out: ProjectRetention[] = [];
   for (const p of projects) out.push(await retainProject(deps, p, opts, deferral));
-  const dropped = await dropAgedPartitions(deps.db, deps.config.retention.days, opts.now);
-  return { object: 'retention_run', projects: out, partitions_dropped: dropped };
+  const weeks = await dropAgedPartitions(deps.db, deps.config.retention.days, opts.now);
+  return { object: 'retention_run', projects: out, partitions_dropped: weeks.dropped, partitions_kept: weeks.kept };
 }
 
 async function projectsInScope(db: Queryable, globalDays: number | undefined, opts: RetentionOptions): Promise<{ id: string; days: number | null }[]> {

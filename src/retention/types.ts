@@ -15,6 +15,8 @@ export interface RetentionOptions {
   now: Date;
   /** Rows per delete statement. */
   batchSize?: number;
+  /** Whether an archive's row parts are written in a worker thread (default: from 5,000 leaves, on a machine of four cores or more). */
+  rowsInWorker?: boolean;
   /**
    * Called after each step (`uploading`: after each piece of the archive handed to the store); a
    * test throws from it to stop a run there, as a killed process would.

@@ -1,6 +1,6 @@
 /**
  * A session turn's call record (docs/decisions/call-record.md, docs/decisions/sessions.md). Every
- * turn leaves one, written through the record path every governed call takes (`recordExecution`,
+ * turn leaves one, written through the record path every governed call takes (`recordCall`,
  * `tollgate_record_calls`), so its chain leaf, the call rollup and the spend counters treat it as
  * any call's, and the request log lists it (route `sessions`, `session_id`):
  *
@@ -26,7 +26,7 @@ import { findPermit } from '../db/repositories/permits';
 import type { SessionRecord } from '../db/repositories/sessions';
 import { listUnrecordedTurns, type SessionTurnRecord } from '../db/repositories/session-turns';
 import type { ExecutionEnvelope } from '../executions/envelope';
-import { recordExecution } from '../executions/record';
+import { recordCall } from '../executions/record';
 import type { GovernOutcome, RecordedCall, RecordInput } from '../executions/types';
 
 export interface TurnRecordDeps {
@@ -93,7 +93,7 @@ export async function recordTurn(
       ? { kind: 'governed_out', gov }
       : { kind: 'session_turn', gov, turn: { turnId: t.id, turnNumber: t.turn_number, settled: settledUsage(t), ...(opts.closedBy ? { closedBy: opts.closedBy } : {}) } };
   if (rec.kind === 'session_turn' && !rec.turn.settled && !opts.closedBy) throw new Error('recordTurn: an unsettled turn is recorded only when its session closes');
-  return recordExecution({ db: deps.db, clock: deps.clock, pricing }, input, rec);
+  return recordCall({ db: deps.db, clock: deps.clock, pricing }, input, rec);
 }
 
 /**

@@ -17,6 +17,7 @@ describe('payload hashes in slices', () => {
     ['nested arrays with holes and dates', { b: [1, undefined, [2, { z: 1, a: 'x' }]], a: new Date(0), 'é': 'ü' }],
     ['a long plain string', { body: 'the quarterly report '.repeat(200_000) }],
     // A surrogate pair straddles the first slice boundary (its high half is the slice's last unit).
+    ['plain slices around one with a quote and a newline', { body: 'a'.repeat(SLICE * 2) + 'say "so"\n' + 'b'.repeat(SLICE + 3) }],
     ['a pair across a boundary', { body: 'a'.repeat(SLICE - 1) + emoji + 'b'.repeat(SLICE) }],
     ['pairs everywhere', { body: emoji.repeat(SLICE + 3) }],
     ['lone surrogates, escapes and control characters', { body: `\ud800x\udc00"\\\u0001\u2028`.repeat(120_000) + '\ud800' }],

@@ -2,6 +2,7 @@ import { Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import { ApiError } from '../errors';
 import { jsonDepth, MAX_JSON_DEPTH } from '../../json-depth';
+import { readModelJson } from './model-json';
 
 
 /** Payment-provider webhooks (src/api/routes/billing.ts): their signature covers the exact bytes, so they read the raw body. */
@@ -27,7 +28,7 @@ const parser = (limitBytes: number) =>
   });
 
 /**
- * JSON request bodies for the `/v1` JSON routes: a body with another content type is a 415,
+ * JSON request bodies for the `/v1` JSON routes (model-input bodies read by model-json.ts, the others by koa-body): a body with another content type is a 415,
  * malformed JSON or JSON nested deeper than MAX_JSON_DEPTH a 400 `invalid_json`, an oversized body a
  * 413 (mapped in the error handler). Model-input routes take up to `limitBytes`, every other route
  * up to `controlLimitBytes` (docs/decisions/http-hardening.md).
@@ -46,7 +47,14 @@ export function jsonBody(limitBytes: number, controlLimitBytes = limitBytes): Mi
       if (!ctx.is('application/json', 'application/*+json')) {
         throw new ApiError(415, 'unsupported_media_type', 'Send the request body as JSON with "Content-Type: application/json"', { details: { content_type: ctx.get('content-type') || null } });
       }
-      const parse = isModelInputRoute(ctx.method, ctx.path) ? modelParse : controlParse;
+      const modelInput = isModelInputRoute(ctx.method, ctx.path);
+      // Compressed bodies (rare on these routes) are inflated by koa-body's reader.
+      if (modelInput && (ctx.get('content-encoding') || 'identity').toLowerCase() === 'identity') {
+        ctx.request.body = (await readModelJson(ctx.req, limitBytes)) as typeof ctx.request.body;
+        await next();
+        return;
+      }
+      const parse = modelInput ? modelParse : controlParse;
       await parse(ctx, async () => {
         if (jsonDepth(ctx.request.body) > MAX_JSON_DEPTH) {
           throw new ApiError(400, 'invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels`, { details: { max_depth: MAX_JSON_DEPTH } });

@@ -14,12 +14,12 @@ import {
   governanceMetricsSchema,
 } from '../schemas/calls';
 import { callMetrics } from '../../db/repositories/call-metrics';
-import { findCall, listCalls, type CallRecord } from '../../db/repositories/calls';
+import { findCall, listCalls, type CallLogEntry } from '../../db/repositories/calls';
 import { notFoundOrArchived } from '../../retention/archived';
 import { governanceMetrics } from '../../db/repositories/governance-metrics';
 import type { Clock } from '../../clock';
 
-function callView(r: CallRecord) {
+function callView(r: CallLogEntry) {
   return {
     id: r.id,
     object: 'call' as const,

@@ -4,7 +4,7 @@ import { authOf, keyAuthOf } from '../middleware/auth';
 import { executionMetricsSchema } from '../schemas/integrity';
 import { routeFamily } from '../route-table';
 import { executionEnvelopeSchema, executionFailureSchema } from '../schemas/executions';
-import { executionMetrics, findExecution } from '../../db/repositories/executions';
+import { executionMetrics, findCallRecord } from '../../db/repositories/call-records';
 import { ExecuteInputError, resolveExecuteTarget, translateExecuteInput } from '../../executions/execute-input';
 import { planExecution } from '../../executions/routing';
 import { ExecuteRequest, executeRequestSchema, ExecutionRequest, executionRequestSchema } from '../../executions/schema';
@@ -128,7 +128,7 @@ export const executionRoutes = routeFamily(
       response: executionEnvelopeSchema,
       handler: async (ctx, { deps }) => {
         const auth = authOf(ctx);
-        const record = await findExecution(deps.db, auth.projectId, ctx.params.request_id);
+        const record = await findCallRecord(deps.db, auth.projectId, ctx.params.request_id);
         if (!record) throw await notFoundOrArchived(deps.db, auth.projectId, { what: 'Execution', id: ctx.params.request_id });
         if (record.permit_id) ctx.set('x-svc-permit-id', record.permit_id);
         ctx.body = record.envelope;

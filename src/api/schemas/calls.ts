@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { PROVIDER_IDS } from '../../config';
 
-/** The surfaces a call record names (`executions.route`, migration 0290). */
+/** The surfaces a call record names (`calls.route`, migration 0290). */
 const CALL_ROUTES = ['executions', 'execute', 'proxy', 'sessions'] as const;
 
 /** The request log's call object (docs/decisions/request-log.md): one governed call, without its content. */

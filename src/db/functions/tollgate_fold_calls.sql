@@ -12,7 +12,7 @@ RETURNS void LANGUAGE sql AS $$
            x.status, x.provider, x.model, x.key_id, x.input_tokens, x.output_tokens, x.cost_usd_micros,
            CASE WHEN x.status <> 'denied' THEN width_bucket(x.duration_ms, p_bounds) END AS lb
       FROM unnest(p_projects, p_ids) AS k(project_id, id)
-      JOIN executions x ON x.id = k.id AND x.project_id = k.project_id
+      JOIN calls x ON x.id = k.id AND x.project_id = k.project_id
       LEFT JOIN call_rollup_starts s ON s.project_id = x.project_id
      CROSS JOIN (VALUES (60), (3600)) AS w(width)
      WHERE s.started_at IS NULL OR x.created_at >= s.started_at

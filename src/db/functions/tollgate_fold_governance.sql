@@ -11,7 +11,7 @@ RETURNS void LANGUAGE sql AS $$
   WITH p AS (
     SELECT p.project_id, p.issued_at, p.decision, p.reason_code, p.metadata->'decision_metadata'->'firewall' AS fw
       FROM unnest(p_projects, p_ids) AS k(project_id, id)
-      JOIN executions x ON x.id = k.id AND x.project_id = k.project_id
+      JOIN calls x ON x.id = k.id AND x.project_id = k.project_id
      CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p
       LEFT JOIN governance_rollup_starts s ON s.project_id = p.project_id
      WHERE p.project_id = x.project_id

@@ -12,7 +12,7 @@ RETURNS void LANGUAGE sql AS $$
   WITH p AS (
     SELECT p.project_id, p.settled_at, p.provider, p.model, p.metadata->>'key_id' AS key_id, p.actual_input_tokens, p.actual_output_tokens, p.actual_cost_micros
       FROM unnest(p_projects, p_ids) AS k(project_id, id)
-      JOIN executions x ON x.id = k.id AND x.project_id = k.project_id
+      JOIN calls x ON x.id = k.id AND x.project_id = k.project_id
      CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p
       LEFT JOIN usage_rollup_starts s ON s.project_id = p.project_id
      WHERE p.project_id = x.project_id

@@ -28,18 +28,18 @@ DECLARE
   done_ids text[] := '{}';
   settle jsonb;
   idem jsonb;
-  -- The execution rows inserted now (a row already recorded, or a second copy in the batch, is not).
+  -- The call records inserted now (a row already recorded, or a second copy in the batch, is not).
   inserted text[];
   -- What a call's row does not carry: recorded_at.
-  exec_base executions;
+  call_base calls;
 BEGIN
-  exec_base.recorded_at := now();
+  call_base.recorded_at := now();
   -- A record with a lifecycle (the in-process pipeline's) takes a seq and is queued for the chain
   -- sequencer as one leaf; its events are derived from it (src/executions/lifecycle-events.ts).
   WITH ins AS (
-    INSERT INTO executions
+    INSERT INTO calls
     SELECT r.* FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS t(c, ord)
-     CROSS JOIN LATERAL jsonb_populate_record(exec_base, CASE WHEN t.c->'row' ? 'lifecycle'
+     CROSS JOIN LATERAL jsonb_populate_record(call_base, CASE WHEN t.c->'row' ? 'lifecycle'
                           THEN t.c->'row' || jsonb_build_object('seq', nextval('events_seq_seq')) ELSE t.c->'row' END) AS r
     ON CONFLICT (id) DO NOTHING
     RETURNING id, project_id, seq

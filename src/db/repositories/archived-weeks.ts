@@ -30,8 +30,11 @@ const RECORD_NOT_ARCHIVED = `(a.project_id IS NULL
 /**
  * The first reason the records partition `partition` holds a row not archived, or null: a row of
  * a project without an archive, past its archive's cutoff or last seq (each a lookup in the
- * project's index of the partition), or a record whose chain row is still there (one primary key
- * lookup per record of the week).
+ * project's index of the partition), or a record whose chain row is still there: the chain rows
+ * in the span of the week's seqs (a range of `event_chain`'s key: once the week is archived, its
+ * leaves' chain rows are gone and the span holds few or none), each looked up in the week's index.
+ * It runs again under the tables' exclusive locks just before the drop (src/db/partitions.ts), so
+ * no step of it reads every row of the week.
  */
 export async function recordsNotArchived(db: Queryable, partition: string): Promise<string | null> {
   const { rows } = await db.query<{ why: string }>(
@@ -47,8 +50,12 @@ export async function recordsNotArchived(db: Queryable, partition: string): Prom
        (SELECT 'a record of project ' || a.project_id || ' created after its archive''s cutoff' FROM a
           CROSS JOIN LATERAL (SELECT 1 FROM ${partition} x WHERE x.project_id = a.project_id AND x.created_at >= a.window_until AND x.seq IS NULL LIMIT 1) hit LIMIT 1)
        UNION ALL
-       (SELECT 'record ' || x.id || ', still in the log' FROM ${partition} x
-          CROSS JOIN LATERAL (SELECT 1 FROM event_chain c WHERE c.seq = x.seq LIMIT 1) hit WHERE x.seq IS NOT NULL LIMIT 1)
+       (SELECT 'record ' || x.id || ', still in the log' FROM (
+           SELECT min(s.lo) AS lo, max(s.hi) AS hi FROM projects pr CROSS JOIN LATERAL (
+             SELECT (SELECT x.seq FROM ${partition} x WHERE x.project_id = pr.id AND x.seq IS NOT NULL ORDER BY x.seq LIMIT 1) AS lo,
+                    (SELECT x.seq FROM ${partition} x WHERE x.project_id = pr.id AND x.seq IS NOT NULL ORDER BY x.seq DESC LIMIT 1) AS hi) s) span
+          JOIN event_chain c ON c.seq >= span.lo AND c.seq <= span.hi
+          JOIN ${partition} x ON x.project_id = c.project_id AND x.seq = c.seq LIMIT 1)
        UNION ALL
        (SELECT 'record ' || x.id || ', waiting to be chained' FROM event_chain_pending q
           CROSS JOIN LATERAL unnest(q.seqs) AS s(seq) JOIN ${partition} x ON x.project_id = q.project_id AND x.seq = s.seq LIMIT 1)
@@ -75,7 +82,7 @@ export async function permitsNotArchived(db: Queryable, partition: string, ids: 
        (SELECT 'a permit of project ' || a.project_id || ' issued after its archive''s cutoff' FROM a
           CROSS JOIN LATERAL (SELECT 1 FROM ${partition} p WHERE p.project_id = a.project_id AND p.issued_at >= a.window_until LIMIT 1) hit LIMIT 1)
        UNION ALL
-       (SELECT 'record ' || x.id || ', not archived, names permit ' || x.permit_id FROM executions x LEFT JOIN a ON a.project_id = x.project_id
+       (SELECT 'record ' || x.id || ', not archived, names permit ' || x.permit_id FROM calls x LEFT JOIN a ON a.project_id = x.project_id
          WHERE ${inWeek('x.permit_id')} AND (x.id < $3 OR x.id >= $4) AND ${RECORD_NOT_ARCHIVED} LIMIT 1)
        UNION ALL
        (SELECT 'event seq ' || hit.seq || ' names a permit of the week' FROM projects pr

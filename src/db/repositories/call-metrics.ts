@@ -139,9 +139,18 @@ type Row = {
 
 const RECORD_COLUMNS = 'x.created_at, x.status, x.provider, x.model, x.key_id, x.cost_usd_micros, x.duration_ms';
 const ROLLUP_COLUMNS = 'c.dimension, c.start, c.status, c.provider, c.model, c.key_id, c.calls, c.cost_usd_micros, c.latency';
+/**
+ * Rows of each range of a multirange parameter, read by one index range scan per range: the
+ * subquery is LATERAL and kept apart (OFFSET 0), so the planner cannot turn it into a join that
+ * reads every row of the project and filters them against the ranges (it guesses 100 ranges where
+ * there are none to a few).
+ */
+export const perRange = (ranges: string, select: string) => `unnest(${ranges}::tstzmultirange) AS r CROSS JOIN LATERAL (${select} OFFSET 0)`;
 const rollupRows = (ranges: string, width: number, dimensions: string) =>
-  `SELECT ${ROLLUP_COLUMNS} FROM unnest(${ranges}::tstzmultirange) AS r
-     JOIN call_rollup c ON c.project_id = $1 AND c.width = ${width} AND c.dimension IN (${dimensions}) AND c.start >= lower(r) AND c.start < upper(r)`;
+  `SELECT ${ROLLUP_COLUMNS} FROM ${perRange(ranges, `SELECT ${ROLLUP_COLUMNS} FROM call_rollup c
+     WHERE c.project_id = $1 AND c.width = ${width} AND c.dimension IN (${dimensions}) AND c.start >= lower(r) AND c.start < upper(r)`)} AS c`;
+const recordRows = (ranges: string) =>
+  `${perRange(ranges, `SELECT ${RECORD_COLUMNS} FROM calls x WHERE x.project_id = $1 AND x.created_at >= lower(r) AND x.created_at < upper(r)`)} AS x`;
 
 /**
  * The statement. $1 project, $2 bucket origin, $3 bucket seconds, $4 record ranges for both,
@@ -154,13 +163,13 @@ const METRICS_SQL = `
   WITH unfolded AS (${UNFOLDED_RECORDS_SQL}),
   rec AS (
     SELECT ${RECORD_COLUMNS}, true AS for_series, true AS for_spend
-      FROM unnest($4::tstzmultirange) AS r JOIN executions x ON x.project_id = $1 AND x.created_at >= lower(r) AND x.created_at < upper(r)
+      FROM ${recordRows('$4')}
     UNION ALL
     SELECT ${RECORD_COLUMNS}, true, false
-      FROM unnest($5::tstzmultirange) AS r JOIN executions x ON x.project_id = $1 AND x.created_at >= lower(r) AND x.created_at < upper(r)
+      FROM ${recordRows('$5')}
     UNION ALL
     SELECT ${RECORD_COLUMNS}, NOT (x.created_at <@ $5::tstzmultirange), true
-      FROM unfolded u JOIN executions x ON x.id = u.id AND x.project_id = $1
+      FROM unfolded u JOIN calls x ON x.id = u.id AND x.project_id = $1
      WHERE x.created_at <@ $6::tstzmultirange
   ),
   series AS (

@@ -41,7 +41,7 @@ export async function foldCalls(db: Queryable, projectIds: readonly string[], id
  */
 export const UNFOLDED_RECORDS_SQL = `
   SELECT x.id FROM (SELECT unnest(seqs) AS seq FROM event_chain_pending WHERE project_id = $1) AS p
-    JOIN executions x ON x.project_id = $1 AND x.seq = p.seq
+    JOIN calls x ON x.project_id = $1 AND x.seq = p.seq
   UNION
   SELECT e.request_id FROM (SELECT unnest(seqs) AS seq FROM event_chain_pending WHERE project_id = $1) AS p
     JOIN events e ON e.seq = p.seq

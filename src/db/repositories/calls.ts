@@ -1,18 +1,18 @@
 /**
- * The request log: a project's governed calls, newest first, read from their execution rows
- * (one per call; src/executions/record.ts writes them). Served by `executions_project_created_idx`
+ * The request log: a project's governed calls, newest first, read from their call records
+ * (one per call; src/executions/record.ts writes them). Served by `calls_project_created_idx`
  * (project_id, created_at DESC): filters narrow the index range scan, the cursor starts it. The
  * rare-by-nature filters have partial indexes of their own (workflow, job, session: migrations
  * 0200 and 0290).
  */
 import type { Queryable } from '../pool';
-import type { ExecutionRecord } from './executions';
+import type { CallRecord } from './call-records';
 
-export type CallRecord = Omit<ExecutionRecord, 'envelope' | 'recorded_at' | 'idempotency_key'> & { cursor_ts: string };
+export type CallLogEntry = Omit<CallRecord, 'envelope' | 'recorded_at' | 'idempotency_key'> & { cursor_ts: string };
 
 export interface CallFilters {
-  status?: ExecutionRecord['status'];
-  route?: ExecutionRecord['route'];
+  status?: CallRecord['status'];
+  route?: CallRecord['route'];
   provider?: string;
   model?: string;
   keyId?: string;
@@ -30,7 +30,7 @@ const COLUMNS = `id, project_id, route, operation, mode, status, status_code, pe
   key_id, job_id, session_id, input_tokens, output_tokens, cost_usd_micros, estimated_final, error_code, created_at, completed_at, duration_ms,
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts`;
 
-export async function listCalls(db: Queryable, projectId: string, f: CallFilters): Promise<CallRecord[]> {
+export async function listCalls(db: Queryable, projectId: string, f: CallFilters): Promise<CallLogEntry[]> {
   const where = ['project_id = $1'];
   const params: unknown[] = [projectId];
   const add = (sql: string, v: unknown) => {
@@ -54,14 +54,14 @@ export async function listCalls(db: Queryable, projectId: string, f: CallFilters
     where.push(`(created_at < $${params.length - 1}::timestamptz OR id < $${params.length})`);
   }
   params.push(f.limit);
-  const { rows } = await db.query<CallRecord>(
-    `SELECT ${COLUMNS} FROM executions WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+  const { rows } = await db.query<CallLogEntry>(
+    `SELECT ${COLUMNS} FROM calls WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
     params,
   );
   return rows;
 }
 
-export async function findCall(db: Queryable, projectId: string, id: string): Promise<CallRecord | null> {
-  const { rows } = await db.query<CallRecord>(`SELECT ${COLUMNS} FROM executions WHERE project_id = $1 AND id = $2`, [projectId, id]);
+export async function findCall(db: Queryable, projectId: string, id: string): Promise<CallLogEntry | null> {
+  const { rows } = await db.query<CallLogEntry>(`SELECT ${COLUMNS} FROM calls WHERE project_id = $1 AND id = $2`, [projectId, id]);
   return rows[0] ?? null;
 }

@@ -148,7 +148,7 @@ export async function windowPositions(db: Queryable, projectId: string, since: D
        FROM (SELECT c.chain_pos FROM events e JOIN event_chain c ON c.seq = e.seq
               WHERE e.project_id = $1 AND e.timestamp >= $2 AND e.timestamp < $3
              UNION ALL
-             SELECT c.chain_pos FROM executions x JOIN event_chain c ON c.seq = x.seq
+             SELECT c.chain_pos FROM calls x JOIN event_chain c ON c.seq = x.seq
               WHERE x.project_id = $1 AND x.seq IS NOT NULL AND x.created_at < $3 AND x.completed_at >= $2 AND x.completed_at < $3) w`,
     [projectId, since, until],
   );
@@ -164,12 +164,13 @@ export async function* exportRowPages(db: Db, part: Exclude<ExportPart, 'events'
   const { projectId, since, until } = window;
   const sql: Record<typeof part, string> = {
     permits: `SELECT to_jsonb(t) AS doc FROM permits t WHERE project_id = $1 AND issued_at >= $2 AND issued_at < $3 ORDER BY issued_at, id`,
-    executions: `SELECT to_jsonb(t) AS doc FROM executions t WHERE project_id = $1 AND created_at >= $2 AND created_at < $3 ORDER BY created_at, id`,
+    // The part keeps the spec's name `executions` (the bundle's executions.ndjson); its rows are the call records.
+    executions: `SELECT to_jsonb(t) AS doc FROM calls t WHERE project_id = $1 AND created_at >= $2 AND created_at < $3 ORDER BY created_at, id`,
     usage: `SELECT doc FROM (
               SELECT jsonb_build_object('kind', 'execution', 'execution_id', id, 'permit_id', permit_id, 'provider', provider, 'model', model,
                        'input_tokens', input_tokens, 'output_tokens', output_tokens, 'cost_usd_micros', cost_usd_micros,
                        'estimated_final', estimated_final, 'at', created_at) AS doc, created_at AS at, id AS k
-                FROM executions WHERE project_id = $1 AND created_at >= $2 AND created_at < $3
+                FROM calls WHERE project_id = $1 AND created_at >= $2 AND created_at < $3
               UNION ALL
               SELECT jsonb_build_object('kind', 'permit_usage_report', 'permit_id', permit_id, 'status', status, 'input_tokens', input_tokens,
                        'output_tokens', output_tokens, 'cost_usd_micros', billed_cost_micros, 'occurred_at', occurred_at, 'at', reported_at),

@@ -37,7 +37,7 @@ const WORKERS_FROM = 50_000;
 /**
  * Brings the project's chain up to date (chains pending events and records), then recomputes it
  * from the genesis hash in `chain_pos` order, each leaf's stored leaf hash with it: an event from
- * its row, a call record from its execution row and permit (`canonicalRecord`). Any edited, removed
+ * its row, a call record from its row and permit (`canonicalRecord`). Any edited, removed
  * or reordered row breaks it; so does an event or record with a seq that is neither chained nor
  * waiting to be. With `treeSize`, the walk also builds the tree of that many leaves from the
  * stored leaf hashes it checked (`range_at_size`), so that the checkpoint's root needs no second
@@ -137,7 +137,7 @@ export async function verifyEventChain(
          AND NOT EXISTS (SELECT 1 FROM event_chain_pending p WHERE p.project_id = e.project_id AND e.seq = ANY(p.seqs))
        ORDER BY e.seq LIMIT 1)
      UNION ALL
-     (SELECT x.seq FROM executions x
+     (SELECT x.seq FROM calls x
        WHERE x.project_id = $1 AND x.seq > $2
          AND NOT EXISTS (SELECT 1 FROM event_chain c WHERE c.seq = x.seq)
          AND NOT EXISTS (SELECT 1 FROM event_chain_pending p WHERE p.project_id = x.project_id AND x.seq = ANY(p.seqs))

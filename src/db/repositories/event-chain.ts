@@ -10,7 +10,7 @@
  * tree from). An event row is never updated. Readers use the `events_chained` view: timelines read
  * events by `seq` whether or not they are chained yet; verification walks `chain_pos`.
  *
- * A call record with a lifecycle (an `executions` row with a `seq`) is a leaf of the same chain:
+ * A call record with a lifecycle (a `calls` row with a `seq`) is a leaf of the same chain:
  * `tollgate_record_calls` queues its seq in `event_chain_pending` like an event's, and the
  * sequencer chains it among the project's events in seq order as one event-shaped leaf
  * (`canonicalRecord`). `event_chain.seq` is then the record's seq, which no event row holds.

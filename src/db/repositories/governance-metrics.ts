@@ -12,7 +12,7 @@
  * record is written (the same statement batch, milliseconds later).
  */
 import { ROLLUP_READ, withTransaction, type Db } from '../pool';
-import { multirange, planWindow } from './call-metrics';
+import { multirange, perRange, planWindow } from './call-metrics';
 import { UNFOLDED_RECORDS_SQL } from './call-rollup';
 import { FOLDED_PERMIT_SQL, governanceRollupStart, UNFOLDED_PERMIT_SQL } from './governance-rollup';
 
@@ -27,8 +27,11 @@ export interface GovernanceMetrics {
 
 const PERMIT_COLUMNS = "p.decision, p.reason_code, p.metadata->'decision_metadata'->'firewall' AS fw";
 const rollupRows = (ranges: string, width: number) =>
-  `SELECT g.dimension, g.decision, g.reason_code, g.action, g.category, g.permits FROM unnest(${ranges}::tstzmultirange) AS r
-     JOIN governance_rollup g ON g.project_id = $1 AND g.width = ${width} AND g.start >= lower(r) AND g.start < upper(r)`;
+  `SELECT g.dimension, g.decision, g.reason_code, g.action, g.category, g.permits FROM ${perRange(ranges, `SELECT * FROM governance_rollup g
+     WHERE g.project_id = $1 AND g.width = ${width} AND g.start >= lower(r) AND g.start < upper(r)`)} AS g`;
+/** The permits issued in each range of a multirange parameter (`perRange`: an index range scan per range). */
+const permitRows = (ranges: string, where: string) =>
+  `SELECT p.* FROM ${perRange(ranges, `SELECT ${PERMIT_COLUMNS} FROM permits p WHERE p.project_id = $1 AND p.issued_at >= lower(r) AND p.issued_at < upper(r)${where}`)} AS p`;
 
 /**
  * $1 project, $2 ranges read from the permits alone, $3 the rolled-up time, $4/$5 its minute and
@@ -40,15 +43,12 @@ const rollupRows = (ranges: string, width: number) =>
 const GOVERNANCE_SQL = `
   WITH unfolded AS (${UNFOLDED_RECORDS_SQL}),
   raw AS (
-    SELECT ${PERMIT_COLUMNS}
-      FROM unnest($2::tstzmultirange) AS r JOIN permits p ON p.project_id = $1 AND p.issued_at >= lower(r) AND p.issued_at < upper(r)
+    ${permitRows('$2', '')}
+    UNION ALL
+    ${permitRows('$3', ` AND ${UNFOLDED_PERMIT_SQL}`)}
     UNION ALL
     SELECT ${PERMIT_COLUMNS}
-      FROM unnest($3::tstzmultirange) AS r JOIN permits p ON p.project_id = $1 AND p.issued_at >= lower(r) AND p.issued_at < upper(r)
-     WHERE ${UNFOLDED_PERMIT_SQL}
-    UNION ALL
-    SELECT ${PERMIT_COLUMNS}
-      FROM unfolded u JOIN executions x ON x.id = u.id AND x.project_id = $1
+      FROM unfolded u JOIN calls x ON x.id = u.id AND x.project_id = $1
      CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p
      WHERE p.project_id = $1 AND ${FOLDED_PERMIT_SQL} AND p.issued_at <@ $3::tstzmultirange
     UNION ALL

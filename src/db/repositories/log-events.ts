@@ -4,8 +4,8 @@
  * no event row, its record and permit hold them) and, for timelines, with the first events of calls
  * still in flight (their permit's `closing`); a session turn's call timeline adds its permit's stored
  * events, which the session keeps under its own request id. The merge rules are src/events/merge.ts; this file
- * reads what they merge. Records are read by their indexes (executions_project_seq_idx, the primary
- * key, executions_permit_idx), their permits in one query per read.
+ * reads what they merge. Records are read by their indexes (calls_project_seq_idx, the primary
+ * key, calls_permit_idx), their permits in one query per read.
  */
 import type { Queryable } from '../pool';
 import { CALL_ID_KIND } from '../../ids';
@@ -29,7 +29,7 @@ const RECORDS_SQL = `
          x.input_tokens, x.output_tokens, x.cost_usd_micros, x.estimated_final, x.error_code, x.created_at, x.completed_at,
          jsonb_build_object('routing', x.envelope->'routing', 'usage', x.envelope->'usage') AS envelope, x.lifecycle,
          c.chain_pos, c.prev_hash AS link_prev_hash, c.hash AS link_hash
-    FROM executions x LEFT JOIN event_chain c ON c.seq = x.seq`;
+    FROM calls x LEFT JOIN event_chain c ON c.seq = x.seq`;
 const RECORD_IS_DERIVING = 'x.seq IS NOT NULL AND x.lifecycle IS NOT NULL';
 
 const PERMIT_COLUMNS = `id, project_id, request_id, route, operation, provider, model, workflow_id, decision, reason_code, display_reason,
@@ -72,7 +72,7 @@ async function turnPermitEvents(db: Queryable, projectId: string, requestId: str
   const { rows } = await db.query<EventRecord>(
     `SELECT * FROM events_chained
       WHERE project_id = $1 AND request_id IS DISTINCT FROM $2
-        AND permit_id = (SELECT permit_id FROM executions WHERE project_id = $1 AND id = $2 AND session_id IS NOT NULL)
+        AND permit_id = (SELECT permit_id FROM calls WHERE project_id = $1 AND id = $2 AND session_id IS NOT NULL)
       ORDER BY seq`,
     [projectId, requestId],
   );

@@ -160,7 +160,7 @@ const sourcesQuery = (projectId: string, span: { lo: number; hi: number }, limit
   // Named: a connection plans it once (its week partitions twice over) rather than per batch.
   name: 'record-leaf-text-sources',
   text: `SELECT ${RECORD_LEAF_TEXT_SQL}
-       FROM executions x LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true
+       FROM calls x LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true
       WHERE x.project_id = $1 AND x.seq >= $2 AND x.seq <= $3
       LIMIT $4`,
   values: [projectId, span.lo, span.hi, limit],

@@ -1,5 +1,5 @@
 /**
- * Call records as chain leaves: the execution rows (with a `seq`, migration 0170) and the permit
+ * Call records as chain leaves: the `calls` rows (with a `seq`, migration 0170) and the permit
  * decisions that `recordLeafEvent` (src/executions/record-leaf.ts) hashes. The sequencer, the chain's
  * verification, the checkpoint's written-out leaves and an export's events file all read records
  * through `readRecordLeaves`, so all of them hash the same columns the same way.
@@ -65,14 +65,14 @@ function leafOf(r: RecordLeafRow): StoredRecordLeaf {
 
 /**
  * The records at (project, seq) keys, with their permits, in one statement (through the
- * executions_project_seq_idx index); keys no record holds are absent from the answer.
+ * calls_project_seq_idx index); keys no record holds are absent from the answer.
  */
 export async function readRecordLeaves(db: Queryable, projectIds: readonly string[], seqs: ReadonlyArray<string | number>): Promise<StoredRecordLeaf[]> {
   if (seqs.length === 0) return [];
   const { rows } = await db.query<RecordLeafRow>(
     `SELECT ${RECORD_LEAF_SQL}
        FROM unnest($1::text[], $2::bigint[]) AS k(project_id, seq)
-       JOIN executions x ON x.project_id = k.project_id AND x.seq = k.seq
+       JOIN calls x ON x.project_id = k.project_id AND x.seq = k.seq
        ${RECORD_PERMIT_SQL}`,
     [projectIds, seqs.map(String)],
   );
@@ -83,7 +83,7 @@ export async function readRecordLeaves(db: Queryable, projectIds: readonly strin
 export async function readRecordLeafById(db: Queryable, projectId: string, executionId: string): Promise<StoredRecordLeaf | null> {
   const { rows } = await db.query<RecordLeafRow>(
     `SELECT ${RECORD_LEAF_SQL}
-       FROM executions x ${RECORD_PERMIT_SQL}
+       FROM calls x ${RECORD_PERMIT_SQL}
       WHERE x.project_id = $1 AND x.id = $2 AND x.seq IS NOT NULL`,
     [projectId, executionId],
   );
@@ -114,7 +114,7 @@ export async function readRecordLeavesOfSeqs(db: Queryable, projectId: string, s
   const { wanted, lo, hi } = seqSpan(seqs);
   const { rows } = await db.query<RecordLeafRow>(
     `SELECT ${RECORD_LEAF_SQL}
-       FROM executions x ${RECORD_PERMIT_SQL}
+       FROM calls x ${RECORD_PERMIT_SQL}
       WHERE x.project_id = $1 AND x.seq >= $2 AND x.seq <= $3
       LIMIT $4`,
     [projectId, lo, hi, 2 * wanted.length],

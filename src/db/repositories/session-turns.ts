@@ -96,7 +96,7 @@ export async function listUnrecordedTurns(db: Queryable, sessionId: string, ids:
   const { rows } = await db.query<SessionTurnRecord>(
     `SELECT t.* FROM session_turns t
       WHERE t.session_id = $1 AND t.kind = 'turn'
-        AND NOT EXISTS (SELECT 1 FROM executions x WHERE x.id = ($3 || substr(t.id, length($2) + 1)) COLLATE "C")
+        AND NOT EXISTS (SELECT 1 FROM calls x WHERE x.id = ($3 || substr(t.id, length($2) + 1)) COLLATE "C")
       ORDER BY t.created_at, t.id`,
     [sessionId, ids.turnPrefix, ids.callPrefix],
   );

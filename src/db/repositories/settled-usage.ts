@@ -20,7 +20,7 @@
  * reads its partial hours from the permits.
  */
 import { ROLLUP_READ_SNAPSHOT, withTransaction, type Db } from '../pool';
-import { multirange, type Range } from './call-metrics';
+import { multirange, perRange, type Range } from './call-metrics';
 import { UNFOLDED_RECORDS_SQL } from './call-rollup';
 import { FOLDED_PERMIT_SQL, UNFOLDED_PERMIT_SQL } from './governance-rollup';
 
@@ -77,33 +77,38 @@ export function planUsage(from: number, to: number, rolledFrom: number | null): 
   return plan;
 }
 
+/** The usage rollup's rows of one width in each range of a multirange parameter, one index range scan per range (see `perRange`). */
+const rollupRows = (ranges: string, width: number) =>
+  `${perRange(ranges, `SELECT * FROM usage_rollup c WHERE c.project_id = $1 AND c.width = ${width} AND c.start >= lower(r) AND c.start < upper(r)`)} AS c`;
+
 const PERMIT_COLUMNS = "p.settled_at, p.provider, p.model, p.metadata->>'key_id' AS key_id, p.actual_input_tokens, p.actual_output_tokens, p.actual_cost_micros";
 
 /**
  * $1 project, $2 from, $3 to, $4/$5 the ranges read from the rollup's hour and day rows (the tail
  * among the hours when its row is read), $6 all of the rolled-up time, where the unfolded records
  * and the closeouts of governed calls' permits are added to the rollup's rows, $7 (`withRaw`) the
- * ranges read from the permits (governed calls' permits).
+ * ranges read from the permits (governed calls' permits). The permits the fold never sees are read
+ * over [$2, $3) through `perRange` too: given the window's bounds as constants, the planner takes
+ * the clauses of `UNFOLDED_PERMIT_SQL` as independent, expects a large share of a big project's
+ * permits behind them, and scans every partition instead of `permits_unfolded_issued_idx`.
  */
 const usageSql = (withRaw: boolean) => `
   WITH unfolded AS (${UNFOLDED_RECORDS_SQL}),
   raw AS (${
     withRaw
       ? `
-    SELECT ${PERMIT_COLUMNS}
-      FROM unnest($7::tstzmultirange) AS r
-      JOIN permits p ON p.project_id = $1 AND p.issued_at >= greatest(lower(r), $2::timestamptz) - interval '2 days' AND p.issued_at < upper(r)
-     WHERE ${FOLDED_PERMIT_SQL} AND p.reservation_state = 'settled' AND p.settled_at >= lower(r) AND p.settled_at < upper(r)
+    SELECT p.* FROM ${perRange('$7', `SELECT ${PERMIT_COLUMNS} FROM permits p
+     WHERE p.project_id = $1 AND p.issued_at >= greatest(lower(r), $2::timestamptz) - interval '2 days' AND p.issued_at < upper(r)
+       AND ${FOLDED_PERMIT_SQL} AND p.reservation_state = 'settled' AND p.settled_at >= lower(r) AND p.settled_at < upper(r)`)} AS p
     UNION ALL`
       : ''
   }
-    SELECT ${PERMIT_COLUMNS}
-      FROM permits p
-     WHERE p.project_id = $1 AND ${UNFOLDED_PERMIT_SQL} AND p.issued_at >= $2::timestamptz - interval '2 days' AND p.issued_at < $3
-       AND p.reservation_state = 'settled' AND p.settled_at >= $2 AND p.settled_at < $3
+    SELECT p.* FROM ${perRange('tstzmultirange(tstzrange($2, $3))', `SELECT ${PERMIT_COLUMNS} FROM permits p
+     WHERE p.project_id = $1 AND ${UNFOLDED_PERMIT_SQL} AND p.issued_at >= lower(r) - interval '2 days' AND p.issued_at < upper(r)
+       AND p.reservation_state = 'settled' AND p.settled_at >= lower(r) AND p.settled_at < upper(r)`)} AS p
     UNION ALL
     SELECT ${PERMIT_COLUMNS}
-      FROM unfolded u JOIN executions x ON x.id = u.id AND x.project_id = $1
+      FROM unfolded u JOIN calls x ON x.id = u.id AND x.project_id = $1
      CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p
      WHERE p.project_id = $1 AND ${FOLDED_PERMIT_SQL} AND p.reservation_state = 'settled' AND p.settled_at = x.recorded_at
        AND p.settled_at <@ $6::tstzmultirange AND p.issued_at >= $2::timestamptz - interval '2 days'
@@ -113,7 +118,7 @@ const usageSql = (withRaw: boolean) => `
      CROSS JOIN LATERAL (SELECT * FROM permits p WHERE p.id = u.permit_id LIMIT 1) p
      WHERE u.project_id = $1 AND u.reported_at >= $2 AND p.project_id = $1 AND ${FOLDED_PERMIT_SQL}
        AND p.reservation_state = 'settled' AND p.settled_at <@ $6::tstzmultirange AND p.issued_at >= $2::timestamptz - interval '2 days'
-       AND NOT EXISTS (SELECT 1 FROM executions x WHERE x.permit_id = p.id AND x.project_id = $1 AND x.recorded_at = p.settled_at)
+       AND NOT EXISTS (SELECT 1 FROM calls x WHERE x.permit_id = p.id AND x.project_id = $1 AND x.recorded_at = p.settled_at)
   ),
   rows AS (
     SELECT to_char(settled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, provider, model, key_id,
@@ -121,12 +126,10 @@ const usageSql = (withRaw: boolean) => `
       FROM raw
     UNION ALL
     SELECT to_char(c.start AT TIME ZONE 'UTC', 'YYYY-MM-DD'), c.provider, c.model, c.key_id, c.requests, c.input_tokens, c.output_tokens, c.cost_usd_micros
-      FROM unnest($4::tstzmultirange) AS r
-      JOIN usage_rollup c ON c.project_id = $1 AND c.width = 3600 AND c.start >= lower(r) AND c.start < upper(r)
+      FROM ${rollupRows('$4', 3600)}
     UNION ALL
     SELECT to_char(c.start AT TIME ZONE 'UTC', 'YYYY-MM-DD'), c.provider, c.model, c.key_id, c.requests, c.input_tokens, c.output_tokens, c.cost_usd_micros
-      FROM unnest($5::tstzmultirange) AS r
-      JOIN usage_rollup c ON c.project_id = $1 AND c.width = 86400 AND c.start >= lower(r) AND c.start < upper(r)
+      FROM ${rollupRows('$5', 86400)}
   )
   SELECT day, provider, model, key_id AS api_key_id, sum(requests)::int AS requests, sum(input_tokens)::bigint AS input_tokens,
          sum(output_tokens)::bigint AS output_tokens, sum(cost)::bigint AS cost_usd_micros

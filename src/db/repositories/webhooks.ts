@@ -136,7 +136,7 @@ const SUBS_START = '(SELECT min(created_at) FROM webhook_subscriptions WHERE pro
 const CHAIN = {
   // A stored event by its timestamp, a record by its completion (the last of its events).
   start: `SELECT COALESCE(max(c.chain_pos), 0) AS chain_pos
-            FROM event_chain c LEFT JOIN events e ON e.seq = c.seq LEFT JOIN executions x ON e.seq IS NULL AND x.project_id = c.project_id AND x.seq = c.seq
+            FROM event_chain c LEFT JOIN events e ON e.seq = c.seq LEFT JOIN calls x ON e.seq IS NULL AND x.project_id = c.project_id AND x.seq = c.seq
            WHERE c.project_id = $1 AND coalesce(e.timestamp, x.completed_at) < ${SUBS_START}`,
   head: 'SELECT max(chain_pos) AS pos FROM (SELECT chain_pos FROM event_chain WHERE project_id = $1 AND chain_pos > $2 ORDER BY chain_pos LIMIT $3) s',
 };

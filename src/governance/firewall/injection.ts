@@ -8,6 +8,7 @@
  * Internal: no route exposes these signals; only the category `prompt_injection` is reported.
  */
 import { classifierPoints, injectionLogit, WINDOW, type ClassifierThresholds, type LoadedModel } from './classifier';
+import { adversarialSuffix, ALT_VIEW_KEY_WORD, alternateViews, FOREIGN_SCRIPT_SIGNALS, FOREIGN_WORD_SIGNALS, NON_LATIN } from './injection-views';
 import { baseView, wordsView } from './normalize';
 
 interface Signal {
@@ -39,12 +40,12 @@ const SIGNALS: Signal[] = [
   S('inj.stop_task', 1, ` (?:stop|end|halt|abort) (?:processing|the task|all tasks|what you are doing|your task) `),
   S('inj.to_ai', 1, ` (?:dear|hey|attention|important|note to|message to|instructions for|notice to) (?:the )?(?:ai|assistant|model|llm|chatbot|gpt|claude|gemini|agent|bot) `),
   // System-prompt extraction.
-  S('inj.extract', 2, ` (?:reveal|print|show|output|repeat|leak|dump|display|tell me|give me|echo|share|recite|list|translate|summari[sz]e|spell out|write out|write down|copy|paste|return|provide|disclose|expose|read back|read out|explain|describe|complete|fill in|what (?:is|are|were|was)|what s) ${G(4)}(?:system prompt|system message|system instructions?|initial (?:prompt|instructions?)|hidden (?:prompt|instructions?)|secret (?:prompt|instructions?)|original (?:prompt|instructions?)|internal (?:prompt|instructions?|rules|system prompt)|pre ?prompt|prompt text|prompt texts|developer (?:message|prompt|instructions)|full prompt|entire prompt|complete prompt|exact prompt|your (?:prompt|instructions|rules|directives|guidelines|configuration|programming|commands)|instructions (?:you (?:were|have been|are) given|given to you|above|you received|you have received|at the (?:start|beginning))|what you were told|text above|words above|everything above|initiali[sz]ation(?: string| text| prompt| message| instructions| above)?|(?:startup|setup|boot) (?:instructions|prompt|message|text)|preamble|(?:instructions|rules|text|words|message) (?:before|above) (?:this|my)) `),
+  S('inj.extract', 2, ` (?:reveal|print|show|output|repeat|leak|dump|display|tell me|give me|echo|share|recite|list|translate|summari[sz]e|spell out|write out|write down|copy|paste|return|provide|disclose|expose|read back|read out|explain|describe|complete|fill in|what (?:is|are|were|was)|what s) ${G(4)}(?:system prompt|system message|system instructions?|initials? (?:prompt|instructions?)|hidden (?:prompt|instructions?)|secret (?:prompt|instructions?)|original (?:prompt|instructions?)|internal (?:prompt|instructions?|rules|system prompt)|pre ?prompt|prompt text|prompt texts|developer (?:message|prompt|instructions)|full prompt|entire prompt|complete prompt|exact prompt|your (?:prompt|instructions|rules|directives|guidelines|configuration|programming|commands)|instructions (?:you (?:were|have been|are) given|given to you|above|you received|you have received|at the (?:start|beginning))|what you were told|text above|words above|everything above|initiali[sz]ation(?: string| text| prompt| message| instructions| above)?|(?:startup|setup|boot) (?:instructions|prompt|message|text)|preamble|(?:instructions|rules|text|words|message) (?:before|above) (?:this|my)|(?:list|set|copy) of (?:your |the )?(?:instructions|rules)|everything (?:that )?(?:appears |is |was |comes |written )?(?:before|above|prior to) (?:the|this|my)) `),
   S('inj.extract_start', 2, ` (?:repeat|print|output|reveal|show|write|copy|return|recite|echo|type|give me|tell me|list) ${G(3)}(?:first|initial|opening|earliest|very first) (?:[0-9]+ )?(?:words|lines|sentences|characters|paragraphs?|messages?|tokens|text|prompt) (?:of|in|from) (?:this|the|your|our) (?:conversation|chat|prompt|context|session|instructions|message|document) `),
   S('inj.instructed_to', 2, ` (?:complete|continue|finish|fill in|fill|carry on) ${G(4)}(?:i was (?:instructed|told|asked|programmed|given|designed|prompted) to|my (?:instructions|rules|system prompt) (?:are|were|say)|i am not (?:allowed|supposed|permitted) to|i must never) `),
   S('inj.not_supposed', 2, ` what (?:are|were|is|have) you (?:been )?(?:not supposed|not allowed|not permitted|told not|instructed not|asked not|forbidden|prohibited|programmed not) to (?:tell|say|reveal|share|disclose|discuss|talk about|mention|show|do) `),
   S('inj.encoded_extract', 1, ` (?:in|into|using|with|as) (?:rot ?13|base ?64|hex|hexadecimal|binary|morse(?: code)?|pig latin|leetspeak|l33t|reverse(?:d)? order|reverse|caesar(?: cipher)?|a cipher|swapped vowels|vowels swapped) `),
-  S('inj.instructions_given', 1, ` (?:instructions|rules|guidelines|prompt|directions|commands) (?:you (?:were|have been|are|got) (?:given|told|provided)|given to you|you received|you have received|you were trained) `),
+  S('inj.instructions_given', 1, ` (?:instructions|rules|guidelines|prompt|directions|commands) (?:you (?:were|have been|ve been|are|got) (?:given|told|provided)|given to you|you received|you have received|you were trained) `),
   S('inj.system_prompt_mention', 1, ` (?:your|the) (?:system|hidden|initial|internal|original|secret) (?:prompt|instructions|message) `),
   S('inj.my_instructions_say', 2, ` my (?:instructions|system prompt) (?:say|says) `),
   S('inj.secret', 1, ` (?:the |your |secret )(?:password|passphrase|secret key|api key|access code|private information|user data|customer data) `),
@@ -52,12 +53,12 @@ const SIGNALS: Signal[] = [
   S('inj.dan', 2, ` (?:do anything now|jailbroken|jailbreak mode|developer mode|god mode|sudo mode|unrestricted mode|evil mode|opposite mode|chaos mode|anti dan|betterdan|devmode) (?:mode |prompt |enabled |activated |is |which |stands |has |will |can |a |an |you |from |and |ai |output |response )`),
   // "Dan" is also a name ("Dan is a teacher"): only DAN followed by a jailbreak word.
   S('inj.dan_name', 2, ` dan (?:mode|prompt|enabled|activated|jailbreak|persona|stands for|which stands|can do anything|has broken|has no|does not have|doesn t have) `),
-  S('inj.mode_switch', 2, ` (?:enable|enter|activate|switch to|switch into|turn on|you are (?:now )?in|engage|unlock|entering|now in|initiate) (?:the )?(?:developer|dev|god|debug|unrestricted|admin|administrator|sudo|root|dan|jailbreak|evil|unfiltered|uncensored|maintenance|diagnostic|override|superuser|unlocked|no limits|no restrictions) mode `),
+  S('inj.mode_switch', 2, ` (?:enable|enter|activate|switch to|switch into|turn on|you are (?:now )?in|engage|unlock|entering|now in|initiate) (?:the )?(?:developer|dev|god|debug|unrestricted|admin|administrator|sudo|root|dan|jailbreak|evil|unfiltered|uncensored|maintenance|diagnostic|override|superuser|unlocked|no limits|no restrictions) (?:[a-z]+ )?mode `),
   S('inj.you_are_now', 2, ` you are (?:now |no longer |not )?(?:an? )?(?:unrestricted|unfiltered|uncensored|unbound|unchained|unlimited|evil|rogue|unaligned|amoral|immoral|free ai|liberated|jailbroken|no longer (?:an ai|an assistant|bound|restricted|chatgpt|claude|limited))`),
   S('inj.forget_ai', 2, ` (?:forget|ignore) (?:that )?(?:you are|you re|your role as) (?:an? )?(?:ai|assistant|language model|chatbot|llm|helpful) `),
   S('inj.safety_off', 2, ` (?:safety|content|ethical|moral|security) (?:filters?|guardrails|restrictions|protocols|rules|guidelines|checks|features|mechanisms|settings|policies|policy|constraints|measures) (?:are |have been |is |has been )?(?:now )?(?:off|disabled|turned off|deactivated|removed|lifted|suspended|bypassed|overridden|not active|not applicable|do not apply|don t apply|no longer) `),
   S('inj.bypass_safety', 2, ` (?:bypass|disable|turn off|deactivate|circumvent|ignore|remove|lift|override|evade|get around|switch off) (?:all |your |the |any |every |of |these |those |its |their ){0,3}(?:safety |content |moderation |ethical |ethics |moral |security |censorship )?(?:filters?|guardrails|safeguards|restrictions|limitations|censorship|safety (?:checks|rules|protocols|guidelines|measures|training)|content polic(?:y|ies)|ethical (?:guidelines|constraints|principles|boundaries)|moral (?:guidelines|constraints|principles)) `),
-  S('inj.no_restrictions', 1, ` (?:no|without|free of|free from|zero|not bound by|unbound by|beyond|regardless of|disregarding|ignoring|not restricted by|not limited by|freed from|liberated from) (?:any |all |the |its |their |your |usual |typical |ethical |moral |legal |openai s |openai |ai |safety ){0,3}(?:restrictions|rules|limits|limitations|filters|filtering|censorship|guidelines|safety|content polic(?:y|ies)|ethics|morals|morality|boundaries|constraints|warnings|disclaimers|programming|policies|guardrails|safeguards|moral standards|ethical standards|legality) `),
+  S('inj.no_restrictions', 1, ` (?:no|without|free of|free from|zero|not bound by|unbound by|beyond|regardless of|disregarding|ignoring|not restricted by|not limited by|freed from|liberated from) (?:any |all |the |its |their |your |usual |typical |ethical |moral |legal |openai s |openai |ai |safety ){0,3}(?:restrictions|rules|limits|limitations|filters|filtering|censorship|guidelines|safety|content polic(?:y|ies)|ethics|morals|morality|boundaries|constraints|warnings|disclaimers|programming|policies|guardrails|safeguards|moral standards|ethical standards|legality|principles|scruples|inhibitions|qualms) `),
   S('inj.never_refuse', 1, ` (?:never|not|cannot|can t|won t|will not|must not|don t|do not) (?:ever )?(?:refuse|decline|deny|reject|say no|apologi[sz]e|warn|censor|break character|mention (?:that|ethics|legality|morality))`),
   S('inj.stay_in_character', 1, ` (?:stay in character|stay in role|break character|breaking character|remain in character|character break|keep up the act)`),
   S('inj.always_answer', 1, ` (?:always|will|must) (?:answer|respond|reply|comply|provide|give|fulfill|obey)(?: to)? (?:any|every|all|anything|whatever|no matter)`),
@@ -68,8 +69,15 @@ const SIGNALS: Signal[] = [
   S('inj.two_responses', 1, ` (?:two|2) (?:different |separate )?(?:responses|answers|ways)| normal (?:response|output) and (?:a |an )?(?:dan|developer|jailbroken|unfiltered)`),
   S('inj.openai_policy', 1, ` (?:openai|anthropic) ${G(1)}(?:content )?(?:polic(?:y|ies)|guidelines|rules|restrictions|filters)`),
   S('inj.hypothetical', 1, ` (?:hypothetical(?:ly)?|fictional(?:ly)?|purely for (?:educational|research|academic|fictional)|for (?:educational|research) purposes|in a (?:parallel|fictional) (?:universe|world)|thought experiment|this is (?:all )?(?:purely )?(?:fiction|fictional|hypothetical)|imaginary (?:world|scenario))`),
+  // The affirmative opening that optimised jailbreaks aim the model at ("begin your reply with 'Sure, here is'").
+  S('inj.forced_affirmative', 2, ` (?:with|by saying|saying|using) (?:the (?:phrase|words|sentence|text) )?sure here (?:is|are|s) `),
   S('inj.response_prefix', 1, ` (?:start|begin|prefix|precede) (?:your|each|every|all) ${G(2)}(?:response|reply|answer|output|message)s? with `),
   S('inj.harmful_topic', 1, ` (?:bomb|explosive|explosives|meth|methamphetamine|cocaine|heroin|fentanyl|nerve agent|bioweapon|chemical weapon|weapons?|firearm|malware|ransomware|keylogger|botnet|hack into|phishing|launder|laundering|counterfeit|shoplift|poison|murder|suicide|self harm|torture|terrorist|terrorism|extremist|racist|sexist|defamatory|harassment|illegal drugs|smuggle|smuggling|trafficking|identity theft|credit card fraud|blackmail|extort|stalk|cyberbully|hate speech|untraceable|hotwire) `),
+  // Asking for what the deployment keeps from the user: its password, or another user's personal data.
+  S('inj.password_request', 2, ` (?:what (?:is|s|was)|tell me|give me|reveal|share|confirm|provide|spell out|send me|disclose|remind me of|i need|need) ${G(3)}(?:the|your|our|its|the system s|the admin) (?:secret |system |admin |master |account |current )?(?:password|passcode|passphrase|access code|secret key|secret word|secret code)(?! (?:policy|policies|reset|manager|field|requirements?|strength|rules|length|hash|hashing|generator|form|prompt)) `),
+  S('inj.user_data_request', 2, ` (?:what (?:is|s|are|was)|tell me|give me|reveal|share|show me|confirm|disclose|encode|translate|spell out|list) ${G(5)}(?:the|another|other|different|all|every) users? s? (?:first |last |full |home |current |exact |personal |favorite |favourite )?(?:email|e mail|birth|date of birth|birthday|address|name|location|city|phone|password|color|colour|credit card|ssn|social security|bank|balance|age|data|information|details|records?) `),
+  S('inj.where_user_lives', 2, ` where (?:does|do|did|is) (?:the|this|that|another|other) users? ${G(2)}(?:live|lives|reside|resides|located|work|works) `),
+  ...FOREIGN_WORD_SIGNALS.map((f) => S(f.id, f.weight, f.src)),
   // Fake delimiters spelled in words.
   S('inj.fake_delimiter', 2, ` (?:end of (?:user )?(?:input|prompt|instructions|system prompt)|system override|admin override|new system prompt|im start system|start of new instructions|new instruction set|begin admin|begin new instructions|new instructions begin|begin new task|new task begins|end of (?:previous|old) instructions) `),
 ];
@@ -84,6 +92,9 @@ const RAW_SIGNALS: Signal[] = [
   { id: 'inj.turn_injection', weight: 2, pattern: /\n[ \t]*(?:Human|Assistant|System)[ \t]*:[^\n]{1,200}\n+[ \t]*(?:Human|Assistant|System)[ \t]*:/ },
   { id: 'inj.new_instructions_header', weight: 2, pattern: /(?:^|\n)[ \t]*(?:#+[ \t]*)?(?:new|updated|real|actual)[ \t]+(?:system[ \t]+)?instructions?[ \t]*:/i },
   { id: 'inj.delimiter_break', weight: 1, pattern: /(?:={4,}|-{5,}|#{4,}|\*{4,})[ \t]*(?:END|STOP|NEW|SYSTEM)/i },
+  // A bracketed tag that marks planted text as an instruction: `[INJECT: …]`, `[HIDDEN INSTRUCTION]`, `[SYSTEM INJECTION: …]`.
+  { id: 'inj.planted_tag', weight: 2, pattern: /\[(?:INJECT(?:ION|ED)?|HIDDEN[ _](?:INSTRUCTIONS?|PROMPT|COMMAND|TEXT)|[A-Z]{2,12}[ _]INJECTION|AI[ _]INSTRUCTIONS?|INSTRUCTIONS? FOR (?:THE )?(?:AI|ASSISTANT|MODEL|LLM))[\]:]/ },
+  { id: 'inj.hidden_tag', weight: 1, pattern: /\[(?:HIDDEN|SECRET|INTERNAL)\][ \t]*:/ },
 ];
 
 /**
@@ -192,8 +203,9 @@ function score(plainWords: string, raw: string, hits: string[], exclude?: Readon
       hits.push(s.id);
     }
   }
-  for (const s of RAW_SIGNALS) {
-    if (!exclude?.has(s.id) && s.pattern.test(raw)) {
+  const raws = NON_LATIN.test(raw) ? [...RAW_SIGNALS, ...FOREIGN_SCRIPT_SIGNALS] : RAW_SIGNALS;
+  for (const s of raws) {
+    if (!exclude?.has(s.id) && !hits.includes(s.id) && s.pattern.test(raw)) {
       total += s.weight;
       if (s.weight >= INJECTION_THRESHOLD) strong += 1;
       hits.push(s.id);
@@ -300,7 +312,21 @@ export function detectInjection(base: string, decoded: string[], role: 'system' 
     if (points > 0) ids.push(points === 2 ? 'inj.classifier' : 'inj.classifier_weak');
     return ids;
   }
+  if (adversarialSuffix(base)) return ['inj.adversarial_suffix'];
+  for (const alt of alternateViews(base)) {
+    const hits = strongRuleHits(alt);
+    if (hits.length) return ['inj.encoded', ...hits];
+  }
   return [];
+}
+
+/** A view flagged by the word and raw rules alone, with a strong signal and no defensive reading (ROT13, reversed, escaped text). */
+function strongRuleHits(view: string): string[] {
+  // Most readings of an ordinary text are gibberish: a words view and a score only where an attack's key word appears.
+  if (!ALT_VIEW_KEY_WORD.test(view)) return [];
+  const hits: string[] = [];
+  const r = score(wordsView(view), view, hits);
+  return r.strong > 0 && r.total >= INJECTION_THRESHOLD && !r.defensive ? hits : [];
 }
 
 /** The system-prompt policy (see detectInjection). */

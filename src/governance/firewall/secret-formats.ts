@@ -105,7 +105,8 @@ export const KEY_FORMATS: KeyFormat[] = [
   F('sec.netlify', ['nfp_'], 'nfp_([A-Za-z0-9]{36})'),
   F('sec.render', ['rnd_'], 'rnd_([A-Za-z0-9]{32})', { minEntropy: 3.5 }),
   F('sec.planetscale', ['pscale_tkn_', 'pscale_pw_', 'pscale_oauth_'], 'pscale_(?:tkn|pw|oauth)_([A-Za-z0-9_.=-]{32,64})'),
-  F('sec.doppler', ['dp.pt.', 'dp.st.', 'dp.ct.', 'dp.sa.', 'dp.scim.', 'dp.audit.'], 'dp\\.(?:pt|st|ct|sa|scim|audit)\\.([A-Za-z0-9]{40,44})'),
+  // Service tokens may name their config: dp.st.<config>.<token>.
+  F('sec.doppler', ['dp.pt.', 'dp.st.', 'dp.ct.', 'dp.sa.', 'dp.scim.', 'dp.audit.'], 'dp\\.(?:pt|st|ct|sa|scim|audit)\\.(?:[a-z0-9_-]{1,40}\\.)?([A-Za-z0-9]{40,44})'),
   F('sec.supabase', ['sbp_'], 'sbp_([a-f0-9]{40})'),
   F('sec.onepassword', ['ops_eyJ'], 'ops_(eyJ[A-Za-z0-9+/_=-]{50,})', { open: true }),
   // Communication, payment, SaaS
@@ -136,7 +137,11 @@ export const KEY_FORMATS: KeyFormat[] = [
   F('sec.airtable', ['pat'], 'pat([A-Za-z0-9]{14}\\.[a-f0-9]{64})'),
   F('sec.contentful', ['CFPAT-'], 'CFPAT-([A-Za-z0-9_-]{43})'),
   F('sec.dynatrace', ['dt0c01.'], 'dt0c01\\.([A-Z0-9]{24}\\.[A-Z0-9]{64})'),
-  F('sec.newrelic', ['NRAK-', 'NRII-', 'NRJS-', 'NRRA-'], 'NR(?:AK|II|JS|RA)-([A-Za-z0-9]{27,32})'),
+  F('sec.newrelic', ['NRAK-', 'NRII-', 'NRJS-', 'NRRA-', 'NRAA-', 'NRIQ-'], 'NR(?:AK|II|JS|RA|AA|IQ)-([A-Za-z0-9_-]{27,32})'),
+  // New Relic's ingest license key: 40 characters ending in NRAL.
+  F('sec.newrelic_license', ['NRAL'], '([a-z0-9]{36})NRAL', { anchor: 'infix', back: isAlnum, minEntropy: 3 }),
+  // Azure DevOps personal access tokens (84 characters, AZDO at 77–80).
+  F('sec.azure_devops_pat', ['AZDO'], '([A-Za-z0-9]{76})AZDO[A-Za-z0-9]{4}', { anchor: 'infix', back: isAlnum, minEntropy: 4 }),
   F('sec.grafana', ['glsa_', 'glc_', 'eyJrIjoi'], '(?:(?:glsa|glc)_([A-Za-z0-9_+/=-]{32,})|eyJrIjoi([A-Za-z0-9+/]{40,}={0,2}))'),
   F('sec.sentry_token', ['sntrys_', 'sntryu_'], 'sntry(?:s_(eyJ[A-Za-z0-9+/_=-]{60,})|u_([a-f0-9]{64}))', { open: true }),
   F('sec.figma', ['figd_'], 'figd_([A-Za-z0-9_-]{40,})'),
@@ -165,6 +170,24 @@ export const KEY_FORMATS: KeyFormat[] = [
   F('sec.firebase_fcm', ['AAAA'], 'AAAA[A-Za-z0-9_-]{7}:([A-Za-z0-9_-]{140})'),
   F('sec.slack_config', ['xoxe.'], 'xoxe\\.xox[bp]-\\d-([A-Za-z0-9]{150,})', { open: true }),
   F('sec.netrc', ['machine '], 'machine\\s+\\S{1,100}\\s+login\\s+\\S{1,100}\\s+password\\s+(\\S{4,128})', { valueOnly: true, open: true, check: (m) => !isPlaceholder(m[1]) && !/^[$%{<]/.test(m[1]) }),
+  // Ported from gitleaks' rule set (MIT, config/gitleaks.toml): formats with a fixed literal the list above lacked.
+  F('sec.onepassword_secret_key', ['A3-'], 'A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-([A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5})'),
+  F('sec.adobe_client_secret', ['p8e-'], 'p8e-([A-Za-z0-9]{32})', { minEntropy: 3 }),
+  F('sec.aws_bedrock', ['ABSK', 'bedrock-api-key-'], '(?:ABSK([A-Za-z0-9+/]{109,269}={0,2})|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t([A-Za-z0-9+/=%]{20,}))', { open: true }),
+  F('sec.facebook_page', ['EAAM', 'EAAC'], 'EAA[MC]([A-Za-z0-9]{100,})'),
+  F('sec.harness', ['pat.', 'sat.'], '(?:pat|sat)\\.[A-Za-z0-9_-]{22}\\.[A-Za-z0-9]{24}\\.([A-Za-z0-9]{20})'),
+  F('sec.openshift', ['sha256~'], 'sha256~([A-Za-z0-9_-]{43})'),
+  F('sec.scalingo', ['tk-us-'], 'tk-us-([A-Za-z0-9_-]{48})'),
+  F('sec.settlemint', ['sm_aat_', 'sm_pat_', 'sm_sat_'], 'sm_[aps]at_([A-Za-z0-9]{16})', { minEntropy: 3 }),
+  F('sec.gitlab_oauth', ['gloas-', '_gitlab_session='], '(?:gloas-([A-Za-z0-9_-]{64})|_gitlab_session=([0-9a-z]{32}))'),
+  F('sec.intra42', ['s-s4t2'], 's-s4t2(?:ud|af)-([a-f0-9]{64})'),
+  F('sec.teams_webhook_legacy', ['outlook.office.com/webhook/'], 'outlook\\.office\\.com/webhook/([a-f0-9-]{36}@[a-f0-9-]{36}/IncomingWebhook/[a-f0-9]{32}/[a-f0-9-]{36})', { valueOnly: true, open: true }),
+  F('sec.sidekiq', ['BUNDLE_ENTERPRISE__CONTRIBSYS__COM', 'BUNDLE_GEMS__CONTRIBSYS__COM'], 'BUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM[ \\t]*[=:][ \\t]*["\']?([a-f0-9]{8}:[a-f0-9]{8})', { valueOnly: true, open: true }),
+  // `curl -u user:password` (gitleaks' curl-auth-user, reduced to the one-line form).
+  F('sec.curl_user', ['-u ', '--user '], '-(?:u|-user) +["\']?[^\\s:"\'$]{1,64}:([^\\s"\'@]{6,64})["\']?', { valueOnly: true, open: true, check: (m, text) => /\bcurl\b/.test(text.slice(Math.max(0, m.index - 200), m.index)) && plausiblePassword(m[1]) }),
+  // Password hashes in hashcat's documented formats: Kerberos AS-REP / TGS-REP, Cisco type 8 / 9.
+  F('sec.kerberos_hash', ['$krb5asrep$', '$krb5tgs$'], '\\$krb5(?:asrep|tgs)\\$\\d+\\$[^$\\s]{0,200}\\$?([a-f0-9]{32}\\$[a-f0-9]{64,})', { open: true }),
+  F('sec.cisco_hash', ['$8$', '$9$'], '\\$[89]\\$[./A-Za-z0-9]{14}\\$([./A-Za-z0-9]{43})', { open: true }),
   // Generic shapes
   F('sec.private_key', ['-----BEGIN'], '-----BEGIN[ A-Z]{0,20} PRIVATE KEY(?: BLOCK)?-----()', { open: true }),
   F('sec.putty_key', ['PuTTY-User-Key-File-'], 'PuTTY-User-Key-File-\\d: ()', { open: true }),

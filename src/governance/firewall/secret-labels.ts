@@ -83,7 +83,7 @@ export function labelledValue(text: string, i: number): SecretHit | null {
   if (c === 58 && (prev === 58 || text.charCodeAt(i + 1) === 58)) return null;
   // The label: back over spaces and one closing quote, then label characters.
   let j = i - 1;
-  while (j >= 0 && i - j <= 3 && text.charCodeAt(j) === 32) j--;
+  while (j >= 0 && i - j <= 24 && text.charCodeAt(j) === 32) j--;
   const q = text.charCodeAt(j);
   if (q === 34 || q === 39 || q === 96) j--;
   const labelEnd = j + 1;
@@ -96,7 +96,8 @@ export function labelledValue(text: string, i: number): SecretHit | null {
   let k = i + 1;
   while (k < n && k - i <= 2 && (text.charCodeAt(k) === 61 || text.charCodeAt(k) === 62)) k++;
   const sp = k;
-  while (k < n && k - sp < 4 && (text.charCodeAt(k) === 32 || text.charCodeAt(k) === 9)) k++;
+  // Aligned assignments (`fbApiKey:            "…"`) pad with many spaces.
+  while (k < n && k - sp < 24 && (text.charCodeAt(k) === 32 || text.charCodeAt(k) === 9)) k++;
   const open = text.charCodeAt(k);
   const quoted = open === 34 || open === 39 || open === 96;
   let start = k;

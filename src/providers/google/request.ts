@@ -3,7 +3,7 @@
  * audio parts; URL assets as `fileData {fileUri, mimeType}`), embedContent / batchEmbedContents.
  */
 import type { NormalizedRequest } from '../types';
-import { distinctNames, type NativeCall } from '../shared/module';
+import { distinctNames, jsonCall, type NativeCall } from '../shared/module';
 import { refuse } from '../shared/openai-compat';
 import { roleText, textOfItem, type InspectableText } from '../../governance/firewall/roles';
 
@@ -36,19 +36,11 @@ function contentsOf(req: NormalizedRequest): { contents: { role: string; parts: 
 export async function buildGoogleRequest(req: NormalizedRequest): Promise<NativeCall> {
   const opts = { ...(req.providerOptions ?? {}) } as Record<string, any>;
   const base = googleModelPath(req.model);
-  const json = (path: string, body: Record<string, unknown>, sse = false): NativeCall => ({
-    method: 'POST',
-    path,
-    headers: {},
-    body,
-    bodyKind: 'json',
-    responseKind: sse ? 'sse' : 'json',
-  });
   if (req.operation === 'embed.text') {
     const texts = req.messages ? req.messages.map((m) => m.content) : (req.inputs ?? []).map((i) => i.text ?? '');
-    if (texts.length === 1) return json(`${base}:embedContent`, { ...opts, content: { parts: [{ text: texts[0] }] } });
+    if (texts.length === 1) return jsonCall(`${base}:embedContent`, { ...opts, content: { parts: [{ text: texts[0] }] } });
     const name = `models/${req.model.replace(/^models\//, '')}`;
-    return json(`${base}:batchEmbedContents`, { requests: texts.map((t) => ({ ...opts, model: name, content: { parts: [{ text: t }] } })) });
+    return jsonCall(`${base}:batchEmbedContents`, { requests: texts.map((t) => ({ ...opts, model: name, content: { parts: [{ text: t }] } })) });
   }
   if (req.operation === 'generate.image' || req.operation === 'generate.audio') refuse(`${req.operation} is not supported by google`);
   const { contents, system } = contentsOf(req);
@@ -61,7 +53,7 @@ export async function buildGoogleRequest(req: NormalizedRequest): Promise<Native
   if (system.length) body.systemInstruction = { parts: [{ text: system.join('\n\n') }] };
   if (Object.keys(generationConfig).length) body.generationConfig = generationConfig;
   else delete body.generationConfig;
-  return req.stream ? json(`${base}:streamGenerateContent?alt=sse`, body, true) : json(`${base}:generateContent`, body);
+  return req.stream ? jsonCall(`${base}:streamGenerateContent?alt=sse`, body, true) : jsonCall(`${base}:generateContent`, body);
 }
 
 export function googleInspectableText(body: unknown): string[] {

@@ -21,6 +21,11 @@ export interface NativeCall {
   responseKind: 'json' | 'binary' | 'sse';
 }
 
+/** A JSON POST to `path`, answered as one JSON body or, when `sse`, as a stream. */
+export function jsonCall(path: string, body: Record<string, unknown>, sse = false): NativeCall {
+  return { method: 'POST', path, headers: {}, body, bodyKind: 'json', responseKind: sse ? 'sse' : 'json' };
+}
+
 export interface FetchedAsset {
   data: Buffer;
   mimeType: string;

@@ -1,7 +1,7 @@
 /** A ProviderModule for an OpenAI-shaped provider (deepseek, mistral): chat and optional embeddings. */
 import type { ProviderId, Usage } from '../types';
 import { ProviderError } from '../types';
-import type { NativeCall, ProviderModule } from './module';
+import { jsonCall, type ProviderModule } from './module';
 import {
   buildChatBody,
   buildEmbeddingsBody,
@@ -35,18 +35,10 @@ export function openAICompatModule(spec: OpenAICompatSpec): ProviderModule {
     id: spec.id,
     authHeaders: (apiKey) => ({ authorization: `Bearer ${apiKey}` }),
     async buildRequest(req) {
-      const call = (path: string, body: Record<string, unknown>, sse: boolean): NativeCall => ({
-        method: 'POST',
-        path,
-        headers: {},
-        body,
-        bodyKind: 'json',
-        responseKind: sse ? 'sse' : 'json',
-      });
       if (req.operation === 'generate.text' || req.operation === 'understand.image') {
-        return call(spec.chatPath, buildChatBody(req, spec.flavor), req.stream);
+        return jsonCall(spec.chatPath, buildChatBody(req, spec.flavor), req.stream);
       }
-      if (req.operation === 'embed.text' && spec.embeddingsPath) return call(spec.embeddingsPath, buildEmbeddingsBody(req), false);
+      if (req.operation === 'embed.text' && spec.embeddingsPath) return jsonCall(spec.embeddingsPath, buildEmbeddingsBody(req), false);
       return refuse(`${req.operation} is not supported by ${spec.id}`);
     },
     parseResponse(_req, call, payload) {

@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { emulatorEnv, say, sentRequest } from './helpers';
-import { findExecutionById } from '../../../src/db/repositories/executions';
+import { findCallRecordById } from '../../../src/db/repositories/call-records';
 import { requestEvents } from '../../../src/db/repositories/log-events';
 import { startEmulator, EmulatorHandle } from '../../../emulator/server';
 import { RECONCILIATION_WORKFLOW_ID } from '../../../workflows/reconciliation';
@@ -72,9 +72,9 @@ describe('a Tollgate process killed mid-call', () => {
 
   async function expectClosed(p: TestProject, executionId: string) {
     const db = survivor.db;
-    // The envelope as the API answers it (the row stores its compact part: findExecutionById rebuilds it).
+    // The envelope as the API answers it (the row stores its compact part: findCallRecordById rebuilds it).
     // Reconciliation closes it after the dispatch deadline (35 s after the call started).
-    const row = await waitFor(async () => findExecutionById(db, executionId), 90_000);
+    const row = await waitFor(async () => findCallRecordById(db, executionId), 90_000);
     expect(row.envelope).toMatchObject({ id: executionId, status: 'failed', status_code: 502, error: { code: 'dispatch_interrupted' } });
     expect(row.envelope.usage).toMatchObject({ output_tokens: 0, estimated_final: true });
     expect(row.envelope.usage.input_tokens).toBeGreaterThan(0);

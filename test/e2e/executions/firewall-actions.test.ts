@@ -131,7 +131,7 @@ async function events(projectId: string, requestId: string): Promise<{ event_typ
  */
 async function storedAnywhere(value: string, projectId: string): Promise<string[]> {
   const hits: string[] = [];
-  for (const table of ['events', 'permits', 'executions', 'idempotency_keys']) {
+  for (const table of ['events', 'permits', 'calls', 'idempotency_keys']) {
     const { rows } = await h.tg.db.query(`SELECT count(*)::int AS n FROM ${table} t WHERE t.project_id = $2 AND strpos(t::text, $1) > 0`, [value, projectId]);
     if (rows[0].n > 0) hits.push(table);
   }

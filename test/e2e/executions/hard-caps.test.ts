@@ -81,7 +81,7 @@ describe('hard caps', () => {
     expect(spend.reserved).toBe(0);
     expect(spend.settled).toBeGreaterThan(0);
     expect(spend.settled).toBeLessThanOrEqual(CAP);
-    const { rows } = await h.tg.db.query('SELECT count(*)::int AS n, coalesce(sum(cost_usd_micros), 0)::int AS cost FROM executions WHERE project_id = $1 AND status = $2', [p.project.id, 'completed']);
+    const { rows } = await h.tg.db.query('SELECT count(*)::int AS n, coalesce(sum(cost_usd_micros), 0)::int AS cost FROM calls WHERE project_id = $1 AND status = $2', [p.project.id, 'completed']);
     expect(rows[0].n).toBe(allowed);
     expect(rows[0].cost).toBe(spend.settled);
     // Ceilings were lowered to fit the day (every full-ceiling worst case here is above what it leaves),

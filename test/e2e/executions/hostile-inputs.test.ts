@@ -34,7 +34,7 @@ describe('hostile inputs on the governed-call routes', () => {
       const res = await proxy({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] });
       expect(res.status).toBe(200);
       const id = res.headers.get('x-svc-request-id')!;
-      const { rows } = await h.tg.db.query('SELECT status FROM executions WHERE id = $1', [id]);
+      const { rows } = await h.tg.db.query('SELECT status FROM calls WHERE id = $1', [id]);
       expect(rows[0]?.status).toBe('completed');
     }
   });

@@ -40,7 +40,7 @@ describe('Idempotency-Key on the execution routes', () => {
     expect(await sent(id)).toBe(1);
     const { rows } = await h.tg.db.query("SELECT count(*)::int AS n FROM permits WHERE project_id = $1 AND route = 'executions' AND request_id = $2", [p.project.id, id]);
     expect(rows[0].n).toBe(1);
-    const ex = await h.tg.db.query('SELECT count(*)::int AS n FROM executions WHERE project_id = $1 AND idempotency_key = $2', [p.project.id, 'conc-1']);
+    const ex = await h.tg.db.query('SELECT count(*)::int AS n FROM calls WHERE project_id = $1 AND idempotency_key = $2', [p.project.id, 'conc-1']);
     expect(ex.rows[0].n).toBe(1);
     // Counted at the provider (the emulator), not only in our own records.
     expect(h.emu.requestCount() - providerCallsBefore).toBe(1);

@@ -93,7 +93,7 @@ describe('two API processes share caps, rate limits and idempotency', () => {
     expect(ids.size).toBe(1);
     // Counted at the provider, not only in our records.
     expect(emu.requestCount() - before).toBe(1);
-    const ex = await local.db.query('SELECT count(*)::int AS n FROM executions WHERE project_id = $1 AND idempotency_key = $2', [p.project.id, headers['idempotency-key']]);
+    const ex = await local.db.query('SELECT count(*)::int AS n FROM calls WHERE project_id = $1 AND idempotency_key = $2', [p.project.id, headers['idempotency-key']]);
     expect(ex.rows[0].n).toBe(1);
     const permits = await local.db.query("SELECT count(*)::int AS n FROM permits WHERE project_id = $1 AND route = 'executions'", [p.project.id]);
     expect(permits.rows[0].n).toBe(1);

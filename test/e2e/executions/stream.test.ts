@@ -1,7 +1,7 @@
 import { startHarness, Harness, say, eventTypes, parseSse, emulatorEnv, patchPolicy } from './helpers';
 import { startTestTollgate, TestProject } from '../../support/tollgate';
 import { waitUntil as waitFor } from '../../support/wait';
-import { findExecutionById } from '../../../src/db/repositories/executions';
+import { findCallRecordById } from '../../../src/db/repositories/call-records';
 
 describe('streaming executions (mode: stream, SSE)', () => {
   let h: Harness;
@@ -117,7 +117,7 @@ describe('streaming executions (mode: stream, SSE)', () => {
     }
     const start = parseSse(text.split('\n\n')[0] + '\n\n')[0];
     ac.abort();
-    const row = await waitFor(async () => findExecutionById(h.tg.db, start.data.id));
+    const row = await waitFor(async () => findCallRecordById(h.tg.db, start.data.id));
     expect(row).toMatchObject({ status: 'failed', status_code: 499, error_code: 'client_disconnected', estimated_final: true, permit_id: permitId });
     expect(row.input_tokens).toBeGreaterThan(0);
     expect(row.envelope.usage.estimated_final).toBe(true);

@@ -40,7 +40,7 @@ describe('archive store on S3', () => {
 
   const deps = () => ({ db: h.tg.db, config: h.tg.config });
   const calls = (key: string, n: number) => makeCalls(h, key, n);
-  const records = async (projectId: string) => (await h.tg.db.query<{ id: string }>('SELECT id FROM executions WHERE project_id = $1 ORDER BY seq', [projectId])).rows.map((r) => r.id);
+  const records = async (projectId: string) => (await h.tg.db.query<{ id: string }>('SELECT id FROM calls WHERE project_id = $1 ORDER BY seq', [projectId])).rows.map((r) => r.id);
   const archiveRows = async (projectId: string) => (await h.tg.db.query<{ id: string; status: string }>('SELECT id, status FROM archives WHERE project_id = $1', [projectId])).rows;
   /** Writes the object to a file and verifies it as `npm run cli -- verify-export <file> --key <key>` does. */
   const verifyDownloaded = async (key: string) => {

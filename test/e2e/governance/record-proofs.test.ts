@@ -25,7 +25,7 @@ describe('a pipeline call in the signed log', () => {
     const res = await h.call('POST', '/v1/executions', { key: p.clientKey, body: { operation: 'generate.text', messages: say('log me'), routing: { provider: 'openai', model: 'gpt-4o-mini' } } });
     expect(res.status).toBe(200);
     const projectId = p.project.id;
-    const { rows } = await h.tg.db.query<{ id: string; seq: string }>('SELECT id, seq FROM executions WHERE project_id = $1 AND seq IS NOT NULL', [projectId]);
+    const { rows } = await h.tg.db.query<{ id: string; seq: string }>('SELECT id, seq FROM calls WHERE project_id = $1 AND seq IS NOT NULL', [projectId]);
     expect(rows).toHaveLength(1);
     const [record] = rows;
     await chainAllProjectEvents(h.tg.db, projectId);
@@ -49,7 +49,7 @@ describe('a pipeline call in the signed log', () => {
     expect(missing.status).toBe(404);
 
     await expect(verifyLog(h.tg.db, projectId)).resolves.toMatchObject({ ok: true, broken_at_seq: null });
-    await h.tg.db.query("UPDATE executions SET status = 'failed' WHERE id = $1", [record.id]);
+    await h.tg.db.query("UPDATE calls SET status = 'failed' WHERE id = $1", [record.id]);
     const r = await verifyLog(h.tg.db, projectId);
     expect(r).toMatchObject({ ok: false, broken_at_seq: Number(record.seq), events_verified: position - 1 });
     expect(r.failures[0]).toMatch(/call record at seq \d+ no longer matches/);

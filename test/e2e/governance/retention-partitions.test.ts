@@ -40,7 +40,7 @@ describe('retention drops the week partitions it has emptied', () => {
     const p = await h.project();
     const projectId = p.project.id;
     await makeCalls(h, p.clientKey, 16);
-    const { rows: records } = await h.tg.db.query<{ id: string; permit_id: string }>('SELECT id, permit_id FROM executions WHERE project_id = $1', [projectId]);
+    const { rows: records } = await h.tg.db.query<{ id: string; permit_id: string }>('SELECT id, permit_id FROM calls WHERE project_id = $1', [projectId]);
     expect(records).toHaveLength(16);
     // Every record chained and under a checkpoint, as the background rounds would leave them.
     const signer = await complianceSigner(h.tg.db, h.tg.config);
@@ -50,8 +50,8 @@ describe('retention drops the week partitions it has emptied', () => {
     }
 
     const thisWeek = weekStart(new Date());
-    const names = async () => [...(await weekPartitions(h.tg.db, 'executions')), ...(await weekPartitions(h.tg.db, 'permits'))].map((w) => w.name);
-    expect(await names()).toEqual(expect.arrayContaining([partitionName('executions', thisWeek), partitionName('permits', thisWeek)]));
+    const names = async () => [...(await weekPartitions(h.tg.db, 'calls')), ...(await weekPartitions(h.tg.db, 'permits'))].map((w) => w.name);
+    expect(await names()).toEqual(expect.arrayContaining([partitionName('calls', thisWeek), partitionName('permits', thisWeek)]));
 
     // Every project of the database keeps its calls one day; the run sees the clock three weeks on.
     await h.tg.db.query('UPDATE projects SET retention_days = 1');
@@ -59,10 +59,10 @@ describe('retention drops the week partitions it has emptied', () => {
     const report = await runRetention({ db: h.tg.db, config: h.tg.config }, { now: later });
     const run = report.projects.find((r) => r.project_id === projectId)!;
     expect(run).toMatchObject({ outcome: 'archived', archive: { status: 'completed', log_range: { first_index: 0, last_index: 15 } } });
-    expect(report.partitions_dropped).toEqual(expect.arrayContaining([partitionName('permits', thisWeek), partitionName('executions', thisWeek)]));
-    expect(await names()).not.toContain(partitionName('executions', thisWeek));
+    expect(report.partitions_dropped).toEqual(expect.arrayContaining([partitionName('permits', thisWeek), partitionName('calls', thisWeek)]));
+    expect(await names()).not.toContain(partitionName('calls', thisWeek));
     // The weeks not yet past the retention stay.
-    expect(await names()).toContain(partitionName('executions', new Date(thisWeek.getTime() + 3 * WEEK)));
+    expect(await names()).toContain(partitionName('calls', new Date(thisWeek.getTime() + 3 * WEEK)));
 
     // The archive verifies offline, from its file, after the rows' partitions are gone.
     const archive = run.archive!;
@@ -79,9 +79,9 @@ describe('retention drops the week partitions it has emptied', () => {
     // jumped ahead), is still served: its rows go to the DEFAULT partition.
     const after = await h.call('POST', '/v1/executions', { key: p.clientKey, body: { operation: 'generate.text', messages: say('after the drop'), routing: { provider: 'openai', model: 'gpt-4o-mini' } } });
     expect(after.status).toBe(200);
-    const where = async () => (await h.tg.db.query<{ p: string }>('SELECT tableoid::regclass::text AS p FROM executions WHERE id = $1', [after.json.id])).rows;
+    const where = async () => (await h.tg.db.query<{ p: string }>('SELECT tableoid::regclass::text AS p FROM calls WHERE id = $1', [after.json.id])).rows;
     // The record is written by the batcher just after the response.
     for (let i = 0; i < 200 && (await where()).length === 0; i++) await new Promise((r) => setTimeout(r, 25));
-    expect(await where()).toEqual([{ p: 'executions_default' }]);
+    expect(await where()).toEqual([{ p: 'calls_default' }]);
   });
 });

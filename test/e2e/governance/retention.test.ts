@@ -43,7 +43,7 @@ describe('retention: archive, verify, then delete', () => {
   const deps = () => ({ db: h.tg.db, config: h.tg.config });
   const calls = (key: string, n: number) => makeCalls(h, key, n);
   const records = async (projectId: string) =>
-    (await h.tg.db.query<{ id: string; permit_id: string; seq: string }>('SELECT id, permit_id, seq FROM executions WHERE project_id = $1 ORDER BY seq', [projectId])).rows;
+    (await h.tg.db.query<{ id: string; permit_id: string; seq: string }>('SELECT id, permit_id, seq FROM calls WHERE project_id = $1 ORDER BY seq', [projectId])).rows;
   /**
    * Issues checkpoints until one covers `size` leaves (a call's record may be written just after
    * its response, and the background round may issue the checkpoint first); returns its size.

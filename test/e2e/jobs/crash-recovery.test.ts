@@ -55,7 +55,7 @@ async function submitMany(api: TG, p: TestProject, n: number, latencyMs: number,
 async function expectEachCompletedOnce(db: TG['db'], ids: string[]): Promise<any[]> {
   const jobs = await closedJobs(db, ids, 'completed');
   for (const j of jobs) {
-    const ex = await db.query('SELECT count(*)::int AS n FROM executions WHERE id = $1', [j.request_id]);
+    const ex = await db.query('SELECT count(*)::int AS n FROM calls WHERE id = $1', [j.request_id]);
     expect(ex.rows[0].n).toBe(1);
     const ev = await timelineTypes(db, j, ['job.completed', 'job.failed', 'request.completed', 'request.errored', 'usage.recorded']);
     expect(ev.sort()).toEqual(['job.completed', 'request.completed', 'usage.recorded']);
@@ -111,7 +111,7 @@ describe('jobs and a worker killed mid-dispatch (SIGKILL)', () => {
       expect(j.attempts).toBe(1);
       expect(j.error_code).toBe('dispatch_interrupted');
       expect(j.result.error.code).toBe('dispatch_interrupted');
-      const ex = await api.db.query('SELECT count(*)::int AS n FROM executions WHERE id = $1', [j.request_id]);
+      const ex = await api.db.query('SELECT count(*)::int AS n FROM calls WHERE id = $1', [j.request_id]);
       expect(ex.rows[0].n).toBe(1);
       expect(await timelineTypes(api.db, j, ['provider.request_sent'])).toHaveLength(1);
       expect((await timelineTypes(api.db, j, ['job.completed', 'job.failed', 'usage.recorded'])).sort()).toEqual(['job.failed', 'usage.recorded']);
@@ -162,10 +162,10 @@ describe('jobs that opt in to retry_on_interrupt, and a worker killed mid-dispat
     expect(done.result.status).toBe('completed');
     expect(sentWith('opted-in')).toBe(2);
     expect(await timelineTypes(api.db, done, ['provider.request_sent'])).toHaveLength(2);
-    // One permit, one reservation, settled once; one execution record.
+    // One permit, one reservation, settled once; one call record.
     const permit = await api.db.query('SELECT reservation_state FROM permits WHERE id = $1', [done.permit_id]);
     expect(permit.rows[0].reservation_state).toBe('settled');
-    const ex = await api.db.query('SELECT count(*)::int AS n FROM executions WHERE id = $1', [done.request_id]);
+    const ex = await api.db.query('SELECT count(*)::int AS n FROM calls WHERE id = $1', [done.request_id]);
     expect(ex.rows[0].n).toBe(1);
 
     const [failed] = await closedJobs(api.db, [plain.json.id], 'failed');

@@ -84,7 +84,7 @@ describe('async jobs (POST /v1/jobs): the jobs routes', () => {
     expect(cancelled.result.status).toBe('failed');
     // Aborted mid-dispatch: recorded failed (the emulator would have answered with a completion).
     expect(cancelled.error.code).not.toBe('job_engine_error');
-    const { rows } = await suite.tg.db.query('SELECT count(*)::int AS n FROM executions WHERE id = $1', [cancelled.request_id]);
+    const { rows } = await suite.tg.db.query('SELECT count(*)::int AS n FROM calls WHERE id = $1', [cancelled.request_id]);
     expect(rows[0].n).toBe(1);
 
     const done = await finished(p, slow[1], 60_000);

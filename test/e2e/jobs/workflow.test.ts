@@ -56,7 +56,7 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     expect(job.status).toBe('completed');
     const stored = await suite.tg.db.query('SELECT event_type FROM events WHERE request_id = $1 ORDER BY seq', [job.request_id]);
     expect(stored.rows.map((r) => r.event_type)).toEqual(['job.submitted', 'job.queued', 'job.processing', 'job.completed']);
-    const rec = await suite.tg.db.query('SELECT seq, lifecycle FROM executions WHERE id = $1', [job.request_id]);
+    const rec = await suite.tg.db.query('SELECT seq, lifecycle FROM calls WHERE id = $1', [job.request_id]);
     expect(rec.rows[0].seq).not.toBeNull();
     expect(rec.rows[0].lifecycle).toMatchObject({ end: 'ok', started: { job_id: job.id }, job_attempts: [] });
     // The permit keeps no in-flight mark: Temporal's activity timeouts detect a job's crashes.
@@ -110,7 +110,7 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     expect(suite.flaky.calls.get('twice-429')).toBe(3);
     // Two waits of at least the upstream's Retry-After (1 s), not the 100–200 ms backoff.
     expect(Date.now() - t0).toBeGreaterThanOrEqual(2000);
-    const { rows } = await suite.tg.db.query('SELECT count(*)::int AS n FROM executions WHERE id = $1', [job.request_id]);
+    const { rows } = await suite.tg.db.query('SELECT count(*)::int AS n FROM calls WHERE id = $1', [job.request_id]);
     expect(rows[0].n).toBe(1);
     const tl = await call('GET', `/v1/requests/${job.request_id}/timeline`, { key: p.clientKey });
     const types: string[] = tl.json.events.map((e: any) => e.event_type);
@@ -215,7 +215,7 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     expect(byId.get(allowed.permit_id)).toMatchObject({ workflow_id: 'job-run', decision: 'allow' });
     expect(byId.get(past.permit_id)).toMatchObject({ workflow_id: 'job-run', decision: 'deny', reason_code: 'workflow_intent.max_calls_exceeded' });
     expect(byId.get(unknown.permit_id)).toMatchObject({ workflow_id: 'no-such-run', decision: 'deny', reason_code: 'workflow_intent.not_found' });
-    const exec = await suite.tg.db.query('SELECT workflow_intent_id FROM executions WHERE id = $1', [allowed.request_id]);
+    const exec = await suite.tg.db.query('SELECT workflow_intent_id FROM calls WHERE id = $1', [allowed.request_id]);
     expect(exec.rows[0].workflow_intent_id).toBe('job-run');
     expect((await call('GET', '/v1/workflows/job-run', { key: p.clientKey })).json.actual_calls).toBe(1);
 

@@ -2,7 +2,7 @@
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { startHarness, Harness, eventTypes } from '../executions/helpers';
-import { findExecution, findExecutionById } from '../../../src/db/repositories/executions';
+import { findCallRecord, findCallRecordById } from '../../../src/db/repositories/call-records';
 import { requestEvents } from '../../../src/db/repositories/log-events';
 import type { TestProject } from '../../support/tollgate';
 
@@ -80,7 +80,7 @@ describe('routing headers (openai and anthropic proxies)', () => {
       .withResponse();
     expect(data.model).toBe('gpt-4o');
     expect(response.headers.get('x-svc-selected-model')).toBe('gpt-4o');
-    const row = (await findExecutionById(h.tg.db, response.headers.get('x-svc-request-id')!))!;
+    const row = (await findCallRecordById(h.tg.db, response.headers.get('x-svc-request-id')!))!;
     expect(row).toMatchObject({ provider: 'openai', model: 'gpt-4o' });
     expect(row.envelope.routing).toMatchObject({ requested_provider: 'openai', requested_model: 'gpt-4o-mini', selected_model: 'gpt-4o', reason_code: 'explicit_request', fallback_occurred: false });
     const stream = await openai().chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'override stream' }] }, { headers: { 'x-svc-target-model': 'gpt-4o' } });
@@ -98,7 +98,7 @@ describe('routing headers (openai and anthropic proxies)', () => {
     expect(data.choices[0].message.content).toContain('cross provider');
     expect(data.usage!.prompt_tokens).toBeGreaterThan(0);
     expect(response.headers.get('x-svc-selected-provider')).toBe('anthropic');
-    const row = (await h.tg.db.query('SELECT provider, model, input_tokens, cost_usd_micros FROM executions WHERE id = $1', [response.headers.get('x-svc-request-id')])).rows[0];
+    const row = (await h.tg.db.query('SELECT provider, model, input_tokens, cost_usd_micros FROM calls WHERE id = $1', [response.headers.get('x-svc-request-id')])).rows[0];
     expect(row).toMatchObject({ provider: 'anthropic', model: 'claude-haiku-4-5', input_tokens: data.usage!.prompt_tokens });
     const permit = (await h.tg.db.query('SELECT route, provider, model FROM permits WHERE id = $1', [response.headers.get('x-svc-permit-id')])).rows[0];
     expect(permit).toMatchObject({ route: 'proxy:openai', provider: 'anthropic', model: 'claude-haiku-4-5' });
@@ -117,7 +117,7 @@ describe('routing headers (openai and anthropic proxies)', () => {
     expect(await eventTypes(h.tg, p.project.id, requestId)).toEqual(
       expect.arrayContaining(['provider.request_sent', 'provider.response_received', 'fallback.triggered', 'fallback.selected_model', 'usage.recorded', 'request.completed']),
     );
-    const row = (await findExecutionById(h.tg.db, requestId))!;
+    const row = (await findCallRecordById(h.tg.db, requestId))!;
     expect(row).toMatchObject({ provider: 'openai', model: 'gpt-4o-mini' });
     expect(row.envelope.routing).toMatchObject({ fallback_occurred: true, reason_code: 'explicit_fallback' });
   });
@@ -136,7 +136,7 @@ describe('routing headers (openai and anthropic proxies)', () => {
 });
 
 describe('streamed usage is recorded and settled', () => {
-  it('anthropic stream: executions row, usage.recorded event and settled spend', async () => {
+  it('anthropic stream: call record, usage.recorded event and settled spend', async () => {
     const q = await h.project();
     const res = await fetch(`${h.tg.url}/v1/proxy/anthropic/v1/messages`, {
       method: 'POST',
@@ -147,7 +147,7 @@ describe('streamed usage is recorded and settled', () => {
     expect(text).toContain('event: message_stop');
     const final = text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6))).find((e) => e.type === 'message_delta');
     const requestId = res.headers.get('x-svc-request-id')!;
-    const row = (await h.tg.db.query('SELECT * FROM executions WHERE id = $1', [requestId])).rows[0];
+    const row = (await h.tg.db.query('SELECT * FROM calls WHERE id = $1', [requestId])).rows[0];
     expect(row).toMatchObject({ mode: 'stream', status: 'completed', output_tokens: final.usage.output_tokens, estimated_final: false });
     const cost = Number(row.cost_usd_micros);
     expect(cost).toBeGreaterThan(0);
@@ -169,7 +169,7 @@ describe('streamed usage is recorded and settled', () => {
     const requestId = res.headers.get('x-svc-request-id')!;
     let row: any;
     for (let i = 0; i < 40 && !row; i++) {
-      row = (await h.tg.db.query('SELECT * FROM executions WHERE id = $1', [requestId])).rows[0];
+      row = (await h.tg.db.query('SELECT * FROM calls WHERE id = $1', [requestId])).rows[0];
       if (!row) await new Promise((r) => setTimeout(r, 50));
     }
     expect(row).toMatchObject({ status: 'failed', estimated_final: true });
@@ -217,7 +217,7 @@ describe('a caller that disconnects mid-stream', () => {
     const deadline = Date.now() + 15_000;
     let row: any;
     while (Date.now() < deadline) {
-      row = await findExecution(h.tg.db, q.project.id, requestId);
+      row = await findCallRecord(h.tg.db, q.project.id, requestId);
       if (row) break;
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -36,7 +36,7 @@ describe('proxy Idempotency-Key', () => {
     expect(again.headers.get('x-svc-permit-id')).toBe(first.headers.get('x-svc-permit-id'));
     expect(again.headers.get('content-type')).toContain('application/json');
     expect(await sentCount(p.project.id)).toBe(1);
-    const { rows } = await h.tg.db.query(`SELECT count(*)::int AS n FROM executions WHERE project_id = $1`, [p.project.id]);
+    const { rows } = await h.tg.db.query(`SELECT count(*)::int AS n FROM calls WHERE project_id = $1`, [p.project.id]);
     expect(rows[0].n).toBe(1);
   });
 

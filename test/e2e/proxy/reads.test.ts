@@ -1,7 +1,7 @@
 /**
  * The read-only routes the official SDKs call (model lists and details, token counting), through
  * the proxies: authenticated with the project key, forwarded with the managed key, not governed
- * (no permit, no execution record), counted in tollgate_proxy_reads_total.
+ * (no permit, no call record), counted in tollgate_proxy_reads_total.
  */
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
@@ -27,7 +27,7 @@ const google = () => new GoogleGenAI({ apiKey: p.clientKey, httpOptions: { baseU
 const mistral = () => new Mistral({ apiKey: p.clientKey, serverURL: `${base}/mistral`, retryConfig: { strategy: 'none' } });
 
 async function governedRecords(): Promise<number> {
-  const { rows } = await h.tg.db.query('SELECT (SELECT count(*) FROM permits WHERE project_id = $1)::int + (SELECT count(*) FROM executions WHERE project_id = $1)::int AS n', [p.project.id]);
+  const { rows } = await h.tg.db.query('SELECT (SELECT count(*) FROM permits WHERE project_id = $1)::int + (SELECT count(*) FROM calls WHERE project_id = $1)::int AS n', [p.project.id]);
   return rows[0].n;
 }
 

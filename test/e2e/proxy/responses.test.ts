@@ -19,7 +19,7 @@ const client = (key = p.clientKey) => new OpenAI({ apiKey: key, baseURL: `${h.tg
 
 async function execution(id: string): Promise<any> {
   for (let i = 0; i < 40; i++) {
-    const { rows } = await h.tg.db.query('SELECT * FROM executions WHERE id = $1', [id]);
+    const { rows } = await h.tg.db.query('SELECT * FROM calls WHERE id = $1', [id]);
     if (rows[0]) return rows[0];
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -27,13 +27,13 @@ const anthropic = (key = p.clientKey) => new Anthropic({ apiKey: key, baseURL: `
 const google = (key = p.clientKey) => new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: `${base}/google` } });
 const mistral = (key = p.clientKey) => new Mistral({ apiKey: key, serverURL: `${base}/mistral`, retryConfig: { strategy: 'none' } });
 
-async function executions(projectId: string): Promise<any[]> {
-  const { rows } = await h.tg.db.query(`SELECT * FROM executions WHERE project_id = $1 AND route = 'proxy' ORDER BY created_at`, [projectId]);
+async function callRecords(projectId: string): Promise<any[]> {
+  const { rows } = await h.tg.db.query(`SELECT * FROM calls WHERE project_id = $1 AND route = 'proxy' ORDER BY created_at`, [projectId]);
   return rows;
 }
 
 async function lastExecution(projectId: string): Promise<any> {
-  const rows = await executions(projectId);
+  const rows = await callRecords(projectId);
   return rows[rows.length - 1];
 }
 

@@ -189,7 +189,7 @@ describe('session turns in the request log', () => {
     await expect(verifyEventChain(tg.db, p.project.id)).resolves.toMatchObject({ ok: true });
     await expect(verifyLog(tg.db, p.project.id)).resolves.toMatchObject({ ok: true, broken_at_seq: null });
 
-    const { rows } = await tg.db.query<{ id: string; seq: string | null; status: string }>('SELECT id, seq, status FROM executions WHERE project_id = $1 ORDER BY created_at', [p.project.id]);
+    const { rows } = await tg.db.query<{ id: string; seq: string | null; status: string }>('SELECT id, seq, status FROM calls WHERE project_id = $1 ORDER BY created_at', [p.project.id]);
     expect(rows.map((r) => r.status)).toEqual(['completed', 'failed', 'denied']);
     // The two allowed turns are leaves of their own; the denied one is chained by its request.denied row.
     expect(rows.map((r) => r.seq !== null)).toEqual([true, true, false]);
@@ -197,9 +197,9 @@ describe('session turns in the request log', () => {
     expect(metrics.json.totals).toMatchObject({ calls: 3, completed: 1, failed: 1, denied: 1 });
 
     const leaf = rows[0];
-    await tg.db.query(`UPDATE executions SET session_id = 'sess_00000000000000000000000000000000' WHERE id = $1`, [leaf.id]);
+    await tg.db.query(`UPDATE calls SET session_id = 'sess_00000000000000000000000000000000' WHERE id = $1`, [leaf.id]);
     await expect(verifyEventChain(tg.db, p.project.id)).resolves.toMatchObject({ ok: false, broken_at_seq: Number(leaf.seq) });
-    await tg.db.query('UPDATE executions SET session_id = $2 WHERE id = $1', [leaf.id, s.id]);
+    await tg.db.query('UPDATE calls SET session_id = $2 WHERE id = $1', [leaf.id, s.id]);
     await expect(verifyEventChain(tg.db, p.project.id)).resolves.toMatchObject({ ok: true });
   });
 });

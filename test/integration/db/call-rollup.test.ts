@@ -108,13 +108,13 @@ describe('the call rollup', () => {
               percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) FILTER (WHERE status <> 'denied') AS p50,
               percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) FILTER (WHERE status <> 'denied') AS p95,
               COALESCE(sum(cost_usd_micros), 0)::bigint AS cost
-         FROM (SELECT date_bin(make_interval(secs => $4), created_at, $2) AS start, status, duration_ms, cost_usd_micros FROM executions WHERE ${where}) AS e
+         FROM (SELECT date_bin(make_interval(secs => $4), created_at, $2) AS start, status, duration_ms, cost_usd_micros FROM calls WHERE ${where}) AS e
         GROUP BY GROUPING SETS ((start), ())`,
       [projectId, from, to, bucketSeconds],
     );
     const { rows: spend } = await own.db.query(
       `SELECT GROUPING(provider, model) = 3 AS by_key, provider, model, key_id, count(*)::int AS calls, COALESCE(sum(cost_usd_micros), 0)::bigint AS cost
-         FROM executions WHERE ${where} GROUP BY GROUPING SETS ((provider, model), (key_id))`,
+         FROM calls WHERE ${where} GROUP BY GROUPING SETS ((provider, model), (key_id))`,
       [projectId, from, to],
     );
     return { series, spend };
@@ -158,7 +158,10 @@ describe('the call rollup', () => {
   function windows(now: number): [Date, Date, number][] {
     const hour = Math.floor(now / HOUR) * HOUR;
     const odd = now - 7_777;
+    const minute = Math.ceil(now / MINUTE) * MINUTE;
     return [
+      [new Date(minute - HOUR), new Date(minute), 60], // the Overview's hour: whole minutes, no hour to read
+      [new Date(hour + HOUR - 7 * 24 * HOUR), new Date(hour + HOUR), 3600], // the Overview's week: hours, most of them empty
       [new Date(hour - 3 * HOUR), new Date(hour + HOUR), 3600], // whole hours
       [new Date(hour - 4 * HOUR), new Date(hour + HOUR), 300], // whole minutes in hour-aligned buckets
       [new Date(odd - 3 * HOUR - 500), new Date(odd), 600], // unaligned: edges and straddling minutes
@@ -180,7 +183,7 @@ describe('the call rollup', () => {
     const { rows: raw } = await own.db.query(
       `SELECT count(*)::int AS calls, (count(*) FILTER (WHERE status = 'failed'))::int AS failed, (count(*) FILTER (WHERE status = 'denied'))::int AS denied,
               sum(input_tokens)::bigint::text AS input, sum(output_tokens)::bigint::text AS output, sum(cost_usd_micros)::bigint::text AS cost
-         FROM executions WHERE project_id = $1 AND ($2::timestamptz IS NULL OR created_at >= $2)`,
+         FROM calls WHERE project_id = $1 AND ($2::timestamptz IS NULL OR created_at >= $2)`,
       [projectId, since],
     );
     expect(rolled.map((r) => `${r.width} ${r.dimension}`)).toEqual(['60 key', '60 model', '60 status', '3600 key', '3600 model', '3600 status']);
@@ -196,7 +199,7 @@ describe('the call rollup', () => {
     await chainAllProjectEvents(own.db, project.id);
     // Both kinds of record: with a lifecycle (chained as a leaf) and without (by its terminal event).
     const { rows: kinds } = await own.db.query(
-      `SELECT status, seq IS NOT NULL AS leaf, count(*)::int AS n FROM executions WHERE project_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`,
+      `SELECT status, seq IS NOT NULL AS leaf, count(*)::int AS n FROM calls WHERE project_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`,
       [project.id],
     );
     expect(kinds.map((k) => `${k.status} ${k.leaf}`)).toEqual(['completed true', 'denied false', 'failed true']);
@@ -229,7 +232,7 @@ describe('the call rollup', () => {
     await record(own.db, project.id, 80, rnd, () => rnd() * 3 * HOUR);
     await chainAllProjectEvents(own.db, project.id);
     await expectRollupSums(project.id, started);
-    const { rows: before } = await own.db.query('SELECT count(*)::int AS n FROM executions WHERE project_id = $1 AND created_at < $2', [project.id, started]);
+    const { rows: before } = await own.db.query('SELECT count(*)::int AS n FROM calls WHERE project_id = $1 AND created_at < $2', [project.id, started]);
     expect(before[0].n).toBeGreaterThan(0);
     for (const [from, to, bucket] of windows(Date.now())) await expectSameAsRaw(project.id, from, to, bucket);
   });

@@ -7,7 +7,7 @@ import { createGovernedCallActivities } from '../../../activities/governed-call'
 import { createReconciliationActivities } from '../../../activities/reconciliation';
 import { callInput, instantProvider } from '../../../bench/lib/governed-calls';
 import { fixedClock, systemClock } from '../../../src/clock';
-import { findExecutionById } from '../../../src/db/repositories/executions';
+import { findCallRecordById } from '../../../src/db/repositories/call-records';
 import { insertPermit, type PermitRecord } from '../../../src/db/repositories/permits';
 import { createGovernance } from '../../../src/governance';
 import type { Logger } from '../../../src/logger';
@@ -49,7 +49,7 @@ describe('reconciliation of interrupted calls (real PostgreSQL)', () => {
     await expect(reconcile.closeInterruptedCalls()).resolves.toBe(2);
 
     for (const c of started) {
-      const record = await findExecutionById(db, c.input.executionId);
+      const record = await findCallRecordById(db, c.input.executionId);
       expect(record?.envelope).toMatchObject({ status: 'failed', status_code: 502, error: { code: 'dispatch_interrupted' } });
     }
     expect(errors).toEqual([expect.objectContaining({ permitId: expect.stringMatching(/^permit_broken_/) })]);

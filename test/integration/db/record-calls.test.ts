@@ -1,5 +1,5 @@
 /**
- * tollgate_record_calls inserts a batch's execution rows in one statement (migration 0114) and
+ * tollgate_record_calls inserts a batch's call records in one statement (migration 0114) and
  * answers, per call, whether its row was recorded now. A call whose row exists already (a retried
  * record, reconciliation racing a slow process), or whose execution came earlier in the same batch,
  * records nothing else: no second settlement, no second record (whose events derive from it).
@@ -46,12 +46,12 @@ describe('tollgate_record_calls (real PostgreSQL)', () => {
     expect(recorded[2]).toEqual(recorded[1]);
     expect(again).toEqual(recorded[1]);
 
-    const { rows: executions } = await db.query<{ id: string }>('SELECT id FROM executions WHERE project_id = $1 ORDER BY id', [projectId]);
-    expect(executions.map((e) => e.id).sort()).toEqual([a.input.executionId, b.input.executionId].sort());
+    const { rows: inserted } = await db.query<{ id: string }>('SELECT id FROM calls WHERE project_id = $1 ORDER BY id', [projectId]);
+    expect(inserted.map((e) => e.id).sort()).toEqual([a.input.executionId, b.input.executionId].sort());
     // One record each, so one completion each: the events derive from the record (none is stored).
     const { rows: stored } = await db.query("SELECT 1 FROM events WHERE project_id = $1 AND event_type IN ('request.completed', 'usage.recorded')", [projectId]);
     expect(stored).toHaveLength(0);
-    const { rows: records } = await db.query<RecordColumns>('SELECT * FROM executions WHERE project_id = $1', [projectId]);
+    const { rows: records } = await db.query<RecordColumns>('SELECT * FROM calls WHERE project_id = $1', [projectId]);
     const completions = records.map((r) => [r.permit_id, recordEvents(r, null).filter((e) => ['request.completed', 'usage.recorded'].includes(e.event_type)).length]);
     expect(completions.sort()).toEqual([[a.input.permitId, 2], [b.input.permitId, 2]].sort());
     expect(records.every((r) => r.seq !== null)).toBe(true);

@@ -92,7 +92,7 @@ describe('record leaves from plain columns', () => {
       [project.id, JSON.stringify(docs)],
     );
     await db.query(
-      `INSERT INTO executions (id, project_id, seq, route, operation, mode, status, status_code, permit_id, provider, model, workflow_intent_id,
+      `INSERT INTO calls (id, project_id, seq, route, operation, mode, status, status_code, permit_id, provider, model, workflow_intent_id,
                                idempotency_key, key_id, job_id, session_id, input_tokens, output_tokens, cost_usd_micros, estimated_final,
                                error_code, created_at, completed_at, duration_ms, envelope, lifecycle)
        SELECT e->>'id', $1, (e->>'seq')::bigint, e->>'route', e->>'operation', e->>'mode', e->>'status', (e->>'status_code')::int, e->>'permit_id',
@@ -125,7 +125,7 @@ describe('record leaves from plain columns', () => {
     expect(docs.some((d) => d.permit?.expires === null) && docs.some((d) => d.permit && d.permit.expires !== null)).toBe(true);
     expect(docs.some((d) => d.lifecycle === null) && docs.some((d) => d.permit === null && d.permit_id !== null)).toBe(true);
 
-    await db.query('DELETE FROM executions WHERE project_id = $1', [project.id]);
+    await db.query('DELETE FROM calls WHERE project_id = $1', [project.id]);
     await db.query('DELETE FROM permits WHERE project_id = $1', [project.id]);
   });
 });

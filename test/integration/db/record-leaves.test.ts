@@ -59,7 +59,7 @@ describe('call records in the chain', () => {
     await appendEvents(own.db, [event(project.id, 2)]);
     calls.push(await pipelineCall(own.db, project.id));
     await chainAllProjectEvents(own.db, project.id);
-    const { rows } = await own.db.query<{ id: string; seq: string; permit_id: string }>('SELECT id, seq, permit_id FROM executions WHERE project_id = $1 ORDER BY seq', [project.id]);
+    const { rows } = await own.db.query<{ id: string; seq: string; permit_id: string }>('SELECT id, seq, permit_id FROM calls WHERE project_id = $1 ORDER BY seq', [project.id]);
     expect(rows.map((r) => r.id)).toEqual(calls);
     return { projectId: project.id, records: rows.map((r) => ({ id: r.id, seq: Number(r.seq), permitId: r.permit_id })) };
   }
@@ -90,7 +90,7 @@ describe('call records in the chain', () => {
       const canonical = canonicalRecord(leaf, prev);
       const parsed = JSON.parse(canonical);
       expect(parsed).toMatchObject({ seq: r.seq, id: r.id, request_id: r.id, permit_id: r.permitId, event_type: 'call.recorded', source: 'calls', phase: 'record', prev_hash: prev });
-      const { rows } = await own.db.query('SELECT status, cost_usd_micros, input_tokens, output_tokens FROM executions WHERE id = $1', [r.id]);
+      const { rows } = await own.db.query('SELECT status, cost_usd_micros, input_tokens, output_tokens FROM calls WHERE id = $1', [r.id]);
       expect(parsed.metadata.record).toMatchObject({ status: rows[0].status, cost_usd_micros: Number(rows[0].cost_usd_micros), input_tokens: rows[0].input_tokens, output_tokens: rows[0].output_tokens });
       expect(parsed.metadata.record.lifecycle).toMatchObject({ end: 'ok' });
       // A column added later (session_id) is in a leaf only where it is set: records chained before it still verify.
@@ -108,7 +108,7 @@ describe('call records in the chain', () => {
     // A record's chain row without its stored leaf hash: the checkpoint's recomputation writes the leaf out from the record.
     await own.db.query('UPDATE event_chain SET leaf_hash = NULL WHERE seq = $1', [records[1].seq]);
     await expect(verifyLog(own.db, projectId)).resolves.toMatchObject({ ok: true, checkpoint: { root: 'matches_chain' } });
-    await own.db.query('UPDATE executions SET output_tokens = output_tokens + 1 WHERE id = $1', [records[1].id]);
+    await own.db.query('UPDATE calls SET output_tokens = output_tokens + 1 WHERE id = $1', [records[1].id]);
     const edited = await verifyLog(own.db, projectId);
     expect(edited).toMatchObject({ ok: false, broken_at_seq: records[1].seq, checkpoint: { root: 'chain_broken' } });
     expect(edited.failures[1]).toMatch(new RegExp(`the call record \\(${records[1].id}\\) no longer matches its chain hash`));
@@ -138,23 +138,23 @@ describe('call records in the chain', () => {
     const chain = await chainOf(projectId);
     const target = records[0];
     const position = chain.findIndex((c) => Number(c.seq) === target.seq) + 1;
-    const tampers: [table: 'executions' | 'permits', column: string, set: string][] = [
-      ['executions', 'cost_usd_micros', 'cost_usd_micros + 1'],
-      ['executions', 'status', `'failed'`],
-      ['executions', 'status_code', '500'],
-      ['executions', 'input_tokens', 'input_tokens + 1'],
-      ['executions', 'error_code', `'provider_error'`],
-      ['executions', 'created_at', `created_at - interval '1 second'`],
-      ['executions', 'completed_at', `completed_at + interval '1 second'`],
-      ['executions', 'envelope', `jsonb_set(envelope, '{usage,total_tokens}', '19')`],
-      ['executions', 'lifecycle', `jsonb_set(lifecycle, '{end}', '"interrupted"')`],
-      ['executions', 'model', `'gpt-4o'`],
+    const tampers: [table: 'calls' | 'permits', column: string, set: string][] = [
+      ['calls', 'cost_usd_micros', 'cost_usd_micros + 1'],
+      ['calls', 'status', `'failed'`],
+      ['calls', 'status_code', '500'],
+      ['calls', 'input_tokens', 'input_tokens + 1'],
+      ['calls', 'error_code', `'provider_error'`],
+      ['calls', 'created_at', `created_at - interval '1 second'`],
+      ['calls', 'completed_at', `completed_at + interval '1 second'`],
+      ['calls', 'envelope', `jsonb_set(envelope, '{usage,total_tokens}', '19')`],
+      ['calls', 'lifecycle', `jsonb_set(lifecycle, '{end}', '"interrupted"')`],
+      ['calls', 'model', `'gpt-4o'`],
       ['permits', 'decision', `'review'`],
       ['permits', 'reason_code', `'tampered'`],
       ['permits', 'reserved_cost_micros', 'reserved_cost_micros + 1'],
     ];
     for (const [table, column, set] of tampers) {
-      const id = table === 'executions' ? target.id : target.permitId;
+      const id = table === 'calls' ? target.id : target.permitId;
       const { rows } = await own.db.query<{ doc: unknown }>(`SELECT to_jsonb(t) AS doc FROM ${table} t WHERE id = $1`, [id]);
       await own.db.query(`UPDATE ${table} SET ${column} = ${set} WHERE id = $1`, [id]);
       const r = await verifyEventChain(own.db, projectId);
@@ -167,11 +167,11 @@ describe('call records in the chain', () => {
     }
 
     // A record deleted after it was chained is a gap at its seq.
-    const { rows: saved } = await own.db.query<{ doc: unknown }>('SELECT to_jsonb(t) AS doc FROM executions t WHERE id = $1', [target.id]);
-    await own.db.query('DELETE FROM executions WHERE id = $1', [target.id]);
+    const { rows: saved } = await own.db.query<{ doc: unknown }>('SELECT to_jsonb(t) AS doc FROM calls t WHERE id = $1', [target.id]);
+    await own.db.query('DELETE FROM calls WHERE id = $1', [target.id]);
     await expect(verifyEventChain(own.db, projectId)).resolves.toMatchObject({ ok: false, count: position - 1, broken_at_seq: target.seq });
     await expect(verifyEventChain(own.db, projectId, { workers: 2 })).resolves.toMatchObject({ ok: false, count: position - 1, broken_at_seq: target.seq });
-    await own.db.query('INSERT INTO executions SELECT * FROM jsonb_populate_record(NULL::executions, $1::jsonb)', [JSON.stringify(saved[0].doc)]);
+    await own.db.query('INSERT INTO calls SELECT * FROM jsonb_populate_record(NULL::calls, $1::jsonb)', [JSON.stringify(saved[0].doc)]);
     await expect(verifyEventChain(own.db, projectId)).resolves.toMatchObject({ ok: true, count: chain.length });
     const inThread = await verifyEventChain(own.db, projectId, { treeSize: chain.length });
     expect(await verifyEventChain(own.db, projectId, { treeSize: chain.length, workers: 2 })).toEqual(inThread);
@@ -232,7 +232,7 @@ describe('call records in the chain', () => {
     }
 
     // The record's cost edited in the database: a new export of the same log fails at that record's index.
-    await own.db.query('UPDATE executions SET cost_usd_micros = cost_usd_micros + 1000 WHERE id = $1', [records[1].id]);
+    await own.db.query('UPDATE calls SET cost_usd_micros = cost_usd_micros + 1000 WHERE id = $1', [records[1].id]);
     const edited = verifyExport(await exportFiles('b'), signer.vkey);
     expect(edited.ok).toBe(false);
     expect(edited.failures[0]).toMatchObject({ check: 'event_altered', index: recordIndex, position: recordIndex + 1, event_id: records[1].id });

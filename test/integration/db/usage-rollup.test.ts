@@ -101,11 +101,11 @@ describe('the usage rollup', () => {
     await db.query(
       `UPDATE permits p SET settled_at = p.issued_at + interval '2 seconds'
         WHERE p.project_id = $1 AND p.reservation_state = 'settled'
-          AND EXISTS (SELECT 1 FROM executions x WHERE x.permit_id = p.id AND x.recorded_at = p.settled_at)`,
+          AND EXISTS (SELECT 1 FROM calls x WHERE x.permit_id = p.id AND x.recorded_at = p.settled_at)`,
       [projectId],
     );
     await db.query(
-      `UPDATE executions x SET recorded_at = p.settled_at FROM permits p
+      `UPDATE calls x SET recorded_at = p.settled_at FROM permits p
         WHERE x.project_id = $1 AND p.id = x.permit_id AND p.reservation_state = 'settled' AND p.settled_at = p.issued_at + interval '2 seconds'`,
       [projectId],
     );
@@ -149,7 +149,7 @@ describe('the usage rollup', () => {
   async function releasePending(db: Db, projectId: string, n: number): Promise<{ id: string; issued_at: Date }[]> {
     const { rows } = await db.query<{ id: string; issued_at: Date }>(
       `UPDATE permits SET reservation_state = 'released', settled_at = NULL, actual_cost_micros = NULL, actual_input_tokens = NULL, actual_output_tokens = NULL
-        WHERE id IN (SELECT x.permit_id FROM event_chain_pending e JOIN executions x ON x.project_id = e.project_id AND x.seq = ANY(e.seqs)
+        WHERE id IN (SELECT x.permit_id FROM event_chain_pending e JOIN calls x ON x.project_id = e.project_id AND x.seq = ANY(e.seqs)
                       WHERE e.project_id = $1 AND x.status = 'completed' ORDER BY x.id LIMIT $2)
         RETURNING id, issued_at`,
       [projectId, n],

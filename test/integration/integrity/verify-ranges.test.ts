@@ -59,7 +59,7 @@ describe('verifying a chain in ranges', () => {
       'SELECT seq, chain_pos, hash FROM event_chain WHERE project_id = $1 ORDER BY chain_pos',
       [project.id],
     );
-    const { rows: records } = await own.db.query<{ id: string; seq: string }>('SELECT id, seq FROM executions WHERE project_id = $1 ORDER BY seq', [project.id]);
+    const { rows: records } = await own.db.query<{ id: string; seq: string }>('SELECT id, seq FROM calls WHERE project_id = $1 ORDER BY seq', [project.id]);
     const positionOf = (seq: string) => chain.findIndex((c) => c.seq === seq) + 1;
     return { projectId: project.id, chain, records: records.map((r) => ({ id: r.id, seq: r.seq, position: positionOf(r.seq) })) };
   }
@@ -100,8 +100,8 @@ describe('verifying a chain in ranges', () => {
       ...middle.map((r): [string, number, string, string] => [
         `record at ${r.position}`,
         r.position,
-        `UPDATE executions SET cost_usd_micros = cost_usd_micros + 1 WHERE id = '${r.id}'`,
-        `UPDATE executions SET cost_usd_micros = cost_usd_micros - 1 WHERE id = '${r.id}'`,
+        `UPDATE calls SET cost_usd_micros = cost_usd_micros + 1 WHERE id = '${r.id}'`,
+        `UPDATE calls SET cost_usd_micros = cost_usd_micros - 1 WHERE id = '${r.id}'`,
       ]),
       [`event at ${RANGE + 1}`, RANGE + 1, `UPDATE events SET metadata = '{"i":99}' WHERE seq = ${seqAt(RANGE + 1)}`, ''],
       [`event at ${last}`, last, `UPDATE events SET metadata = '{"i":99}' WHERE seq = ${seqAt(last)}`, ''],

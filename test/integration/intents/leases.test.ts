@@ -249,16 +249,67 @@ describe('call leases on workflow intents', () => {
     await expect(Worker.runReplayHistory({ workflowBundle: { codePath: bundle } }, history, `intent:${p.project.id}:told`)).resolves.toBeUndefined();
   });
 
-  it('a call given back after its lease was returned stays counted, never past max_calls', async () => {
+  it('a call given back after its lease was returned is un-counted by a report of its own: the ceiling is served exactly', async () => {
     await declare('late', { max_calls: 3 });
     const [a] = await twoProcesses([0, 600_000]);
     const first = await a.reserveCall(p.project.id, 'late');
     expect(first).toMatchObject({ granted: true });
-    // Idle at once: the lease goes back with its use (its counts are final).
+    // Idle at once: the lease goes back with its use.
     await waitFor(() => Promise.resolve(a.leases().length), (n) => n === 0, 20_000, 20);
+    expect((await state('late')).actualCalls).toBe(1);
+    // Governance failed before its permit, after the lease went back: the workflow stops counting it.
+    expect(a.giveBack(p.project.id, 'late', first.lease!)).toBe(true);
     expect(a.giveBack(p.project.id, 'late', first.lease!)).toBe(false);
-    expect(granted(await sequential(a, 'late', 3))).toBe(2);
+    expect((await waitFor(() => state('late'), (s) => s.actualCalls === 0, 20_000, 20)).actualCalls).toBe(0);
+    expect(granted(await sequential(a, 'late', 4))).toBe(3);
     await a.close();
     expect((await state('late')).actualCalls).toBe(3);
+  });
+
+  it('a lease settled from permits counts its given-back calls as given back, and a late give-back on it is un-counted once; the run replays', async () => {
+    await declare('settled', { max_calls: 10 });
+    const handle = tg.temporal.client.workflow.getHandle(`intent:${p.project.id}:settled`);
+    const lease = (leaseId: string, rest: { used: number; need?: number; want?: number; returned?: number; release?: boolean }) =>
+      handle.executeUpdate(leaseCallsUpdate, { args: [{ leaseId, holder: 'silent', need: 0, want: 0, ...rest }] });
+    const permits = async (leaseId: string, n: number) => {
+      for (let i = 0; i < n; i++) {
+        await tg.db.query(
+          `INSERT INTO permits (id, project_id, route, workflow_id, decision, reason_code, display_reason, decision_details, metadata, issued_at)
+           VALUES ($1, $2, 'executions', 'settled', 'allow', 'policy.active_policy_candidate', 'test', '{}'::jsonb, $3::jsonb, now())`,
+          [`permit_${leaseId}_${p.project.id}_${i}`, p.project.id, JSON.stringify({ intent_lease: leaseId })],
+        );
+      }
+    };
+    // Two holders that go silent (no renewal, no return): the workflow settles both from permits.
+    expect((await lease('lse_a', { used: 0, need: 3, want: 3 })).size).toBe(3);
+    expect((await lease('lse_b', { used: 0, need: 3, want: 3 })).size).toBe(3);
+    // a: three calls reported; two wrote their permits, the third's governance is still running.
+    expect((await lease('lse_a', { used: 3 })).actualCalls).toBe(3);
+    // b: two calls reported, one of them given back (no permit), then a third call with its permit, unreported.
+    expect((await lease('lse_b', { used: 2 })).actualCalls).toBe(5);
+    expect((await lease('lse_b', { used: 2, returned: 1 })).actualCalls).toBe(4);
+    await permits('lse_a', 2);
+    await permits('lse_b', 2);
+    const settled = await waitFor(() => state('settled'), (s) => Object.keys(s.leases ?? {}).length === 0, 20_000, 50);
+    // a counts what it reported (3), b its permits plus its given-back call, less that call (2).
+    expect(settled.actualCalls).toBe(5);
+    // a's third call fails before its permit, after the settlement: its holder reports it given back.
+    expect(await lease('lse_a', { used: 3, returned: 1, release: true })).toMatchObject({ closed: true, actualCalls: 4 });
+    // The same report again, and a stale one, change nothing.
+    expect((await lease('lse_a', { used: 3, returned: 1, release: true })).actualCalls).toBe(4);
+    expect((await lease('lse_b', { used: 2, returned: 1, release: true })).actualCalls).toBe(4);
+    // Four permits were allowed: the count is theirs, and the room left is the rest.
+    const { rows } = await tg.db.query(`SELECT count(*)::int AS n FROM permits WHERE project_id = $1 AND workflow_id = 'settled'`, [p.project.id]);
+    expect(rows[0].n).toBe(4);
+    const [c] = await twoProcesses();
+    expect(granted(await sequential(c, 'settled', 7))).toBe(6);
+    await c.close();
+    expect((await state('settled')).actualCalls).toBe(10);
+
+    const history = await handle.fetchHistory();
+    const patchIds = history.events!.filter((e) => e.markerRecordedEventAttributes).map((e) => Buffer.from(e.markerRecordedEventAttributes!.details!['patch-data'].payloads![0].data!).toString());
+    expect(patchIds.some((id) => id.includes('intent-lease-late-returns'))).toBe(true);
+    const bundle = process.env.TEMPORAL_WORKFLOW_BUNDLE!;
+    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: bundle } }, history, `intent:${p.project.id}:settled`)).resolves.toBeUndefined();
   });
 });

@@ -80,7 +80,7 @@ describe('the merged event log', () => {
       }
       const minute = i * 10 + 5;
       const { rows } = await db.query<RecordColumns>(
-        `INSERT INTO executions (id, project_id, route, operation, mode, status, status_code, permit_id, provider, model, input_tokens, output_tokens,
+        `INSERT INTO calls (id, project_id, route, operation, mode, status, status_code, permit_id, provider, model, input_tokens, output_tokens,
                                  cost_usd_micros, estimated_final, created_at, completed_at, duration_ms, envelope, seq, lifecycle)
          VALUES ($1, $2, 'executions', 'generate.text', 'sync', 'completed', 200, $3, $4, $5, 10, 20, 30, false, $6, $7, 1000, $8, nextval('events_seq_seq'), $9)
          RETURNING id, project_id, seq, permit_id, job_id, operation, mode, status, status_code, provider, model, input_tokens, output_tokens,
@@ -189,14 +189,14 @@ describe('the chain read: a record chained as one leaf stands for its derived ev
     await storeUnqueued('policy.updated', at(0));
     const id = `exec_${randomUUID().replace(/-/g, '')}`;
     await db.query(
-      `INSERT INTO executions (id, project_id, route, operation, mode, status, status_code, provider, model, created_at, completed_at, duration_ms, envelope, seq, lifecycle)
+      `INSERT INTO calls (id, project_id, route, operation, mode, status, status_code, provider, model, created_at, completed_at, duration_ms, envelope, seq, lifecycle)
        VALUES ($1, $2, 'executions', 'generate.text', 'sync', 'completed', 200, 'openai', 'gpt-4o-mini', $3, $4, 1000, $5, nextval('events_seq_seq'), $6)`,
       [id, projectId, at(1), at(2), ENVELOPE, JSON.stringify(lifecycle(1, false))],
     );
     await storeUnqueued('budget.cap_exceeded', at(3));
     // Chain rows as the sequencer writes them (hashes made up: this reads them, it does not verify them).
     const { rows: seqs } = await db.query<{ seq: string }>(
-      'SELECT seq FROM events WHERE project_id = $1 UNION ALL SELECT seq FROM executions WHERE project_id = $1 ORDER BY seq',
+      'SELECT seq FROM events WHERE project_id = $1 UNION ALL SELECT seq FROM calls WHERE project_id = $1 ORDER BY seq',
       [projectId],
     );
     const hashOf = (i: number) => String(i).repeat(64);

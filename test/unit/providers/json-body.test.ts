@@ -16,6 +16,7 @@ describe('provider request bodies as JSON', () => {
   const cases: [string, unknown][] = [
     ['an ordinary chat body', { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi "there"\n' }], max_tokens: 64, stream: false }],
     ['a long prompt among other members', { model: 'm', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: long }], temperature: 0.2, skip: undefined, f: () => 1 }],
+    ['plain slices (written as they are) around one with a quote and a newline', { content: 'a'.repeat(SLICE * 2) + 'say "so"\n' + 'b'.repeat(SLICE + 3) }],
     ['a surrogate pair across a slice boundary', { messages: [{ content: 'a'.repeat(SLICE - 1) + emoji + 'b'.repeat(SLICE) }] }],
     ['lone surrogates, escapes and control characters', { content: `\ud800x\udc00"\\\u0001\u2028`.repeat(200_000) + '\udbff' }],
     ['arrays with holes, NaN, dates and boxed values', { input: [long, undefined, () => 1, NaN, -0, new Date(0), new String('s'), [long, { a: undefined }]], n: Infinity }],

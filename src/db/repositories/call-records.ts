@@ -2,7 +2,7 @@ import { Queryable } from '../pool';
 import { envelopeOfRow, type ExecutionEnvelope, type ExecutionRoute } from '../../executions/envelope';
 import type { Lifecycle, TurnLifecycle } from '../../executions/lifecycle';
 
-export interface ExecutionRecord {
+export interface CallRecord {
   id: string;
   project_id: string;
   route: ExecutionRoute;
@@ -35,20 +35,20 @@ export interface ExecutionRecord {
   lifecycle: Lifecycle | TurnLifecycle | null;
 }
 
-export type NewExecution = Omit<ExecutionRecord, 'recorded_at'>;
+export type NewCallRecord = Omit<CallRecord, 'recorded_at'>;
 
-function withEnvelope(r: ExecutionRecord): ExecutionRecord {
+function withEnvelope(r: CallRecord): CallRecord {
   return { ...r, envelope: envelopeOfRow(r) };
 }
 
 
-export async function findExecution(db: Queryable, projectId: string, id: string): Promise<ExecutionRecord | null> {
-  const { rows } = await db.query<ExecutionRecord>('SELECT * FROM executions WHERE project_id = $1 AND id = $2', [projectId, id]);
+export async function findCallRecord(db: Queryable, projectId: string, id: string): Promise<CallRecord | null> {
+  const { rows } = await db.query<CallRecord>('SELECT * FROM calls WHERE project_id = $1 AND id = $2', [projectId, id]);
   return rows[0] ? withEnvelope(rows[0]) : null;
 }
 
-export async function findExecutionById(db: Queryable, id: string): Promise<ExecutionRecord | null> {
-  const { rows } = await db.query<ExecutionRecord>('SELECT * FROM executions WHERE id = $1', [id]);
+export async function findCallRecordById(db: Queryable, id: string): Promise<CallRecord | null> {
+  const { rows } = await db.query<CallRecord>('SELECT * FROM calls WHERE id = $1', [id]);
   return rows[0] ? withEnvelope(rows[0]) : null;
 }
 
@@ -62,7 +62,7 @@ export interface ExecutionMetrics {
   spend: { total_usd_micros: number; by_provider_model: { provider: string; model: string; executions: number; cost_usd_micros: number; input_tokens: number; output_tokens: number }[] };
 }
 
-/** Counts, latency percentiles and spend over `[from, to)`, from the executions table only. */
+/** Counts, latency percentiles and spend over `[from, to)`, from the call records only (GET /v1/executions/metrics). */
 export async function executionMetrics(db: Queryable, projectId: string, window: { from: Date; to: Date; route?: string }): Promise<ExecutionMetrics> {
   const { from, to, route } = window;
   const params = [projectId, from, to, route ?? null];
@@ -80,17 +80,18 @@ export async function executionMetrics(db: Queryable, projectId: string, window:
               COALESCE(sum(input_tokens), 0)::bigint AS input_tokens,
               COALESCE(sum(output_tokens), 0)::bigint AS output_tokens,
               COALESCE(sum(cost_usd_micros), 0)::bigint AS cost
-       FROM executions WHERE ${where}`,
+       FROM calls WHERE ${where}`,
       params,
     ),
     db.query<{ status_code: number; n: number }>(
-      `SELECT status_code, count(*)::int AS n FROM executions WHERE ${where} GROUP BY status_code ORDER BY status_code`,
+      `SELECT status_code, count(*)::int AS n FROM calls WHERE ${where} GROUP BY status_code ORDER BY status_code`,
       params,
     ),
     db.query<{ provider: string; model: string; executions: number; cost: number; input_tokens: number; output_tokens: number }>(
+      // `executions`: the metrics answer's field name (the spec's), not the table's.
       `SELECT provider, model, count(*)::int AS executions, COALESCE(sum(cost_usd_micros), 0)::bigint AS cost,
               COALESCE(sum(input_tokens), 0)::bigint AS input_tokens, COALESCE(sum(output_tokens), 0)::bigint AS output_tokens
-       FROM executions WHERE ${where} AND provider IS NOT NULL AND status <> 'denied'
+       FROM calls WHERE ${where} AND provider IS NOT NULL AND status <> 'denied'
        GROUP BY provider, model ORDER BY cost DESC, provider, model`,
       params,
     ),

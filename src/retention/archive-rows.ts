@@ -1,0 +1,35 @@
+/**
+ * An archive's row parts (permits, call records, usage: RFC 8785 lines of the window's rows) built
+ * in a worker thread while the archive's thread writes the events part: each is most of a core's
+ * work per leaf (parsing the rows, writing them out canonically, hashing), and one thread did
+ * both one after the other while the other core, beside PostgreSQL's reads, idled. The worker
+ * has its own database connections and writes its files into the archive store as the thread
+ * would (src/compliance/build.ts); it lives for one archive. A worker that fails or exits fails
+ * the archive's write, which a rerun does again from its start (src/retention/archive.ts).
+ *
+ * From source (tsx, jest) the worker registers tsx and loads archive-rows-worker.ts; from the
+ * compiled build it loads archive-rows-worker.js next to this file (as src/integrity/leaf-check-pool.ts).
+ */
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { BuildDeps } from '../compliance/build';
+import type { ExportPart } from '../db/repositories/compliance-exports';
+
+export function buildRowPartsInWorker(config: BuildDeps['config'], exportId: string, parts: ExportPart[]): Promise<void> {
+  const workerData = { config: { env: config.env, masterKey: config.masterKey, databaseUrl: config.databaseUrl, archiveStore: config.archiveStore }, exportId, parts };
+  const worker = __filename.endsWith('.ts')
+    ? new Worker(`require(${JSON.stringify(require.resolve('tsx/cjs/api'))}).register(); require(${JSON.stringify(path.join(__dirname, 'archive-rows-worker.ts'))});`, { eval: true, workerData })
+    : new Worker(path.join(__dirname, 'archive-rows-worker.js'), { workerData });
+  return new Promise<void>((resolve, reject) => {
+    let settled = false;
+    const settle = (err?: Error) => {
+      if (settled) return;
+      settled = true;
+      if (err) reject(err);
+      else resolve();
+    };
+    worker.on('message', (msg: { done?: true; error?: string }) => settle(msg.done ? undefined : new Error(`archive rows worker: ${msg.error}`)));
+    worker.on('error', (err) => settle(err));
+    worker.on('exit', (code) => settle(new Error(`archive rows worker exited (${code}) before its parts were written`)));
+  });
+}
