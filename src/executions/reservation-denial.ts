@@ -12,7 +12,7 @@ import { executionEvents } from './record';
 import type { ExecutionInput, GovernOutcome } from './types';
 import { RESERVATION_REASON_CODES, type ReservationDenial } from '../intents/reservation-outcome';
 import type { IntentReservations } from '../intents/reservations';
-import { findWorkflowIntent } from '../db/repositories/workflow-intents';
+import { findIntent } from '../db/repositories/intents';
 import type { Queryable } from '../db/pool';
 
 /** The denial an execution carries when the intent refuses its call. */
@@ -109,7 +109,7 @@ export async function governJoined<T>(
 
 /** The same check without taking a call (dry runs): unknown or not active is a refusal. */
 export async function checkIntent(db: Queryable, projectId: string, workflowId: string): Promise<IntentJoin> {
-  const row = await findWorkflowIntent(db, projectId, workflowId);
+  const row = await findIntent(db, projectId, workflowId);
   if (!row) return { refusal: reservationDenial('unknown', workflowId) };
   if (row.status !== 'active') return { refusal: reservationDenial('not_active', workflowId) };
   return {};

@@ -4,7 +4,7 @@ import { listenForNotices, type NoticeListener } from '../db/notice-listener';
 import type { Client } from '@temporalio/client';
 import type { Queryable } from '../db/pool';
 import type { Logger } from '../logger';
-import { findWorkflowIntent } from '../db/repositories/workflow-intents';
+import { findIntent } from '../db/repositories/intents';
 import {
   LEASE_REVOKE_CHANNEL,
   LEASE_SETTLE_GRACE_MS,
@@ -312,7 +312,7 @@ export class IntentReservations {
 
   private async denialFromRow(projectId: string, workflowId: string): Promise<ReservationOutcome | null> {
     try {
-      const row = await findWorkflowIntent(this.opts.db, projectId, workflowId);
+      const row = await findIntent(this.opts.db, projectId, workflowId);
       if (!row) return { granted: false, reason: 'unknown' };
       if (row.status !== 'active') return { granted: false, reason: 'not_active' };
     } catch {

@@ -3,7 +3,7 @@ import { Queryable } from '../pool';
 export type IntentStatus = 'active' | 'completed' | 'expired' | 'rejected';
 export const INTENT_STATUSES: readonly IntentStatus[] = ['active', 'completed', 'expired', 'rejected'];
 
-export interface WorkflowIntentRecord {
+export interface IntentRecord {
   id: string;
   project_id: string;
   workflow_id: string;
@@ -48,8 +48,8 @@ export interface AmendmentRecord {
   created_at: Date;
 }
 
-export type NewWorkflowIntent = Omit<
-  WorkflowIntentRecord,
+export type NewIntent = Omit<
+  IntentRecord,
   'version' | 'actual_calls' | 'completed_at' | 'expired_at' | 'reconciliation' | 'temporal_first_run_id' | 'updated_at'
 >;
 
@@ -57,8 +57,8 @@ export type NewWorkflowIntent = Omit<
  * Inserts a declaration unless (project_id, workflow_id) exists. Returns the inserted row, or null
  * when another declaration holds the id (the unique constraint decides races).
  */
-export async function insertWorkflowIntent(db: Queryable, r: NewWorkflowIntent): Promise<WorkflowIntentRecord | null> {
-  const { rows } = await db.query<WorkflowIntentRecord>(
+export async function insertIntent(db: Queryable, r: NewIntent): Promise<IntentRecord | null> {
+  const { rows } = await db.query<IntentRecord>(
     `INSERT INTO workflow_intents (id, project_id, workflow_id, status, expected_calls, max_calls, intent, canonical_intent_hash,
        projected_cost, reason_code, decision_details, declared_by, declared_via, declaration_signature_b64, signature_kid,
        budget_envelope_id, declared_at, expires_at, temporal_workflow_id)
@@ -90,8 +90,8 @@ export async function insertWorkflowIntent(db: Queryable, r: NewWorkflowIntent):
   return rows[0] ?? null;
 }
 
-export async function findWorkflowIntent(db: Queryable, projectId: string, workflowId: string): Promise<WorkflowIntentRecord | null> {
-  const { rows } = await db.query<WorkflowIntentRecord>('SELECT * FROM workflow_intents WHERE project_id = $1 AND workflow_id = $2', [
+export async function findIntent(db: Queryable, projectId: string, workflowId: string): Promise<IntentRecord | null> {
+  const { rows } = await db.query<IntentRecord>('SELECT * FROM workflow_intents WHERE project_id = $1 AND workflow_id = $2', [
     projectId,
     workflowId,
   ]);
@@ -131,11 +131,11 @@ export interface IntentListFilters {
 }
 
 /** Newest first; keyset pagination on (declared_at, id). `cursor_ts` keeps microseconds. */
-export async function listWorkflowIntents(
+export async function listIntents(
   db: Queryable,
   projectId: string,
   f: IntentListFilters,
-): Promise<Array<WorkflowIntentRecord & { cursor_ts: string; actual_cost_usd_micros: string }>> {
+): Promise<Array<IntentRecord & { cursor_ts: string; actual_cost_usd_micros: string }>> {
   const where = ['project_id = $1'];
   const params: unknown[] = [projectId];
   const add = (sql: string, v: unknown) => {
@@ -152,7 +152,7 @@ export async function listWorkflowIntents(
   params.push(f.limit);
   // The spend of a listed intent is the cost of its recorded calls, summed on the partial index
   // calls_project_workflow_idx: the work follows the calls of the page's intents only.
-  const { rows } = await db.query<WorkflowIntentRecord & { cursor_ts: string; actual_cost_usd_micros: string }>(
+  const { rows } = await db.query<IntentRecord & { cursor_ts: string; actual_cost_usd_micros: string }>(
     `SELECT w.*, to_char(w.declared_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts,
             (SELECT COALESCE(sum(e.cost_usd_micros), 0)::bigint FROM calls e
               WHERE e.project_id = w.project_id AND e.workflow_intent_id = w.workflow_id) AS actual_cost_usd_micros
@@ -199,8 +199,8 @@ export async function applyIntentVersion(
   );
 }
 
-export async function findWorkflowIntentForUpdate(db: Queryable, projectId: string, workflowId: string): Promise<WorkflowIntentRecord | null> {
-  const { rows } = await db.query<WorkflowIntentRecord>('SELECT * FROM workflow_intents WHERE project_id = $1 AND workflow_id = $2 FOR UPDATE', [projectId, workflowId]);
+export async function findIntentForUpdate(db: Queryable, projectId: string, workflowId: string): Promise<IntentRecord | null> {
+  const { rows } = await db.query<IntentRecord>('SELECT * FROM workflow_intents WHERE project_id = $1 AND workflow_id = $2 FOR UPDATE', [projectId, workflowId]);
   return rows[0] ?? null;
 }
 
@@ -218,8 +218,8 @@ export async function markIntentCompleted(
   projectId: string,
   workflowId: string,
   c: { at: Date; actualCalls: number; reconciliation: Record<string, unknown> },
-): Promise<WorkflowIntentRecord> {
-  const { rows } = await db.query<WorkflowIntentRecord>(
+): Promise<IntentRecord> {
+  const { rows } = await db.query<IntentRecord>(
     `UPDATE workflow_intents SET status = 'completed', completed_at = $3, actual_calls = $4, reconciliation = $5, updated_at = now()
      WHERE project_id = $1 AND workflow_id = $2 RETURNING *`,
     [projectId, workflowId, c.at, c.actualCalls, JSON.stringify(c.reconciliation)],
