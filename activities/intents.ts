@@ -41,6 +41,7 @@ function intentEvent(row: IntentRecord, eventType: string, at: Date, actualCalls
   return {
     projectId: row.project_id,
     eventType,
+    // The stored events' source name, kept from before the table was named `intents`.
     source: 'workflow_intents',
     phase: 'workflow',
     timestamp: at,

@@ -59,7 +59,7 @@ export type NewIntent = Omit<
  */
 export async function insertIntent(db: Queryable, r: NewIntent): Promise<IntentRecord | null> {
   const { rows } = await db.query<IntentRecord>(
-    `INSERT INTO workflow_intents (id, project_id, workflow_id, status, expected_calls, max_calls, intent, canonical_intent_hash,
+    `INSERT INTO intents (id, project_id, workflow_id, status, expected_calls, max_calls, intent, canonical_intent_hash,
        projected_cost, reason_code, decision_details, declared_by, declared_via, declaration_signature_b64, signature_kid,
        budget_envelope_id, declared_at, expires_at, temporal_workflow_id)
      VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)
@@ -91,7 +91,7 @@ export async function insertIntent(db: Queryable, r: NewIntent): Promise<IntentR
 }
 
 export async function findIntent(db: Queryable, projectId: string, workflowId: string): Promise<IntentRecord | null> {
-  const { rows } = await db.query<IntentRecord>('SELECT * FROM workflow_intents WHERE project_id = $1 AND workflow_id = $2', [
+  const { rows } = await db.query<IntentRecord>('SELECT * FROM intents WHERE project_id = $1 AND workflow_id = $2', [
     projectId,
     workflowId,
   ]);
@@ -100,7 +100,7 @@ export async function findIntent(db: Queryable, projectId: string, workflowId: s
 
 export async function setTemporalRunId(db: Queryable, projectId: string, workflowId: string, runId: string): Promise<void> {
   await db.query(
-    'UPDATE workflow_intents SET temporal_first_run_id = $3 WHERE project_id = $1 AND workflow_id = $2 AND temporal_first_run_id IS NULL',
+    'UPDATE intents SET temporal_first_run_id = $3 WHERE project_id = $1 AND workflow_id = $2 AND temporal_first_run_id IS NULL',
     [projectId, workflowId, runId],
   );
 }
@@ -108,7 +108,7 @@ export async function setTemporalRunId(db: Queryable, projectId: string, workflo
 /** Mirrors the workflow's counter; a no-op once the intent left `active` (final values win). */
 export async function persistActualCalls(db: Queryable, projectId: string, workflowId: string, actualCalls: number): Promise<void> {
   await db.query(
-    `UPDATE workflow_intents SET actual_calls = $3, updated_at = now()
+    `UPDATE intents SET actual_calls = $3, updated_at = now()
      WHERE project_id = $1 AND workflow_id = $2 AND status = 'active' AND actual_calls <> $3`,
     [projectId, workflowId, actualCalls],
   );
@@ -156,7 +156,7 @@ export async function listIntents(
     `SELECT w.*, to_char(w.declared_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts,
             (SELECT COALESCE(sum(e.cost_usd_micros), 0)::bigint FROM calls e
               WHERE e.project_id = w.project_id AND e.workflow_intent_id = w.workflow_id) AS actual_cost_usd_micros
-     FROM workflow_intents w WHERE ${where.join(' AND ')}
+     FROM intents w WHERE ${where.join(' AND ')}
      ORDER BY declared_at DESC, id DESC LIMIT $${params.length}`,
     params,
   );
@@ -193,14 +193,14 @@ export async function applyIntentVersion(
   v: { version: number; expectedCalls: number | null; maxCalls: number | null; projectedCost: Record<string, unknown> },
 ): Promise<void> {
   await db.query(
-    `UPDATE workflow_intents SET version = $3, expected_calls = $4, max_calls = $5, projected_cost = $6, updated_at = now()
+    `UPDATE intents SET version = $3, expected_calls = $4, max_calls = $5, projected_cost = $6, updated_at = now()
      WHERE project_id = $1 AND workflow_id = $2 AND version < $3`,
     [projectId, workflowId, v.version, v.expectedCalls, v.maxCalls, JSON.stringify(v.projectedCost)],
   );
 }
 
 export async function findIntentForUpdate(db: Queryable, projectId: string, workflowId: string): Promise<IntentRecord | null> {
-  const { rows } = await db.query<IntentRecord>('SELECT * FROM workflow_intents WHERE project_id = $1 AND workflow_id = $2 FOR UPDATE', [projectId, workflowId]);
+  const { rows } = await db.query<IntentRecord>('SELECT * FROM intents WHERE project_id = $1 AND workflow_id = $2 FOR UPDATE', [projectId, workflowId]);
   return rows[0] ?? null;
 }
 
@@ -220,7 +220,7 @@ export async function markIntentCompleted(
   c: { at: Date; actualCalls: number; reconciliation: Record<string, unknown> },
 ): Promise<IntentRecord> {
   const { rows } = await db.query<IntentRecord>(
-    `UPDATE workflow_intents SET status = 'completed', completed_at = $3, actual_calls = $4, reconciliation = $5, updated_at = now()
+    `UPDATE intents SET status = 'completed', completed_at = $3, actual_calls = $4, reconciliation = $5, updated_at = now()
      WHERE project_id = $1 AND workflow_id = $2 RETURNING *`,
     [projectId, workflowId, c.at, c.actualCalls, JSON.stringify(c.reconciliation)],
   );
@@ -230,7 +230,7 @@ export async function markIntentCompleted(
 /** Moves an active intent to expired with its final counter. */
 export async function markIntentExpired(db: Queryable, projectId: string, workflowId: string, e: { at: Date; actualCalls: number }): Promise<void> {
   await db.query(
-    `UPDATE workflow_intents SET status = 'expired', expired_at = $3, actual_calls = $4, updated_at = now()
+    `UPDATE intents SET status = 'expired', expired_at = $3, actual_calls = $4, updated_at = now()
      WHERE project_id = $1 AND workflow_id = $2 AND status = 'active'`,
     [projectId, workflowId, e.at, e.actualCalls],
   );

@@ -35,7 +35,7 @@ describe('call reservations against workflow intents', () => {
     expect(read.json).toMatchObject({ actual_calls: 50, drift: { max_calls_exceeded: true } });
     // The counter reaches PostgreSQL (throttled writes).
     await waitFor(
-      async () => (await tg.db.query('SELECT actual_calls FROM workflow_intents WHERE project_id = $1', [p.project.id])).rows[0].actual_calls,
+      async () => (await tg.db.query('SELECT actual_calls FROM intents WHERE project_id = $1', [p.project.id])).rows[0].actual_calls,
       (n) => n === 50,
     );
   });
