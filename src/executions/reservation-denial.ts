@@ -1,5 +1,5 @@
 /**
- * A workflow intent refused the call (X-Svc-Workflow-Id at its ceiling, not active, or unknown):
+ * An intent refused the call (X-Svc-Workflow-Id at its ceiling, not active, or unknown):
  * the denial is still a permit, with the intent's reason code and the workflow id, so timelines
  * and reconciliation see it. Idempotent per permit id. Shared by executions and proxies.
  */
@@ -79,7 +79,7 @@ export interface IntentJoin {
 }
 
 /**
- * Joins one call to a workflow intent the way every governed surface that accepts one does
+ * Joins one call to an intent the way every governed surface that accepts one does
  * (executions, execute and the proxies through the pipeline; jobs, permits and MCP tool calls
  * here): the call is taken from the intent's ceiling, or refused with the intent's reason code
  * (unknown in the project, not active, at max_calls).

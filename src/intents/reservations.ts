@@ -34,7 +34,7 @@ const TICK_MS = 100;
 const CLOSE_TIMEOUT_MS = 5_000;
 
 /**
- * Call reservations against workflow intents for one API process.
+ * Call reservations against intents for one API process.
  *
  * Calls are taken from leases (docs/decisions/call-leases.md): the intent workflow — the only authority on max_calls — grants this
  * process a lease, a block of calls sized from the process's recent rate for the intent (only the

@@ -80,7 +80,7 @@ function decodeIntentCursor(cursor: string): { declaredAt: string; id: string } 
   return { declaredAt: c.t, id: c.id };
 }
 
-/** Workflow intent requires the Production or Enterprise plan (403 plan.upgrade_required). */
+/** Intents require the Production or Enterprise plan (403 plan.upgrade_required). */
 function requireIntentPlan(auth: AuthContext): void {
   if (auth.plan === 'starter') {
     throw new ApiError(403, 'plan.upgrade_required', 'Workflow intents require the Production or Enterprise plan', {

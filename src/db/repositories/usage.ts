@@ -17,7 +17,7 @@ export async function dailySettled(db: Queryable, projectId: string, fromDay: st
   return rows.map((r) => ({ day: r.day, settled_usd_micros: Number(r.settled), reserved_usd_micros: Number(r.reserved) }));
 }
 
-/** Active workflow intents: their projected cost and the calls they have left. */
+/** Active intents: their projected cost and the calls they have left. */
 export async function activeIntentProjections(db: Queryable, projectId: string): Promise<{ workflow_id: string; projected_usd_micros: number; expected_calls: number | null; max_calls: number | null; actual_calls: number }[]> {
   const { rows } = await db.query<{ workflow_id: string; amount: string | null; expected_calls: number | null; max_calls: number | null; actual_calls: number }>(
     `SELECT workflow_id, projected_cost->>'amount_micros' AS amount, expected_calls, max_calls, actual_calls
