@@ -4,16 +4,16 @@ import type { NewEvent } from '../src/events/types';
 import { notifyChannel } from '../src/db/notify';
 import { countPermitsByLease } from '../src/db/repositories/permits';
 import {
-  type WorkflowIntentRecord,
+  type IntentRecord,
   applyIntentVersion,
   countAllowedIntentCalls,
   findAmendment,
-  findWorkflowIntentForUpdate,
+  findIntentForUpdate,
   insertAmendment,
   markIntentCompleted,
   markIntentExpired,
   persistActualCalls,
-} from '../src/db/repositories/workflow-intents';
+} from '../src/db/repositories/intents';
 import { canonicalAmendment } from '../src/intents/canonical';
 import { integritySigner } from '../src/intents/signing';
 import { projectCost } from '../src/intents/projection';
@@ -37,10 +37,11 @@ export interface RecordAmendmentInput {
 
 
 /** A timeline event of an intent (webhook sources: workflow_intent.expired, workflow_intent.max_calls_reached). */
-function intentEvent(row: WorkflowIntentRecord, eventType: string, at: Date, actualCalls: number): NewEvent {
+function intentEvent(row: IntentRecord, eventType: string, at: Date, actualCalls: number): NewEvent {
   return {
     projectId: row.project_id,
     eventType,
+    // The stored events' source name, kept from before the table was named `intents`.
     source: 'workflow_intents',
     phase: 'workflow',
     timestamp: at,
@@ -105,7 +106,7 @@ export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps,
      */
     async completeIntent(i: { projectId: string; workflowId: string; cachedActualCalls: number; reasonProvided: string | null }): Promise<CompleteResult> {
       return withTransaction(db, async (tx) => {
-        let row = await findWorkflowIntentForUpdate(tx, i.projectId, i.workflowId);
+        let row = await findIntentForUpdate(tx, i.projectId, i.workflowId);
         if (!row) throw new Error(`workflow intent ${i.workflowId} of ${i.projectId} is not persisted`);
         if (row.status !== 'completed') {
           const authoritative = await countAllowedIntentCalls(tx, i.projectId, i.workflowId);
@@ -138,7 +139,7 @@ export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps,
     /** Moves an active intent to expired (max_duration_seconds elapsed) with its final counter. */
     async expireIntent(i: { projectId: string; workflowId: string; actualCalls: number }): Promise<void> {
       await withTransaction(db, async (tx) => {
-        const row = await findWorkflowIntentForUpdate(tx, i.projectId, i.workflowId);
+        const row = await findIntentForUpdate(tx, i.projectId, i.workflowId);
         const at = clock.now();
         await markIntentExpired(tx, i.projectId, i.workflowId, { at, actualCalls: i.actualCalls });
         if (row?.status === 'active') await appendEvents(tx, [intentEvent(row, 'workflow_intent.expired', at, i.actualCalls)]);
@@ -148,7 +149,7 @@ export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps,
     /** Mirrors the call counter (throttled by the workflow). */
     async persistIntentCounter(i: { projectId: string; workflowId: string; actualCalls: number }): Promise<void> {
       await withTransaction(db, async (tx) => {
-        const row = await findWorkflowIntentForUpdate(tx, i.projectId, i.workflowId);
+        const row = await findIntentForUpdate(tx, i.projectId, i.workflowId);
         await persistActualCalls(tx, i.projectId, i.workflowId, i.actualCalls);
         // The counter crossing max_calls (once per crossing; an amendment raising the ceiling re-arms it).
         if (row && row.status === 'active' && row.max_calls !== null && row.actual_calls < row.max_calls && i.actualCalls >= row.max_calls) {

@@ -25,7 +25,7 @@ import { pct } from './lib/load';
 import { createProject } from '../src/db/repositories/projects';
 import { createApiKey } from '../src/db/repositories/api-keys';
 import { systemClock } from '../src/clock';
-import { declareWorkflowIntent } from '../src/intents/service';
+import { declareIntent } from '../src/intents/service';
 import { IntentReservations } from '../src/intents/reservations';
 import { stateQuery } from '../workflows/intent-messages';
 
@@ -105,7 +105,7 @@ async function main(): Promise<void> {
     // 3. Hot intent: CALLERS concurrent callers for SECONDS.
     const hot = async (label: string, canAfterUpdates?: number) => {
       const id = `bench-hot-${label}`;
-      if (canAfterUpdates) await declareWorkflowIntent(svc, { projectId: project.id, keyId: 'bench' }, { workflow_id: id, intent: { max_calls: 1_000_000_000 } }, { canAfterUpdates });
+      if (canAfterUpdates) await declareIntent(svc, { projectId: project.id, keyId: 'bench' }, { workflow_id: id, intent: { max_calls: 1_000_000_000 } }, { canAfterUpdates });
       else await declare(id, 1_000_000_000);
       const r = client();
       await Promise.all(Array.from({ length: CALLERS }, () => r.reserveCall(project.id, id)));

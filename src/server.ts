@@ -38,7 +38,7 @@ export interface Tollgate {
   temporal: TemporalHandles;
   worker: Worker | null;
   logger: Logger;
-  /** This API process's call leases on workflow intents (null in a worker-only process). */
+  /** This API process's call leases on intents (null in a worker-only process). */
   intentReservations: IntentReservations | null;
   close(): Promise<void>;
 }

@@ -40,7 +40,7 @@ const COUNTER_PERSIST_INTERVAL_MS = 1000;
 const CALL_LEASES_PATCH = 'intent-call-leases';
 
 /**
- * One run per declared workflow intent (Temporal id `intent:<project_id>:<workflow_id>`). Owns the
+ * One run per declared intent (Temporal id `intent:<project_id>:<workflow_id>`). Owns the
  * version, the call counter, the ceiling, the expiry timer and amend/complete. Every state change is
  * mirrored to PostgreSQL by activities; the counter is written at most once a second and always
  * before continue-as-new, completion and expiry.

@@ -12,6 +12,7 @@ export const SA = {
   operation: defineSearchAttributeKey('TollgateOperation', 'KEYWORD'),
   provider: defineSearchAttributeKey('TollgateProvider', 'KEYWORD'),
   model: defineSearchAttributeKey('TollgateModel', 'KEYWORD'),
+  // The old name stays: it is registered on the namespace and set on running workflows.
   intentId: defineSearchAttributeKey('TollgateWorkflowIntentId', 'KEYWORD'),
 } as const;
 

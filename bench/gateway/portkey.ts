@@ -13,7 +13,7 @@
  *                                                                x-portkey-custom-host: {emulator}/openai/v1
  *   tg-exec      POST {tollgate}/v1/executions                   governed execution envelope
  *   tg-proxy     POST {tollgate}/v1/proxy/openai/v1/chat/completions   native body, Tollgate key
- *   tg-intent    POST {tollgate}/v1/executions + X-Svc-Workflow-Id  joined to a workflow intent
+ *   tg-intent    POST {tollgate}/v1/executions + X-Svc-Workflow-Id  joined to an intent
  *                                                                (max_calls 10^9: calls taken from
  *                                                                the process's lease)
  *

@@ -132,7 +132,7 @@ export async function run(): Promise<void> {
     const call = h.sampleIds[Math.floor(h.sampleIds.length / 2)];
     const denied = await one("SELECT id, permit_id FROM calls WHERE project_id = $1 AND status = 'denied' ORDER BY created_at DESC LIMIT 1");
     const failedCall = await one("SELECT id, permit_id FROM calls WHERE project_id = $1 AND status = 'failed' ORDER BY created_at DESC LIMIT 1");
-    const workflow = (await stack.db.query<{ workflow_id: string }>('SELECT workflow_id FROM workflow_intents WHERE project_id = $1 LIMIT 1', [big.id]).catch(() => ({ rows: [] }))).rows[0]?.workflow_id ?? null;
+    const workflow = (await stack.db.query<{ workflow_id: string }>('SELECT workflow_id FROM intents WHERE project_id = $1 LIMIT 1', [big.id]).catch(() => ({ rows: [] }))).rows[0]?.workflow_id ?? null;
     const list = requests(h, { call, denied: denied.id, deniedPermit: denied.permit_id, failed: failedCall.id, workflow });
 
     console.log(`\nEvery dashboard request, ${READS} reads each, one at a time, on ${CALLS} calls over ${DAYS} days (the big project: ${big.calls}):\n`);

@@ -10,7 +10,7 @@
  *   restart-temporal  stop the Temporal dev server, start it again on the same state file
  *   restart-postgres  `pg_ctl restart -m immediate` (a crash: recovery on start)
  *
- * A fifth of the calls join a workflow intent (X-Svc-Workflow-Id) whose max_calls the load passes,
+ * A fifth of the calls join an intent (X-Svc-Workflow-Id) whose max_calls the load passes,
  * so calls are taken from call leases while the processes holding them die and Temporal restarts.
  *
  * Afterwards, once jobs are terminal and the reconciliation window has passed: every call either

@@ -24,7 +24,7 @@ export interface ApiDeps {
   /** The GenAI client metrics in `metrics`, observed per provider attempt (the proxies' own attempts too). */
   genAi: GenAiMetrics;
   temporal: { client: Client; connection: NativeConnection; taskQueue: string };
-  /** Coalesced call reservations against workflow intents (X-Svc-Workflow-Id). */
+  /** Coalesced call reservations against intents (X-Svc-Workflow-Id). */
   intentReservations: IntentReservations;
   /** API key lookups (cached per process, invalidated by PostgreSQL notices: src/api/key-cache.ts). */
   keys: KeyLookup;

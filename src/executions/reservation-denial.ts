@@ -1,5 +1,5 @@
 /**
- * A workflow intent refused the call (X-Svc-Workflow-Id at its ceiling, not active, or unknown):
+ * An intent refused the call (X-Svc-Workflow-Id at its ceiling, not active, or unknown):
  * the denial is still a permit, with the intent's reason code and the workflow id, so timelines
  * and reconciliation see it. Idempotent per permit id. Shared by executions and proxies.
  */
@@ -12,7 +12,7 @@ import { executionEvents } from './record';
 import type { ExecutionInput, GovernOutcome } from './types';
 import { RESERVATION_REASON_CODES, type ReservationDenial } from '../intents/reservation-outcome';
 import type { IntentReservations } from '../intents/reservations';
-import { findWorkflowIntent } from '../db/repositories/workflow-intents';
+import { findIntent } from '../db/repositories/intents';
 import type { Queryable } from '../db/pool';
 
 /** The denial an execution carries when the intent refuses its call. */
@@ -79,7 +79,7 @@ export interface IntentJoin {
 }
 
 /**
- * Joins one call to a workflow intent the way every governed surface that accepts one does
+ * Joins one call to an intent the way every governed surface that accepts one does
  * (executions, execute and the proxies through the pipeline; jobs, permits and MCP tool calls
  * here): the call is taken from the intent's ceiling, or refused with the intent's reason code
  * (unknown in the project, not active, at max_calls).
@@ -109,7 +109,7 @@ export async function governJoined<T>(
 
 /** The same check without taking a call (dry runs): unknown or not active is a refusal. */
 export async function checkIntent(db: Queryable, projectId: string, workflowId: string): Promise<IntentJoin> {
-  const row = await findWorkflowIntent(db, projectId, workflowId);
+  const row = await findIntent(db, projectId, workflowId);
   if (!row) return { refusal: reservationDenial('unknown', workflowId) };
   if (row.status !== 'active') return { refusal: reservationDenial('not_active', workflowId) };
   return {};

@@ -24,6 +24,7 @@ export interface ExecutionInput {
     providerOptions?: Partial<Record<ProviderId, Record<string, unknown>>>;
   };
   routing: RoutingPlan;
+  /** The intent's workflow_id; the old field name stays because job workflow inputs in Temporal histories carry it. */
   workflowIntentId: string | null;
   idempotencyKey: string | null;
   /** The API key the call came with (null where none did, e.g. a call recorded by an operator tool). */

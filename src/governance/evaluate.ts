@@ -69,7 +69,7 @@ export function decide(ctx: EvalContext, req: GovernanceRequest): Outcome {
   const doc = ctx.policy;
   let firewallNote: Outcome['firewall'];
 
-  // 0. The workflow intent the call is joined to refused it: nothing else is evaluated.
+  // 0. The intent the call is joined to refused it: nothing else is evaluated.
   if (req.intentRefusal) {
     return deny({ code: req.intentRefusal.reason_code, reason: req.intentRefusal.message, category: 'workflow_intent', kind: 'call_reservation', figures: { workflow_id: req.workflowId ?? null }, actions: [] });
   }

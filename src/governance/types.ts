@@ -62,7 +62,7 @@ export interface GovernanceRequest {
   estimatedCostMicros: number | null;
   workflowId?: string | null;
   /**
-   * The workflow intent the call is joined to refused it (unknown in the project, not active, at
+   * The intent the call is joined to refused it (unknown in the project, not active, at
    * its ceiling): a deny before any other check, with the intent's reason code, as executions'
    * reservation denial (src/executions/reservation-denial.ts).
    */

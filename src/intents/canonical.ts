@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 
 /** The caller's intent as declared (POST /v1/workflows `intent`), after validation. */
-export interface WorkflowIntentBody {
+export interface IntentBody {
   expected_calls?: number;
   max_calls?: number;
   expected_model?: string;
@@ -27,14 +27,14 @@ export function sha256Prefixed(text: string): string {
  * null is treated as absent), serialized with RFC 8785. Key order and number formatting of the
  * request therefore never change the hash.
  */
-export function canonicalIntent(intent: WorkflowIntentBody): string {
+export function canonicalIntent(intent: IntentBody): string {
   const clean: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(intent)) if (v !== undefined && v !== null) clean[k] = v;
   return canonicalJson(clean);
 }
 
 /** `sha256:<hex>` of the canonical intent. */
-export function canonicalIntentHash(intent: WorkflowIntentBody): string {
+export function canonicalIntentHash(intent: IntentBody): string {
   return sha256Prefixed(canonicalIntent(intent));
 }
 

@@ -3,9 +3,9 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
 import { ApiError, errors } from '../errors';
 import { newId } from '../ids';
-import { findWorkflowIntent, insertWorkflowIntent, setTemporalRunId, WorkflowIntentRecord } from '../db/repositories/workflow-intents';
+import { findIntent, insertIntent, setTemporalRunId, IntentRecord } from '../db/repositories/intents';
 import { monthlyBudgetSnapshot } from '../governance/budget-snapshot';
-import { canonicalDeclaration, canonicalIntentHash, WorkflowIntentBody } from './canonical';
+import { canonicalDeclaration, canonicalIntentHash, IntentBody } from './canonical';
 import { integritySigner } from './signing';
 import { projectCost, ProjectionError } from './projection';
 import { intentTemporalWorkflowId, IntentState, IntentWorkflowInput } from '../../workflows/intent-messages';
@@ -20,7 +20,7 @@ export interface Declarer {
 
 export interface DeclareBody {
   workflow_id: string;
-  intent: WorkflowIntentBody;
+  intent: IntentBody;
   budget_envelope_id?: string | null;
 }
 
@@ -32,7 +32,7 @@ export interface DeclareOptions {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-export function intentConflict(existing: WorkflowIntentRecord): ApiError {
+export function intentConflict(existing: IntentRecord): ApiError {
   return errors.conflict(
     'workflow_intent.idempotency_conflict',
     `Workflow ${existing.workflow_id} was already declared with a different intent`,
@@ -41,7 +41,7 @@ export function intentConflict(existing: WorkflowIntentRecord): ApiError {
 }
 
 /** The POST /v1/workflows response of a stored declaration (accepted or rejected shape). */
-export function declarationResponse(r: WorkflowIntentRecord): Record<string, unknown> {
+export function declarationResponse(r: IntentRecord): Record<string, unknown> {
   if (r.status === 'rejected') {
     return {
       workflow_id: r.workflow_id,
@@ -71,8 +71,8 @@ export function declarationResponse(r: WorkflowIntentRecord): Record<string, unk
   };
 }
 
-function workflowInput(r: WorkflowIntentRecord, opts: DeclareOptions): IntentWorkflowInput {
-  const intent = r.intent as WorkflowIntentBody;
+function workflowInput(r: IntentRecord, opts: DeclareOptions): IntentWorkflowInput {
+  const intent = r.intent as IntentBody;
   const projection: IntentState['projection'] = {};
   if (intent.expected_model !== undefined) projection.expected_model = intent.expected_model;
   if (intent.expected_input_tokens_per_call !== undefined) projection.expected_input_tokens_per_call = intent.expected_input_tokens_per_call;
@@ -96,7 +96,7 @@ function workflowInput(r: WorkflowIntentRecord, opts: DeclareOptions): IntentWor
 }
 
 /** Starts the intent's workflow; a no-op when it runs or already ran (USE_EXISTING / REJECT_DUPLICATE). */
-export async function ensureIntentWorkflow(deps: IntentServiceDeps, r: WorkflowIntentRecord, opts: DeclareOptions = {}): Promise<void> {
+export async function ensureIntentWorkflow(deps: IntentServiceDeps, r: IntentRecord, opts: DeclareOptions = {}): Promise<void> {
   const workflowId = intentTemporalWorkflowId(r.project_id, r.workflow_id);
   try {
     const handle = await deps.temporal.client.workflow.start<typeof intentWorkflow>('intentWorkflow', {
@@ -128,19 +128,19 @@ export async function ensureIntentWorkflow(deps: IntentServiceDeps, r: WorkflowI
 }
 
 /** POST /v1/workflows. Returns the HTTP status and body. */
-export async function declareWorkflowIntent(
+export async function declareIntent(
   deps: IntentServiceDeps,
   who: Declarer,
   body: DeclareBody,
   opts: DeclareOptions = {},
 ): Promise<{ status: number; body: Record<string, unknown> }> {
   const hash = canonicalIntentHash(body.intent);
-  const replay = async (existing: WorkflowIntentRecord) => {
+  const replay = async (existing: IntentRecord) => {
     if (existing.canonical_intent_hash !== hash) throw intentConflict(existing);
     if (existing.status === 'active') await ensureIntentWorkflow(deps, existing, opts);
     return { status: 200, body: declarationResponse(existing) };
   };
-  const existing = await findWorkflowIntent(deps.db, who.projectId, body.workflow_id);
+  const existing = await findIntent(deps.db, who.projectId, body.workflow_id);
   if (existing) return replay(existing);
 
   let projected;
@@ -174,7 +174,7 @@ export async function declareWorkflowIntent(
       }),
     );
   }
-  const inserted = await insertWorkflowIntent(deps.db, {
+  const inserted = await insertIntent(deps.db, {
     id: newId('wfi'),
     project_id: who.projectId,
     workflow_id: body.workflow_id,
@@ -205,7 +205,7 @@ export async function declareWorkflowIntent(
   });
   if (!inserted) {
     // Lost a race with a concurrent declaration of the same id: it decides.
-    const winner = await findWorkflowIntent(deps.db, who.projectId, body.workflow_id);
+    const winner = await findIntent(deps.db, who.projectId, body.workflow_id);
     if (!winner) throw errors.internal();
     return replay(winner);
   }

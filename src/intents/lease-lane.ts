@@ -1,5 +1,5 @@
 /**
- * One process's lease on one workflow intent (docs/decisions/call-leases.md) and the rules that
+ * One process's lease on one intent (docs/decisions/call-leases.md) and the rules that
  * decide, from its state alone, when a call can be taken from it locally, when it is renewed and
  * how large a block it asks for, and when it is returned. The requests themselves are sent by
  * src/intents/reservations.ts.

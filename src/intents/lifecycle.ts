@@ -3,7 +3,7 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/cl
 import { ApplicationFailure } from '@temporalio/common';
 import { ApiError, errors } from '../errors';
 import { newId } from '../ids';
-import { findWorkflowIntent, WorkflowIntentRecord } from '../db/repositories/workflow-intents';
+import { findIntent, IntentRecord } from '../db/repositories/intents';
 import { amendUpdate, AmendResult, completeUpdate, CompleteResult, INTENT_FAILURES, intentTemporalWorkflowId } from '../../workflows/intent-messages';
 import type { IntentServiceDeps } from './deps';
 
@@ -14,8 +14,8 @@ function notActive(r: { workflow_id: string; status: string }): ApiError {
   });
 }
 
-async function requireActive(deps: IntentServiceDeps, projectId: string, workflowId: string): Promise<WorkflowIntentRecord> {
-  const row = await findWorkflowIntent(deps.db, projectId, workflowId);
+async function requireActive(deps: IntentServiceDeps, projectId: string, workflowId: string): Promise<IntentRecord> {
+  const row = await findIntent(deps.db, projectId, workflowId);
   if (!row) throw errors.notFound('Workflow', workflowId);
   if (row.status !== 'active') throw notActive(row);
   return row;
@@ -32,13 +32,13 @@ async function mapUpdateError(deps: IntentServiceDeps, projectId: string, workfl
     if (cause.type === INTENT_FAILURES.notActive) throw notActive({ workflow_id: workflowId, status: typeof details.status === 'string' ? details.status : 'not active' });
   }
   if (err instanceof WorkflowNotFoundError || (err as Error)?.name === 'WorkflowNotFoundError') {
-    const row = await findWorkflowIntent(deps.db, projectId, workflowId);
+    const row = await findIntent(deps.db, projectId, workflowId);
     if (row && row.status !== 'active') throw notActive(row);
   }
   throw err;
 }
 
-export async function amendWorkflowIntent(
+export async function amendIntent(
   deps: IntentServiceDeps,
   projectId: string,
   workflowId: string,
@@ -63,7 +63,7 @@ export async function amendWorkflowIntent(
   }
 }
 
-export async function completeWorkflowIntent(
+export async function completeIntent(
   deps: IntentServiceDeps,
   projectId: string,
   workflowId: string,

@@ -1,7 +1,7 @@
 /** GET /v1/workflows/{id}: the stored intent, overlaid with the workflow's live state while it runs. */
 import { amendmentView } from './views';
 import { errors } from '../errors';
-import { AmendmentRecord, findWorkflowIntent, listAmendments } from '../db/repositories/workflow-intents';
+import { AmendmentRecord, findIntent, listAmendments } from '../db/repositories/intents';
 import { intentTemporalWorkflowId, IntentState, stateQuery } from '../../workflows/intent-messages';
 import { queryWithin } from '../temporal/bounded-query';
 import type { IntentServiceDeps } from './deps';
@@ -18,8 +18,8 @@ async function liveState(deps: IntentServiceDeps, projectId: string, workflowId:
 }
 
 /** GET /v1/workflows/{workflow_id}: PostgreSQL record, overlaid with live state while active. */
-export async function readWorkflowIntent(deps: IntentServiceDeps, projectId: string, workflowId: string): Promise<Record<string, unknown>> {
-  let row = await findWorkflowIntent(deps.db, projectId, workflowId);
+export async function readIntent(deps: IntentServiceDeps, projectId: string, workflowId: string): Promise<Record<string, unknown>> {
+  let row = await findIntent(deps.db, projectId, workflowId);
   if (!row) throw errors.notFound('Workflow', workflowId);
   let version = row.version;
   let actual = row.actual_calls;
@@ -32,7 +32,7 @@ export async function readWorkflowIntent(deps: IntentServiceDeps, projectId: str
       ({ version, actualCalls: actual, expectedCalls: expected, maxCalls: max } = live);
     } else if (live) {
       // Closing right now: the persisted record is final or about to be.
-      row = (await findWorkflowIntent(deps.db, projectId, workflowId)) ?? row;
+      row = (await findIntent(deps.db, projectId, workflowId)) ?? row;
       ({ version, actual_calls: actual, expected_calls: expected, max_calls: max, status } = row);
     }
   }

@@ -1,4 +1,4 @@
-/** What a call reservation against a workflow intent answers (src/intents/reservations.ts). */
+/** What a call reservation against an intent answers (src/intents/reservations.ts). */
 
 export type ReservationDenial = 'ceiling_reached' | 'not_active' | 'unknown';
 

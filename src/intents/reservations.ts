@@ -4,7 +4,7 @@ import { listenForNotices, type NoticeListener } from '../db/notice-listener';
 import type { Client } from '@temporalio/client';
 import type { Queryable } from '../db/pool';
 import type { Logger } from '../logger';
-import { findWorkflowIntent } from '../db/repositories/workflow-intents';
+import { findIntent } from '../db/repositories/intents';
 import {
   LEASE_REVOKE_CHANNEL,
   LEASE_SETTLE_GRACE_MS,
@@ -34,7 +34,7 @@ const TICK_MS = 100;
 const CLOSE_TIMEOUT_MS = 5_000;
 
 /**
- * Call reservations against workflow intents for one API process.
+ * Call reservations against intents for one API process.
  *
  * Calls are taken from leases (docs/decisions/call-leases.md): the intent workflow — the only authority on max_calls — grants this
  * process a lease, a block of calls sized from the process's recent rate for the intent (only the
@@ -312,7 +312,7 @@ export class IntentReservations {
 
   private async denialFromRow(projectId: string, workflowId: string): Promise<ReservationOutcome | null> {
     try {
-      const row = await findWorkflowIntent(this.opts.db, projectId, workflowId);
+      const row = await findIntent(this.opts.db, projectId, workflowId);
       if (!row) return { granted: false, reason: 'unknown' };
       if (row.status !== 'active') return { granted: false, reason: 'not_active' };
     } catch {

@@ -1,4 +1,4 @@
-import type { AmendmentRecord } from '../db/repositories/workflow-intents';
+import type { AmendmentRecord } from '../db/repositories/intents';
 import type { AmendmentView } from '../../workflows/intent-messages';
 
 /** An amendment record as the workflow and the API return it (spec: "Amendment record"). */

@@ -29,7 +29,7 @@ export interface JobServiceDeps {
   logger: Logger;
   config: Pick<Config, 'providerTimeouts' | 'idempotencyRetentionHours' | 'jobs'>;
   temporal: { client: Client; taskQueue: string };
-  /** A job joined to a workflow intent (X-Svc-Workflow-Id) takes its call from the intent's ceiling. */
+  /** A job joined to an intent (X-Svc-Workflow-Id) takes its call from the intent's ceiling. */
   intentReservations: Pick<IntentReservations, 'reserveCall' | 'giveBack'>;
 }
 

@@ -63,7 +63,7 @@ export function usageCsv(report: UsageReport): string {
 
 /**
  * Month-end projection, method `linear_run_rate`: the month's settled spend so far divided by the
- * days elapsed (today counted as a whole day), times the days of the month. Active workflow intents
+ * days elapsed (today counted as a whole day), times the days of the month. Active intents
  * add the part of their declared projection they have not used yet (projected cost × calls left /
  * calls declared), shown apart and in the total.
  */

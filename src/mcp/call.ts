@@ -29,7 +29,7 @@ import { PERMIT_LEASE_KEY } from '../../workflows/intent-messages';
 
 export interface McpCallDeps extends SessionServiceDeps {
   config: Config;
-  /** A call joined to a workflow intent takes its call from the intent's ceiling. */
+  /** A call joined to an intent takes its call from the intent's ceiling. */
   intentReservations: Pick<IntentReservations, 'reserveCall' | 'giveBack'>;
 }
 

@@ -20,7 +20,7 @@ export interface PermitDeps {
   db: Db;
   clock: Clock;
   governance: Governance;
-  /** A permit joined to a workflow intent (`workflow_id`) takes its call from the intent's ceiling. */
+  /** A permit joined to an intent (`workflow_id`) takes its call from the intent's ceiling. */
   intentReservations: Pick<IntentReservations, 'reserveCall' | 'giveBack'>;
 }
 

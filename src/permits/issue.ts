@@ -36,7 +36,7 @@ export function permitIssuing(ctx: PermitContext) {
   const { db, governance, intentReservations, ownProject, view, expireIfStale, getPermit } = ctx;
 
   /**
-   * A permit joined to a workflow intent is checked as executions are: it takes a call from the
+   * A permit joined to an intent is checked as executions are: it takes a call from the
    * intent's ceiling, or is denied with the intent's reason code (workflow_intent.not_found,
    * .not_active, .max_calls_exceeded). A dry run checks without taking a call.
    */

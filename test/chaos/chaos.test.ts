@@ -1,6 +1,6 @@
 /**
  * The short version of `npm run chaos` (scripts/lib/chaos.ts): every fault once, with light load
- * (a fifth of the calls joined to a workflow intent whose ceiling the load passes), on its own
+ * (a fifth of the calls joined to an intent whose ceiling the load passes), on its own
  * PostgreSQL cluster and Temporal dev server (the suite restarts both, so it cannot share the
  * run's). The full run and its figures: docs/reliability.md.
  */

@@ -6,13 +6,13 @@ import { workflowAmendResultSchema, workflowCompleteResultSchema, workflowDeclar
 import { permitBindingKeyListSchema } from '../schemas/integrity';
 import { routeFamily } from '../route-table';
 import { cursorPage, decodeCursor, encodeCursor } from '../cursor';
-import { INTENT_STATUSES, listWorkflowIntents } from '../../db/repositories/workflow-intents';
+import { INTENT_STATUSES, listIntents } from '../../db/repositories/intents';
 import {
-  amendWorkflowIntent,
-  completeWorkflowIntent,
-  declareWorkflowIntent,
+  amendIntent,
+  completeIntent,
+  declareIntent,
   IntentServiceDeps,
-  readWorkflowIntent,
+  readIntent,
 } from '../../intents/service';
 import { integritySigner } from '../../intents/signing';
 
@@ -80,7 +80,7 @@ function decodeIntentCursor(cursor: string): { declaredAt: string; id: string } 
   return { declaredAt: c.t, id: c.id };
 }
 
-/** Workflow intent requires the Production or Enterprise plan (403 plan.upgrade_required). */
+/** Intents require the Production or Enterprise plan (403 plan.upgrade_required). */
 function requireIntentPlan(auth: AuthContext): void {
   if (auth.plan === 'starter') {
     throw new ApiError(403, 'plan.upgrade_required', 'Workflow intents require the Production or Enterprise plan', {
@@ -117,7 +117,7 @@ export const workflowRoutes = routeFamily(
         const auth = keyAuthOf(ctx);
         requireIntentPlan(auth);
         const body = parseOrThrow(declareSchema, ctx.request.body ?? {});
-        const result = await declareWorkflowIntent(svc, { projectId: auth.projectId, keyId: auth.keyId }, body, {
+        const result = await declareIntent(svc, { projectId: auth.projectId, keyId: auth.keyId }, body, {
           declaredVia: { sdk: header(ctx, 'x-svc-sdk'), sdk_version: header(ctx, 'x-svc-sdk-version') },
         });
         ctx.status = result.status;
@@ -138,7 +138,7 @@ export const workflowRoutes = routeFamily(
         requireIntentPlan(auth);
         const q = parseOrThrow(listSchema, ctx.query);
         const after = q.cursor ? decodeIntentCursor(q.cursor) : undefined;
-        const rows = await listWorkflowIntents(deps.db, auth.projectId, {
+        const rows = await listIntents(deps.db, auth.projectId, {
           status: q.status as never,
           createdAtGte: q.created_at_gte ? new Date(q.created_at_gte) : undefined,
           createdAtLte: q.created_at_lte ? new Date(q.created_at_lte) : undefined,
@@ -175,7 +175,7 @@ export const workflowRoutes = routeFamily(
       handler: async (ctx, { svc }) => {
         const auth = authOf(ctx);
         requireIntentPlan(auth);
-        ctx.body = await readWorkflowIntent(svc, auth.projectId, workflowIdParam(ctx.params.workflow_id));
+        ctx.body = await readIntent(svc, auth.projectId, workflowIdParam(ctx.params.workflow_id));
       },
     },
     {
@@ -191,7 +191,7 @@ export const workflowRoutes = routeFamily(
         requireIntentPlan(auth);
         const workflowId = workflowIdParam(ctx.params.workflow_id);
         const body = parseOrThrow(amendSchema, ctx.request.body ?? {});
-        ctx.body = await amendWorkflowIntent(svc, auth.projectId, workflowId, body);
+        ctx.body = await amendIntent(svc, auth.projectId, workflowId, body);
       },
     },
     {
@@ -207,7 +207,7 @@ export const workflowRoutes = routeFamily(
         requireIntentPlan(auth);
         const workflowId = workflowIdParam(ctx.params.workflow_id);
         const body = parseOrThrow(completeSchema, ctx.request.body ?? {});
-        ctx.body = await completeWorkflowIntent(svc, auth.projectId, workflowId, body);
+        ctx.body = await completeIntent(svc, auth.projectId, workflowId, body);
       },
     },
     // Public verification key for declaration and amendment signatures (no authentication).

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Responses of the workflow intent routes (spec, "Workflow declaration" and the /v1/workflows endpoints). */
+/** Responses of the intent routes (spec, "Workflow declaration" and the /v1/workflows endpoints). */
 
 const projectedCost = z
   .looseObject({

@@ -1,6 +1,7 @@
 /** Compliance exports (issue 15): the export rows, their bundle files, and the reads an export is built from. */
 import type { Db, Queryable } from '../pool';
 
+/** The API's `include` values and the bundle's file names: they stay when a table is renamed (`executions` reads `calls`, `workflow_intents` reads `intents`). */
 export const EXPORT_PARTS = ['events', 'permits', 'executions', 'usage', 'workflow_intents'] as const;
 export type ExportPart = (typeof EXPORT_PARTS)[number];
 export type ExportStatus = 'queued' | 'running' | 'completed' | 'failed';
@@ -177,7 +178,7 @@ export async function* exportRowPages(db: Db, part: Exclude<ExportPart, 'events'
                      reported_at, permit_id
                 FROM permit_usage_reports WHERE project_id = $1 AND reported_at >= $2 AND reported_at < $3
             ) u ORDER BY at, k`,
-    workflow_intents: `SELECT to_jsonb(t) AS doc FROM workflow_intents t WHERE project_id = $1 AND declared_at >= $2 AND declared_at < $3 ORDER BY declared_at, id`,
+    workflow_intents: `SELECT to_jsonb(t) AS doc FROM intents t WHERE project_id = $1 AND declared_at >= $2 AND declared_at < $3 ORDER BY declared_at, id`,
   };
   const client = await db.connect();
   let open = false;

@@ -17,11 +17,11 @@ export async function dailySettled(db: Queryable, projectId: string, fromDay: st
   return rows.map((r) => ({ day: r.day, settled_usd_micros: Number(r.settled), reserved_usd_micros: Number(r.reserved) }));
 }
 
-/** Active workflow intents: their projected cost and the calls they have left. */
+/** Active intents: their projected cost and the calls they have left. */
 export async function activeIntentProjections(db: Queryable, projectId: string): Promise<{ workflow_id: string; projected_usd_micros: number; expected_calls: number | null; max_calls: number | null; actual_calls: number }[]> {
   const { rows } = await db.query<{ workflow_id: string; amount: string | null; expected_calls: number | null; max_calls: number | null; actual_calls: number }>(
     `SELECT workflow_id, projected_cost->>'amount_micros' AS amount, expected_calls, max_calls, actual_calls
-       FROM workflow_intents WHERE project_id = $1 AND status = 'active' ORDER BY declared_at`,
+       FROM intents WHERE project_id = $1 AND status = 'active' ORDER BY declared_at`,
     [projectId],
   );
   return rows.map((r) => ({ workflow_id: r.workflow_id, projected_usd_micros: Number(r.amount ?? 0), expected_calls: r.expected_calls, max_calls: r.max_calls, actual_calls: r.actual_calls }));

@@ -1,5 +1,5 @@
 /**
- * An API process holding a call lease on a workflow intent is killed (SIGKILL). The unused part of
+ * An API process holding a call lease on an intent is killed (SIGKILL). The unused part of
  * its lease is unavailable until the lease's deadline plus the settlement grace; then the workflow
  * settles the lease from the permits carrying its id (metadata.intent_lease), and the surviving
  * process gets exactly the rest of max_calls. Nothing is lost or granted twice.

@@ -1,7 +1,7 @@
 /**
  * An async job run by its workflow (workflows/job.ts, activities/jobs.ts): to completion as one
  * record, the firewall at processing time, retries (Retry-After honoured), the per-project processing
- * limit, a large prompt by reference, and calls taken from a workflow intent.
+ * limit, a large prompt by reference, and calls taken from an intent.
  */
 import { createTestProject } from '../../support/tollgate';
 import { say } from '../executions/helpers';

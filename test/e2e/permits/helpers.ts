@@ -1,6 +1,6 @@
 /**
  * What the permit-first API's tests share: a Tollgate for the file, a project per test, and the
- * requests they make (issue a permit, set the policy, declare a workflow intent).
+ * requests they make (issue a permit, set the policy, declare an intent).
  */
 import { createHash } from 'node:crypto';
 import { startTestTollgate, createTestProject, http, TestProject } from '../../support/tollgate';

@@ -138,7 +138,7 @@ describe('POST /v1/workflows (declaration)', () => {
     expect(mixed.filter((r) => r.status === 201)).toHaveLength(1);
     expect(mixed.filter((r) => r.status === 409)).toHaveLength(9);
     mixed.filter((r) => r.status === 409).forEach((r) => expect(r.json.error.code).toBe('workflow_intent.idempotency_conflict'));
-    const { rows } = await tg.db.query('SELECT count(*)::int AS n FROM workflow_intents WHERE project_id = $1', [p.project.id]);
+    const { rows } = await tg.db.query('SELECT count(*)::int AS n FROM intents WHERE project_id = $1', [p.project.id]);
     expect(rows[0].n).toBe(2);
   });
 

@@ -142,7 +142,7 @@ describe('call leases on workflow intents', () => {
     expect(Math.max(...takenAt)).toBeLessThanOrEqual(expiresAt);
     const read = await waitFor(() => call('GET', '/v1/workflows/ttl', { key: p.clientKey }), (r) => r.json.status === 'expired', 15_000);
     expect(read.json).toMatchObject({ status: 'expired', actual_calls: takenAt.length });
-    const row = await tg.db.query('SELECT actual_calls FROM workflow_intents WHERE project_id = $1 AND workflow_id = $2', [p.project.id, 'ttl']);
+    const row = await tg.db.query('SELECT actual_calls FROM intents WHERE project_id = $1 AND workflow_id = $2', [p.project.id, 'ttl']);
     expect(row.rows[0].actual_calls).toBe(takenAt.length);
   });
 

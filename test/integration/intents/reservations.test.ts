@@ -1,5 +1,5 @@
 import { startTestTollgate, createTestProject, http, TestProject } from '../../support/tollgate';
-import { declareWorkflowIntent, IntentServiceDeps } from '../../../src/intents/service';
+import { declareIntent, IntentServiceDeps } from '../../../src/intents/service';
 import { systemClock } from '../../../src/clock';
 import { IntentReservations } from '../../../src/intents/reservations';
 import { stateQuery } from '../../../workflows/intent-messages';
@@ -35,7 +35,7 @@ describe('call reservations against workflow intents', () => {
     expect(read.json).toMatchObject({ actual_calls: 50, drift: { max_calls_exceeded: true } });
     // The counter reaches PostgreSQL (throttled writes).
     await waitFor(
-      async () => (await tg.db.query('SELECT actual_calls FROM workflow_intents WHERE project_id = $1', [p.project.id])).rows[0].actual_calls,
+      async () => (await tg.db.query('SELECT actual_calls FROM intents WHERE project_id = $1', [p.project.id])).rows[0].actual_calls,
       (n) => n === 50,
     );
   });
@@ -52,7 +52,7 @@ describe('call reservations against workflow intents', () => {
   });
 
   it('continue-as-new keeps the counter, the version and the ceiling', async () => {
-    await declareWorkflowIntent(svc, who(), { workflow_id: 'can', intent: { max_calls: 100 } }, { canAfterUpdates: 5 });
+    await declareIntent(svc, who(), { workflow_id: 'can', intent: { max_calls: 100 } }, { canAfterUpdates: 5 });
     const handle = tg.temporal.client.workflow.getHandle(`intent:${p.project.id}:can`);
     const firstRunId = (await handle.describe()).runId;
     const r = new IntentReservations({ client: tg.temporal.client, db: tg.db });

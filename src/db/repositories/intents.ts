@@ -3,7 +3,7 @@ import { Queryable } from '../pool';
 export type IntentStatus = 'active' | 'completed' | 'expired' | 'rejected';
 export const INTENT_STATUSES: readonly IntentStatus[] = ['active', 'completed', 'expired', 'rejected'];
 
-export interface WorkflowIntentRecord {
+export interface IntentRecord {
   id: string;
   project_id: string;
   workflow_id: string;
@@ -48,8 +48,8 @@ export interface AmendmentRecord {
   created_at: Date;
 }
 
-export type NewWorkflowIntent = Omit<
-  WorkflowIntentRecord,
+export type NewIntent = Omit<
+  IntentRecord,
   'version' | 'actual_calls' | 'completed_at' | 'expired_at' | 'reconciliation' | 'temporal_first_run_id' | 'updated_at'
 >;
 
@@ -57,9 +57,9 @@ export type NewWorkflowIntent = Omit<
  * Inserts a declaration unless (project_id, workflow_id) exists. Returns the inserted row, or null
  * when another declaration holds the id (the unique constraint decides races).
  */
-export async function insertWorkflowIntent(db: Queryable, r: NewWorkflowIntent): Promise<WorkflowIntentRecord | null> {
-  const { rows } = await db.query<WorkflowIntentRecord>(
-    `INSERT INTO workflow_intents (id, project_id, workflow_id, status, expected_calls, max_calls, intent, canonical_intent_hash,
+export async function insertIntent(db: Queryable, r: NewIntent): Promise<IntentRecord | null> {
+  const { rows } = await db.query<IntentRecord>(
+    `INSERT INTO intents (id, project_id, workflow_id, status, expected_calls, max_calls, intent, canonical_intent_hash,
        projected_cost, reason_code, decision_details, declared_by, declared_via, declaration_signature_b64, signature_kid,
        budget_envelope_id, declared_at, expires_at, temporal_workflow_id)
      VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)
@@ -90,8 +90,8 @@ export async function insertWorkflowIntent(db: Queryable, r: NewWorkflowIntent):
   return rows[0] ?? null;
 }
 
-export async function findWorkflowIntent(db: Queryable, projectId: string, workflowId: string): Promise<WorkflowIntentRecord | null> {
-  const { rows } = await db.query<WorkflowIntentRecord>('SELECT * FROM workflow_intents WHERE project_id = $1 AND workflow_id = $2', [
+export async function findIntent(db: Queryable, projectId: string, workflowId: string): Promise<IntentRecord | null> {
+  const { rows } = await db.query<IntentRecord>('SELECT * FROM intents WHERE project_id = $1 AND workflow_id = $2', [
     projectId,
     workflowId,
   ]);
@@ -100,7 +100,7 @@ export async function findWorkflowIntent(db: Queryable, projectId: string, workf
 
 export async function setTemporalRunId(db: Queryable, projectId: string, workflowId: string, runId: string): Promise<void> {
   await db.query(
-    'UPDATE workflow_intents SET temporal_first_run_id = $3 WHERE project_id = $1 AND workflow_id = $2 AND temporal_first_run_id IS NULL',
+    'UPDATE intents SET temporal_first_run_id = $3 WHERE project_id = $1 AND workflow_id = $2 AND temporal_first_run_id IS NULL',
     [projectId, workflowId, runId],
   );
 }
@@ -108,7 +108,7 @@ export async function setTemporalRunId(db: Queryable, projectId: string, workflo
 /** Mirrors the workflow's counter; a no-op once the intent left `active` (final values win). */
 export async function persistActualCalls(db: Queryable, projectId: string, workflowId: string, actualCalls: number): Promise<void> {
   await db.query(
-    `UPDATE workflow_intents SET actual_calls = $3, updated_at = now()
+    `UPDATE intents SET actual_calls = $3, updated_at = now()
      WHERE project_id = $1 AND workflow_id = $2 AND status = 'active' AND actual_calls <> $3`,
     [projectId, workflowId, actualCalls],
   );
@@ -131,11 +131,11 @@ export interface IntentListFilters {
 }
 
 /** Newest first; keyset pagination on (declared_at, id). `cursor_ts` keeps microseconds. */
-export async function listWorkflowIntents(
+export async function listIntents(
   db: Queryable,
   projectId: string,
   f: IntentListFilters,
-): Promise<Array<WorkflowIntentRecord & { cursor_ts: string; actual_cost_usd_micros: string }>> {
+): Promise<Array<IntentRecord & { cursor_ts: string; actual_cost_usd_micros: string }>> {
   const where = ['project_id = $1'];
   const params: unknown[] = [projectId];
   const add = (sql: string, v: unknown) => {
@@ -152,11 +152,11 @@ export async function listWorkflowIntents(
   params.push(f.limit);
   // The spend of a listed intent is the cost of its recorded calls, summed on the partial index
   // calls_project_workflow_idx: the work follows the calls of the page's intents only.
-  const { rows } = await db.query<WorkflowIntentRecord & { cursor_ts: string; actual_cost_usd_micros: string }>(
+  const { rows } = await db.query<IntentRecord & { cursor_ts: string; actual_cost_usd_micros: string }>(
     `SELECT w.*, to_char(w.declared_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts,
             (SELECT COALESCE(sum(e.cost_usd_micros), 0)::bigint FROM calls e
               WHERE e.project_id = w.project_id AND e.workflow_intent_id = w.workflow_id) AS actual_cost_usd_micros
-     FROM workflow_intents w WHERE ${where.join(' AND ')}
+     FROM intents w WHERE ${where.join(' AND ')}
      ORDER BY declared_at DESC, id DESC LIMIT $${params.length}`,
     params,
   );
@@ -193,14 +193,14 @@ export async function applyIntentVersion(
   v: { version: number; expectedCalls: number | null; maxCalls: number | null; projectedCost: Record<string, unknown> },
 ): Promise<void> {
   await db.query(
-    `UPDATE workflow_intents SET version = $3, expected_calls = $4, max_calls = $5, projected_cost = $6, updated_at = now()
+    `UPDATE intents SET version = $3, expected_calls = $4, max_calls = $5, projected_cost = $6, updated_at = now()
      WHERE project_id = $1 AND workflow_id = $2 AND version < $3`,
     [projectId, workflowId, v.version, v.expectedCalls, v.maxCalls, JSON.stringify(v.projectedCost)],
   );
 }
 
-export async function findWorkflowIntentForUpdate(db: Queryable, projectId: string, workflowId: string): Promise<WorkflowIntentRecord | null> {
-  const { rows } = await db.query<WorkflowIntentRecord>('SELECT * FROM workflow_intents WHERE project_id = $1 AND workflow_id = $2 FOR UPDATE', [projectId, workflowId]);
+export async function findIntentForUpdate(db: Queryable, projectId: string, workflowId: string): Promise<IntentRecord | null> {
+  const { rows } = await db.query<IntentRecord>('SELECT * FROM intents WHERE project_id = $1 AND workflow_id = $2 FOR UPDATE', [projectId, workflowId]);
   return rows[0] ?? null;
 }
 
@@ -218,9 +218,9 @@ export async function markIntentCompleted(
   projectId: string,
   workflowId: string,
   c: { at: Date; actualCalls: number; reconciliation: Record<string, unknown> },
-): Promise<WorkflowIntentRecord> {
-  const { rows } = await db.query<WorkflowIntentRecord>(
-    `UPDATE workflow_intents SET status = 'completed', completed_at = $3, actual_calls = $4, reconciliation = $5, updated_at = now()
+): Promise<IntentRecord> {
+  const { rows } = await db.query<IntentRecord>(
+    `UPDATE intents SET status = 'completed', completed_at = $3, actual_calls = $4, reconciliation = $5, updated_at = now()
      WHERE project_id = $1 AND workflow_id = $2 RETURNING *`,
     [projectId, workflowId, c.at, c.actualCalls, JSON.stringify(c.reconciliation)],
   );
@@ -230,7 +230,7 @@ export async function markIntentCompleted(
 /** Moves an active intent to expired with its final counter. */
 export async function markIntentExpired(db: Queryable, projectId: string, workflowId: string, e: { at: Date; actualCalls: number }): Promise<void> {
   await db.query(
-    `UPDATE workflow_intents SET status = 'expired', expired_at = $3, actual_calls = $4, updated_at = now()
+    `UPDATE intents SET status = 'expired', expired_at = $3, actual_calls = $4, updated_at = now()
      WHERE project_id = $1 AND workflow_id = $2 AND status = 'active'`,
     [projectId, workflowId, e.at, e.actualCalls],
   );
