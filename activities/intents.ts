@@ -18,7 +18,7 @@ import { canonicalAmendment } from '../src/intents/canonical';
 import { integritySigner } from '../src/intents/signing';
 import { projectCost } from '../src/intents/projection';
 import { amendmentView } from '../src/intents/views';
-import { LEASE_REVOKE_CHANNEL, PERMIT_LEASE_KEY, intentTemporalWorkflowId, type AmendmentView, type CompleteResult, type IntentState } from '../workflows/intent-messages';
+import { LEASE_REVOKE_CHANNEL, PERMIT_LEASE_KEY, intentTemporalWorkflowId, type AmendmentChange, type AmendmentView, type CompleteResult, type IntentState } from '../workflows/intent-messages';
 import type { ActivityDeps } from './deps';
 
 export interface RecordAmendmentInput {
@@ -66,30 +66,22 @@ export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps,
           projected = { amount_micros: null, currency: 'USD', methodology: { basis: 'pricing_unavailable', provenance: 'caller_declared_workflow' } };
         }
         const createdAt = clock.now().toISOString();
-        const signature = signer.signB64(
-          canonicalAmendment({
-            project_id: i.projectId,
-            workflow_id: i.workflowId,
-            amendment_id: i.amendmentId,
-            applied_against_version: i.appliedAgainstVersion,
-            previous_expected_calls: i.previousExpectedCalls,
-            new_expected_calls: i.newExpectedCalls,
-            previous_max_calls: i.previousMaxCalls,
-            new_max_calls: i.newMaxCalls,
-            reason_provided: i.reasonProvided,
-            created_at: createdAt,
-          }),
-        );
-        const amendment = await insertAmendment(tx, {
-          id: i.amendmentId,
-          project_id: i.projectId,
-          workflow_id: i.workflowId,
+        const change: AmendmentChange = {
           applied_against_version: i.appliedAgainstVersion,
           previous_expected_calls: i.previousExpectedCalls,
           new_expected_calls: i.newExpectedCalls,
           previous_max_calls: i.previousMaxCalls,
           new_max_calls: i.newMaxCalls,
           reason_provided: i.reasonProvided,
+        };
+        const signature = signer.signB64(
+          canonicalAmendment({ project_id: i.projectId, workflow_id: i.workflowId, amendment_id: i.amendmentId, ...change, created_at: createdAt }),
+        );
+        const amendment = await insertAmendment(tx, {
+          id: i.amendmentId,
+          project_id: i.projectId,
+          workflow_id: i.workflowId,
+          ...change,
           projected_cost: projected,
           amendment_signature_b64: signature,
           signature_kid: signer.kid,

@@ -135,14 +135,18 @@ export interface AmendArgs {
   reasonProvided?: string | null;
 }
 
-export interface AmendmentView {
-  id: string;
+/** What an amendment changed: the version it applied to, the ceilings before and after, and why. */
+export interface AmendmentChange {
   applied_against_version: number;
   previous_expected_calls: number | null;
   new_expected_calls: number | null;
   previous_max_calls: number | null;
   new_max_calls: number | null;
   reason_provided: string | null;
+}
+
+export interface AmendmentView extends AmendmentChange {
+  id: string;
   amendment_signature_b64: string;
   created_at: string;
 }

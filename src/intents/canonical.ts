@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import type { AmendmentChange } from '../../workflows/intent-messages';
 
 /** The caller's intent as declared (POST /v1/workflows `intent`), after validation. */
 export interface IntentBody {
@@ -59,16 +60,10 @@ export function canonicalDeclaration(d: DeclarationToSign): string {
   });
 }
 
-export interface AmendmentToSign {
+export interface AmendmentToSign extends AmendmentChange {
   project_id: string;
   workflow_id: string;
   amendment_id: string;
-  applied_against_version: number;
-  previous_expected_calls: number | null;
-  new_expected_calls: number | null;
-  previous_max_calls: number | null;
-  new_max_calls: number | null;
-  reason_provided: string | null;
   created_at: string;
 }
 

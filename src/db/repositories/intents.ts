@@ -1,4 +1,5 @@
 import { Queryable } from '../pool';
+import type { AmendmentChange } from '../../../workflows/intent-messages';
 
 export type IntentStatus = 'active' | 'completed' | 'expired' | 'rejected';
 export const INTENT_STATUSES: readonly IntentStatus[] = ['active', 'completed', 'expired', 'rejected'];
@@ -32,16 +33,10 @@ export interface IntentRecord {
   updated_at: Date;
 }
 
-export interface AmendmentRecord {
+export interface AmendmentRecord extends AmendmentChange {
   id: string;
   project_id: string;
   workflow_id: string;
-  applied_against_version: number;
-  previous_expected_calls: number | null;
-  new_expected_calls: number | null;
-  previous_max_calls: number | null;
-  new_max_calls: number | null;
-  reason_provided: string | null;
   projected_cost: Record<string, unknown>;
   amendment_signature_b64: string;
   signature_kid: string;
