@@ -287,7 +287,7 @@ describe('dashboard in Chromium', () => {
     await page.locator('main table tbody tr').first().waitFor();
     await shot('providers');
     await go('intents');
-    await page.getByRole('heading', { name: 'Intents', level: 1 }).waitFor();
+    await page.getByRole('heading', { name: 'Intents', level: 1, exact: true }).waitFor();
     await page.locator('main table tbody tr', { hasText: 'nightly-digest' }).waitFor();
     await shot('intents');
     await go('jobs');
