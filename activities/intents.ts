@@ -99,7 +99,7 @@ export function createIntentActivities({ db, clock, config }: Pick<ActivityDeps,
     async completeIntent(i: { projectId: string; workflowId: string; cachedActualCalls: number; reasonProvided: string | null }): Promise<CompleteResult> {
       return withTransaction(db, async (tx) => {
         let row = await findIntentForUpdate(tx, i.projectId, i.workflowId);
-        if (!row) throw new Error(`workflow intent ${i.workflowId} of ${i.projectId} is not persisted`);
+        if (!row) throw new Error(`intent ${i.workflowId} of ${i.projectId} is not persisted`);
         if (row.status !== 'completed') {
           const authoritative = await countAllowedIntentCalls(tx, i.projectId, i.workflowId);
           const reconciliation = {

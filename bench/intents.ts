@@ -1,5 +1,5 @@
 /**
- * Workflow-intent call reservations benchmark (not a test): `npm run bench:intents`.
+ * Intent call reservations benchmark (not a test): `npm run bench:intents`.
  *
  * Starts its own Temporal dev server and a throwaway PostgreSQL database (like the jest global
  * setup), one in-process Tollgate (API + worker), declares intents over HTTP and drives

@@ -27,7 +27,7 @@ const PAGES = [
   ['providers', 'Provider keys'],
   ['policy', 'Policy'],
   ['reviews', 'Reviews'],
-  ['intents', 'Workflow intents'],
+  ['intents', 'Intents'],
   ['timeline', 'Timeline'],
   ['events', 'Live events'],
   ['jobs', 'Jobs and webhooks'],

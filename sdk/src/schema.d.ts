@@ -1857,7 +1857,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Month-end projection (linear run rate of the month so far, plus active workflow intents) against the caps */
+        /** Month-end projection (linear run rate of the month so far, plus active intents) against the caps */
         get: {
             parameters: {
                 query?: never;
@@ -2673,7 +2673,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List workflow intents */
+        /** List intents */
         get: {
             parameters: {
                 query?: {
@@ -2782,7 +2782,7 @@ export interface paths {
             };
         };
         put?: never;
-        /** Declare a workflow intent (201, or 200 on an idempotent repeat) */
+        /** Declare an intent (201, or 200 on an idempotent repeat) */
         post: {
             parameters: {
                 query?: never;
@@ -2921,7 +2921,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A workflow intent */
+        /** An intent */
         get: {
             parameters: {
                 query?: never;

@@ -110,7 +110,7 @@ export async function ensureIntentWorkflow(deps: IntentServiceDeps, r: IntentRec
         { key: SA.intentId, value: r.workflow_id },
         { key: SA.status, value: 'active' },
       ],
-      staticSummary: `Workflow intent ${r.workflow_id} (project ${r.project_id})`,
+      staticSummary: `Intent ${r.workflow_id} (project ${r.project_id})`,
       staticDetails: [
         `expected_calls: ${r.expected_calls ?? '—'}`,
         `max_calls: ${r.max_calls ?? 'no ceiling'}`,

@@ -281,12 +281,13 @@ describe('dashboard in Chromium', () => {
     await shot('live-events');
   });
 
-  it('shows provider keys, workflow intents, and jobs with webhook subscriptions', async () => {
+  it('shows provider keys, intents, and jobs with webhook subscriptions', async () => {
     await go('providers');
     await page.getByRole('heading', { name: 'Provider keys', level: 2 }).waitFor();
     await page.locator('main table tbody tr').first().waitFor();
     await shot('providers');
     await go('intents');
+    await page.getByRole('heading', { name: 'Intents', level: 1, exact: true }).waitFor();
     await page.locator('main table tbody tr', { hasText: 'nightly-digest' }).waitFor();
     await shot('intents');
     await go('jobs');
@@ -298,6 +299,7 @@ describe('dashboard in Chromium', () => {
     await go('spend');
     await page.getByRole('heading', { name: 'Month-end forecast' }).waitFor();
     await page.getByRole('rowheader', { name: 'anthropic / claude-sonnet-4-5' }).waitFor();
+    await expectText(page.locator('dl.facts'), /Active intents \(remaining projected\)/);
     await shot('spend');
     await page.reload();
     await page.getByRole('heading', { name: 'Spend', level: 1 }).waitFor();

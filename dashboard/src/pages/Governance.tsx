@@ -138,7 +138,7 @@ function ActiveIntents({ project }: { project: ProjectView }) {
   return (
     <Section title="Active intents">
       <ErrorNote error={list.error} />
-      {list.data && list.data.data.length === 0 && <Empty>No active workflow intents.</Empty>}
+      {list.data && list.data.data.length === 0 && <Empty>No active intents.</Empty>}
       {list.data && list.data.data.length > 0 && (
         <table aria-label="Active intents">
           <thead>

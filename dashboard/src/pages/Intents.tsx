@@ -3,14 +3,14 @@ import { api, ok, when } from '../api';
 import { Badge, Empty, ErrorNote, Section, useLoad } from '../components/ui';
 import type { ProjectView } from '../project';
 
-/** Workflow intents: calls against expected and max, drift, expiry; one intent's amendments on demand. */
+/** Intents: calls against expected and max, drift, expiry; one intent's amendments on demand. */
 export function Intents({ project }: { project: ProjectView }) {
   const list = useLoad(() => ok(api.GET('/v1/workflows', { params: { query: { limit: 100 } } })), [project.id]);
   const [open, setOpen] = useState<string | null>(null);
   return (
-    <Section title="Workflow intents">
+    <Section title="Intents">
       <ErrorNote error={list.error} />
-      {list.data && list.data.data.length === 0 && <Empty>No workflow intents declared.</Empty>}
+      {list.data && list.data.data.length === 0 && <Empty>No intents declared.</Empty>}
       {list.data && list.data.data.length > 0 && (
         <table>
           <thead>

@@ -69,7 +69,7 @@ export function Spend({ project }: { project: ProjectView }) {
             <dt>Month to date (settled)</dt><dd>{usd(f.month_to_date_usd_micros)}</dd>
             <dt>Reserved now</dt><dd>{usd(f.reserved_now_usd_micros)}</dd>
             <dt>Run-rate projection</dt><dd>{usd(f.run_rate_projection_usd_micros)}</dd>
-            <dt>Active workflow intents (remaining projected)</dt><dd>{f.workflow_intents.active} ({usd(f.workflow_intents.remaining_projected_usd_micros)})</dd>
+            <dt>Active intents (remaining projected)</dt><dd>{f.workflow_intents.active} ({usd(f.workflow_intents.remaining_projected_usd_micros)})</dd>
             <dt>Projected month end</dt><dd data-testid="forecast">{usd(f.projected_month_end_usd_micros)}</dd>
             <dt>Monthly cap</dt><dd>{f.caps.monthly_usd_micros === null ? 'no cap' : `${usd(f.caps.monthly_usd_micros)}${f.caps.projected_over_monthly_cap ? ' — projected over the cap' : ''}`}</dd>
           </dl>

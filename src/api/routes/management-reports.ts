@@ -61,7 +61,7 @@ export const managementReportRoutes = routeFamily(
       path: '/v1/projects/:project_id/cost-forecast',
       stability: 'Management',
       auth: 'native',
-      summary: 'Month-end projection (linear run rate of the month so far, plus active workflow intents) against the caps',
+      summary: 'Month-end projection (linear run rate of the month so far, plus active intents) against the caps',
       response: costForecastSchema,
       handler: async (ctx, { deps, viewer }) => {
         await viewer(ctx);

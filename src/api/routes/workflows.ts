@@ -83,7 +83,7 @@ function decodeIntentCursor(cursor: string): { declaredAt: string; id: string } 
 /** Intents require the Production or Enterprise plan (403 plan.upgrade_required). */
 function requireIntentPlan(auth: AuthContext): void {
   if (auth.plan === 'starter') {
-    throw new ApiError(403, 'plan.upgrade_required', 'Workflow intents require the Production or Enterprise plan', {
+    throw new ApiError(403, 'plan.upgrade_required', 'Intents require the Production or Enterprise plan', {
       details: { current_plan: auth.plan, required_plans: ['production', 'enterprise'] },
     });
   }
@@ -100,7 +100,7 @@ function header(ctx: { get(name: string): string }, name: string): string | null
 }
 
 export const workflowRoutes = routeFamily(
-  'Workflow intents',
+  'Intents',
   (deps) => ({ svc: temporalServiceDeps(deps) satisfies IntentServiceDeps }),
   [
     {
@@ -108,7 +108,7 @@ export const workflowRoutes = routeFamily(
       path: '/v1/workflows',
       stability: 'Beta',
       auth: 'key',
-      summary: 'Declare a workflow intent (201, or 200 on an idempotent repeat)',
+      summary: 'Declare an intent (201, or 200 on an idempotent repeat)',
       body: declareSchema,
       status: 201,
       alsoStatus: [200],
@@ -130,7 +130,7 @@ export const workflowRoutes = routeFamily(
       stability: 'Beta',
       auth: 'key',
       members: true,
-      summary: 'List workflow intents',
+      summary: 'List intents',
       query: listSchema,
       response: workflowListSchema,
       handler: async (ctx, { deps }) => {
@@ -170,7 +170,7 @@ export const workflowRoutes = routeFamily(
       stability: 'Beta',
       auth: 'key',
       members: true,
-      summary: 'A workflow intent',
+      summary: 'An intent',
       response: workflowSchema,
       handler: async (ctx, { svc }) => {
         const auth = authOf(ctx);

@@ -111,7 +111,7 @@ export async function persistActualCalls(db: Queryable, projectId: string, workf
 
 export async function listAmendments(db: Queryable, projectId: string, workflowId: string): Promise<AmendmentRecord[]> {
   const { rows } = await db.query<AmendmentRecord>(
-    'SELECT * FROM workflow_intent_amendments WHERE project_id = $1 AND workflow_id = $2 ORDER BY applied_against_version',
+    'SELECT * FROM intent_amendments WHERE project_id = $1 AND workflow_id = $2 ORDER BY applied_against_version',
     [projectId, workflowId],
   );
   return rows;
@@ -159,7 +159,7 @@ export async function listIntents(
 }
 
 export async function findAmendment(db: Queryable, amendmentId: string): Promise<AmendmentRecord | null> {
-  const { rows } = await db.query<AmendmentRecord>('SELECT * FROM workflow_intent_amendments WHERE id = $1', [amendmentId]);
+  const { rows } = await db.query<AmendmentRecord>('SELECT * FROM intent_amendments WHERE id = $1', [amendmentId]);
   return rows[0] ?? null;
 }
 
@@ -167,7 +167,7 @@ export type NewAmendment = Omit<AmendmentRecord, 'created_at'> & { created_at: s
 
 export async function insertAmendment(db: Queryable, a: NewAmendment): Promise<AmendmentRecord> {
   const { rows } = await db.query<AmendmentRecord>(
-    `INSERT INTO workflow_intent_amendments (id, project_id, workflow_id, applied_against_version, previous_expected_calls,
+    `INSERT INTO intent_amendments (id, project_id, workflow_id, applied_against_version, previous_expected_calls,
        new_expected_calls, previous_max_calls, new_max_calls, reason_provided, projected_cost, amendment_signature_b64,
        signature_kid, created_at)
      VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) RETURNING *`,

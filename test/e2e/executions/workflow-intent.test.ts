@@ -1,7 +1,7 @@
 import { countEvents, startHarness, Harness } from './helpers';
 
 /** X-Svc-Workflow-Id: executions reserve calls against a declared intent's ceiling. */
-describe('executions attributed to a workflow intent', () => {
+describe('executions attributed to an intent', () => {
   let h: Harness;
   beforeAll(async () => {
     h = await startHarness();

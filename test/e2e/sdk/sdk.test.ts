@@ -52,7 +52,7 @@ describe('@tollgate/sdk', () => {
     expect((timeline.data as { events: { event_type: string }[] }).events.length).toBeGreaterThan(0);
   });
 
-  it('declares and completes a workflow intent', async () => {
+  it('declares and completes an intent', async () => {
     const declared = await tg.POST('/v1/workflows', { body: { workflow_id: 'sdk-run-1', intent: { expected_calls: 1, max_calls: 2 } } });
     expect(declared.response.status).toBe(201);
     const completed = await tg.POST('/v1/workflows/{workflow_id}/complete', { params: { path: { workflow_id: 'sdk-run-1' } }, body: {} });

@@ -9,7 +9,7 @@ import { insertPermits, TestTollgate, waitFor } from './helpers';
  * Leased call quotas (the default mode): two reservation clients stand for two API processes
  * sharing one intent (each with its own holder id and its own LISTEN connection for revocations).
  */
-describe('call leases on workflow intents', () => {
+describe('call leases on intents', () => {
   let tg: TestTollgate;
   let call: ReturnType<typeof http>;
   let p: TestProject;

@@ -4,7 +4,7 @@ import { verifySignatureB64 } from '../../../src/intents/signing';
 import { IntentReservations } from '../../../src/intents/reservations';
 import { insertPermits, TestTollgate, waitFor } from './helpers';
 
-describe('workflow intent lifecycle: amend, complete, expire, list', () => {
+describe('intent lifecycle: amend, complete, expire, list', () => {
   let tg: TestTollgate;
   let call: ReturnType<typeof http>;
   let p: TestProject;

@@ -5,7 +5,7 @@ import { IntentReservations } from '../../../src/intents/reservations';
 import { stateQuery } from '../../../workflows/intent-messages';
 import { insertPermits, TestTollgate, waitFor } from './helpers';
 
-describe('call reservations against workflow intents', () => {
+describe('call reservations against intents', () => {
   let tg: TestTollgate;
   let call: ReturnType<typeof http>;
   let p: TestProject;

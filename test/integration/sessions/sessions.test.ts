@@ -60,7 +60,7 @@ describe('sessions', () => {
     expect((await get('nope')).status).toBe(404);
   });
 
-  it('checks a workflow intent as every governed surface does: unknown or not active is 403 with the intent\'s code', async () => {
+  it('checks an intent as every governed surface does: unknown or not active is 403 with the intent\'s code', async () => {
     const unknown = await start({ workflow_id: 'never-declared' });
     expect(unknown.status).toBe(403);
     expect(unknown.json.error).toMatchObject({ code: 'workflow_intent.not_found', details: { decision: 'deny', reason_code: 'workflow_intent.not_found', workflow_id: 'never-declared' } });
