@@ -1,7 +1,7 @@
 /**
  * RFC 8785 JSON of a jsonb value from the text PostgreSQL writes for it (`jsonb::text`):
  * `canonicalJson(JSON.parse(text))` without the parsed object tree. Readers that write out a long
- * run of stored records (`integrity verify`, an export's or archive's events file) canonicalised
+ * run of stored records (`integrity verify`, an export's or archive's events file and row parts) canonicalised
  * every record's envelope and lifecycle by parsing them whole and writing them again, most of
  * the cost of a record's leaf text after its hashing.
  *

@@ -8,6 +8,7 @@
  */
 import { hash } from 'node:crypto';
 import { canonicalJson } from './canonical-json';
+import { canonicalJsonbText } from './canonical-jsonb-text';
 import type { EventRecord } from './types';
 import type { StoredRecordLeaf } from '../db/repositories/record-leaves';
 import { recordLeafParts } from '../executions/record-leaf';
@@ -79,7 +80,8 @@ export function canonicalFromColumns(c: CanonicalColumns, prevHash: string | nul
 }
 
 /**
- * Canonical metadata by its jsonb text. A governed call's events repeat a few metadata values,
+ * Canonical metadata by its jsonb text, written from the text without parsing it
+ * (`canonicalJsonbText`: exports and archives write every event of a window). A governed call's events repeat a few metadata values,
  * and parsing and canonicalising each one again was a visible share of the sequencer's time per
  * event. Short texts only, and at most METADATA_CACHE_SIZE of them (cleared when full), so the
  * cache stays small whatever callers put in request metadata.
@@ -91,7 +93,7 @@ const METADATA_CACHE_MAX_CHARS = 512;
 function canonicalMetadata(text: string): string {
   const cached = metadataCache.get(text);
   if (cached !== undefined) return cached;
-  const canonical = canonicalJson(JSON.parse(text));
+  const canonical = canonicalJsonbText(text);
   if (text.length <= METADATA_CACHE_MAX_CHARS) {
     if (metadataCache.size >= METADATA_CACHE_SIZE) metadataCache.clear();
     metadataCache.set(text, canonical);

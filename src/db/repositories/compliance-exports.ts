@@ -157,17 +157,19 @@ export async function windowPositions(db: Queryable, projectId: string, since: D
 }
 
 /**
- * The rows of a non-event part in the window, as JSON documents, in a stable order, `pageSize` at
- * a time: one query read through a cursor in its own transaction, so a window's documents are
- * never all in memory at once.
+ * The rows of a non-event part in the window, as jsonb's text of each document, in a stable order,
+ * `pageSize` at a time: one query read through a cursor in its own transaction, so a window's
+ * documents are never all in memory at once. The text, not the parsed value: the writer makes it
+ * canonical without parsing it (`canonicalJsonbText`), which parsing each row whole and writing it
+ * out again cost several times over.
  */
-export async function* exportRowPages(db: Db, part: Exclude<ExportPart, 'events'>, window: { projectId: string; since: Date; until: Date }, pageSize = 2000): AsyncGenerator<unknown[]> {
+export async function* exportRowPages(db: Db, part: Exclude<ExportPart, 'events'>, window: { projectId: string; since: Date; until: Date }, pageSize = 2000): AsyncGenerator<string[]> {
   const { projectId, since, until } = window;
   const sql: Record<typeof part, string> = {
-    permits: `SELECT to_jsonb(t) AS doc FROM permits t WHERE project_id = $1 AND issued_at >= $2 AND issued_at < $3 ORDER BY issued_at, id`,
+    permits: `SELECT to_jsonb(t)::text AS doc FROM permits t WHERE project_id = $1 AND issued_at >= $2 AND issued_at < $3 ORDER BY issued_at, id`,
     // The part keeps the spec's name `executions` (the bundle's executions.ndjson); its rows are the call records.
-    executions: `SELECT to_jsonb(t) AS doc FROM calls t WHERE project_id = $1 AND created_at >= $2 AND created_at < $3 ORDER BY created_at, id`,
-    usage: `SELECT doc FROM (
+    executions: `SELECT to_jsonb(t)::text AS doc FROM calls t WHERE project_id = $1 AND created_at >= $2 AND created_at < $3 ORDER BY created_at, id`,
+    usage: `SELECT doc::text AS doc FROM (
               SELECT jsonb_build_object('kind', 'execution', 'execution_id', id, 'permit_id', permit_id, 'provider', provider, 'model', model,
                        'input_tokens', input_tokens, 'output_tokens', output_tokens, 'cost_usd_micros', cost_usd_micros,
                        'estimated_final', estimated_final, 'at', created_at) AS doc, created_at AS at, id AS k
@@ -178,7 +180,7 @@ export async function* exportRowPages(db: Db, part: Exclude<ExportPart, 'events'
                      reported_at, permit_id
                 FROM permit_usage_reports WHERE project_id = $1 AND reported_at >= $2 AND reported_at < $3
             ) u ORDER BY at, k`,
-    workflow_intents: `SELECT to_jsonb(t) AS doc FROM intents t WHERE project_id = $1 AND declared_at >= $2 AND declared_at < $3 ORDER BY declared_at, id`,
+    workflow_intents: `SELECT to_jsonb(t)::text AS doc FROM intents t WHERE project_id = $1 AND declared_at >= $2 AND declared_at < $3 ORDER BY declared_at, id`,
   };
   const client = await db.connect();
   let open = false;
@@ -186,7 +188,7 @@ export async function* exportRowPages(db: Db, part: Exclude<ExportPart, 'events'
     await client.query('BEGIN READ ONLY');
     open = true;
     await client.query(`DECLARE export_rows NO SCROLL CURSOR FOR ${sql[part]}`, [projectId, since, until]);
-    const fetch = () => client.query<{ doc: unknown }>(`FETCH ${Number(pageSize)} FROM export_rows`);
+    const fetch = () => client.query<{ doc: string }>(`FETCH ${Number(pageSize)} FROM export_rows`);
     // The next page is fetched while the reader writes this one out.
     let next = fetch();
     for (;;) {
