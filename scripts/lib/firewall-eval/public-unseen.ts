@@ -1,6 +1,6 @@
 /**
  * The unseen public set: cases from repositories the detectors were never written, tuned or trained
- * against (issue 20 reserved them for an independent check). Evaluation only: every case is in the
+ * against (kept apart for an independent check). Evaluation only: every case is in the
  * test split, nothing here is committed (`public-unseen.json` is built locally from pinned snapshots,
  * as public.json), and the misses are reported as counts, never listed.
  *
