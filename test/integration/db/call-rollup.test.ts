@@ -23,6 +23,7 @@ import { createLogger } from '../../../src/logger';
 import { pricing } from '../../../src/pricing';
 import { ProviderError, type ProviderGateway } from '../../../src/providers/types';
 import { ownDatabasePool } from '../../support/own-database';
+import { seededRandom } from '../../support/rollup-fixtures';
 
 const MINUTE = 60_000;
 const HOUR = 3_600_000;
@@ -41,15 +42,6 @@ const provider: ProviderGateway = {
     };
   },
 };
-
-/** A pseudo-random sequence, so a failure reproduces. */
-function random(seed: number): () => number {
-  let s = seed;
-  return () => {
-    s = (s * 1103515245 + 12345) % 2 ** 31;
-    return s / 2 ** 31;
-  };
-}
 
 describe('the call rollup', () => {
   const own = ownDatabasePool('call_rollup');
@@ -194,7 +186,7 @@ describe('the call rollup', () => {
 
   it('equals the raw aggregate after one round, with records pending, and after a second round upserting the same minutes', async () => {
     const project = await allowTwoModels(await createProject(own.db, { name: 'rollup', plan: 'production' }));
-    const rnd = random(42);
+    const rnd = seededRandom(42);
     await record(own.db, project.id, 120, rnd, () => rnd() * 3 * HOUR);
     await chainAllProjectEvents(own.db, project.id);
     // Both kinds of record: with a lifecycle (chained as a leaf) and without (by its terminal event).
@@ -228,7 +220,7 @@ describe('the call rollup', () => {
     const project = await allowTwoModels(await createProject(own.db, { name: 'rollup start', plan: 'production' }));
     const started = new Date(Date.now() - 95 * MINUTE - 17_000);
     await own.db.query('INSERT INTO call_rollup_starts (project_id, started_at) VALUES ($1, $2)', [project.id, started]);
-    const rnd = random(7);
+    const rnd = seededRandom(7);
     await record(own.db, project.id, 80, rnd, () => rnd() * 3 * HOUR);
     await chainAllProjectEvents(own.db, project.id);
     await expectRollupSums(project.id, started);
@@ -278,7 +270,7 @@ describe('the call rollup', () => {
   it('reads a percentile within the histogram’s resolution', () => {
     expect(LATENCY_BOUNDS.slice(0, 12)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     for (let i = 1; i < LATENCY_BOUNDS.length; i++) expect(LATENCY_BOUNDS[i] / LATENCY_BOUNDS[i - 1]).toBeLessThanOrEqual(2);
-    const rnd = random(3);
+    const rnd = seededRandom(3);
     for (let round = 0; round < 50; round++) {
       const durations = Array.from({ length: 1 + Math.floor(rnd() * 300) }, () => Math.floor(Math.exp(rnd() * 14)));
       const h = new Map<number, number>();

@@ -23,29 +23,11 @@ import { createGovernance } from '../../../src/governance';
 import { newId } from '../../../src/ids';
 import { createLogger } from '../../../src/logger';
 import { pricing } from '../../../src/pricing';
-import type { ProviderGateway } from '../../../src/providers/types';
 import { ownDatabasePool } from '../../support/own-database';
+import { answeringProvider, seededRandom } from '../../support/rollup-fixtures';
 
 const MINUTE = 60_000;
 const HOUR = 3_600_000;
-
-const provider: ProviderGateway = {
-  dispatch: async () => ({
-    output: { content: [{ type: 'text', role: 'assistant', text: 'ok' }] },
-    output_assets: [],
-    usage: { input_tokens: 10, output_tokens: 5, total_tokens: 15, metrics: [], estimated: false },
-    finish_reason: 'stop',
-  }),
-};
-
-/** A pseudo-random sequence, so a failure reproduces. */
-function random(seed: number): () => number {
-  let s = seed;
-  return () => {
-    s = (s * 1103515245 + 12345) % 2 ** 31;
-    return s / 2 ** 31;
-  };
-}
 
 /** Prompts the firewall (block mode, e-mail detection on, injection flagged) lets through, flags, or blocks. */
 const PROMPTS = {
@@ -93,7 +75,7 @@ describe('the governance rollup', () => {
    */
   async function govern(db: Db, projectId: string, n: number, rnd: () => number, opts: { ago: () => number; inFlight?: number }): Promise<void> {
     const clock = fixedClock(new Date());
-    const calls = createGovernedCallActivities({ db, clock, logger: createLogger('warn'), governance: createGovernance({ db, clock }), pricing, providers: provider, recordCommit: 'sync' });
+    const calls = createGovernedCallActivities({ db, clock, logger: createLogger('warn'), governance: createGovernance({ db, clock }), pricing, providers: answeringProvider, recordCommit: 'sync' });
     for (let i = 0; i < n; i++) {
       const at = Date.now() - opts.ago();
       clock.set(new Date(at));
@@ -173,7 +155,7 @@ describe('the governance rollup', () => {
   it('equals a direct count of the permits, folded in one round or two, with records pending, calls in flight and permits without a record', async () => {
     const project = await createProject(own.db, { name: 'governance rollup', plan: 'production' });
     await updatePolicy(own.db, { projectId: project.id, patch: { allowed_models: ['openai/gpt-4o-mini'], firewall: { detect_pii_email: true, actions: { prompt_injection: 'flag' } } }, mode: 'merge', updatedBy: 'test', now: new Date() });
-    const rnd = random(42);
+    const rnd = seededRandom(42);
     const ago = () => rnd() * 3 * HOUR;
     await govern(own.db, project.id, 120, rnd, { ago });
     await chainAllProjectEvents(own.db, project.id);
@@ -227,7 +209,7 @@ describe('the governance rollup', () => {
     const project = await createProject(own.db, { name: 'governance rollup start', plan: 'production' });
     const started = new Date(Date.now() - 95 * MINUTE - 17_000);
     await own.db.query('INSERT INTO governance_rollup_starts (project_id, started_at) VALUES ($1, $2)', [project.id, started]);
-    const rnd = random(7);
+    const rnd = seededRandom(7);
     await govern(own.db, project.id, 60, rnd, { ago: () => rnd() * 3 * HOUR });
     await chainAllProjectEvents(own.db, project.id);
     const { rows } = await own.db.query(

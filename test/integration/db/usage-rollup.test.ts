@@ -23,8 +23,8 @@ import { createGovernance } from '../../../src/governance';
 import { newId } from '../../../src/ids';
 import { createLogger } from '../../../src/logger';
 import { pricing } from '../../../src/pricing';
-import type { ProviderGateway } from '../../../src/providers/types';
 import { ownDatabasePool } from '../../support/own-database';
+import { answeringProvider, seededRandom } from '../../support/rollup-fixtures';
 
 const MINUTE = 60_000;
 const HOUR = 3_600_000;
@@ -34,24 +34,6 @@ const MODELS = [
   { provider: 'openai' as const, model: 'gpt-4o-mini' },
   { provider: 'anthropic' as const, model: 'claude-3-5-haiku-latest' },
 ];
-
-const provider: ProviderGateway = {
-  dispatch: async () => ({
-    output: { content: [{ type: 'text', role: 'assistant', text: 'ok' }] },
-    output_assets: [],
-    usage: { input_tokens: 10, output_tokens: 5, total_tokens: 15, metrics: [], estimated: false },
-    finish_reason: 'stop',
-  }),
-};
-
-/** A pseudo-random sequence, so a failure reproduces. */
-function random(seed: number): () => number {
-  let s = seed;
-  return () => {
-    s = (s * 1103515245 + 12345) % 2 ** 31;
-    return s / 2 ** 31;
-  };
-}
 
 /** The aggregate of the settled permits, as GET /v1/projects/{id}/usage computed it before the rollup. */
 async function exactUsage(db: Db, projectId: string, from: Date, to: Date) {
@@ -79,7 +61,7 @@ describe('the usage rollup', () => {
    */
   async function govern(db: Db, projectId: string, n: number, rnd: () => number, ago: () => number): Promise<void> {
     const clock = fixedClock(new Date());
-    const calls = createGovernedCallActivities({ db, clock, logger: createLogger('warn'), governance: createGovernance({ db, clock }), pricing, providers: provider, recordCommit: 'sync' });
+    const calls = createGovernedCallActivities({ db, clock, logger: createLogger('warn'), governance: createGovernance({ db, clock }), pricing, providers: answeringProvider, recordCommit: 'sync' });
     for (let i = 0; i < n; i++) {
       const at = Date.now() - ago();
       clock.set(new Date(at));
@@ -198,7 +180,7 @@ describe('the usage rollup', () => {
 
   it('equals the settled permits’ aggregate, folded in one round or two, with records pending, closeouts and permits without a record', async () => {
     const project = await createProject(own.db, { name: 'usage rollup', plan: 'production' });
-    const rnd = random(42);
+    const rnd = seededRandom(42);
     const ago = () => rnd() * 3.5 * DAY;
     await govern(own.db, project.id, 120, rnd, ago);
     await closedOutActions(own.db, project.id, 9, ago);
@@ -242,7 +224,7 @@ describe('the usage rollup', () => {
     const project = await createProject(own.db, { name: 'usage rollup start', plan: 'production' });
     const started = new Date(Date.now() - 30 * HOUR - 17_000);
     await own.db.query('INSERT INTO usage_rollup_starts (project_id, started_at) VALUES ($1, $2)', [project.id, started]);
-    const rnd = random(7);
+    const rnd = seededRandom(7);
     await govern(own.db, project.id, 60, rnd, () => rnd() * 3 * DAY);
     await chainAllProjectEvents(own.db, project.id);
     const { rows } = await own.db.query(
