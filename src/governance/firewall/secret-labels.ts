@@ -43,7 +43,7 @@ export function labelClass(label: string): LabelClass | null {
 const STOP_UNQUOTED = new Set([32, 9, 10, 13, 44, 59, 34, 39, 96, 40, 41, 93, 125, 60, 62, 124]);
 const DOTTED_IDENT = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$/;
 const WORD_ONLY = /^[A-Za-z_-]+$/;
-/** Words that mark a labelled value as a stand-in or a reference, not a credential (`<insert key>`, `TODO`, `process.env.KEY`). */
+/** Words that mark a labelled value as a stand-in or a reference, not a credential (`<insert key>`, a to-do marker, `process.env.KEY`); the word list is what the detector matches, case-insensitively. */
 const PLACEHOLDER_WORDS = /example|password|passwd|sample|placeholder|insert|replace|todo|process\.env|getenv|environ/i;
 /** A value that stands in for a credential rather than being one: a placeholder word or shape. */
 const isStandIn = (v: string): boolean => PLACEHOLDER_WORDS.test(v) || isPlaceholder(v);
