@@ -4,6 +4,7 @@
  * the loop for every other request. The digests are those of the one-go forms, byte for byte, so
  * keys claimed before keep matching.
  */
+import { setImmediate as turn } from 'node:timers/promises';
 import { createHash, type Hash } from 'node:crypto';
 import { canonicalJson } from './events/canonical-json';
 import { jsonStringText } from './json-string';
@@ -11,7 +12,6 @@ import { jsonStringText } from './json-string';
 /** Characters (or bytes) hashed between two turns of the event loop. */
 const SLICE = 512 * 1024;
 
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** sha256 hex of the bytes, `SLICE` at a time. */
 export async function sha256InSlices(prefix: string, bytes: Buffer): Promise<string> {

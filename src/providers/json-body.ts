@@ -6,6 +6,7 @@
  * `JSON.stringify`, exactly.
  */
 
+import { setImmediate as turn } from 'node:timers/promises';
 import { jsonStringText } from '../json-string';
 
 /** Characters written between two turns of the event loop; also the string length written in slices. */
@@ -13,7 +14,6 @@ const SLICE = 512 * 1024;
 /** Bodies whose strings hold fewer characters in all are written in one go. */
 const SLICED_ABOVE_CHARS = 1024 * 1024;
 
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Characters in the strings of `v` (stops counting past `limit`). */
 function stringChars(v: unknown, limit: number): number {

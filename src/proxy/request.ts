@@ -1,4 +1,5 @@
 /** A proxy request as the HTTP side hands it over: its body parsed, the idempotency hash of what it asks, and the routing headers (openai and anthropic proxies). */
+import { setImmediate as turn } from 'node:timers/promises';
 import { createHash } from 'node:crypto';
 import type { AuthContext } from '../auth-context';
 import { jsonDepth, MAX_JSON_DEPTH } from '../json-depth';
@@ -44,7 +45,6 @@ export async function readCallBody(request: ProxyRequest, limit: number): Promis
   return raw;
 }
 
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 /** Bodies above this size are decoded and parsed in turns of their own. */
 const TURN_ABOVE_BYTES = 256 * 1024;
 

@@ -7,13 +7,13 @@
  * turn of its own, and `__proto__` keys are looked for in the parsed objects (what koa-body's
  * parser refuses, this refuses too).
  */
+import { setImmediate as turn } from 'node:timers/promises';
 import type { IncomingMessage } from 'node:http';
 import getRawBody from 'raw-body';
 import { ApiError } from '../errors';
 import { decodeUtf8 } from '../../utf8';
 import { MAX_JSON_DEPTH } from '../../json-depth';
 
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 /** Bodies above this size are decoded and parsed in turns of their own (a small one costs no turn). */
 const TURN_ABOVE_BYTES = 256 * 1024;
 
