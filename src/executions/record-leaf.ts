@@ -4,7 +4,7 @@
  */
 import { canonicalJson } from '../events/canonical-json';
 import type { EventRecord } from '../events/types';
-import type { PermitColumns, RecordColumns } from './lifecycle';
+import { permitDecision, type PermitColumns, type RecordColumns } from './lifecycle';
 
 const iso = (d: Date | string) => new Date(d).toISOString();
 
@@ -39,14 +39,7 @@ export function recordLeafParts(row: RecordColumns & Record<string, unknown>, pe
   }
   const decision = permit
     ? {
-        decision: permit.decision,
-        reason_code: permit.reason_code,
-        display_reason: permit.display_reason,
-        route: permit.route,
-        operation: permit.operation,
-        provider: permit.provider,
-        model: permit.model,
-        workflow_id: permit.workflow_id,
+        ...permitDecision(permit),
         reserved_cost_micros: Number(permit.reserved_cost_micros),
         issued_at: iso(permit.issued_at),
         expires_at: permit.expires_at ? iso(permit.expires_at) : null,

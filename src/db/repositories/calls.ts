@@ -10,15 +10,24 @@ import type { CallRecord } from './call-records';
 
 export type CallLogEntry = Omit<CallRecord, 'envelope' | 'recorded_at' | 'idempotency_key'> & { cursor_ts: string };
 
+/**
+ * The request log's equality filters: each query parameter of GET /v1/calls and the column it
+ * matches (the intent's id is `workflow_id` on the wire, as everywhere in the API).
+ */
+const CALL_MATCHES = {
+  status: 'status',
+  route: 'route',
+  provider: 'provider',
+  model: 'model',
+  key_id: 'key_id',
+  workflow_id: 'workflow_intent_id',
+  job_id: 'job_id',
+  session_id: 'session_id',
+} as const;
+
 export interface CallFilters {
-  status?: CallRecord['status'];
-  route?: CallRecord['route'];
-  provider?: string;
-  model?: string;
-  keyId?: string;
-  workflowId?: string;
-  jobId?: string;
-  sessionId?: string;
+  /** Equality filters by their query parameter's name. */
+  match?: { [P in keyof typeof CALL_MATCHES]?: string };
   createdAtGte?: Date;
   createdAtLte?: Date;
   /** The last call of the previous page: its created_at (microseconds, ISO) and id. */
@@ -37,14 +46,10 @@ export async function listCalls(db: Queryable, projectId: string, f: CallFilters
     params.push(v);
     where.push(sql.replaceAll('?', `$${params.length}`));
   };
-  if (f.status) add('status = ?', f.status);
-  if (f.route) add('route = ?', f.route);
-  if (f.provider) add('provider = ?', f.provider);
-  if (f.model) add('model = ?', f.model);
-  if (f.keyId) add('key_id = ?', f.keyId);
-  if (f.workflowId) add('workflow_intent_id = ?', f.workflowId);
-  if (f.jobId) add('job_id = ?', f.jobId);
-  if (f.sessionId) add('session_id = ?', f.sessionId);
+  for (const [param, column] of Object.entries(CALL_MATCHES)) {
+    const v = f.match?.[param as keyof typeof CALL_MATCHES];
+    if (v) add(`${column} = ?`, v);
+  }
   if (f.createdAtGte) add('created_at >= ?', f.createdAtGte);
   if (f.createdAtLte) add('created_at <= ?', f.createdAtLte);
   if (f.after) {
