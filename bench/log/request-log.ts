@@ -42,7 +42,7 @@ export async function run(): Promise<void> {
     // Row i: the bench project's but for one in eleven; created_at spread evenly over DAYS ending now.
     await db.query(
       `INSERT INTO calls (id, project_id, route, operation, mode, status, status_code, permit_id, provider, model,
-                               workflow_intent_id, key_id, job_id, input_tokens, output_tokens, cost_usd_micros, error_code,
+                               intent_id, key_id, job_id, input_tokens, output_tokens, cost_usd_micros, error_code,
                                created_at, completed_at, duration_ms, envelope)
        SELECT 'exec_req_' || lpad(to_hex(i), 32, '0'),
               CASE WHEN i % 11 = 10 THEN ($2::text[])[2 + i % 9] ELSE ($2::text[])[1] END,

@@ -37,7 +37,7 @@ function callView(r: CallLogEntry) {
     error: r.error_code ? { code: r.error_code } : null,
     permit_id: r.permit_id,
     key_id: r.key_id,
-    workflow_id: r.workflow_intent_id,
+    workflow_id: r.intent_id,
     job_id: r.job_id,
     session_id: r.session_id,
   };

@@ -20,7 +20,7 @@ const CALL_MATCHES = {
   provider: 'provider',
   model: 'model',
   key_id: 'key_id',
-  workflow_id: 'workflow_intent_id',
+  workflow_id: 'intent_id',
   job_id: 'job_id',
   session_id: 'session_id',
 } as const;
@@ -35,7 +35,7 @@ export interface CallFilters {
   limit: number;
 }
 
-const COLUMNS = `id, project_id, route, operation, mode, status, status_code, permit_id, provider, model, workflow_intent_id,
+const COLUMNS = `id, project_id, route, operation, mode, status, status_code, permit_id, provider, model, intent_id,
   key_id, job_id, session_id, input_tokens, output_tokens, cost_usd_micros, estimated_final, error_code, created_at, completed_at, duration_ms,
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts`;
 

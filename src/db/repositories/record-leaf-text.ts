@@ -24,7 +24,7 @@ const ms = (column: string) =>
 
 const RECORD_LEAF_TEXT_SQL = `
   x.seq, x.id, x.project_id, x.provider, x.model, x.permit_id, x.job_id, ${ms('x.completed_at')} AS completed_ms,
-  x.route, x.operation, x.mode, x.status, x.status_code, x.workflow_intent_id, x.idempotency_key, x.key_id, x.session_id,
+  x.route, x.operation, x.mode, x.status, x.status_code, x.intent_id, x.idempotency_key, x.key_id, x.session_id,
   x.input_tokens, x.output_tokens, x.cost_usd_micros, x.estimated_final, x.error_code, ${ms('x.created_at')} AS created_ms,
   x.duration_ms, x.envelope::text AS envelope, x.lifecycle::text AS lifecycle,
   p.id AS p_id, p.decision AS p_decision, p.display_reason AS p_display_reason,
@@ -35,7 +35,7 @@ const RECORD_LEAF_TEXT_SQL = `
 
 type RecordPlainColumn =
   | 'id' | 'project_id' | 'provider' | 'model' | 'permit_id' | 'job_id' | 'route' | 'operation' | 'mode' | 'status' | 'status_code'
-  | 'workflow_intent_id' | 'idempotency_key' | 'key_id' | 'session_id' | 'input_tokens' | 'output_tokens' | 'cost_usd_micros'
+  | 'intent_id' | 'idempotency_key' | 'key_id' | 'session_id' | 'input_tokens' | 'output_tokens' | 'cost_usd_micros'
   | 'estimated_final' | 'error_code' | 'duration_ms';
 
 /** The statement's row: the record's plain columns as the call record types them, then its timestamps, jsonb and permit as the leaf writes them. */
@@ -109,6 +109,7 @@ function permitJson(r: RecordLeafTextRow): string {
   );
 }
 
+/** The record's members; the `intent_id` column is the member `workflow_intent_id` (its name when leaves were first chained: LEAF_MEMBER_OF_COLUMN). */
 function recordJson(r: RecordLeafTextRow): string {
   const session = r.session_id === null ? '' : `,"session_id":${j(r.session_id)}`;
   return (
@@ -116,7 +117,7 @@ function recordJson(r: RecordLeafTextRow): string {
     `,"envelope":${json(r.envelope)},"error_code":${j(r.error_code)},"estimated_final":${j(r.estimated_final)}` +
     `,"idempotency_key":${j(r.idempotency_key)},"input_tokens":${j(r.input_tokens)},"key_id":${j(r.key_id)}` +
     `,"lifecycle":${json(r.lifecycle)},"mode":${j(r.mode)},"operation":${j(r.operation)},"output_tokens":${j(r.output_tokens)}` +
-    `,"route":${j(r.route)}${session},"status":${j(r.status)},"status_code":${j(r.status_code)},"workflow_intent_id":${j(r.workflow_intent_id)}}`
+    `,"route":${j(r.route)}${session},"status":${j(r.status)},"status_code":${j(r.status_code)},"workflow_intent_id":${j(r.intent_id)}}`
   );
 }
 
