@@ -4,10 +4,9 @@
 -- `calls.workflow_intent_id` becomes `intent_id`, its partial index `calls_project_intent_idx`, and
 -- each week's copy of that index `<partition>_project_id_intent_id_created_at_idx` (the partition's
 -- name and the columns', as PostgreSQL derives a copy's name; a week's or the DEFAULT partition's
--- name is short enough not to be truncated). A week attached later derives its copy's name from
--- the index's own column names, which a column rename leaves as they were, so its copy is named
--- `..._workflow_intent_id_created_at_idx`: renaming those needs the index rebuilt, a scan of every
--- week under a lock that holds up recording calls, which a rename migration does not do. Any index or constraint of
+-- name is short enough not to be truncated). The index keeps its columns' old names inside it,
+-- which ATTACH would name a new week's copy from: src/db/partitions.ts creates each copy on the
+-- new week first, named from the table's columns. Any index or constraint of
 -- calls, permits, intents or intent_amendments (or of their partitions) still named after the old
 -- tables `executions` or `workflow_intents` is renamed too, found by name at run time. The rows stay.
 --

@@ -3,12 +3,14 @@
  * database as the migration finds it (column `workflow_intent_id`, its index named after the
  * workflow), a call row keeps its intent through the rename, every copy of the index takes the
  * column's name, a second run does nothing, Down restores the old names, and the record's hashed
- * leaf is the same text before and after (its member keeps the old name).
+ * leaf is the same text before and after (its member keeps the old name); a week attached later
+ * names its copy of the index after the new column (src/db/partitions.ts).
  */
 import { Pool } from 'pg';
 import { createOwnDatabase, type OwnDatabase } from '../../support/own-database';
 import { migrate, MIGRATIONS_DIR } from '../../../src/db/migrate';
 import { readRecordLeafSourcesOfSeqs, recordLeafCanonical } from '../../../src/db/repositories/record-leaf-text';
+import { ensureWeekPartitions } from '../../../src/db/partitions';
 
 async function migrateDownOne(url: string): Promise<string[]> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -73,5 +75,10 @@ describe('migration 0360: calls.workflow_intent_id becomes intent_id', () => {
     expect(await migrate(own.url)).toEqual(['0360_calls_intent_id']);
     expect(await intentIndexes(db)).toEqual(after);
     expect(recordLeafCanonical((await readRecordLeafSourcesOfSeqs(db, 'prj_intent_col', [64])).get('64')!, null)).toBe(leaf);
+
+    // A week attached after the rename names its copy from the column's new name, not the index's memory of the old one.
+    const { created } = await ensureWeekPartitions(db, new Date('2099-03-02T00:00:00Z'), 0);
+    expect(created).toContain('calls_w20990302');
+    expect(await intentIndexes(db)).toEqual([after[0], ...[...after.slice(1), 'calls_w20990302_project_id_intent_id_created_at_idx'].sort()]);
   });
 });
