@@ -2,8 +2,8 @@
  * The request log: a project's governed calls, newest first, read from their call records
  * (one per call; src/executions/record.ts writes them). Served by `calls_project_created_idx`
  * (project_id, created_at DESC): filters narrow the index range scan, the cursor starts it. The
- * rare-by-nature filters have partial indexes of their own (workflow, job, session: migrations
- * 0200 and 0290).
+ * rare-by-nature filters have partial indexes of their own (`calls_project_intent_idx`,
+ * `calls_project_job_idx`, `calls_project_session_idx`).
  */
 import type { Queryable } from '../pool';
 import type { CallRecord } from './call-records';
