@@ -1,0 +1,269 @@
+/**
+ * NDJSON of RFC 8785 lines from jsonb's text (`jsonb::text`), each written as UTF-8 straight into
+ * the chunk: what `canonicalJsonbText` (canonical-jsonb-text.ts, which says how jsonb's text
+ * differs from RFC 8785) writes, without its strings. An export's row parts wrote every row as a
+ * string of member strings joined, then that string into the chunk: per row, one string per
+ * member and value, the joins, and the copy, most of an archive's collection work.
+ *
+ * One pass over the text: whitespace is dropped, strings and names are copied as they are (as
+ * UTF-8), members are written in jsonb's order, and an object whose names are not in UTF-16 order
+ * is reordered in place in the chunk once its members are written (names compared in the text, an
+ * escaped one decoded). Numbers as canonicalJsonbText writes them.
+ */
+import { canonicalJson } from './canonical-json';
+
+let src = '';
+let at = 0;
+let out: Buffer = Buffer.alloc(0);
+let n = 0;
+/** Per member of the objects being written: its name's start and end in the text, an escape in it, its start and end in the chunk. */
+let members = new Int32Array(5 * 64);
+let top = 0;
+let scratch = Buffer.alloc(1 << 16);
+/** Whether the last string copied had an escape. */
+let escaped = false;
+
+/** The NDJSON lines (each `\n`-terminated) of the canonical forms of jsonb texts. */
+export function canonicalJsonbLines(texts: string[]): Buffer {
+  let units = 0;
+  for (const t of texts) units += t.length + 1;
+  out = Buffer.allocUnsafe(units + (units >> 3) + 64);
+  n = 0;
+  try {
+    for (let i = 0; i < texts.length; i++) {
+      units -= texts[i].length + 1;
+      // Room for the worst case (three bytes per unit); numbers written longer than their text reserve more.
+      reserve(3 * texts[i].length + 1, units);
+      src = texts[i];
+      at = 0;
+      top = 0;
+      value();
+      skipSpace();
+      if (at !== src.length) throw new SyntaxError(`unexpected text at ${at} of a jsonb value`);
+      out[n++] = 0x0a;
+    }
+    return out.subarray(0, n);
+  } finally {
+    src = '';
+    out = Buffer.alloc(0);
+  }
+}
+
+function reserve(bytes: number, after = 0): void {
+  if (out.length - n >= bytes) return;
+  const grown = Buffer.allocUnsafe(Math.max(2 * out.length, n + bytes + after + (after >> 3)));
+  out.copy(grown, 0, 0, n);
+  out = grown;
+}
+
+function skipSpace(): void {
+  let c = src.charCodeAt(at);
+  while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = src.charCodeAt(++at);
+}
+
+function expect(code: number): void {
+  skipSpace();
+  if (src.charCodeAt(at) !== code) throw new SyntaxError(`expected '${String.fromCharCode(code)}' at ${at} of a jsonb value`);
+  at += 1;
+}
+
+function value(): void {
+  skipSpace();
+  const c = src.charCodeAt(at);
+  if (c === 0x22) string();
+  else if (c === 0x7b) object();
+  else if (c === 0x5b) array();
+  else if (c === 0x74) literal('true');
+  else if (c === 0x66) literal('false');
+  else if (c === 0x6e) literal('null');
+  else number();
+}
+
+/** Writes one UTF-16 unit at `i` (and its pair's low half) as UTF-8; returns the units used. */
+function utf8(c: number, i: number): number {
+  if (c < 0x800) {
+    out[n++] = 0xc0 | (c >> 6);
+    out[n++] = 0x80 | (c & 0x3f);
+    return 1;
+  }
+  if (c >= 0xd800 && c <= 0xdbff) {
+    const d = src.charCodeAt(i + 1);
+    if (d >= 0xdc00 && d <= 0xdfff) {
+      const cp = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+      out[n++] = 0xf0 | (cp >> 18);
+      out[n++] = 0x80 | ((cp >> 12) & 0x3f);
+      out[n++] = 0x80 | ((cp >> 6) & 0x3f);
+      out[n++] = 0x80 | (cp & 0x3f);
+      return 2;
+    }
+  }
+  // A lone surrogate (jsonb stores none) as Buffer.write writes it: U+FFFD.
+  if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
+  out[n++] = 0xe0 | (c >> 12);
+  out[n++] = 0x80 | ((c >> 6) & 0x3f);
+  out[n++] = 0x80 | (c & 0x3f);
+  return 1;
+}
+
+/** Copies a string token (quotes included) as it is; its end is the first quote not escaped. */
+function string(): void {
+  const start = at;
+  escaped = false;
+  out[n++] = 0x22;
+  let i = at + 1;
+  const end = src.length;
+  for (;;) {
+    if (i >= end) throw new SyntaxError(`unterminated string at ${start} of a jsonb value`);
+    const c = src.charCodeAt(i);
+    if (c === 0x22) break;
+    if (c === 0x5c) {
+      escaped = true;
+      out[n++] = 0x5c;
+      const d = src.charCodeAt(i + 1);
+      if (d < 0x80) out[n++] = d;
+      else if (i + 1 < end) utf8(d, i + 1);
+      i += 2;
+    } else if (c < 0x80) {
+      out[n++] = c;
+      i += 1;
+    } else i += utf8(c, i);
+  }
+  out[n++] = 0x22;
+  at = i + 1;
+}
+
+function ascii(s: string): void {
+  // A number written longer than its text: room for it and, still, the rest of the text's worst case.
+  reserve(s.length + 3 * (src.length - at) + 1);
+  for (let i = 0; i < s.length; i++) out[n++] = s.charCodeAt(i);
+}
+
+function literal(word: string): void {
+  if (!src.startsWith(word, at)) throw new SyntaxError(`unexpected text at ${at} of a jsonb value`);
+  at += word.length;
+  ascii(word);
+}
+
+function number(): void {
+  const start = at;
+  if (src.charCodeAt(at) === 0x2d) at += 1;
+  const digitsFrom = at;
+  let c = src.charCodeAt(at);
+  while (c >= 0x30 && c <= 0x39) c = src.charCodeAt(++at);
+  const digits = at - digitsFrom;
+  if (digits > 0 && digits <= 15 && c !== 0x2e && c !== 0x65 && c !== 0x45 && (digits === 1 || src.charCodeAt(digitsFrom) !== 0x30)) {
+    // Exact as a double, written the same; -0 is 0.
+    if (digits === 1 && at - start === 2 && src.charCodeAt(digitsFrom) === 0x30) out[n++] = 0x30;
+    else for (let i = start; i < at; i++) out[n++] = src.charCodeAt(i);
+    return;
+  }
+  while ((c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x65 || c === 0x45 || c === 0x2b || c === 0x2d) c = src.charCodeAt(++at);
+  const raw = src.slice(start, at);
+  const v = raw === '' ? NaN : Number(raw);
+  if (Number.isNaN(v)) throw new SyntaxError(`malformed number at ${start} of a jsonb value`);
+  ascii(canonicalJson(v));
+}
+
+function array(): void {
+  at += 1;
+  out[n++] = 0x5b;
+  skipSpace();
+  if (src.charCodeAt(at) === 0x5d) {
+    at += 1;
+    out[n++] = 0x5d;
+    return;
+  }
+  value();
+  for (;;) {
+    skipSpace();
+    const c = src.charCodeAt(at++);
+    if (c === 0x5d) break;
+    if (c !== 0x2c) throw new SyntaxError(`expected ',' or ']' at ${at - 1} of a jsonb value`);
+    out[n++] = 0x2c;
+    value();
+  }
+  out[n++] = 0x5d;
+}
+
+/** Member m's name against member k's, as their decoded strings compare by UTF-16 code units (< 0, 0, > 0). */
+function compareNames(m: number, k: number): number {
+  const a0 = members[5 * m] + 1;
+  const a1 = members[5 * m + 1] - 1;
+  const b0 = members[5 * k] + 1;
+  const b1 = members[5 * k + 1] - 1;
+  if (members[5 * m + 2] === 1 || members[5 * k + 2] === 1) {
+    const a = JSON.parse(src.slice(a0 - 1, a1 + 1)) as string;
+    const b = JSON.parse(src.slice(b0 - 1, b1 + 1)) as string;
+    return a < b ? -1 : a > b ? 1 : 0;
+  }
+  const len = Math.min(a1 - a0, b1 - b0);
+  for (let i = 0; i < len; i++) {
+    const d = src.charCodeAt(a0 + i) - src.charCodeAt(b0 + i);
+    if (d !== 0) return d;
+  }
+  return a1 - a0 - (b1 - b0);
+}
+
+function object(): void {
+  at += 1;
+  out[n++] = 0x7b;
+  skipSpace();
+  if (src.charCodeAt(at) === 0x7d) {
+    at += 1;
+    out[n++] = 0x7d;
+    return;
+  }
+  const base = top;
+  let ordered = true;
+  for (;;) {
+    skipSpace();
+    if (src.charCodeAt(at) !== 0x22) throw new SyntaxError(`expected a member name at ${at} of a jsonb value`);
+    if (5 * (top + 1) > members.length) {
+      const grown = new Int32Array(2 * members.length);
+      grown.set(members);
+      members = grown;
+    }
+    const m = top++;
+    const from = n;
+    members[5 * m] = at;
+    string();
+    members[5 * m + 1] = at;
+    members[5 * m + 2] = escaped ? 1 : 0;
+    expect(0x3a);
+    out[n++] = 0x3a;
+    value();
+    members[5 * m + 3] = from;
+    members[5 * m + 4] = n;
+    if (ordered && m > base && compareNames(m - 1, m) > 0) ordered = false;
+    skipSpace();
+    const c = src.charCodeAt(at++);
+    if (c === 0x7d) break;
+    if (c !== 0x2c) throw new SyntaxError(`expected ',' or '}' at ${at - 1} of a jsonb value`);
+    out[n++] = 0x2c;
+  }
+  if (!ordered) reorder(base);
+  top = base;
+  out[n++] = 0x7d;
+}
+
+/** Rewrites the members from `base` to the top in their names' order, over the bytes they were written in. */
+function reorder(base: number): void {
+  const count = top - base;
+  const order: number[] = [];
+  // An insertion sort: a few members, most of them in order.
+  for (let i = 0; i < count; i++) {
+    let k = i - 1;
+    for (; k >= 0 && compareNames(order[k], base + i) > 0; k--) order[k + 1] = order[k];
+    order[k + 1] = base + i;
+  }
+  const from = members[5 * base + 3];
+  const length = n - from;
+  if (scratch.length < length) scratch = Buffer.allocUnsafe(Math.max(length, 2 * scratch.length));
+  out.copy(scratch, 0, from, n);
+  let w = from;
+  for (let i = 0; i < count; i++) {
+    const m = order[i];
+    if (i > 0) out[w++] = 0x2c;
+    w += scratch.copy(out, w, members[5 * m + 3] - from, members[5 * m + 4] - from);
+  }
+}
