@@ -7,8 +7,7 @@
  *
  * One pass over the text: whitespace is dropped, strings and names are copied as they are (as
  * UTF-8), members are written in jsonb's order, and an object whose names are not in UTF-16 order
- * is reordered in place in the chunk once its members are written (names compared in the text, an
- * escaped one decoded). Numbers as canonicalJsonbText writes them.
+ * is reordered in place in the chunk once its members are written. Numbers as canonicalJsonbText writes them.
  */
 import { canonicalJson } from './canonical-json';
 
@@ -16,11 +15,12 @@ let src = '';
 let at = 0;
 let out: Buffer = Buffer.alloc(0);
 let n = 0;
-/** Per member of the objects being written: its name's start and end in the text, an escape in it, its start and end in the chunk. */
+/** Per member of the objects being written: its name's start and end in the text, its start and end in the chunk, an escape in its name; and its name's key. */
 let members = new Int32Array(5 * 64);
+let keys = new Float64Array(64);
 let top = 0;
 let scratch = Buffer.alloc(1 << 16);
-/** Whether the last string copied had an escape. */
+/** Whether the last string copied had an escape (a name with one is decoded to compare). */
 let escaped = false;
 
 /** The NDJSON lines (each `\n`-terminated) of the canonical forms of jsonb texts. */
@@ -109,26 +109,35 @@ function utf8(c: number, i: number): number {
 function string(): void {
   const start = at;
   escaped = false;
-  out[n++] = 0x22;
+  // The copy's loop on locals: a module variable is loaded and stored again on each unit.
+  const s = src;
+  const o = out;
+  const end = s.length;
   let i = at + 1;
-  const end = src.length;
+  let k = n;
+  o[k++] = 0x22;
   for (;;) {
     if (i >= end) throw new SyntaxError(`unterminated string at ${start} of a jsonb value`);
-    const c = src.charCodeAt(i);
+    const c = s.charCodeAt(i);
+    if (c < 0x80 && c !== 0x22 && c !== 0x5c) {
+      o[k++] = c;
+      i += 1;
+      continue;
+    }
     if (c === 0x22) break;
+    n = k;
     if (c === 0x5c) {
       escaped = true;
       out[n++] = 0x5c;
-      const d = src.charCodeAt(i + 1);
+      const d = s.charCodeAt(i + 1);
       if (d < 0x80) out[n++] = d;
       else if (i + 1 < end) utf8(d, i + 1);
       i += 2;
-    } else if (c < 0x80) {
-      out[n++] = c;
-      i += 1;
     } else i += utf8(c, i);
+    k = n;
   }
-  out[n++] = 0x22;
+  o[k++] = 0x22;
+  n = k;
   at = i + 1;
 }
 
@@ -185,21 +194,37 @@ function array(): void {
   out[n++] = 0x5d;
 }
 
+/**
+ * A name's first three UTF-16 units as one number (a shorter name's missing units below any
+ * unit): two names whose keys differ compare as their keys do, which settles nearly every
+ * comparison without reading the names again.
+ */
+function keyOf(from: number, to: number): number {
+  const len = to - from;
+  const u0 = len > 0 ? src.charCodeAt(from) + 1 : 0;
+  const u1 = len > 1 ? src.charCodeAt(from + 1) + 1 : 0;
+  const u2 = len > 2 ? src.charCodeAt(from + 2) + 1 : 0;
+  return u0 * 17179869184 + u1 * 131072 + u2;
+}
+
 /** Member m's name against member k's, as their decoded strings compare by UTF-16 code units (< 0, 0, > 0). */
 function compareNames(m: number, k: number): number {
   const a0 = members[5 * m] + 1;
   const a1 = members[5 * m + 1] - 1;
   const b0 = members[5 * k] + 1;
   const b1 = members[5 * k + 1] - 1;
-  if (members[5 * m + 2] === 1 || members[5 * k + 2] === 1) {
+  if (members[5 * m + 4] === 0 && members[5 * k + 4] === 0) {
+    const d = keys[m] - keys[k];
+    if (d !== 0) return d;
+  } else {
     const a = JSON.parse(src.slice(a0 - 1, a1 + 1)) as string;
     const b = JSON.parse(src.slice(b0 - 1, b1 + 1)) as string;
     return a < b ? -1 : a > b ? 1 : 0;
   }
   const len = Math.min(a1 - a0, b1 - b0);
   for (let i = 0; i < len; i++) {
-    const d = src.charCodeAt(a0 + i) - src.charCodeAt(b0 + i);
-    if (d !== 0) return d;
+    const c = src.charCodeAt(a0 + i) - src.charCodeAt(b0 + i);
+    if (c !== 0) return c;
   }
   return a1 - a0 - (b1 - b0);
 }
@@ -222,18 +247,23 @@ function object(): void {
       const grown = new Int32Array(2 * members.length);
       grown.set(members);
       members = grown;
+      const more = new Float64Array(2 * keys.length);
+      more.set(keys);
+      keys = more;
     }
     const m = top++;
     const from = n;
     members[5 * m] = at;
     string();
     members[5 * m + 1] = at;
-    members[5 * m + 2] = escaped ? 1 : 0;
+    // An escaped name has no key: it is decoded and compared whole.
+    members[5 * m + 4] = escaped ? 1 : 0;
+    keys[m] = escaped ? 0 : keyOf(members[5 * m] + 1, at - 1);
     expect(0x3a);
     out[n++] = 0x3a;
     value();
-    members[5 * m + 3] = from;
-    members[5 * m + 4] = n;
+    members[5 * m + 2] = from;
+    members[5 * m + 3] = n;
     if (ordered && m > base && compareNames(m - 1, m) > 0) ordered = false;
     skipSpace();
     const c = src.charCodeAt(at++);
@@ -250,20 +280,24 @@ function object(): void {
 function reorder(base: number): void {
   const count = top - base;
   const order: number[] = [];
-  // An insertion sort: a few members, most of them in order.
+  // An insertion sort: a few members.
   for (let i = 0; i < count; i++) {
     let k = i - 1;
     for (; k >= 0 && compareNames(order[k], base + i) > 0; k--) order[k + 1] = order[k];
     order[k + 1] = base + i;
   }
-  const from = members[5 * base + 3];
+  const from = members[5 * base + 2];
   const length = n - from;
   if (scratch.length < length) scratch = Buffer.allocUnsafe(Math.max(length, 2 * scratch.length));
   out.copy(scratch, 0, from, n);
+  // Member by member in a loop: most are a few dozen bytes, less than a copy call costs.
+  const o = out;
+  const t = scratch;
   let w = from;
   for (let i = 0; i < count; i++) {
     const m = order[i];
-    if (i > 0) out[w++] = 0x2c;
-    w += scratch.copy(out, w, members[5 * m + 3] - from, members[5 * m + 4] - from);
+    if (i > 0) o[w++] = 0x2c;
+    const end = members[5 * m + 3] - from;
+    for (let r = members[5 * m + 2] - from; r < end; r++) o[w++] = t[r];
   }
 }
