@@ -20,6 +20,8 @@ let members = new Int32Array(5 * 64);
 let keys = new Float64Array(64);
 let top = 0;
 let scratch = Buffer.alloc(1 << 16);
+/** The members' order while an object is reordered. */
+let order = new Int32Array(64);
 /** Whether the last string copied had an escape (a name with one is decoded to compare). */
 let escaped = false;
 
@@ -194,29 +196,37 @@ function array(): void {
   out[n++] = 0x5d;
 }
 
+/** A name's flags: an escape in it (decoded to compare), or a unit past ASCII in its first six (no key). */
+const ESCAPED = 1;
+const NO_KEY = 2;
+
 /**
- * A name's first three UTF-16 units as one number (a shorter name's missing units below any
- * unit): two names whose keys differ compare as their keys do, which settles nearly every
- * comparison without reading the names again.
+ * A name's first six units as one number (each unit plus one in a byte, a shorter name's missing
+ * units zero): two names whose keys differ compare as their keys do, which settles most
+ * comparisons of a row's column names without reading them again.
  */
 function keyOf(from: number, to: number): number {
-  const len = to - from;
-  const u0 = len > 0 ? src.charCodeAt(from) + 1 : 0;
-  const u1 = len > 1 ? src.charCodeAt(from + 1) + 1 : 0;
-  const u2 = len > 2 ? src.charCodeAt(from + 2) + 1 : 0;
-  return u0 * 17179869184 + u1 * 131072 + u2;
+  let key = 0;
+  for (let i = 0; i < 6; i++) {
+    const c = from + i < to ? src.charCodeAt(from + i) : -1;
+    if (c >= 0x7f) return -1;
+    key = key * 256 + c + 1;
+  }
+  return key;
 }
 
 /** Member m's name against member k's, as their decoded strings compare by UTF-16 code units (< 0, 0, > 0). */
 function compareNames(m: number, k: number): number {
+  const flags = members[5 * m + 4] | members[5 * k + 4];
+  if (flags === 0) {
+    const d = keys[m] - keys[k];
+    if (d !== 0) return d;
+  }
   const a0 = members[5 * m] + 1;
   const a1 = members[5 * m + 1] - 1;
   const b0 = members[5 * k] + 1;
   const b1 = members[5 * k + 1] - 1;
-  if (members[5 * m + 4] === 0 && members[5 * k + 4] === 0) {
-    const d = keys[m] - keys[k];
-    if (d !== 0) return d;
-  } else {
+  if ((flags & ESCAPED) !== 0) {
     const a = JSON.parse(src.slice(a0 - 1, a1 + 1)) as string;
     const b = JSON.parse(src.slice(b0 - 1, b1 + 1)) as string;
     return a < b ? -1 : a > b ? 1 : 0;
@@ -256,9 +266,9 @@ function object(): void {
     members[5 * m] = at;
     string();
     members[5 * m + 1] = at;
-    // An escaped name has no key: it is decoded and compared whole.
-    members[5 * m + 4] = escaped ? 1 : 0;
-    keys[m] = escaped ? 0 : keyOf(members[5 * m] + 1, at - 1);
+    const key = escaped ? -1 : keyOf(members[5 * m] + 1, at - 1);
+    members[5 * m + 4] = escaped ? ESCAPED : key < 0 ? NO_KEY : 0;
+    keys[m] = key;
     expect(0x3a);
     out[n++] = 0x3a;
     value();
@@ -279,12 +289,20 @@ function object(): void {
 /** Rewrites the members from `base` to the top in their names' order, over the bytes they were written in. */
 function reorder(base: number): void {
   const count = top - base;
-  const order: number[] = [];
-  // An insertion sort: a few members.
+  if (order.length < count) order = new Int32Array(2 * count);
+  // A binary insertion sort: jsonb's order (by length, then bytes) is runs of names in order, a
+  // linear one compared most members with most others.
   for (let i = 0; i < count; i++) {
-    let k = i - 1;
-    for (; k >= 0 && compareNames(order[k], base + i) > 0; k--) order[k + 1] = order[k];
-    order[k + 1] = base + i;
+    const m = base + i;
+    let lo = 0;
+    let hi = i;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (compareNames(order[mid], m) > 0) hi = mid;
+      else lo = mid + 1;
+    }
+    order.copyWithin(lo + 1, lo, i);
+    order[lo] = m;
   }
   const from = members[5 * base + 2];
   const length = n - from;

@@ -86,6 +86,9 @@ describe('canonical JSON from jsonb text', () => {
     expect(canonicalJsonbText(stored)).toBe('{"\\u0001":4,"a":{"":0},"a\\n":2,"a\\"":3,"aa":[{"z":{"x":2,"y":1},"😀":1,"ｱ":2}],"b":1}');
     expect(canonicalJsonbText(stored)).toBe(canonicalJson(JSON.parse(stored)));
     expect(canonicalJsonbLines([stored, stored]).toString('utf8')).toBe(`${canonicalJsonbText(stored)}\n`.repeat(2));
+    // Names alike in their first six units (the line writer's sort key), past ASCII there or after.
+    const [alike] = await asJsonb([JSON.stringify({ abcdefgh: 1, abcdefg: 2, 'abcdef\u007f': 3, abcdefé: 4, abcdeé: 5, 'abcde😀': 6, abcdef: 7, 'abcdef\n': 8, abc: 9 })]);
+    expect(canonicalJsonbLines([alike]).toString('utf8')).toBe(`${canonicalJson(JSON.parse(alike))}\n`);
   });
 
   it('writes numbers as their doubles: trailing zeros, long integers, exponents; refuses one past a double', async () => {
