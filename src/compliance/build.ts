@@ -17,7 +17,7 @@ import { once } from 'node:events';
 import { PassThrough, type Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { canonicalJson } from '../events/canonical-json';
-import { canonicalJsonbLines } from '../events/canonical-jsonb-lines';
+import { canonicalJsonbLines } from '../events/canonical-jsonb';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import { canonicalOfStored } from '../db/repositories/canonical-columns';

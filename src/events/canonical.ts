@@ -8,7 +8,7 @@
  */
 import { hash } from 'node:crypto';
 import { canonicalJson } from './canonical-json';
-import { canonicalJsonbText } from './canonical-jsonb-text';
+import { canonicalJsonbText } from './canonical-jsonb';
 import type { EventRecord } from './types';
 import type { StoredRecordLeaf } from '../db/repositories/record-leaves';
 import { recordLeafParts } from '../executions/record-leaf';

@@ -13,7 +13,7 @@
  */
 import { Query, type PoolClient } from 'pg';
 import type { Queryable } from '../pool';
-import { canonicalJsonbText } from '../../events/canonical-jsonb-text';
+import { canonicalJsonbText } from '../../events/canonical-jsonb';
 import { canonicalRecord } from '../../events/canonical';
 import { RECORD_LEAF_EVENT_TYPE } from '../../executions/record-leaf';
 import { readRecordLeaves, seqSpan, type StoredRecordLeaf } from './record-leaves';

@@ -1,5 +1,5 @@
 /**
- * `canonicalJsonbText` (src/events/canonical-jsonb-text.ts) writes RFC 8785 JSON straight from the
+ * `canonicalJsonbText` (src/events/canonical-jsonb.ts) writes RFC 8785 JSON straight from the
  * text PostgreSQL gives for a jsonb value; a record's leaf holds `canonicalJson` of the value pg
  * parses that text into, so the two must agree byte for byte on whatever jsonb can hold: random
  * JSON (unicode and control characters in names and strings, names whose UTF-16 order differs from
@@ -10,8 +10,8 @@
 import fc from 'fast-check';
 import { Pool } from 'pg';
 import { canonicalJson } from '../../../src/events/canonical-json';
-import { canonicalJsonbText } from '../../../src/events/canonical-jsonb-text';
-import { canonicalJsonbLines } from '../../../src/events/canonical-jsonb-lines';
+import { canonicalJsonbLines, canonicalJsonbText } from '../../../src/events/canonical-jsonb';
+
 
 const tricky = fc.constantFrom('\b', '\f', '\n', '\r', '\t', '\x01', '\x1f', '\x7f', '"', '\\', '/', '\u2028', 'é', 'ｱ', '😀', 'a', 'B', ' ', 'aa');
 const text = fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.string({ unit: tricky })).map((s) => s.replace(/\0/g, ''));

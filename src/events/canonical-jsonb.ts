@@ -1,14 +1,26 @@
 /**
- * NDJSON of RFC 8785 lines from jsonb's text (`jsonb::text`), each written as UTF-8 straight into
- * the chunk: what `canonicalJsonbText` (canonical-jsonb-text.ts, which says how jsonb's text
- * differs from RFC 8785) writes, without its strings. An export's row parts wrote every row as a
- * string of member strings joined, then that string into the chunk: per row, one string per
- * member and value, the joins, and the copy, most of an archive's collection work.
+ * RFC 8785 JSON of jsonb values from the text PostgreSQL writes for them (`jsonb::text`):
+ * `canonicalJson(JSON.parse(text))` without the parsed object tree, written as UTF-8 straight into
+ * a chunk. Readers that write out a long run of stored records (`integrity verify`, an export's or
+ * archive's events file and row parts) canonicalised every record by parsing it whole and writing
+ * it again, most of the cost of a record's leaf text after its hashing; an export's row parts
+ * then wrote each row as a string of member strings joined, and that string into the chunk.
+ *
+ * jsonb's text is already JSON with no duplicate members; what differs from RFC 8785 is its
+ * whitespace, its member order (by length, then bytes) and its numbers (numeric's text, e.g.
+ * `1.50`). Its strings are written as JSON.stringify writes them (the same escapes, lowercase
+ * `\u00xx` below U+0020, nothing else escaped, and no lone surrogate can be stored), so strings and
+ * member names are copied as they are; members are reordered by their names' UTF-16 code units
+ * (names with an escape compared decoded); a number is copied when it is an integer of at most 15
+ * digits (exact as a double, written the same), else written as JSON.stringify writes its double.
  *
  * One pass over the text: whitespace is dropped, strings and names are copied as they are (as
  * UTF-8), members are written in jsonb's order, and an object whose names are not in UTF-16 order
- * is reordered in place in the chunk once its members are written. Numbers as canonicalJsonbText writes them.
+ * is reordered in place in the chunk once its members are written.
+ * test/integration/db/canonical-jsonb-text.test.ts checks both entry points against
+ * `canonicalJson(JSON.parse())` on PostgreSQL's own text of random JSON.
  */
+import { decodeUtf8 } from '../utf8';
 import { canonicalJson } from './canonical-json';
 
 let src = '';
@@ -46,6 +58,30 @@ export function canonicalJsonbLines(texts: string[]): Buffer {
     }
     return out.subarray(0, n);
   } finally {
+    src = '';
+    out = Buffer.alloc(0);
+  }
+}
+
+/** One value's chunk, kept between calls (a record's envelope and lifecycle are written one at a time); a large one is let go. */
+let textChunk: Buffer = Buffer.alloc(4096);
+const TEXT_CHUNK_KEPT = 1 << 20;
+
+/** The canonical form of one jsonb text, as a string. */
+export function canonicalJsonbText(text: string): string {
+  out = textChunk;
+  n = 0;
+  try {
+    reserve(3 * text.length + 1);
+    src = text;
+    at = 0;
+    top = 0;
+    value();
+    skipSpace();
+    if (at !== src.length) throw new SyntaxError(`unexpected text at ${at} of a jsonb value`);
+    return decodeUtf8(out.subarray(0, n));
+  } finally {
+    if (out.length <= TEXT_CHUNK_KEPT) textChunk = out;
     src = '';
     out = Buffer.alloc(0);
   }
