@@ -17,7 +17,7 @@
  * One pass over the text: whitespace is dropped, strings and names are copied as they are (as
  * UTF-8), members are written in jsonb's order, and an object whose names are not in UTF-16 order
  * is reordered in place in the chunk once its members are written.
- * test/integration/db/canonical-jsonb-text.test.ts checks both entry points against
+ * test/integration/db/canonical-jsonb.test.ts checks both entry points against
  * `canonicalJson(JSON.parse())` on PostgreSQL's own text of random JSON.
  */
 import { decodeUtf8 } from '../utf8';
