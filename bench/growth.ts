@@ -272,7 +272,7 @@ async function main(): Promise<void> {
     const rl = backgroundLoad({ url: `${loaded.tollgateUrl}/v1/executions`, body: BENCH_BODIES.governed, headers: { authorization: `Bearer ${bigKey}` }, connections: C, seconds: 1800, timeoutSeconds: 30 });
     await new Promise((r) => setTimeout(r, 12_000));
     await vacuums.stop();
-    const retentionRounds: { before: string; ms: number; from: number; to: number; archived: number; dropped: string[] }[] = [];
+    const retentionRounds: { before: string; ms: number; from: number; to: number; archived: number; dropped: string[]; phases: Record<string, number> }[] = [];
     for (const cutoff of [monday, new Date(monday.getTime() + 3600_000)]) {
       const from = performance.now();
       const r = await runCli(loaded, ['retention', 'run', '--before', cutoff.toISOString()], archiveDir);
@@ -280,11 +280,12 @@ async function main(): Promise<void> {
         projects: { archive: { log_range: { first_index: number; last_index: number } } | null }[];
         partitions_dropped: string[];
         partitions_kept?: { partition: string; reason: string }[];
+        phases_ms?: Record<string, number>;
       };
       const archived = report.projects.reduce((n, p) => n + (p.archive ? p.archive.log_range.last_index - p.archive.log_range.first_index + 1 : 0), 0);
-      retentionRounds.push({ before: cutoff.toISOString(), ms: r.ms, from, to: performance.now(), archived, dropped: report.partitions_dropped });
+      retentionRounds.push({ before: cutoff.toISOString(), ms: r.ms, from, to: performance.now(), archived, dropped: report.partitions_dropped, phases: report.phases_ms ?? {} });
       const kept = (report.partitions_kept ?? []).map((k) => `${k.partition} (${k.reason})`).join('; ');
-      log(`retention --before ${cutoff.toISOString()}: ${(r.ms / 1000).toFixed(1)} s, ${archived} leaves archived, dropped ${report.partitions_dropped.join(', ') || 'nothing'}${kept ? `; kept ${kept}` : ''}`);
+      log(`retention --before ${cutoff.toISOString()}: ${(r.ms / 1000).toFixed(1)} s, ${archived} leaves archived, dropped ${report.partitions_dropped.join(', ') || 'nothing'}${kept ? `; kept ${kept}` : ''}; phases (ms) ${JSON.stringify(report.phases_ms ?? {})}`);
       if (report.partitions_dropped.length > 0) break;
     }
     vacuums = vacuumLoop([empty.db, loaded.db]);
@@ -326,7 +327,7 @@ async function main(): Promise<void> {
         `(chain walk and checkpoint root; target ≥ 50,000), ok ${verification.ok}`,
     );
     console.log(`\nretention under a c=${C} load (each project keeps ${retentionDays} days):`);
-    for (const r of retentionRounds) console.log(`  --before ${r.before}: ${(r.ms / 1000).toFixed(1)} s (CLI process, start included), ${r.archived} leaves archived, dropped: ${r.dropped.join(', ') || 'nothing'}`);
+    for (const r of retentionRounds) console.log(`  --before ${r.before}: ${(r.ms / 1000).toFixed(1)} s (CLI process, start included), ${r.archived} leaves archived, dropped: ${r.dropped.join(', ') || 'nothing'}; phases (ms) ${JSON.stringify(r.phases)}`);
     console.log(
       `  calls before: p99 ${ms(beforeLat.p99)} ms; during: ${duringList.length} calls, p50 ${ms(during.p50)}, p99 ${ms(during.p99)}, max ${ms(during.max)} ms; ` +
         `${slow} slower than 2× the p99 before (${JSON.stringify(rlDone.statusCodes)})`,

@@ -238,7 +238,12 @@ export async function run(): Promise<void> {
             `retention --before ${cutoff.toISOString()}: ${(m.ms / 1000).toFixed(1)} s, ${leaves} leaves archived in ${report.projects.filter((p) => p.archive).length} archives; ` +
               `this process ${(m.cpuUs / 1e6).toFixed(1)} s CPU, PostgreSQL ${(m.postgresMs / 1000).toFixed(1)} s; dropped: ${report.partitions_dropped.join(', ') || 'nothing'}`,
           );
-          for (const p of report.projects) if (p.archive) console.log(`  ${p.project_id}: ${p.archive.log_range.last_index - p.archive.log_range.first_index + 1} leaves, ${((p.archive.bytes ?? 0) / 2 ** 20).toFixed(1)} MiB, deleted ${JSON.stringify(p.archive.deleted)}`);
+          console.log(`  phases (ms): ${JSON.stringify(report.phases_ms)}`);
+          for (const p of report.projects)
+            if (p.archive)
+              console.log(
+                `  ${p.project_id}: ${p.archive.log_range.last_index - p.archive.log_range.first_index + 1} leaves, ${((p.archive.bytes ?? 0) / 2 ** 20).toFixed(1)} MiB, deleted ${JSON.stringify(p.archive.deleted)}; ms ${JSON.stringify(p.phases_ms)}`,
+              );
           for (const mark of marks) console.log(`  ${mark}`);
           statements.print();
           if (report.partitions_dropped.length > 0) break;

@@ -116,6 +116,14 @@ export interface KeptPartition {
   reason: string;
 }
 
+/** What a round of drops did: the partitions dropped and kept, how long it held the parent tables locked and how many tries at the locks it made. */
+export interface WeeksDropped {
+  dropped: string[];
+  kept: KeptPartition[];
+  lockedMs: number;
+  tries: number;
+}
+
 /**
  * Drops the week partitions that end at or before `cutoff` and hold only archived rows: every
  * record and permit of the week is in one of its project's verified archives (the rows of a
@@ -137,7 +145,8 @@ export interface KeptPartition {
  * left to the next round. A week another week's permits descend from is tried again after the
  * later weeks.
  */
-export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<{ dropped: string[]; kept: KeptPartition[] }> {
+export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<WeeksDropped> {
+  const locks = { lockedMs: 0, tries: 0 };
   const dropped: string[] = [];
   let kept: KeptPartition[] = [];
   const bytewise = await permitIdsSortBytewise(db);
@@ -156,7 +165,7 @@ export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<{ dropped
     const before = dropped.length;
     kept = [];
     for (const [at, parts] of pending) {
-      const r = await dropWeek(db, new Date(at), parts, bytewise);
+      const r = await dropWeek(db, { week: new Date(at), parts, bytewise, locks });
       dropped.push(...r.gone);
       kept.push(...r.kept);
       const rest = { calls: parts.calls && !r.gone.includes(parts.calls) ? parts.calls : undefined, permits: parts.permits && !r.gone.includes(parts.permits) ? parts.permits : undefined };
@@ -165,7 +174,7 @@ export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<{ dropped
     if (dropped.length === before) break;
     pending = left;
   }
-  return { dropped, kept };
+  return { dropped, kept, ...locks };
 }
 
 interface WeekParts {
@@ -215,7 +224,11 @@ async function checkWeek(c: Queryable, week: Date, parts: WeekParts, bytewise: b
 }
 
 /** Checks and drops one week's partitions; returns those dropped and those kept with their reason. */
-async function dropWeek(db: Db, week: Date, parts: WeekParts, bytewise: boolean): Promise<{ gone: string[]; kept: KeptPartition[] }> {
+async function dropWeek(
+  db: Db,
+  o: { week: Date; parts: WeekParts; bytewise: boolean; locks: { lockedMs: number; tries: number } },
+): Promise<{ gone: string[]; kept: KeptPartition[] }> {
+  const { week, parts, bytewise, locks } = o;
   const first = await checkWeek(db, week, parts, bytewise);
   if (first.drop.length === 0) return { gone: [], kept: first.kept };
   // The week's permits are archived and nothing retained names them: the rows that name them by
@@ -223,10 +236,13 @@ async function dropWeek(db: Db, week: Date, parts: WeekParts, bytewise: boolean)
   if (first.drop.some((d) => d.table === 'permits')) await deletePermitDependents(db, weekIds(week).permits);
   const parents = [...new Set(first.drop.map((d) => d.table))].sort();
   for (let i = 0; i < LOCK_TRIES; i++) {
+    locks.tries += 1;
+    let held = 0;
     try {
       return await withTransaction(db, async (c) => {
         await c.query(`SET LOCAL lock_timeout = '${LOCK_WAIT_MS}ms'`);
         await c.query(`LOCK TABLE ${parents.join(', ')} IN ACCESS EXCLUSIVE MODE`);
+        held = performance.now();
         const again = await checkWeek(c, week, parts, bytewise);
         const gone: string[] = [];
         // Permits first, as they are named (either order is safe: each was checked on its own).
@@ -244,6 +260,9 @@ async function dropWeek(db: Db, week: Date, parts: WeekParts, bytewise: boolean)
       // The locks not had in time, or chosen to break a deadlock: let go, and after a pause try again.
       if (code !== '55P03' && code !== '40P01') throw err;
       await new Promise((r) => setTimeout(r, LOCK_PAUSE_MS * (0.5 + Math.random())));
+    } finally {
+      // Until the commit or rollback let the locks go.
+      if (held > 0) locks.lockedMs += performance.now() - held;
     }
   }
   return { gone: [], kept: [...first.kept, ...first.drop.map((d) => ({ partition: d.name, reason: `its table's lock was not had in ${LOCK_TRIES} tries` }))] };
