@@ -223,6 +223,26 @@ async function checkWeek(c: Queryable, week: Date, parts: WeekParts, bytewise: b
   return { drop, kept };
 }
 
+/**
+ * The tables a week's detach and drop lock, parents first (the request path's order, above): the parent tables of its partitions;
+ * the tables whose foreign keys name those parents (the detach drops their constraints' clones
+ * pointing at the week: permits' usage reports, evidence and attestations); and the tables the
+ * parents' foreign keys name (the drop of a detached week removes its constraints' triggers
+ * there: projects, permits). All of them in ACCESS EXCLUSIVE mode, the strongest any of these
+ * steps takes, so that nothing is waited for once the parents are held.
+ */
+async function tablesLockedByDrop(db: Queryable, parents: string[]): Promise<string[]> {
+  const { rows } = await db.query<{ t: string }>(
+    `SELECT DISTINCT c.conrelid::regclass::text AS t FROM pg_constraint c
+      WHERE c.contype = 'f' AND c.conparentid = 0 AND c.confrelid = ANY($1::regclass[]) AND NOT c.conrelid = ANY($1::regclass[])
+     UNION
+     SELECT DISTINCT c.confrelid::regclass::text FROM pg_constraint c
+      WHERE c.contype = 'f' AND c.conparentid = 0 AND c.conrelid = ANY($1::regclass[]) AND NOT c.confrelid = ANY($1::regclass[])`,
+    [parents],
+  );
+  return [...[...parents].sort(), ...rows.map((r) => r.t).sort()];
+}
+
 /** Checks and drops one week's partitions; returns those dropped and those kept with their reason. */
 async function dropWeek(
   db: Db,
@@ -234,14 +254,17 @@ async function dropWeek(
   // The week's permits are archived and nothing retained names them: the rows that name them by
   // foreign key go now, outside the locks (the detach's own check of those keys then finds none).
   if (first.drop.some((d) => d.table === 'permits')) await deletePermitDependents(db, weekIds(week).permits);
-  const parents = [...new Set(first.drop.map((d) => d.table))].sort();
+  const lockSet = await tablesLockedByDrop(db, [...new Set(first.drop.map((d) => d.table))]);
   for (let i = 0; i < LOCK_TRIES; i++) {
     locks.tries += 1;
     let held = 0;
+    let retry = false;
     try {
       return await withTransaction(db, async (c) => {
         await c.query(`SET LOCAL lock_timeout = '${LOCK_WAIT_MS}ms'`);
-        await c.query(`LOCK TABLE ${parents.join(', ')} IN ACCESS EXCLUSIVE MODE`);
+        // Every lock the detach and the drop take, in one wait: a lock waited for after the
+        // parents' would hold the calls queued behind them for that wait, and give up as often.
+        await c.query(`LOCK TABLE ${lockSet.join(', ')} IN ACCESS EXCLUSIVE MODE`);
         held = performance.now();
         const again = await checkWeek(c, week, parts, bytewise);
         const gone: string[] = [];
@@ -259,11 +282,12 @@ async function dropWeek(
       if (code === '23503') return { gone: [], kept: [...first.kept, ...first.drop.map((d) => ({ partition: d.name, reason: 'a row written since the check names one of its permits' }))] };
       // The locks not had in time, or chosen to break a deadlock: let go, and after a pause try again.
       if (code !== '55P03' && code !== '40P01') throw err;
-      await new Promise((r) => setTimeout(r, LOCK_PAUSE_MS * (0.5 + Math.random())));
+      retry = true;
     } finally {
-      // Until the commit or rollback let the locks go.
+      // Held until the commit or the rollback let the locks go.
       if (held > 0) locks.lockedMs += performance.now() - held;
     }
+    if (retry) await new Promise((r) => setTimeout(r, LOCK_PAUSE_MS * (0.5 + Math.random())));
   }
   return { gone: [], kept: [...first.kept, ...first.drop.map((d) => ({ partition: d.name, reason: `its table's lock was not had in ${LOCK_TRIES} tries` }))] };
 }
