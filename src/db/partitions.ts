@@ -224,23 +224,27 @@ async function checkWeek(c: Queryable, week: Date, parts: WeekParts, bytewise: b
 }
 
 /**
- * The tables a week's detach and drop lock, parents first (the request path's order, above): the parent tables of its partitions;
- * the tables whose foreign keys name those parents (the detach drops their constraints' clones
- * pointing at the week: permits' usage reports, evidence and attestations); and the tables the
- * parents' foreign keys name (the drop of a detached week removes its constraints' triggers
- * there: projects, permits). All of them in ACCESS EXCLUSIVE mode, the strongest any of these
- * steps takes, so that nothing is waited for once the parents are held.
+ * The tables a week's detach and drop lock, in the order the request path takes them: the tables
+ * the parents' foreign keys name (the drop of a detached week removes its constraints' triggers
+ * there: projects, which the pipeline's functions read before they write a permit), the tables
+ * whose foreign keys name the parents (the detach drops their constraints' clones pointing at the
+ * week: permits' usage reports, evidence and attestations, written before their permit is
+ * checked), then the parent tables of the week's partitions. All in ACCESS EXCLUSIVE mode, the
+ * strongest any of these steps takes: nothing is waited for once the parents are held, and
+ * retention holds no parent while it waits for another table.
  */
 async function tablesLockedByDrop(db: Queryable, parents: string[]): Promise<string[]> {
-  const { rows } = await db.query<{ t: string }>(
-    `SELECT DISTINCT c.conrelid::regclass::text AS t FROM pg_constraint c
-      WHERE c.contype = 'f' AND c.conparentid = 0 AND c.confrelid = ANY($1::regclass[]) AND NOT c.conrelid = ANY($1::regclass[])
+  const { rows } = await db.query<{ t: string; named: boolean }>(
+    `SELECT c.confrelid::regclass::text AS t, true AS named FROM pg_constraint c
+      WHERE c.contype = 'f' AND c.conparentid = 0 AND c.conrelid = ANY($1::regclass[]) AND NOT c.confrelid = ANY($1::regclass[])
      UNION
-     SELECT DISTINCT c.confrelid::regclass::text FROM pg_constraint c
-      WHERE c.contype = 'f' AND c.conparentid = 0 AND c.conrelid = ANY($1::regclass[]) AND NOT c.confrelid = ANY($1::regclass[])`,
+     SELECT c.conrelid::regclass::text, false FROM pg_constraint c
+      WHERE c.contype = 'f' AND c.conparentid = 0 AND c.confrelid = ANY($1::regclass[]) AND NOT c.conrelid = ANY($1::regclass[])`,
     [parents],
   );
-  return [...[...parents].sort(), ...rows.map((r) => r.t).sort()];
+  const named = [...new Set(rows.filter((r) => r.named).map((r) => r.t))].sort();
+  const naming = [...new Set(rows.filter((r) => !r.named && !named.includes(r.t)).map((r) => r.t))].sort();
+  return [...named, ...naming, ...[...parents].sort()];
 }
 
 /** Checks and drops one week's partitions; returns those dropped and those kept with their reason. */
@@ -261,11 +265,13 @@ async function dropWeek(
     let retry = false;
     try {
       return await withTransaction(db, async (c) => {
-        await c.query(`SET LOCAL lock_timeout = '${LOCK_WAIT_MS}ms'`);
-        // Every lock the detach and the drop take, in one wait: a lock waited for after the
-        // parents' would hold the calls queued behind them for that wait, and give up as often.
+        // Every lock the detach and the drop take, in one statement and LOCK_WAIT_MS in all (a
+        // lock timeout counts each lock's wait): a lock waited for after the parents' would hold
+        // the calls queued behind them that long again, and give up as often.
+        await c.query(`SET LOCAL statement_timeout = '${LOCK_WAIT_MS}ms'`);
         await c.query(`LOCK TABLE ${lockSet.join(', ')} IN ACCESS EXCLUSIVE MODE`);
         held = performance.now();
+        await c.query(`SET LOCAL statement_timeout = 0`);
         const again = await checkWeek(c, week, parts, bytewise);
         const gone: string[] = [];
         // Permits first, as they are named (either order is safe: each was checked on its own).
@@ -281,7 +287,7 @@ async function dropWeek(
       // A row naming a permit of the week written since the check (its foreign key refuses the detach): the next round.
       if (code === '23503') return { gone: [], kept: [...first.kept, ...first.drop.map((d) => ({ partition: d.name, reason: 'a row written since the check names one of its permits' }))] };
       // The locks not had in time, or chosen to break a deadlock: let go, and after a pause try again.
-      if (code !== '55P03' && code !== '40P01') throw err;
+      if (code !== '55P03' && code !== '40P01' && !(code === '57014' && held === 0)) throw err;
       retry = true;
     } finally {
       // Held until the commit or the rollback let the locks go.
