@@ -23,6 +23,9 @@
  *    next hourly round (`--before` an hour later) too. Its time, the calls' p99 and max meanwhile
  *    against the p99 before, and the database's size before and after.
  *
+ * BENCH_HISTORY_DB=<name> keeps the loaded history in that database (loaded on the first run) and
+ * runs on a copy of it, so that a rerun skips the load (bench/lib/history-db.ts).
+ *
  * BENCH_VACUUM_MS (default 5000) runs a plain VACUUM of both databases that often, as autovacuum
  * would (a development server may run without it); BENCH_SQL runs SQL on both databases before
  * their Tollgate starts (a candidate index, say).
@@ -39,6 +42,8 @@ import { backgroundLoad, load, pct, type Run } from './lib/load';
 import { BENCH_MASTER_KEY, ROOT, startStack, type Stack } from './lib/stack';
 import { BENCH_BODIES } from './lib/workload';
 import { loadCallHistory, type CallHistory } from './lib/call-history';
+import { historyDatabase } from './lib/history-db';
+import { dropDatabase } from '../scripts/lib/postgres';
 import { encodeCursor } from '../src/api/cursor';
 import { createApiKey } from '../src/db/repositories/api-keys';
 import { verifyLog } from '../src/integrity/verify-log';
@@ -56,6 +61,9 @@ const STREAM_RESUMES = Number(process.env.BENCH_STREAM_RESUMES ?? 20);
 const VACUUM_MS = Number(process.env.BENCH_VACUUM_MS ?? 5000);
 /** SQL run on both databases before their Tollgate starts (e.g. a candidate index), as `bench:footprint -- --pipeline` takes it. */
 const EXTRA_SQL = process.env.BENCH_SQL ?? '';
+/** A kept database holding the loaded history (bench/lib/history-db.ts): each run works on a copy, and skips the load. */
+const HISTORY_DB = process.env.BENCH_HISTORY_DB ?? '';
+const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DAY_MS = 86_400_000;
 const log = (m: string) => console.error(`[bench:growth] ${m}`);
 const ms = (x: number) => x.toFixed(1);
@@ -173,13 +181,22 @@ async function main(): Promise<void> {
     const empty = await startStack({ name: 'growth_empty', teardown, log, beforeTollgate: extraSql });
     const { key: emptyKey } = await empty.newProjectKey('growth empty');
     let history: CallHistory | null = null;
+    // With BENCH_HISTORY_DB, a copy of that kept history (loaded there first when missing), dropped after the run.
+    let copy: string | undefined;
+    if (HISTORY_DB) {
+      copy = `tollgate_bench_growth_${process.pid}`;
+      const name = copy;
+      teardown.add('drop the history copy', () => dropDatabase(ADMIN_URL, name));
+      history = (await historyDatabase({ adminUrl: ADMIN_URL, name, historyDb: HISTORY_DB, calls: CALLS, days: DAYS, log })).history;
+    }
     const loaded = await startStack({
       name: 'growth',
       teardown,
       log,
+      database: copy,
       beforeTollgate: async (db, databaseUrl) => {
         await extraSql(db);
-        history = await loadCallHistory(databaseUrl, { env: 'production', masterKey: BENCH_MASTER_KEY, databaseUrl }, { calls: CALLS, days: DAYS, now: new Date(), log });
+        if (!history) history = await loadCallHistory(databaseUrl, { env: 'production', masterKey: BENCH_MASTER_KEY, databaseUrl }, { calls: CALLS, days: DAYS, now: new Date(), log });
       },
     });
     const h = history as CallHistory | null;

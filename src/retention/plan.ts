@@ -35,8 +35,11 @@ async function oldestRow(db: Queryable, projectId: string, cutoff: Date): Promis
   return rows[0].at ? new Date(rows[0].at) : null;
 }
 
-/** Chain rows read at a time while looking for the archive's end. */
-const WALK_CHUNK = 5000;
+/**
+ * Chain rows read at a time while looking for the archive's end: few at first (an hourly round's
+ * archive holds an hour of leaves), twice as many each read after, up to the last.
+ */
+const WALK_CHUNKS = { first: 256, last: 8192 };
 
 /**
  * Chains the project's pending leaves until none older than the cutoff waits (the archive then
@@ -68,10 +71,10 @@ async function chainPendingBefore(db: Db, projectId: string, cutoff: Date): Prom
  */
 async function firstLeafAtOrAfter(db: Queryable, projectId: string, from: number, cutoff: Date): Promise<number | null> {
   let after = from;
-  for (;;) {
+  for (let chunk = WALK_CHUNKS.first; ; chunk = Math.min(2 * chunk, WALK_CHUNKS.last)) {
     const { rows } = await db.query<{ chain_pos: string; seq: string }>(
       'SELECT chain_pos, seq FROM event_chain WHERE project_id = $1 AND chain_pos > $2 ORDER BY chain_pos LIMIT $3',
-      [projectId, after, WALK_CHUNK],
+      [projectId, after, chunk],
     );
     if (rows.length === 0) return null;
     const times = await leafTimes(db, projectId, rows.map((r) => Number(r.seq)));

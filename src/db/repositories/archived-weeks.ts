@@ -48,7 +48,11 @@ export async function recordsNotArchived(db: Queryable, partition: string): Prom
           CROSS JOIN LATERAL (SELECT 1 FROM ${partition} x WHERE x.project_id = a.project_id AND x.seq > a.last_seq LIMIT 1) hit LIMIT 1)
        UNION ALL
        (SELECT 'a record of project ' || a.project_id || ' created after its archive''s cutoff' FROM a
-          CROSS JOIN LATERAL (SELECT 1 FROM ${partition} x WHERE x.project_id = a.project_id AND x.created_at >= a.window_until AND x.seq IS NULL LIMIT 1) hit LIMIT 1)
+          CROSS JOIN LATERAL (SELECT 1 FROM ${partition} x WHERE x.project_id = a.project_id AND x.created_at >= a.window_until AND x.seq IS NULL LIMIT 1) hit
+         -- Only for a project with a record at or after its cutoff (the newest one read from the
+         -- project's time index): the planner read the records without a seq by a scan of the
+         -- whole week, a project at a time, under the tables' exclusive locks.
+         WHERE (SELECT max(y.created_at) FROM ${partition} y WHERE y.project_id = a.project_id) >= a.window_until LIMIT 1)
        UNION ALL
        (SELECT 'record ' || x.id || ', still in the log' FROM (
            SELECT min(s.lo) AS lo, max(s.hi) AS hi FROM projects pr CROSS JOIN LATERAL (
