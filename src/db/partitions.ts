@@ -268,6 +268,8 @@ async function dropWeek(
         // Every lock the detach and the drop take, in one statement and LOCK_WAIT_MS in all (a
         // lock timeout counts each lock's wait): a lock waited for after the parents' would hold
         // the calls queued behind them that long again, and give up as often.
+        // A wait the set did not foresee (a lock taken by a later statement) gives up as soon.
+        await c.query(`SET LOCAL lock_timeout = '${LOCK_WAIT_MS}ms'`);
         await c.query(`SET LOCAL statement_timeout = '${LOCK_WAIT_MS}ms'`);
         await c.query(`LOCK TABLE ${lockSet.join(', ')} IN ACCESS EXCLUSIVE MODE`);
         held = performance.now();
