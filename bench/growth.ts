@@ -318,6 +318,13 @@ async function main(): Promise<void> {
     const duringList = rlDone.responses.filter(([t, l]) => retentionRounds.some((r) => t - l < r.to && t > r.from)).map(([, l]) => l);
     const during = summary(duringList);
     const slow = duringList.filter((l) => l > 2 * beforeLat.p99).length;
+    // Where the slow calls fell: each round's, and those in flight during its partitions' drop
+    // (the run's last `drop` ms; the CLI's exit after it is a few ms).
+    const slowWhere = retentionRounds.map((r) => {
+      const inRound = rlDone.responses.filter(([t, l]) => l > 2 * beforeLat.p99 && t - l < r.to && t > r.from);
+      const dropFrom = r.to - (r.phases.drop ?? 0) - 50;
+      return `${inRound.length} (${inRound.filter(([t, l]) => t > dropFrom && t - l < r.to).length} in flight during the drop)`;
+    });
 
     // Figures.
     const ratios = rounds.map((r) => r.loaded.rps / r.empty.rps).sort((a, b) => a - b);
@@ -347,7 +354,7 @@ async function main(): Promise<void> {
     for (const r of retentionRounds) console.log(`  --before ${r.before}: ${(r.ms / 1000).toFixed(1)} s (CLI process, start included), ${r.archived} leaves archived, dropped: ${r.dropped.join(', ') || 'nothing'}; phases (ms) ${JSON.stringify(r.phases)}`);
     console.log(
       `  calls before: p99 ${ms(beforeLat.p99)} ms; during: ${duringList.length} calls, p50 ${ms(during.p50)}, p99 ${ms(during.p99)}, max ${ms(during.max)} ms; ` +
-        `${slow} slower than 2× the p99 before (${JSON.stringify(rlDone.statusCodes)})`,
+        `${slow} slower than 2× the p99 before, by round ${slowWhere.join(', ')} (${JSON.stringify(rlDone.statusCodes)})`,
     );
     const row = (k: string) => `${k} ${mib(before[k])} → ${mib(after[k])}`;
     const currentWeek = weekStart(new Date()).toISOString().slice(0, 10).replaceAll('-', '');
