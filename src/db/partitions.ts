@@ -262,13 +262,12 @@ async function dropWeek(
   for (let i = 0; i < LOCK_TRIES; i++) {
     locks.tries += 1;
     let held = 0;
-    let retry = false;
     try {
       return await withTransaction(db, async (c) => {
         // Every lock the detach and the drop take, in one statement and LOCK_WAIT_MS in all (a
         // lock timeout counts each lock's wait): a lock waited for after the parents' would hold
-        // the calls queued behind them that long again, and give up as often.
-        // A wait the set did not foresee (a lock taken by a later statement) gives up as soon.
+        // the calls queued behind them that long again, and give up as often. A wait the set did
+        // not foresee (a lock a later statement takes) gives up as soon.
         await c.query(`SET LOCAL lock_timeout = '${LOCK_WAIT_MS}ms'`);
         await c.query(`SET LOCAL statement_timeout = '${LOCK_WAIT_MS}ms'`);
         await c.query(`LOCK TABLE ${lockSet.join(', ')} IN ACCESS EXCLUSIVE MODE`);
@@ -290,12 +289,11 @@ async function dropWeek(
       if (code === '23503') return { gone: [], kept: [...first.kept, ...first.drop.map((d) => ({ partition: d.name, reason: 'a row written since the check names one of its permits' }))] };
       // The locks not had in time, or chosen to break a deadlock: let go, and after a pause try again.
       if (code !== '55P03' && code !== '40P01' && !(code === '57014' && held === 0)) throw err;
-      retry = true;
     } finally {
       // Held until the commit or the rollback let the locks go.
       if (held > 0) locks.lockedMs += performance.now() - held;
     }
-    if (retry) await new Promise((r) => setTimeout(r, LOCK_PAUSE_MS * (0.5 + Math.random())));
+    await new Promise((r) => setTimeout(r, LOCK_PAUSE_MS * (0.5 + Math.random())));
   }
   return { gone: [], kept: [...first.kept, ...first.drop.map((d) => ({ partition: d.name, reason: `its table's lock was not had in ${LOCK_TRIES} tries` }))] };
 }
