@@ -27,15 +27,10 @@ import {
 import { SA } from './search-attributes';
 import { createLeaseBook, validateLeaseArgs } from './intent-leases';
 import { IntentActor } from './intent-state';
+import { STATE_MIRROR_ACTIVITY_OPTIONS, STATE_MIRROR_INTERVAL_MS } from './state-mirror';
 
-const acts = proxyActivities<IntentActivities>({
-  startToCloseTimeout: '30 seconds',
-  // Persistence must eventually succeed: the workflow already changed its state.
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds' },
-});
+const acts = proxyActivities<IntentActivities>(STATE_MIRROR_ACTIVITY_OPTIONS);
 
-/** Minimum time between two writes of the call counter to PostgreSQL. */
-const COUNTER_PERSIST_INTERVAL_MS = 1000;
 /** Marks runs with the call-lease main loop (docs/decisions/call-leases.md). */
 const CALL_LEASES_PATCH = 'intent-call-leases';
 
@@ -170,7 +165,7 @@ export async function intentWorkflow(input: IntentWorkflowInput): Promise<Intent
     if (due.length > 0) await settle(due);
     if (state.status !== 'active') break;
 
-    if (state.actualCalls !== persistedCalls && Date.now() - lastPersistAt >= COUNTER_PERSIST_INTERVAL_MS) {
+    if (state.actualCalls !== persistedCalls && Date.now() - lastPersistAt >= STATE_MIRROR_INTERVAL_MS) {
       const calls = state.actualCalls;
       lastPersistAt = Date.now();
       await acts.persistIntentCounter({ projectId: state.projectId, workflowId: state.workflowId, actualCalls: calls });
@@ -191,7 +186,7 @@ export async function intentWorkflow(input: IntentWorkflowInput): Promise<Intent
     if (state.expiresAtMs !== null) timers.push(state.expiresAtMs);
     for (const [id, l] of Object.entries(leases)) if (!settling.has(id)) timers.push(l.deadlineMs + LEASE_SETTLE_GRACE_MS);
     const dirty = state.actualCalls !== persistedCalls;
-    if (dirty) timers.push(lastPersistAt + COUNTER_PERSIST_INTERVAL_MS);
+    if (dirty) timers.push(lastPersistAt + STATE_MIRROR_INTERVAL_MS);
     const epoch = book.epoch;
     const wake = () => state.status !== 'active' || shouldContinueAsNew() || book.epoch !== epoch || (!dirty && state.actualCalls !== persistedCalls);
     if (timers.length === 0) await condition(wake);
@@ -204,7 +199,11 @@ export async function intentWorkflow(input: IntentWorkflowInput): Promise<Intent
   await condition(allHandlersFinished);
   return state;
 
-  /** The main loop as it was before call leases (kept verbatim for replay of runs started then). */
+  /**
+   * The main loop as it was before call leases (kept verbatim for replay of runs started then).
+   * Its steps are not shared with the loop above even as helper functions: an extra `await` moves
+   * its commands past a concurrent update's by a microtask, which these histories do not replay.
+   */
   async function loopBeforeLeases(): Promise<void> {
     while (state.status === 'active') {
       const remaining = state.expiresAtMs === null ? null : state.expiresAtMs - Date.now();
@@ -232,7 +231,7 @@ export async function intentWorkflow(input: IntentWorkflowInput): Promise<Intent
         }
       }
       if (state.status === 'active' && !shouldContinueAsNew()) {
-        const until = state.expiresAtMs === null ? COUNTER_PERSIST_INTERVAL_MS : Math.min(COUNTER_PERSIST_INTERVAL_MS, Math.max(0, state.expiresAtMs - Date.now()));
+        const until = state.expiresAtMs === null ? STATE_MIRROR_INTERVAL_MS : Math.min(STATE_MIRROR_INTERVAL_MS, Math.max(0, state.expiresAtMs - Date.now()));
         if (until > 0) await condition(() => state.status !== 'active' || shouldContinueAsNew(), until);
       }
     }

@@ -22,15 +22,9 @@ import {
   sessionStateQuery,
 } from './session-messages';
 import { SessionActor } from './session-state';
+import { STATE_MIRROR_ACTIVITY_OPTIONS, STATE_MIRROR_INTERVAL_MS } from './state-mirror';
 
-const acts = proxyActivities<SessionActivities>({
-  startToCloseTimeout: '30 seconds',
-  // Persistence must eventually succeed: the workflow already changed its state.
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds' },
-});
-
-/** Minimum time between two writes of the counters to PostgreSQL. */
-const PERSIST_INTERVAL_MS = 1000;
+const acts = proxyActivities<SessionActivities>(STATE_MIRROR_ACTIVITY_OPTIONS);
 
 function invalid(message: string): ApplicationFailure {
   return ApplicationFailure.create({ type: SESSION_FAILURES.invalid, message, nonRetryable: true });
@@ -124,7 +118,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
       await closeRun(null);
       break;
     }
-    if (actor.dirty() && Date.now() - lastPersistAt >= PERSIST_INTERVAL_MS) {
+    if (actor.dirty() && Date.now() - lastPersistAt >= STATE_MIRROR_INTERVAL_MS) {
       const counters = { turns: s.turns, spentMicros: s.spentMicros };
       lastPersistAt = Date.now();
       await acts.persistSessionCounters({ projectId: s.projectId, sessionId: s.sessionId, ...counters });
@@ -141,7 +135,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
     const dirty = actor.dirty();
     const activity = s.lastActivityMs;
     const timers = [expiry.atMs];
-    if (dirty) timers.push(lastPersistAt + PERSIST_INTERVAL_MS);
+    if (dirty) timers.push(lastPersistAt + STATE_MIRROR_INTERVAL_MS);
     const wake = () => !actor.active || shouldContinueAsNew() || (!dirty && actor.dirty()) || s.lastActivityMs !== activity;
     const until = Math.min(...timers) - Date.now();
     if (until > 0) await condition(wake, until);

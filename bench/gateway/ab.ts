@@ -6,7 +6,9 @@
  * build ("new") and the compiled build of the checkout given to `--ab` ("base"; e.g. a `git
  * worktree` of the previous commit, built with `npm run build`), both on one database, Temporal and
  * emulator, and Portkey's gateway. Each round runs Portkey, base and new on `/v1/proxy/openai` and
- * `/v1/executions`, at c=32 on one project and at c=1, for BENCH_SECONDS each. A path's two builds
+ * `/v1/executions`, at c=32 on one project and at c=1, for BENCH_SECONDS each. Both builds run as
+ * API processes beside one worker process of the new build, which runs the maintenance workflows
+ * for both: CPU per request is the request path's alone, on equal terms. A path's two builds
  * run back to back, and which of them goes first alternates by round (base-new, new-base, …; the
  * paths' order and Portkey's place alternate too): the second run of a pair meets the database
  * right after the first one's writes (its sequencer backlog, autovacuum), and with the order only

@@ -140,7 +140,7 @@ export function makeCall(i: number, at: number, projects: HistoryProject[], proj
     permit_id: permitId,
     provider,
     model,
-    workflow_intent_id: intent,
+    intent_id: intent,
     idempotency_key: null,
     key_id: keyId,
     job_id: null,

@@ -77,7 +77,7 @@ const PERMIT_COLUMNS =
   'estimated_input_tokens, estimated_output_tokens, estimated_cost_micros, reservation_state, reserved_cost_micros, actual_cost_micros, ' +
   'actual_input_tokens, actual_output_tokens, settled_at, released_at, release_reason, issued_at, expires_at, metadata';
 const RECORD_COLUMNS =
-  'id, project_id, seq, route, operation, mode, status, status_code, permit_id, provider, model, workflow_intent_id, idempotency_key, key_id, job_id, ' +
+  'id, project_id, seq, route, operation, mode, status, status_code, permit_id, provider, model, intent_id, idempotency_key, key_id, job_id, ' +
   'input_tokens, output_tokens, cost_usd_micros, estimated_final, error_code, created_at, completed_at, duration_ms, envelope, lifecycle, recorded_at';
 
 export async function loadCallHistory(

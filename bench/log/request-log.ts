@@ -42,7 +42,7 @@ export async function run(): Promise<void> {
     // Row i: the bench project's but for one in eleven; created_at spread evenly over DAYS ending now.
     await db.query(
       `INSERT INTO calls (id, project_id, route, operation, mode, status, status_code, permit_id, provider, model,
-                               workflow_intent_id, key_id, job_id, input_tokens, output_tokens, cost_usd_micros, error_code,
+                               intent_id, key_id, job_id, input_tokens, output_tokens, cost_usd_micros, error_code,
                                created_at, completed_at, duration_ms, envelope)
        SELECT 'exec_req_' || lpad(to_hex(i), 32, '0'),
               CASE WHEN i % 11 = 10 THEN ($2::text[])[2 + i % 9] ELSE ($2::text[])[1] END,
@@ -87,15 +87,15 @@ export async function run(): Promise<void> {
     const shapes: [string, Omit<CallFilters, 'limit' | 'after'>, boolean][] = [
       ['first page', {}, false],
       ['a page at a random point', {}, true],
-      ['status=failed (2 %)', { status: 'failed' }, true],
-      ['status=denied (1 %)', { status: 'denied' }, true],
-      ['provider=anthropic (20 %)', { provider: 'anthropic' }, true],
-      ['model=model-3 (10 %)', { model: 'model-3' }, true],
-      ['model=rare-model (0.1 %)', { model: 'rare-model' }, false],
-      ['key_id=key_7 (5 %)', { keyId: 'key_7' }, true],
-      ['workflow_id=intent-5 (0.01 %)', { workflowId: 'intent-5' }, false],
-      ['job_id (one call)', { jobId: 'job_203' }, false],
-      ['route=proxy, status=completed', { route: 'proxy', status: 'completed' }, true],
+      ['status=failed (2 %)', { match: { status: 'failed' } }, true],
+      ['status=denied (1 %)', { match: { status: 'denied' } }, true],
+      ['provider=anthropic (20 %)', { match: { provider: 'anthropic' } }, true],
+      ['model=model-3 (10 %)', { match: { model: 'model-3' } }, true],
+      ['model=rare-model (0.1 %)', { match: { model: 'rare-model' } }, false],
+      ['key_id=key_7 (5 %)', { match: { key_id: 'key_7' } }, true],
+      ['workflow_id=intent-5 (0.01 %)', { match: { workflow_id: 'intent-5' } }, false],
+      ['job_id (one call)', { match: { job_id: 'job_203' } }, false],
+      ['route=proxy, status=completed', { match: { route: 'proxy', status: 'completed' } }, true],
       ['last 24 h', { createdAtGte: new Date(Date.now() - 86400_000) }, false],
     ];
     console.log(`\nA page of 50 from ${ROWS} calls (${((ROWS * 10) / 11).toFixed(0)} in the listed project), ${PAGES} pages per shape:\n`);

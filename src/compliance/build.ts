@@ -17,7 +17,7 @@ import { once } from 'node:events';
 import { PassThrough, type Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { canonicalJson } from '../events/canonical-json';
-import { canonicalJsonbText } from '../events/canonical-jsonb-text';
+import { canonicalJsonbLines } from '../events/canonical-jsonb-lines';
 import type { Config } from '../config';
 import type { Db } from '../db/pool';
 import { canonicalOfStored } from '../db/repositories/canonical-columns';
@@ -137,7 +137,7 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
   if (part !== 'events') {
     const docs = new ExportFileWriter(deps, exportId, `${part}.ndjson`);
     await written([docs], async () => {
-      for await (const page of exportRowPages(deps.db, part, { projectId: row.project_id, since: row.window_start, until: row.window_end })) await docs.add(page.map(canonicalJsonbText));
+      for await (const page of exportRowPages(deps.db, part, { projectId: row.project_id, since: row.window_start, until: row.window_end })) if (page.length > 0) await docs.addBytes(canonicalJsonbLines(page), page.length);
     });
     await markExportPartDone(deps.db, row.id, part);
     return docs.records;

@@ -65,3 +65,78 @@ export function readTar(buf: Buffer): Map<string, Buffer> {
   }
   return out;
 }
+
+/** Where a streamed member's content goes: `write` a piece at a time, then `end`. */
+export interface TarMemberSink {
+  write(piece: Buffer): void;
+  end(): void;
+}
+
+/**
+ * `readTar` as a stream: fed the archive a piece at a time, it hands each regular file's content
+ * to the sink `onMember` gives for it (by its base name, as `readTar` keys it), never holding more
+ * than a header. The pieces handed on are views of the pieces fed: a sink copies what it keeps.
+ */
+export class TarReader {
+  private header = Buffer.alloc(BLOCK);
+  private headerFill = 0;
+  private content = 0;
+  private padding = 0;
+  private sink: TarMemberSink | null = null;
+  private done = false;
+
+  constructor(private readonly onMember: (name: string, size: number) => TarMemberSink | null) {}
+
+  write(piece: Buffer): void {
+    let off = 0;
+    while (off < piece.length && !this.done) {
+      if (this.content > 0) {
+        const n = Math.min(this.content, piece.length - off);
+        this.sink?.write(piece.subarray(off, off + n));
+        off += n;
+        this.content -= n;
+        if (this.content === 0) this.endMember();
+      } else if (this.padding > 0) {
+        const n = Math.min(this.padding, piece.length - off);
+        off += n;
+        this.padding -= n;
+      } else {
+        const n = Math.min(BLOCK - this.headerFill, piece.length - off);
+        piece.copy(this.header, this.headerFill, off, off + n);
+        off += n;
+        this.headerFill += n;
+        if (this.headerFill === BLOCK) this.startMember();
+      }
+    }
+  }
+
+  /** The archive's end: a member cut short is a truncated archive (as `readTar` says). */
+  end(): void {
+    if (this.content > 0) throw new Error('tar: truncated archive');
+  }
+
+  private startMember(): void {
+    const h = this.header;
+    this.headerFill = 0;
+    if (h.every((b) => b === 0)) {
+      this.done = true;
+      return;
+    }
+    const name = h.subarray(0, 100).toString('utf8').replace(/\0.*$/s, '');
+    const prefix = h.subarray(345, 500).toString('utf8').replace(/\0.*$/s, '');
+    const size = parseInt(h.subarray(124, 136).toString('ascii').replace(/\0.*$/s, '').trim() || '0', 8);
+    const type = String.fromCharCode(h[156] || 48);
+    if (!Number.isFinite(size) || size < 0) throw new Error('tar: truncated archive');
+    const regular = type === '0' || type === '\0';
+    this.sink = regular ? this.onMember((prefix ? `${prefix}/${name}` : name).replace(/^\.\//, '').split('/').pop()!, size) : null;
+    this.content = size;
+    this.padding = Math.ceil(size / BLOCK) * BLOCK - size;
+    if (size === 0) this.endMember();
+  }
+
+  private endMember(): void {
+    const sink = this.sink;
+    this.sink = null;
+    sink?.end();
+  }
+}

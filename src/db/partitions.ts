@@ -63,6 +63,27 @@ export async function weekPartitions(db: Queryable, table: string): Promise<Week
 }
 
 /**
+ * Creates on the new, empty week `partition` a copy of each of `table`'s indexes that backs no
+ * constraint, unnamed, so PostgreSQL names it from the columns' current names; ATTACH then takes
+ * each as the index's copy (an empty table's index is built at once). Left to ATTACH, a copy would be named from the names the columns had
+ * when the index was made (a renamed column keeps its old name in the index).
+ */
+async function createIndexCopies(c: Queryable, table: string, partition: string): Promise<void> {
+  const { rows } = await c.query<{ def: string }>(
+    `SELECT pg_get_indexdef(x.indexrelid) AS def FROM pg_index x
+      WHERE x.indrelid = $1::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = x.indexrelid)
+      ORDER BY x.indexrelid`,
+    [table],
+  );
+  // In the order ATTACH takes them (oid), so two copies whose names collide are numbered as ATTACH numbers them.
+  for (const { def } of rows) {
+    // A definition of another form is left to ATTACH, which then creates that copy itself.
+    const m = /^CREATE (UNIQUE )?INDEX \S+ ON ONLY \S+ (USING .*)$/s.exec(def);
+    if (m) await c.query(`CREATE ${m[1] ?? ''}INDEX ON ${partition} ${m[2]}`);
+  }
+}
+
+/**
  * Creates the partitions of the current week and the `weeksAhead` weeks after it where missing.
  * A week whose ids already sit in the DEFAULT partition (the maintenance did not run in time) is
  * left out and reported: its rows stay in the DEFAULT partition, where retention deletes them one
@@ -95,6 +116,7 @@ export async function ensureWeekPartitions(
       const attached = await withTransaction(db, async (c) => {
         await c.query(`SET LOCAL lock_timeout = '2s'`);
         await c.query(`CREATE TABLE ${name} (LIKE ${table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`);
+        await createIndexCopies(c, table, name);
         await c.query(`ALTER TABLE ${table} ATTACH PARTITION ${name} FOR VALUES FROM ('${from}') TO ('${to}')`);
         return true;
       }).catch((err: { code?: string }) => {

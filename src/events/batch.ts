@@ -3,7 +3,7 @@
  * src/db/repositories/events.ts, and the governed call's batch statements).
  */
 import { newId } from '../ids';
-import type { NewEvent } from './types';
+import { eventColumns, type NewEvent } from './types';
 
 /** Fields a call's events usually share; `batchEvents` sends each once per call. */
 const SHAREABLE_EVENT_FIELDS: readonly string[] = ['timestamp', 'source', 'phase', 'provider', 'model', 'permit_id', 'request_id', 'job_id', 'session_id'];
@@ -31,19 +31,10 @@ export function batchEvents(events: NewEvent[]): { events: Record<string, unknow
 /** Events as rows with every column (`batchEvents` sends them compactly). */
 export function eventRows(projectId: string, events: NewEvent[]): Record<string, unknown>[] {
   return events.map((e) => ({
-      id: newId('evt'),
-      // Millisecond precision: what a JS Date carries, so the stored value re-hashes identically.
-      timestamp: (e.timestamp ?? new Date()).toISOString(),
-      event_type: e.eventType,
-      source: e.source,
-      phase: e.phase,
-      provider: e.provider ?? null,
-      model: e.model ?? null,
-      permit_id: e.permitId ?? null,
-      request_id: e.requestId ?? null,
-      job_id: e.jobId ?? null,
-      session_id: e.sessionId ?? null,
-      metadata: e.metadata ?? {},
-      project_id: projectId,
-    }));
+    id: newId('evt'),
+    // Millisecond precision: what a JS Date carries, so the stored value re-hashes identically.
+    timestamp: (e.timestamp ?? new Date()).toISOString(),
+    ...eventColumns(e),
+    project_id: projectId,
+  }));
 }

@@ -34,3 +34,22 @@ export interface EventRecord {
   hash: string | null;
   chain_pos?: number | null;
 }
+
+/** The row columns a written event fills as it was written; its id, project, time and place in the chain are the writer's. */
+export type EventColumns = Pick<EventRecord, 'event_type' | 'source' | 'phase' | 'provider' | 'model' | 'permit_id' | 'request_id' | 'job_id' | 'session_id' | 'metadata'>;
+
+/** `NewEvent`'s members as the columns of its row (an absent one is null). */
+export function eventColumns(e: NewEvent): EventColumns {
+  return {
+    event_type: e.eventType,
+    source: e.source,
+    phase: e.phase,
+    provider: e.provider ?? null,
+    model: e.model ?? null,
+    permit_id: e.permitId ?? null,
+    request_id: e.requestId ?? null,
+    job_id: e.jobId ?? null,
+    session_id: e.sessionId ?? null,
+    metadata: e.metadata ?? {},
+  };
+}

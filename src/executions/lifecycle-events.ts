@@ -9,7 +9,7 @@
  * derived events take seq + 1, seq + 2, ... so they sort among stored events as the rows they
  * replace did. Ids: `evt_<execution id>.<n>` (`derivedEventRef` reads one back).
  */
-import type { EventRecord, NewEvent } from '../events/types';
+import { eventColumns, type EventRecord, type NewEvent } from '../events/types';
 import { dispatchOfRecord, isTurnLifecycle, type DispatchStart, type JobAttemptStart, type Lifecycle, type PermitColumns, type RecordColumns, type StoredRouting } from './lifecycle';
 
 export const EXECUTION_EVENT_SOURCE = 'execution_events';
@@ -69,18 +69,7 @@ function permitDrafts(p: PermitColumns): Draft[] {
  * would have derived.
  */
 export function permitEventRows(p: PermitColumns): NewEvent[] {
-  return permitDrafts(p).map((d) => ({
-    projectId: p.project_id,
-    eventType: d.type,
-    source: d.source,
-    phase: d.phase,
-    provider: d.target?.provider ?? null,
-    model: d.target?.model ?? null,
-    permitId: p.id,
-    requestId: p.request_id,
-    metadata: d.metadata,
-    timestamp: new Date(d.at),
-  }));
+  return permitDrafts(p).map((d) => draftEvent(d, { projectId: p.project_id, permitId: p.id, requestId: p.request_id }));
 }
 
 /** The phase of each execution event type (source execution_events), derived or stored. */
@@ -195,31 +184,28 @@ function turnDrafts(r: RecordColumns): Draft[] {
   return r.status === 'completed' ? [usageDraft(r), ...endDrafts(r)] : endDrafts(r);
 }
 
-interface DraftBase {
+/** The ids a call's events share. */
+type EventIds = Pick<NewEvent, 'projectId' | 'permitId' | 'requestId' | 'jobId' | 'sessionId'>;
+
+interface DraftBase extends EventIds {
   seq: number | null;
-  projectId: string;
-  permitId: string | null;
-  requestId: string;
-  jobId: string | null;
-  sessionId?: string | null;
   idOf: (n: number) => string;
 }
 
+/** A draft as the event it stands for, written by its call. */
+function draftEvent(d: Draft, ids: EventIds): NewEvent {
+  const target = { provider: d.target?.provider ?? null, model: d.target?.model ?? null };
+  return { ...ids, ...target, eventType: d.type, source: d.source, phase: d.phase, metadata: d.metadata, timestamp: new Date(d.at) };
+}
+
 function materialize(drafts: Draft[], base: DraftBase, from: DerivedEvent['derived_from'], offset: number): DerivedEvent[] {
+  const { seq, idOf, ...ids } = base;
   return drafts.map((d, i) => ({
-    seq: base.seq === null ? (null as unknown as number) : base.seq + offset + i + 1,
-    id: base.idOf(offset + i + 1),
-    project_id: base.projectId,
+    seq: seq === null ? (null as unknown as number) : seq + offset + i + 1,
+    id: idOf(offset + i + 1),
+    project_id: ids.projectId,
     timestamp: new Date(d.at),
-    event_type: d.type,
-    source: d.source,
-    phase: d.phase,
-    provider: d.target?.provider ?? null,
-    model: d.target?.model ?? null,
-    permit_id: base.permitId,
-    request_id: base.requestId,
-    job_id: base.jobId,
-    session_id: base.sessionId ?? null,
+    ...eventColumns(draftEvent(d, ids)),
     // As the rows held them: JSON, so an undefined member is absent.
     metadata: JSON.parse(JSON.stringify(d.metadata)) as Record<string, unknown>,
     prev_hash: null,

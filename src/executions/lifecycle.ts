@@ -10,6 +10,7 @@
  */
 import type { PermitRecord } from '../db/repositories/permits';
 import type { EnvelopeColumns } from './envelope';
+import { pick } from '../pick';
 
 /** How and when a call was dispatched: the metadata of its first three events, from its surface. */
 export interface DispatchStart {
@@ -174,3 +175,11 @@ export type PermitColumns = Pick<
   expires_at: Date | string | null;
   closing?: Record<string, unknown> | null;
 };
+
+/** The members of a permit's decision that a call record's leaf and a permit's timeline both state. */
+const PERMIT_DECISION_FIELDS = ['decision', 'reason_code', 'display_reason', 'route', 'operation', 'provider', 'model', 'workflow_id'] as const;
+
+/** The permit's decision members, each as the permit holds it. */
+export function permitDecision<P extends Pick<PermitColumns, (typeof PERMIT_DECISION_FIELDS)[number]>>(p: P) {
+  return pick(p, PERMIT_DECISION_FIELDS);
+}

@@ -4,7 +4,7 @@
  */
 import { canonicalJson } from '../events/canonical-json';
 import type { EventRecord } from '../events/types';
-import type { PermitColumns, RecordColumns } from './lifecycle';
+import { permitDecision, type PermitColumns, type RecordColumns } from './lifecycle';
 
 const iso = (d: Date | string) => new Date(d).toISOString();
 
@@ -35,18 +35,11 @@ export function recordLeafParts(row: RecordColumns & Record<string, unknown>, pe
   for (const k of Object.keys(row)) {
     if (LEAF_EXCLUDED.has(k)) continue;
     const v = row[k];
-    columns[k] = v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? Number(v) : v;
+    columns[LEAF_MEMBER_OF_COLUMN.get(k) ?? k] = v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? Number(v) : v;
   }
   const decision = permit
     ? {
-        decision: permit.decision,
-        reason_code: permit.reason_code,
-        display_reason: permit.display_reason,
-        route: permit.route,
-        operation: permit.operation,
-        provider: permit.provider,
-        model: permit.model,
-        workflow_id: permit.workflow_id,
+        ...permitDecision(permit),
         reserved_cost_micros: Number(permit.reserved_cost_micros),
         issued_at: iso(permit.issued_at),
         expires_at: permit.expires_at ? iso(permit.expires_at) : null,
@@ -74,6 +67,13 @@ export function recordLeafParts(row: RecordColumns & Record<string, unknown>, pe
 }
 
 export const RECORD_LEAF_EVENT_TYPE = 'call.recorded';
+
+/**
+ * Columns renamed after records were chained, and the member each is hashed under: the leaf keeps
+ * the name the column had, so every leaf chained before the rename still verifies (and the
+ * offline verifiers, which read members, not columns, need no change).
+ */
+const LEAF_MEMBER_OF_COLUMN = new Map([['intent_id', 'workflow_intent_id']]);
 
 /** Columns the leaf carries elsewhere (id, project, seq, provider, model, permit, job, completed_at) or that are not the call's (recorded_at). */
 const LEAF_EXCLUDED = new Set(['id', 'project_id', 'seq', 'provider', 'model', 'permit_id', 'job_id', 'completed_at', 'recorded_at', 'chain_pos', 'prev_hash', 'hash']);

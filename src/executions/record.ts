@@ -262,7 +262,7 @@ export async function recordCall(deps: RecordDeps, input: RecordedCall, rec: Rec
     permit_id: input.permitId,
     provider: status === 'denied' ? primary.provider : target?.provider ?? null,
     model: status === 'denied' ? primary.model : target?.model ?? null,
-    workflow_intent_id: input.workflowIntentId,
+    intent_id: input.workflowIntentId,
     idempotency_key: input.idempotencyKey,
     key_id: input.keyId ?? null,
     job_id: input.jobId ?? null,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { AmendmentChange } from '../../workflows/intent-messages';
+import { pick } from '../pick';
 
 /** The caller's intent as declared (POST /v1/workflows `intent`), after validation. */
 export interface IntentBody {
@@ -60,6 +61,20 @@ export function canonicalDeclaration(d: DeclarationToSign): string {
   });
 }
 
+const AMENDMENT_CHANGE_FIELDS = [
+  'applied_against_version',
+  'previous_expected_calls',
+  'new_expected_calls',
+  'previous_max_calls',
+  'new_max_calls',
+  'reason_provided',
+] as const satisfies readonly (keyof AmendmentChange)[];
+
+/** The change an amendment made (what its signature covers and its view shows), from a record or a request. */
+export function amendmentChange(a: AmendmentChange): AmendmentChange {
+  return pick(a, AMENDMENT_CHANGE_FIELDS);
+}
+
 export interface AmendmentToSign extends AmendmentChange {
   project_id: string;
   workflow_id: string;
@@ -73,12 +88,7 @@ export function canonicalAmendment(a: AmendmentToSign): string {
     project_id: a.project_id,
     workflow_id: a.workflow_id,
     amendment_id: a.amendment_id,
-    applied_against_version: a.applied_against_version,
-    previous_expected_calls: a.previous_expected_calls,
-    new_expected_calls: a.new_expected_calls,
-    previous_max_calls: a.previous_max_calls,
-    new_max_calls: a.new_max_calls,
-    reason_provided: a.reason_provided,
+    ...amendmentChange(a),
     created_at: a.created_at,
   });
 }

@@ -1,7 +1,7 @@
 import { pricing } from '../pricing';
 import { TOKENIZER_NAME } from '../pricing/tokenizer';
 
-/** Per-call token assumptions when the caller declares none (documented in docs/decisions/workflow-intents.md). */
+/** Per-call token assumptions when the caller declares none (documented in docs/decisions/intents.md). */
 export const DEFAULT_INPUT_TOKENS_PER_CALL = 1000;
 export const DEFAULT_OUTPUT_TOKENS_PER_CALL = 500;
 

@@ -13,7 +13,7 @@ export interface ReservationOutcome {
   lease?: string;
 }
 
-/** Public reason codes for denied requests (docs/decisions/workflow-intents.md). */
+/** Public reason codes for denied requests (docs/decisions/intents.md). */
 export const RESERVATION_REASON_CODES: Record<ReservationDenial, string> = {
   ceiling_reached: 'workflow_intent.max_calls_exceeded',
   not_active: 'workflow_intent.not_active',

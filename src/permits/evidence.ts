@@ -17,18 +17,9 @@ export function permitEvidence(ctx: PermitContext) {
   async function addEvidence(auth: AuthContext, permitId: string, b: z.infer<typeof evidenceSchema>) {
     const p = await getPermit(auth.projectId, permitId);
     const now = clock.now();
-    const rec = {
-      id: newId('evd'),
-      project_id: auth.projectId,
-      permit_id: p.id,
-      type: b.type,
-      description: b.description ?? null,
-      uri: b.uri ?? null,
-      content_sha256: b.content_sha256 ?? null,
-      data: b.data ?? null,
-      submitted_by: b.submitted_by ?? auth.actor,
-      created_at: now,
-    };
+    // The body's members as given (the schema is strict), those it leaves out null.
+    const given = { description: null, uri: null, content_sha256: null, data: null, ...b };
+    const rec = { ...given, id: newId('evd'), project_id: auth.projectId, permit_id: p.id, submitted_by: b.submitted_by ?? auth.actor, created_at: now };
     await withTransaction(db, async (c) => {
       await insertEvidence(c, rec);
       await appendEvents(c, [{

@@ -122,20 +122,12 @@ export function permitReadModels(ctx: PermitContext) {
   /** GET /v1/permits and the management list: filters, keyset cursor, each permit in its view. */
   async function listPage(projectId: string, q: ListQuery) {
     if (q.cursor && !decodeCursor(q.cursor)) throw errors.validation([{ path: 'cursor', message: 'not a cursor returned by this list', code: 'custom' }]);
+    const { created_after: after, created_before: before, cursor, limit, ...match } = q;
     const page = await listPermits(
       db,
       projectId,
-      {
-        decision: q.decision,
-        reason_code: q.reason_code,
-        workflow_id: q.workflow_id,
-        provider: q.provider,
-        model: q.model,
-        reservation_state: q.reservation_state,
-        issued_after: q.created_after ? new Date(q.created_after) : undefined,
-        issued_before: q.created_before ? new Date(q.created_before) : undefined,
-      },
-      { cursor: q.cursor ?? null, limit: q.limit },
+      { ...match, issued_after: after ? new Date(after) : undefined, issued_before: before ? new Date(before) : undefined },
+      { cursor: cursor ?? null, limit },
     );
     const data = await Promise.all(page.data.map((p) => ctx.view(p)));
     return { object: 'list' as const, data, has_more: page.next_cursor !== null, next_cursor: page.next_cursor };

@@ -6,8 +6,7 @@
 import { createHash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { buildExportPart, deleteExportFiles, exportBundle, writeManifest } from '../compliance/build';
-import { readTar } from '../compliance/tar';
-import { verifyExport } from '../compliance/verify-export';
+import { BundleVerifier, type VerifyResult } from '../compliance/verify-export';
 import { archiveStoreOf } from '../archive-store/from-config';
 import { buildRowPartsInWorker } from './archive-rows';
 import { findExport, insertExport, updateExport, type ExportPart } from '../db/repositories/compliance-exports';
@@ -86,35 +85,41 @@ export class ArchiveVerificationError extends Error {}
 
 /**
  * Reads the archive back from the store (what is stored, not what was sent) and verifies it as
- * `verify-export` does, that it is this archive's range, and that it is the object written.
+ * `verify-export` does, as it streams (src/compliance/verify-stream.ts: nothing of it held whole),
+ * that it is this archive's range, and that it is the object written.
  */
 export async function verifyStoredArchive(deps: RetentionDeps, a: ArchiveRow, sha256: string, bytes: number): Promise<void> {
   const signer = await complianceSigner(deps.db, deps.config);
   const hash = createHash('sha256');
-  const chunks: Buffer[] = [];
-  // The verifier reads whole files: the archive is held here while it is checked (one retention window's rows).
+  const bundle = new BundleVerifier(verifierKey(signer.keyName, signer.publicKey32));
+  let read = 0;
+  // A tar that breaks is reported after the whole object's hash: a different object says so first.
+  let unreadable: Error | null = null;
   for await (const chunk of await archiveStoreOf(deps.config).get(archiveKey(a))) {
     const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
     hash.update(b);
-    chunks.push(b);
+    read += b.length;
+    if (unreadable) continue;
+    try {
+      bundle.write(b);
+    } catch (err) {
+      unreadable = err as Error;
+    }
   }
-  const tar = Buffer.concat(chunks);
-  chunks.length = 0;
-  if (tar.length !== bytes || hash.digest('hex') !== sha256) throw new ArchiveVerificationError(`archive ${a.id} (${a.path}): the stored object is not the one written`);
-  let files: Map<string, Buffer>;
+  if (read !== bytes || hash.digest('hex') !== sha256) throw new ArchiveVerificationError(`archive ${a.id} (${a.path}): the stored object is not the one written`);
+  let result: VerifyResult;
   try {
-    files = readTar(tar);
+    if (unreadable) throw unreadable;
+    result = bundle.finish();
   } catch (err) {
     throw new ArchiveVerificationError(`archive ${a.id} (${a.path}) is not a readable tar: ${(err as Error).message}`);
   }
-  const result = verifyExport(files, verifierKey(signer.keyName, signer.publicKey32));
   const expected = Number(a.last_index) - Number(a.first_index) + 1;
   if (!result.ok || result.project_id !== a.project_id || result.events_verified !== expected || result.checkpoint?.tree_size !== Number(a.checkpoint_size)) {
     const why = result.failures[0]?.message ?? `${result.events_verified} of ${expected} records verified`;
     throw new ArchiveVerificationError(`archive ${a.id} (${a.path}) did not verify: ${why}`);
   }
 }
-
 
 /** Before resuming an archive's deletion: its verified object must still be in the store, whole. */
 export async function checkArchiveStored(deps: RetentionDeps, a: ArchiveRow): Promise<void> {

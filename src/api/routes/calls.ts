@@ -37,7 +37,7 @@ function callView(r: CallLogEntry) {
     error: r.error_code ? { code: r.error_code } : null,
     permit_id: r.permit_id,
     key_id: r.key_id,
-    workflow_id: r.workflow_intent_id,
+    workflow_id: r.intent_id,
     job_id: r.job_id,
     session_id: r.session_id,
   };
@@ -75,19 +75,13 @@ export const callRoutes = routeFamily('Calls', () => ({}), [
       if (q.created_at_gte && q.created_at_lte && Date.parse(q.created_at_gte) > Date.parse(q.created_at_lte)) {
         throw errors.validation([{ path: 'query.created_at_gte', message: 'created_at_gte must not be after created_at_lte', code: 'invalid_window' }]);
       }
+      const { created_at_gte: gte, created_at_lte: lte, cursor, limit, ...match } = q;
       const rows = await listCalls(deps.db, auth.projectId, {
-        status: q.status,
-        route: q.route,
-        provider: q.provider,
-        model: q.model,
-        keyId: q.key_id,
-        workflowId: q.workflow_id,
-        jobId: q.job_id,
-        sessionId: q.session_id,
-        createdAtGte: q.created_at_gte ? new Date(q.created_at_gte) : undefined,
-        createdAtLte: q.created_at_lte ? new Date(q.created_at_lte) : undefined,
-        after: q.cursor ? decodeCallCursor(q.cursor) : undefined,
-        limit: q.limit + 1,
+        match,
+        createdAtGte: gte ? new Date(gte) : undefined,
+        createdAtLte: lte ? new Date(lte) : undefined,
+        after: cursor ? decodeCallCursor(cursor) : undefined,
+        limit: limit + 1,
       });
       ctx.body = cursorPage(rows, q.limit, callView, (last) => encodeCursor({ t: last.cursor_ts, id: last.id }));
     },

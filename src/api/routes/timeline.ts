@@ -6,6 +6,7 @@ import { permitsEvents, requestEvents } from '../../db/repositories/log-events';
 import { timelineEventView as eventView } from '../../events/view';
 import { findPermit, listChildPermits, listPermitsByRequest, PermitRecord } from '../../db/repositories/permits';
 import { notFoundOrArchived } from '../../retention/archived';
+import { permitDecision } from '../../executions/lifecycle';
 
 const distinct = (values: (string | null)[]) => [...new Set(values.filter((v): v is string => typeof v === 'string'))];
 
@@ -80,14 +81,7 @@ export const timelineRoutes = routeFamily(
           request_id: permit.request_id,
           permit: {
             permit_id: permit.id,
-            decision: permit.decision,
-            reason_code: permit.reason_code,
-            display_reason: permit.display_reason,
-            route: permit.route,
-            operation: permit.operation,
-            provider: permit.provider,
-            model: permit.model,
-            workflow_id: permit.workflow_id,
+            ...permitDecision(permit),
             reservation_state: permit.reservation_state,
             estimated_cost_usd_micros: permit.estimated_cost_micros,
             actual_cost_usd_micros: permit.actual_cost_micros,

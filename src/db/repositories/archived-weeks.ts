@@ -27,6 +27,25 @@ const RECORD_NOT_ARCHIVED = `(a.project_id IS NULL
          OR EXISTS (SELECT 1 FROM event_chain c WHERE c.seq = x.seq)
          OR EXISTS (SELECT 1 FROM event_chain_pending q WHERE q.project_id = x.project_id AND x.seq = ANY(q.seqs)))))`;
 
+/** The first of the reasons `parts` (each a parenthesised query of one column `why`) that holds, with ANCHORS as `a`. */
+const firstReason = (parts: string[]) => `WITH a AS MATERIALIZED (${ANCHORS})
+     SELECT why FROM (${parts.join('\n       UNION ALL\n       ')}) w LIMIT 1`;
+
+/** The first row of `partition` (a week of `kind`s) of a project that has no archive, as a reason (`why`); `a` is ANCHORS. */
+const withoutArchive = (partition: string, kind: string) =>
+  `(SELECT 'a ${kind} of project ' || pr.id || ', which has no archive' AS why FROM projects pr
+      CROSS JOIN LATERAL (SELECT 1 FROM ${partition} x WHERE x.project_id = pr.id LIMIT 1) hit
+     WHERE NOT EXISTS (SELECT 1 FROM a WHERE a.project_id = pr.id) LIMIT 1)`;
+
+/**
+ * The first row `x` of `partition` that `past.where` puts beyond its project's archive `a`, as a
+ * reason ending in `past.why` (SQL string text): a lookup in the project's index of the partition,
+ * only for the projects `past.when` (a condition on `a`) holds for, when given.
+ */
+const pastArchive = (partition: string, kind: string, past: { why: string; where: string; when?: string }) =>
+  `(SELECT 'a ${kind} of project ' || a.project_id || '${past.why}' FROM a
+      CROSS JOIN LATERAL (SELECT 1 FROM ${partition} x WHERE x.project_id = a.project_id AND ${past.where} LIMIT 1) hit${past.when ? ` WHERE ${past.when}` : ''} LIMIT 1)`;
+
 /**
  * The first reason the records partition `partition` holds a row not archived, or null: a row of
  * a project without an archive, past its archive's cutoff or last seq (each a lookup in the
@@ -38,32 +57,26 @@ const RECORD_NOT_ARCHIVED = `(a.project_id IS NULL
  */
 export async function recordsNotArchived(db: Queryable, partition: string): Promise<string | null> {
   const { rows } = await db.query<{ why: string }>(
-    `WITH a AS MATERIALIZED (${ANCHORS})
-     SELECT why FROM (
-       (SELECT 'a record of project ' || pr.id || ', which has no archive' AS why FROM projects pr
-          CROSS JOIN LATERAL (SELECT 1 FROM ${partition} x WHERE x.project_id = pr.id LIMIT 1) hit
-         WHERE NOT EXISTS (SELECT 1 FROM a WHERE a.project_id = pr.id) LIMIT 1)
-       UNION ALL
-       (SELECT 'a record of project ' || a.project_id || ' past its archive' FROM a
-          CROSS JOIN LATERAL (SELECT 1 FROM ${partition} x WHERE x.project_id = a.project_id AND x.seq > a.last_seq LIMIT 1) hit LIMIT 1)
-       UNION ALL
-       (SELECT 'a record of project ' || a.project_id || ' created after its archive''s cutoff' FROM a
-          CROSS JOIN LATERAL (SELECT 1 FROM ${partition} x WHERE x.project_id = a.project_id AND x.created_at >= a.window_until AND x.seq IS NULL LIMIT 1) hit
-         -- Only for a project with a record at or after its cutoff (the newest one read from the
-         -- project's time index): the planner read the records without a seq by a scan of the
-         -- whole week, a project at a time, under the tables' exclusive locks.
-         WHERE (SELECT max(y.created_at) FROM ${partition} y WHERE y.project_id = a.project_id) >= a.window_until LIMIT 1)
-       UNION ALL
-       (SELECT 'record ' || x.id || ', still in the log' FROM (
+    firstReason([
+      withoutArchive(partition, 'record'),
+      pastArchive(partition, 'record', { why: ' past its archive', where: 'x.seq > a.last_seq' }),
+      pastArchive(partition, 'record', {
+        why: " created after its archive''s cutoff",
+        where: 'x.created_at >= a.window_until AND x.seq IS NULL',
+        // Only where the project's newest record of the week (read from its time index) is at or
+        // after the cutoff: the planner read the records without a seq by a scan of the whole
+        // week, a project at a time, under the tables' exclusive locks.
+        when: `(SELECT max(y.created_at) FROM ${partition} y WHERE y.project_id = a.project_id) >= a.window_until`,
+      }),
+      `(SELECT 'record ' || x.id || ', still in the log' FROM (
            SELECT min(s.lo) AS lo, max(s.hi) AS hi FROM projects pr CROSS JOIN LATERAL (
              SELECT (SELECT x.seq FROM ${partition} x WHERE x.project_id = pr.id AND x.seq IS NOT NULL ORDER BY x.seq LIMIT 1) AS lo,
                     (SELECT x.seq FROM ${partition} x WHERE x.project_id = pr.id AND x.seq IS NOT NULL ORDER BY x.seq DESC LIMIT 1) AS hi) s) span
           JOIN event_chain c ON c.seq >= span.lo AND c.seq <= span.hi
-          JOIN ${partition} x ON x.project_id = c.project_id AND x.seq = c.seq LIMIT 1)
-       UNION ALL
-       (SELECT 'record ' || x.id || ', waiting to be chained' FROM event_chain_pending q
-          CROSS JOIN LATERAL unnest(q.seqs) AS s(seq) JOIN ${partition} x ON x.project_id = q.project_id AND x.seq = s.seq LIMIT 1)
-     ) w LIMIT 1`,
+          JOIN ${partition} x ON x.project_id = c.project_id AND x.seq = c.seq LIMIT 1)`,
+      `(SELECT 'record ' || x.id || ', waiting to be chained' FROM event_chain_pending q
+          CROSS JOIN LATERAL unnest(q.seqs) AS s(seq) JOIN ${partition} x ON x.project_id = q.project_id AND x.seq = s.seq LIMIT 1)`,
+    ]),
   );
   return rows[0]?.why ?? null;
 }
@@ -77,24 +90,16 @@ export async function recordsNotArchived(db: Queryable, partition: string): Prom
  */
 export async function permitsNotArchived(db: Queryable, partition: string, ids: { from: string; to: string }, records: { from: string; to: string }): Promise<string | null> {
   const { rows } = await db.query<{ why: string }>(
-    `WITH a AS MATERIALIZED (${ANCHORS})
-     SELECT why FROM (
-       (SELECT 'a permit of project ' || pr.id || ', which has no archive' AS why FROM projects pr
-          CROSS JOIN LATERAL (SELECT 1 FROM ${partition} p WHERE p.project_id = pr.id LIMIT 1) hit
-         WHERE NOT EXISTS (SELECT 1 FROM a WHERE a.project_id = pr.id) LIMIT 1)
-       UNION ALL
-       (SELECT 'a permit of project ' || a.project_id || ' issued after its archive''s cutoff' FROM a
-          CROSS JOIN LATERAL (SELECT 1 FROM ${partition} p WHERE p.project_id = a.project_id AND p.issued_at >= a.window_until LIMIT 1) hit LIMIT 1)
-       UNION ALL
-       (SELECT 'record ' || x.id || ', not archived, names permit ' || x.permit_id FROM calls x LEFT JOIN a ON a.project_id = x.project_id
-         WHERE ${inWeek('x.permit_id')} AND (x.id < $3 OR x.id >= $4) AND ${RECORD_NOT_ARCHIVED} LIMIT 1)
-       UNION ALL
-       (SELECT 'event seq ' || hit.seq || ' names a permit of the week' FROM projects pr
-          CROSS JOIN LATERAL (SELECT e.seq FROM events e WHERE e.project_id = pr.id AND ${inWeek('e.permit_id')} LIMIT 1) hit LIMIT 1)
-       UNION ALL
-       (SELECT 'permit ' || k.id || ' descends from permit ' || k.parent_permit_id FROM permits k
-         WHERE ${inWeek('k.parent_permit_id')} AND (k.id < $1 OR k.id >= $2) LIMIT 1)
-     ) w LIMIT 1`,
+    firstReason([
+      withoutArchive(partition, 'permit'),
+      pastArchive(partition, 'permit', { why: " issued after its archive''s cutoff", where: 'x.issued_at >= a.window_until' }),
+      `(SELECT 'record ' || x.id || ', not archived, names permit ' || x.permit_id FROM calls x LEFT JOIN a ON a.project_id = x.project_id
+         WHERE ${inWeek('x.permit_id')} AND (x.id < $3 OR x.id >= $4) AND ${RECORD_NOT_ARCHIVED} LIMIT 1)`,
+      `(SELECT 'event seq ' || hit.seq || ' names a permit of the week' FROM projects pr
+          CROSS JOIN LATERAL (SELECT e.seq FROM events e WHERE e.project_id = pr.id AND ${inWeek('e.permit_id')} LIMIT 1) hit LIMIT 1)`,
+      `(SELECT 'permit ' || k.id || ' descends from permit ' || k.parent_permit_id FROM permits k
+         WHERE ${inWeek('k.parent_permit_id')} AND (k.id < $1 OR k.id >= $2) LIMIT 1)`,
+    ]),
     [ids.from, ids.to, records.from, records.to],
   );
   return rows[0]?.why ?? null;

@@ -13,7 +13,7 @@ export interface CallRecord {
   permit_id: string | null;
   provider: string | null;
   model: string | null;
-  workflow_intent_id: string | null;
+  intent_id: string | null;
   idempotency_key: string | null;
   key_id: string | null;
   job_id: string | null;

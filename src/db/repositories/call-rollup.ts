@@ -12,6 +12,7 @@
 import type { Queryable } from '../pool';
 import { EXECUTION_EVENT_SOURCE } from '../../executions/lifecycle-events';
 import { LATENCY_BOUNDS } from '../latency-histogram';
+import { rollupBounds } from './rollup-bounds';
 
 /** The events that end a record without a lifecycle (src/executions/record.ts writes one per such record). */
 export const TERMINAL_EVENT_TYPES: readonly string[] = ['request.completed', 'request.errored', 'request.denied'];
@@ -47,30 +48,17 @@ export const UNFOLDED_RECORDS_SQL = `
     JOIN events e ON e.seq = p.seq
    WHERE e.project_id = $1 AND e.source = '${EXECUTION_EVENT_SOURCE}' AND e.event_type IN (${TERMINAL_EVENT_TYPES.map((t) => `'${t}'`).join(', ')})`;
 
+const bounds = rollupBounds('call_rollup');
+
 /** When the rollup starts for a project: its records created earlier are not folded (null: all are). */
-export async function rollupStart(db: Queryable, projectId: string): Promise<Date | null> {
-  const { rows } = await db.query<{ started_at: Date }>('SELECT started_at FROM call_rollup_starts WHERE project_id = $1', [projectId]);
-  return rows[0]?.started_at ?? null;
-}
+export const rollupStart = bounds.start;
 
 /**
  * Retention (src/retention/delete.ts) deleted the project's records before `cutoff`: from now on reads
  * take the time before it from the records that remain, so the rollup's start moves there (never
  * back) and the rows of periods ending by it can go (`deleteRollupBefore`).
  */
-export async function moveRollupStart(db: Queryable, projectId: string, cutoff: Date): Promise<void> {
-  await db.query(
-    `INSERT INTO call_rollup_starts (project_id, started_at) VALUES ($1, $2)
-     ON CONFLICT (project_id) DO UPDATE SET started_at = greatest(call_rollup_starts.started_at, excluded.started_at)`,
-    [projectId, cutoff],
-  );
-}
+export const moveRollupStart = bounds.moveStart;
 
 /** Deletes up to `limit` rollup rows of the project's periods that end by `cutoff`; returns how many. */
-export async function deleteRollupBefore(db: Queryable, projectId: string, cutoff: Date, limit: number): Promise<{ rowCount: number | null }> {
-  return db.query(
-    `DELETE FROM call_rollup WHERE ctid = ANY(ARRAY(
-       SELECT ctid FROM call_rollup WHERE project_id = $1 AND start + make_interval(secs => width) <= $2 LIMIT $3))`,
-    [projectId, cutoff, limit],
-  );
-}
+export const deleteRollupBefore = bounds.deleteBefore;

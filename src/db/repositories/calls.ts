@@ -2,23 +2,32 @@
  * The request log: a project's governed calls, newest first, read from their call records
  * (one per call; src/executions/record.ts writes them). Served by `calls_project_created_idx`
  * (project_id, created_at DESC): filters narrow the index range scan, the cursor starts it. The
- * rare-by-nature filters have partial indexes of their own (workflow, job, session: migrations
- * 0200 and 0290).
+ * rare-by-nature filters have partial indexes of their own (`calls_project_intent_idx`,
+ * `calls_project_job_idx`, `calls_project_session_idx`).
  */
 import type { Queryable } from '../pool';
 import type { CallRecord } from './call-records';
 
 export type CallLogEntry = Omit<CallRecord, 'envelope' | 'recorded_at' | 'idempotency_key'> & { cursor_ts: string };
 
+/**
+ * The request log's equality filters: each query parameter of GET /v1/calls and the column it
+ * matches (the intent's id is `workflow_id` on the wire, as everywhere in the API).
+ */
+const CALL_MATCHES = {
+  status: 'status',
+  route: 'route',
+  provider: 'provider',
+  model: 'model',
+  key_id: 'key_id',
+  workflow_id: 'intent_id',
+  job_id: 'job_id',
+  session_id: 'session_id',
+} as const;
+
 export interface CallFilters {
-  status?: CallRecord['status'];
-  route?: CallRecord['route'];
-  provider?: string;
-  model?: string;
-  keyId?: string;
-  workflowId?: string;
-  jobId?: string;
-  sessionId?: string;
+  /** Equality filters by their query parameter's name. */
+  match?: { [P in keyof typeof CALL_MATCHES]?: string };
   createdAtGte?: Date;
   createdAtLte?: Date;
   /** The last call of the previous page: its created_at (microseconds, ISO) and id. */
@@ -26,7 +35,7 @@ export interface CallFilters {
   limit: number;
 }
 
-const COLUMNS = `id, project_id, route, operation, mode, status, status_code, permit_id, provider, model, workflow_intent_id,
+const COLUMNS = `id, project_id, route, operation, mode, status, status_code, permit_id, provider, model, intent_id,
   key_id, job_id, session_id, input_tokens, output_tokens, cost_usd_micros, estimated_final, error_code, created_at, completed_at, duration_ms,
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts`;
 
@@ -37,14 +46,10 @@ export async function listCalls(db: Queryable, projectId: string, f: CallFilters
     params.push(v);
     where.push(sql.replaceAll('?', `$${params.length}`));
   };
-  if (f.status) add('status = ?', f.status);
-  if (f.route) add('route = ?', f.route);
-  if (f.provider) add('provider = ?', f.provider);
-  if (f.model) add('model = ?', f.model);
-  if (f.keyId) add('key_id = ?', f.keyId);
-  if (f.workflowId) add('workflow_intent_id = ?', f.workflowId);
-  if (f.jobId) add('job_id = ?', f.jobId);
-  if (f.sessionId) add('session_id = ?', f.sessionId);
+  for (const [param, column] of Object.entries(CALL_MATCHES)) {
+    const v = f.match?.[param as keyof typeof CALL_MATCHES];
+    if (v) add(`${column} = ?`, v);
+  }
   if (f.createdAtGte) add('created_at >= ?', f.createdAtGte);
   if (f.createdAtLte) add('created_at <= ?', f.createdAtLte);
   if (f.after) {

@@ -146,11 +146,11 @@ export async function listIntents(
   }
   params.push(f.limit);
   // The spend of a listed intent is the cost of its recorded calls, summed on the partial index
-  // calls_project_workflow_idx: the work follows the calls of the page's intents only.
+  // calls_project_intent_idx: the work follows the calls of the page's intents only.
   const { rows } = await db.query<IntentRecord & { cursor_ts: string; actual_cost_usd_micros: string }>(
     `SELECT w.*, to_char(w.declared_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts,
             (SELECT COALESCE(sum(e.cost_usd_micros), 0)::bigint FROM calls e
-              WHERE e.project_id = w.project_id AND e.workflow_intent_id = w.workflow_id) AS actual_cost_usd_micros
+              WHERE e.project_id = w.project_id AND e.intent_id = w.workflow_id) AS actual_cost_usd_micros
      FROM intents w WHERE ${where.join(' AND ')}
      ORDER BY declared_at DESC, id DESC LIMIT $${params.length}`,
     params,

@@ -17,13 +17,14 @@ import { canonicalJsonbText } from '../../events/canonical-jsonb-text';
 import { canonicalRecord } from '../../events/canonical';
 import { RECORD_LEAF_EVENT_TYPE } from '../../executions/record-leaf';
 import { readRecordLeaves, seqSpan, type StoredRecordLeaf } from './record-leaves';
+import type { CallRecord } from './call-records';
 
 const ms = (column: string) =>
   `CASE WHEN ${column} >= '0001-01-01 00:00:00+00' AND ${column} < '10000-01-01 00:00:00+00' THEN floor(extract(epoch FROM ${column}) * 1000)::bigint END`;
 
 const RECORD_LEAF_TEXT_SQL = `
   x.seq, x.id, x.project_id, x.provider, x.model, x.permit_id, x.job_id, ${ms('x.completed_at')} AS completed_ms,
-  x.route, x.operation, x.mode, x.status, x.status_code, x.workflow_intent_id, x.idempotency_key, x.key_id, x.session_id,
+  x.route, x.operation, x.mode, x.status, x.status_code, x.intent_id, x.idempotency_key, x.key_id, x.session_id,
   x.input_tokens, x.output_tokens, x.cost_usd_micros, x.estimated_final, x.error_code, ${ms('x.created_at')} AS created_ms,
   x.duration_ms, x.envelope::text AS envelope, x.lifecycle::text AS lifecycle,
   p.id AS p_id, p.decision AS p_decision, p.display_reason AS p_display_reason,
@@ -32,31 +33,16 @@ const RECORD_LEAF_TEXT_SQL = `
   p.model AS p_model, p.operation AS p_operation, p.provider AS p_provider, p.reason_code AS p_reason_code,
   p.reserved_cost_micros AS p_reserved_cost_micros, p.route AS p_route, p.workflow_id AS p_workflow_id`;
 
-interface RecordLeafTextRow {
+type RecordPlainColumn =
+  | 'id' | 'project_id' | 'provider' | 'model' | 'permit_id' | 'job_id' | 'route' | 'operation' | 'mode' | 'status' | 'status_code'
+  | 'intent_id' | 'idempotency_key' | 'key_id' | 'session_id' | 'input_tokens' | 'output_tokens' | 'cost_usd_micros'
+  | 'estimated_final' | 'error_code' | 'duration_ms';
+
+/** The statement's row: the record's plain columns as the call record types them, then its timestamps, jsonb and permit as the leaf writes them. */
+type RecordLeafTextRow = Pick<CallRecord, RecordPlainColumn> & {
   seq: number;
-  id: string;
-  project_id: string;
-  provider: string | null;
-  model: string | null;
-  permit_id: string | null;
-  job_id: string | null;
   completed_ms: number | null;
-  route: string;
-  operation: string;
-  mode: string;
-  status: string;
-  status_code: number;
-  workflow_intent_id: string | null;
-  idempotency_key: string | null;
-  key_id: string | null;
-  session_id: string | null;
-  input_tokens: number;
-  output_tokens: number;
-  cost_usd_micros: number;
-  estimated_final: boolean;
-  error_code: string | null;
   created_ms: number | null;
-  duration_ms: number;
   envelope: string;
   lifecycle: string | null;
   p_id: string | null;
@@ -73,7 +59,7 @@ interface RecordLeafTextRow {
   p_reserved_cost_micros: number;
   p_route: string;
   p_workflow_id: string | null;
-}
+};
 
 const j = JSON.stringify;
 
@@ -123,6 +109,7 @@ function permitJson(r: RecordLeafTextRow): string {
   );
 }
 
+/** The record's members; the `intent_id` column is the member `workflow_intent_id` (its name when leaves were first chained: LEAF_MEMBER_OF_COLUMN). */
 function recordJson(r: RecordLeafTextRow): string {
   const session = r.session_id === null ? '' : `,"session_id":${j(r.session_id)}`;
   return (
@@ -130,7 +117,7 @@ function recordJson(r: RecordLeafTextRow): string {
     `,"envelope":${json(r.envelope)},"error_code":${j(r.error_code)},"estimated_final":${j(r.estimated_final)}` +
     `,"idempotency_key":${j(r.idempotency_key)},"input_tokens":${j(r.input_tokens)},"key_id":${j(r.key_id)}` +
     `,"lifecycle":${json(r.lifecycle)},"mode":${j(r.mode)},"operation":${j(r.operation)},"output_tokens":${j(r.output_tokens)}` +
-    `,"route":${j(r.route)}${session},"status":${j(r.status)},"status_code":${j(r.status_code)},"workflow_intent_id":${j(r.workflow_intent_id)}}`
+    `,"route":${j(r.route)}${session},"status":${j(r.status)},"status_code":${j(r.status_code)},"workflow_intent_id":${j(r.intent_id)}}`
   );
 }
 

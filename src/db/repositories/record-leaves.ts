@@ -25,7 +25,7 @@ export interface StoredRecordLeaf {
  */
 const RECORD_LEAF_SQL = `
   x.id, x.project_id, x.seq, x.route, x.operation, x.mode, x.status, x.status_code, x.permit_id, x.provider, x.model,
-  x.workflow_intent_id, x.idempotency_key, x.key_id, x.job_id, x.session_id, x.input_tokens, x.output_tokens, x.cost_usd_micros,
+  x.intent_id, x.idempotency_key, x.key_id, x.job_id, x.session_id, x.input_tokens, x.output_tokens, x.cost_usd_micros,
   x.estimated_final, x.error_code, x.created_at, x.completed_at, x.duration_ms, x.envelope, x.lifecycle,
   p.id AS p_id, p.project_id AS p_project_id, p.request_id AS p_request_id, p.route AS p_route, p.operation AS p_operation,
   p.provider AS p_provider, p.model AS p_model, p.workflow_id AS p_workflow_id, p.decision AS p_decision,

@@ -215,8 +215,8 @@ describe('async jobs (POST /v1/jobs) on the jobWorkflow', () => {
     expect(byId.get(allowed.permit_id)).toMatchObject({ workflow_id: 'job-run', decision: 'allow' });
     expect(byId.get(past.permit_id)).toMatchObject({ workflow_id: 'job-run', decision: 'deny', reason_code: 'workflow_intent.max_calls_exceeded' });
     expect(byId.get(unknown.permit_id)).toMatchObject({ workflow_id: 'no-such-run', decision: 'deny', reason_code: 'workflow_intent.not_found' });
-    const exec = await suite.tg.db.query('SELECT workflow_intent_id FROM calls WHERE id = $1', [allowed.request_id]);
-    expect(exec.rows[0].workflow_intent_id).toBe('job-run');
+    const exec = await suite.tg.db.query('SELECT intent_id FROM calls WHERE id = $1', [allowed.request_id]);
+    expect(exec.rows[0].intent_id).toBe('job-run');
     expect((await call('GET', '/v1/workflows/job-run', { key: p.clientKey })).json.actual_calls).toBe(1);
 
     const bad = await submit(p, body, { 'x-svc-workflow-id': 'not a valid id' });

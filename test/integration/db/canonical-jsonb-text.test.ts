@@ -5,11 +5,13 @@
  * JSON (unicode and control characters in names and strings, names whose UTF-16 order differs from
  * jsonb's length-then-bytes order, escapes in names, doubles, integers past 15 digits, decimals
  * with trailing zeros, exponents), each stored and read back as PostgreSQL writes it.
+ * `canonicalJsonbLines` (an export's row parts) writes the same as UTF-8 lines straight into a chunk.
  */
 import fc from 'fast-check';
 import { Pool } from 'pg';
 import { canonicalJson } from '../../../src/events/canonical-json';
 import { canonicalJsonbText } from '../../../src/events/canonical-jsonb-text';
+import { canonicalJsonbLines } from '../../../src/events/canonical-jsonb-lines';
 
 const tricky = fc.constantFrom('\b', '\f', '\n', '\r', '\t', '\x01', '\x1f', '\x7f', '"', '\\', '/', '\u2028', 'é', 'ｱ', '😀', 'a', 'B', ' ', 'aa');
 const text = fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.string({ unit: tricky })).map((s) => s.replace(/\0/g, ''));
@@ -53,9 +55,25 @@ describe('canonical JSON from jsonb text', () => {
           } catch (err) {
             expected = err as Error;
           }
-          if (expected instanceof Error) expect(() => canonicalJsonbText(stored)).toThrow(expected.message);
-          else expect([stored, canonicalJsonbText(stored)]).toEqual([stored, expected]);
+          if (expected instanceof Error) {
+            expect(() => canonicalJsonbText(stored)).toThrow(expected.message);
+            expect(() => canonicalJsonbLines([stored])).toThrow(expected.message);
+          } else {
+            expect([stored, canonicalJsonbText(stored)]).toEqual([stored, expected]);
+            expect([stored, canonicalJsonbLines([stored]).toString('utf8')]).toEqual([stored, `${expected}\n`]);
+          }
         }
+        // Many values in one chunk, the chunk grown on the way (multi-byte text sized at a byte a unit).
+        const good = (await asJsonb(texts)).filter((t) => {
+          try {
+            canonicalJson(JSON.parse(t));
+            return true;
+          } catch {
+            return false;
+          }
+        });
+        const many = [...good, ...good, ...good];
+        expect(canonicalJsonbLines(many).equals(Buffer.from(many.map((t) => `${canonicalJson(JSON.parse(t))}\n`).join('')))).toBe(true);
       }),
       { numRuns: 150 },
     );
@@ -67,6 +85,10 @@ describe('canonical JSON from jsonb text', () => {
     expect(stored.indexOf('"b": ')).toBeLessThan(stored.indexOf('"aa": '));
     expect(canonicalJsonbText(stored)).toBe('{"\\u0001":4,"a":{"":0},"a\\n":2,"a\\"":3,"aa":[{"z":{"x":2,"y":1},"😀":1,"ｱ":2}],"b":1}');
     expect(canonicalJsonbText(stored)).toBe(canonicalJson(JSON.parse(stored)));
+    expect(canonicalJsonbLines([stored, stored]).toString('utf8')).toBe(`${canonicalJsonbText(stored)}\n`.repeat(2));
+    // Names alike in their first six units (the line writer's sort key), past ASCII there or after.
+    const [alike] = await asJsonb([JSON.stringify({ abcdefgh: 1, abcdefg: 2, 'abcdef\u007f': 3, abcdefé: 4, abcdeé: 5, 'abcde😀': 6, abcdef: 7, 'abcdef\n': 8, abc: 9 })]);
+    expect(canonicalJsonbLines([alike]).toString('utf8')).toBe(`${canonicalJson(JSON.parse(alike))}\n`);
   });
 
   it('writes numbers as their doubles: trailing zeros, long integers, exponents; refuses one past a double', async () => {

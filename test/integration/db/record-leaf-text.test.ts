@@ -35,7 +35,7 @@ const record = fc.record({
   status_code: int,
   provider: optional,
   model: optional,
-  workflow_intent_id: optional,
+  intent_id: optional,
   idempotency_key: optional,
   key_id: optional,
   job_id: optional,
@@ -92,11 +92,11 @@ describe('record leaves from plain columns', () => {
       [project.id, JSON.stringify(docs)],
     );
     await db.query(
-      `INSERT INTO calls (id, project_id, seq, route, operation, mode, status, status_code, permit_id, provider, model, workflow_intent_id,
+      `INSERT INTO calls (id, project_id, seq, route, operation, mode, status, status_code, permit_id, provider, model, intent_id,
                                idempotency_key, key_id, job_id, session_id, input_tokens, output_tokens, cost_usd_micros, estimated_final,
                                error_code, created_at, completed_at, duration_ms, envelope, lifecycle)
        SELECT e->>'id', $1, (e->>'seq')::bigint, e->>'route', e->>'operation', e->>'mode', e->>'status', (e->>'status_code')::int, e->>'permit_id',
-              e->>'provider', e->>'model', e->>'workflow_intent_id', e->>'idempotency_key', e->>'key_id', e->>'job_id', e->>'session_id',
+              e->>'provider', e->>'model', e->>'intent_id', e->>'idempotency_key', e->>'key_id', e->>'job_id', e->>'session_id',
               (e->>'input_tokens')::int, (e->>'output_tokens')::int, (e->>'cost_usd_micros')::bigint, (e->>'estimated_final')::boolean,
               e->>'error_code', ${at("e->>'created'")}, ${at("e->>'completed'")}, (e->>'duration_ms')::int, e->'envelope',
               CASE WHEN e->'lifecycle' <> 'null' THEN e->'lifecycle' END
@@ -117,6 +117,9 @@ describe('record leaves from plain columns', () => {
       expect(recordLeafCanonical(source, prev)).toBe(canonicalRecord(whole.get(seq)!, prev));
       if (!('row' in source)) fromColumns += 1;
     });
+    // The intent column is written under the member name leaves were first chained with.
+    const withIntent = docs.find((d) => d.intent_id !== null)!;
+    expect(recordLeafCanonical(sources.get(withIntent.seq)!, null)).toContain(`"workflow_intent_id":${JSON.stringify(withIntent.intent_id)}`);
     // Most records are written from their columns; those with years the columns cannot carry, from the whole row.
     expect(fromColumns).toBeGreaterThan(docs.length * 0.6);
     expect(fromColumns).toBeLessThan(docs.length);

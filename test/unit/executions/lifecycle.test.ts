@@ -239,6 +239,10 @@ describe('call lifecycle events derived from the record', () => {
     const record0 = (leaf.metadata as { record: Record<string, unknown> }).record;
     expect(record0.cost_usd_micros).toBe(42);
     expect(record0).not.toHaveProperty('recorded_at');
+    // The intent column keeps the member name records were first chained under.
+    const withIntent = (recordLeafEvent({ ...row, intent_id: 'run-1' }, permit).metadata as { record: Record<string, unknown> }).record;
+    expect(withIntent.workflow_intent_id).toBe('run-1');
+    expect(withIntent).not.toHaveProperty('intent_id');
     expect(recordLeafEvent({ ...row, cost_usd_micros: '43' }, permit).metadata).not.toEqual(leaf.metadata);
     expect(recordLeafEvent({ ...row, lifecycle: { ...row.lifecycle!, dispatched_ms: 6 } }, permit).metadata).not.toEqual(leaf.metadata);
     expect(recordLeafEvent(row, { ...permit, reason_code: 'edited' }).metadata).not.toEqual(leaf.metadata);
