@@ -23,6 +23,9 @@
  *    next hourly round (`--before` an hour later) too. Its time, the calls' p99 and max meanwhile
  *    against the p99 before, and the database's size before and after.
  *
+ * BENCH_HISTORY_DB=<name> keeps the loaded history in that database (loaded on the first run) and
+ * runs on a copy of it, so that a rerun skips the load (bench/lib/history-db.ts).
+ *
  * BENCH_VACUUM_MS (default 5000) runs a plain VACUUM of both databases that often, as autovacuum
  * would (a development server may run without it); BENCH_SQL runs SQL on both databases before
  * their Tollgate starts (a candidate index, say).
@@ -39,6 +42,8 @@ import { backgroundLoad, load, pct, type Run } from './lib/load';
 import { BENCH_MASTER_KEY, ROOT, startStack, type Stack } from './lib/stack';
 import { BENCH_BODIES } from './lib/workload';
 import { loadCallHistory, type CallHistory } from './lib/call-history';
+import { historyDatabase } from './lib/history-db';
+import { dropDatabase } from '../scripts/lib/postgres';
 import { encodeCursor } from '../src/api/cursor';
 import { createApiKey } from '../src/db/repositories/api-keys';
 import { verifyLog } from '../src/integrity/verify-log';
@@ -56,6 +61,9 @@ const STREAM_RESUMES = Number(process.env.BENCH_STREAM_RESUMES ?? 20);
 const VACUUM_MS = Number(process.env.BENCH_VACUUM_MS ?? 5000);
 /** SQL run on both databases before their Tollgate starts (e.g. a candidate index), as `bench:footprint -- --pipeline` takes it. */
 const EXTRA_SQL = process.env.BENCH_SQL ?? '';
+/** A kept database holding the loaded history (bench/lib/history-db.ts): each run works on a copy, and skips the load. */
+const HISTORY_DB = process.env.BENCH_HISTORY_DB ?? '';
+const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DAY_MS = 86_400_000;
 const log = (m: string) => console.error(`[bench:growth] ${m}`);
 const ms = (x: number) => x.toFixed(1);
@@ -173,13 +181,22 @@ async function main(): Promise<void> {
     const empty = await startStack({ name: 'growth_empty', teardown, log, beforeTollgate: extraSql });
     const { key: emptyKey } = await empty.newProjectKey('growth empty');
     let history: CallHistory | null = null;
+    // With BENCH_HISTORY_DB, a copy of that kept history (loaded there first when missing), dropped after the run.
+    let copy: string | undefined;
+    if (HISTORY_DB) {
+      copy = `tollgate_bench_growth_${process.pid}`;
+      const name = copy;
+      teardown.add('drop the history copy', () => dropDatabase(ADMIN_URL, name));
+      history = (await historyDatabase({ adminUrl: ADMIN_URL, name, historyDb: HISTORY_DB, calls: CALLS, days: DAYS, log })).history;
+    }
     const loaded = await startStack({
       name: 'growth',
       teardown,
       log,
+      database: copy,
       beforeTollgate: async (db, databaseUrl) => {
         await extraSql(db);
-        history = await loadCallHistory(databaseUrl, { env: 'production', masterKey: BENCH_MASTER_KEY, databaseUrl }, { calls: CALLS, days: DAYS, now: new Date(), log });
+        if (!history) history = await loadCallHistory(databaseUrl, { env: 'production', masterKey: BENCH_MASTER_KEY, databaseUrl }, { calls: CALLS, days: DAYS, now: new Date(), log });
       },
     });
     const h = history as CallHistory | null;
@@ -272,7 +289,7 @@ async function main(): Promise<void> {
     const rl = backgroundLoad({ url: `${loaded.tollgateUrl}/v1/executions`, body: BENCH_BODIES.governed, headers: { authorization: `Bearer ${bigKey}` }, connections: C, seconds: 1800, timeoutSeconds: 30 });
     await new Promise((r) => setTimeout(r, 12_000));
     await vacuums.stop();
-    const retentionRounds: { before: string; ms: number; from: number; to: number; archived: number; dropped: string[] }[] = [];
+    const retentionRounds: { before: string; ms: number; from: number; to: number; archived: number; dropped: string[]; phases: Record<string, number> }[] = [];
     for (const cutoff of [monday, new Date(monday.getTime() + 3600_000)]) {
       const from = performance.now();
       const r = await runCli(loaded, ['retention', 'run', '--before', cutoff.toISOString()], archiveDir);
@@ -280,11 +297,12 @@ async function main(): Promise<void> {
         projects: { archive: { log_range: { first_index: number; last_index: number } } | null }[];
         partitions_dropped: string[];
         partitions_kept?: { partition: string; reason: string }[];
+        phases_ms?: Record<string, number>;
       };
       const archived = report.projects.reduce((n, p) => n + (p.archive ? p.archive.log_range.last_index - p.archive.log_range.first_index + 1 : 0), 0);
-      retentionRounds.push({ before: cutoff.toISOString(), ms: r.ms, from, to: performance.now(), archived, dropped: report.partitions_dropped });
+      retentionRounds.push({ before: cutoff.toISOString(), ms: r.ms, from, to: performance.now(), archived, dropped: report.partitions_dropped, phases: report.phases_ms ?? {} });
       const kept = (report.partitions_kept ?? []).map((k) => `${k.partition} (${k.reason})`).join('; ');
-      log(`retention --before ${cutoff.toISOString()}: ${(r.ms / 1000).toFixed(1)} s, ${archived} leaves archived, dropped ${report.partitions_dropped.join(', ') || 'nothing'}${kept ? `; kept ${kept}` : ''}`);
+      log(`retention --before ${cutoff.toISOString()}: ${(r.ms / 1000).toFixed(1)} s, ${archived} leaves archived, dropped ${report.partitions_dropped.join(', ') || 'nothing'}${kept ? `; kept ${kept}` : ''}; phases (ms) ${JSON.stringify(report.phases_ms ?? {})}`);
       if (report.partitions_dropped.length > 0) break;
     }
     vacuums = vacuumLoop([empty.db, loaded.db]);
@@ -300,6 +318,13 @@ async function main(): Promise<void> {
     const duringList = rlDone.responses.filter(([t, l]) => retentionRounds.some((r) => t - l < r.to && t > r.from)).map(([, l]) => l);
     const during = summary(duringList);
     const slow = duringList.filter((l) => l > 2 * beforeLat.p99).length;
+    // Where the slow calls fell: each round's, and those in flight during its partitions' drop
+    // (the run's last `drop` ms; the CLI's exit after it is a few ms).
+    const slowWhere = retentionRounds.map((r) => {
+      const inRound = rlDone.responses.filter(([t, l]) => l > 2 * beforeLat.p99 && t - l < r.to && t > r.from);
+      const dropFrom = r.to - (r.phases.drop ?? 0) - 50;
+      return `${inRound.length} (${inRound.filter(([t, l]) => t > dropFrom && t - l < r.to).length} in flight during the drop)`;
+    });
 
     // Figures.
     const ratios = rounds.map((r) => r.loaded.rps / r.empty.rps).sort((a, b) => a - b);
@@ -326,10 +351,10 @@ async function main(): Promise<void> {
         `(chain walk and checkpoint root; target ≥ 50,000), ok ${verification.ok}`,
     );
     console.log(`\nretention under a c=${C} load (each project keeps ${retentionDays} days):`);
-    for (const r of retentionRounds) console.log(`  --before ${r.before}: ${(r.ms / 1000).toFixed(1)} s (CLI process, start included), ${r.archived} leaves archived, dropped: ${r.dropped.join(', ') || 'nothing'}`);
+    for (const r of retentionRounds) console.log(`  --before ${r.before}: ${(r.ms / 1000).toFixed(1)} s (CLI process, start included), ${r.archived} leaves archived, dropped: ${r.dropped.join(', ') || 'nothing'}; phases (ms) ${JSON.stringify(r.phases)}`);
     console.log(
       `  calls before: p99 ${ms(beforeLat.p99)} ms; during: ${duringList.length} calls, p50 ${ms(during.p50)}, p99 ${ms(during.p99)}, max ${ms(during.max)} ms; ` +
-        `${slow} slower than 2× the p99 before (${JSON.stringify(rlDone.statusCodes)})`,
+        `${slow} slower than 2× the p99 before, by round ${slowWhere.join(', ')} (${JSON.stringify(rlDone.statusCodes)})`,
     );
     const row = (k: string) => `${k} ${mib(before[k])} → ${mib(after[k])}`;
     const currentWeek = weekStart(new Date()).toISOString().slice(0, 10).replaceAll('-', '');

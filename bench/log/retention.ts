@@ -28,14 +28,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import { createDatabaseIfMissing, dropDatabase, withDatabase } from '../../scripts/lib/postgres';
-import { migrate } from '../../src/db/migrate';
+import { dropDatabase } from '../../scripts/lib/postgres';
 import { createPool, type Db } from '../../src/db/pool';
 import { verifyLog } from '../../src/integrity/verify-log';
 import { runRetention } from '../../src/retention/run';
 import { verifyStoredArchive, writeArchive } from '../../src/retention/archive';
 import { planArchive } from '../../src/retention/plan';
-import { loadCallHistory, type CallHistory } from '../lib/call-history';
+import { historyDatabase } from '../lib/history-db';
 import { BENCH_MASTER_KEY } from '../lib/stack';
 import { measured } from '../lib/event-log';
 
@@ -102,63 +101,6 @@ class StatementLog {
   }
 }
 
-async function exists(database: string): Promise<boolean> {
-  const c = new Client({ connectionString: ADMIN_URL });
-  await c.connect();
-  try {
-    return (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rows.length > 0;
-  } finally {
-    await c.end();
-  }
-}
-
-async function admin(sql: string): Promise<void> {
-  const c = new Client({ connectionString: ADMIN_URL });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
-
-/** A loaded database of its own for this run, and the history it holds. */
-async function loadedDatabase(name: string): Promise<{ url: string; history: CallHistory }> {
-  const config = (url: string) => ({ env: 'production' as const, masterKey: BENCH_MASTER_KEY, databaseUrl: url });
-  const load = async (database: string): Promise<CallHistory> => {
-    await createDatabaseIfMissing(ADMIN_URL, database);
-    const url = withDatabase(ADMIN_URL, database);
-    await migrate(url);
-    const history = await loadCallHistory(url, config(url), { calls: CALLS, days: DAYS, now: new Date(), log });
-    const db = createPool(url, 1);
-    try {
-      await db.query('CREATE TABLE bench_history (doc jsonb NOT NULL)');
-      await db.query('INSERT INTO bench_history VALUES ($1)', [JSON.stringify(history)]);
-    } finally {
-      await db.end();
-    }
-    return history;
-  };
-  if (!HISTORY_DB) return { url: withDatabase(ADMIN_URL, name), history: await load(name) };
-  if (!(await exists(HISTORY_DB))) {
-    log(`loading ${CALLS} calls into ${HISTORY_DB} (kept for later runs)`);
-    await load(HISTORY_DB);
-  }
-  log(`copying ${HISTORY_DB}`);
-  const t = performance.now();
-  await admin(`CREATE DATABASE ${name} TEMPLATE ${HISTORY_DB}`);
-  log(`copied in ${((performance.now() - t) / 1000).toFixed(0)} s`);
-  const url = withDatabase(ADMIN_URL, name);
-  await migrate(url);
-  const db = createPool(url, 1);
-  try {
-    const doc = (await db.query<{ doc: CallHistory }>('SELECT doc FROM bench_history')).rows[0].doc;
-    return { url, history: { ...doc, start: new Date(doc.start), end: new Date(doc.end) } };
-  } finally {
-    await db.end();
-  }
-}
-
 async function sizes(db: Db): Promise<Record<string, number>> {
   const { rows } = await db.query<{ name: string; bytes: string }>(
     `SELECT 'database' AS name, pg_database_size(current_database())::text AS bytes
@@ -199,7 +141,7 @@ export async function run(): Promise<void> {
   const name = `tollgate_bench_retention_${process.pid}`;
   const archiveDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tollgate-bench-retention-'));
   try {
-    const { url, history: h } = await loadedDatabase(name);
+    const { url, history: h } = await historyDatabase({ adminUrl: ADMIN_URL, name, historyDb: HISTORY_DB, calls: CALLS, days: DAYS, log });
     const statements = new StatementLog();
     const db = createPool(url, 4);
     const big = h.projects[0];
@@ -238,7 +180,12 @@ export async function run(): Promise<void> {
             `retention --before ${cutoff.toISOString()}: ${(m.ms / 1000).toFixed(1)} s, ${leaves} leaves archived in ${report.projects.filter((p) => p.archive).length} archives; ` +
               `this process ${(m.cpuUs / 1e6).toFixed(1)} s CPU, PostgreSQL ${(m.postgresMs / 1000).toFixed(1)} s; dropped: ${report.partitions_dropped.join(', ') || 'nothing'}`,
           );
-          for (const p of report.projects) if (p.archive) console.log(`  ${p.project_id}: ${p.archive.log_range.last_index - p.archive.log_range.first_index + 1} leaves, ${((p.archive.bytes ?? 0) / 2 ** 20).toFixed(1)} MiB, deleted ${JSON.stringify(p.archive.deleted)}`);
+          console.log(`  phases (ms): ${JSON.stringify(report.phases_ms)}`);
+          for (const p of report.projects)
+            if (p.archive)
+              console.log(
+                `  ${p.project_id}: ${p.archive.log_range.last_index - p.archive.log_range.first_index + 1} leaves, ${((p.archive.bytes ?? 0) / 2 ** 20).toFixed(1)} MiB, deleted ${JSON.stringify(p.archive.deleted)}; ms ${JSON.stringify(p.phases_ms)}`,
+              );
           for (const mark of marks) console.log(`  ${mark}`);
           statements.print();
           if (report.partitions_dropped.length > 0) break;

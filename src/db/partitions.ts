@@ -138,6 +138,14 @@ export interface KeptPartition {
   reason: string;
 }
 
+/** What a round of drops did: the partitions dropped and kept, how long it held the parent tables locked and how many tries at the locks it made. */
+export interface WeeksDropped {
+  dropped: string[];
+  kept: KeptPartition[];
+  lockedMs: number;
+  tries: number;
+}
+
 /**
  * Drops the week partitions that end at or before `cutoff` and hold only archived rows: every
  * record and permit of the week is in one of its project's verified archives (the rows of a
@@ -159,7 +167,8 @@ export interface KeptPartition {
  * left to the next round. A week another week's permits descend from is tried again after the
  * later weeks.
  */
-export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<{ dropped: string[]; kept: KeptPartition[] }> {
+export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<WeeksDropped> {
+  const locks = { lockedMs: 0, tries: 0 };
   const dropped: string[] = [];
   let kept: KeptPartition[] = [];
   const bytewise = await permitIdsSortBytewise(db);
@@ -178,7 +187,7 @@ export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<{ dropped
     const before = dropped.length;
     kept = [];
     for (const [at, parts] of pending) {
-      const r = await dropWeek(db, new Date(at), parts, bytewise);
+      const r = await dropWeek(db, { week: new Date(at), parts, bytewise, locks });
       dropped.push(...r.gone);
       kept.push(...r.kept);
       const rest = { calls: parts.calls && !r.gone.includes(parts.calls) ? parts.calls : undefined, permits: parts.permits && !r.gone.includes(parts.permits) ? parts.permits : undefined };
@@ -187,7 +196,7 @@ export async function dropArchivedWeeks(db: Db, cutoff: Date): Promise<{ dropped
     if (dropped.length === before) break;
     pending = left;
   }
-  return { dropped, kept };
+  return { dropped, kept, ...locks };
 }
 
 interface WeekParts {
@@ -236,19 +245,56 @@ async function checkWeek(c: Queryable, week: Date, parts: WeekParts, bytewise: b
   return { drop, kept };
 }
 
+/**
+ * The tables a week's detach and drop lock, in the order the request path takes them: the tables
+ * the parents' foreign keys name (the drop of a detached week removes its constraints' triggers
+ * there: projects, which the pipeline's functions read before they write a permit), the tables
+ * whose foreign keys name the parents (the detach drops their constraints' clones pointing at the
+ * week: permits' usage reports, evidence and attestations, written before their permit is
+ * checked), then the parent tables of the week's partitions. All in ACCESS EXCLUSIVE mode, the
+ * strongest any of these steps takes: nothing is waited for once the parents are held, and
+ * retention holds no parent while it waits for another table.
+ */
+async function tablesLockedByDrop(db: Queryable, parents: string[]): Promise<string[]> {
+  const { rows } = await db.query<{ t: string; named: boolean }>(
+    `SELECT c.confrelid::regclass::text AS t, true AS named FROM pg_constraint c
+      WHERE c.contype = 'f' AND c.conparentid = 0 AND c.conrelid = ANY($1::regclass[]) AND NOT c.confrelid = ANY($1::regclass[])
+     UNION
+     SELECT c.conrelid::regclass::text, false FROM pg_constraint c
+      WHERE c.contype = 'f' AND c.conparentid = 0 AND c.confrelid = ANY($1::regclass[]) AND NOT c.conrelid = ANY($1::regclass[])`,
+    [parents],
+  );
+  const named = [...new Set(rows.filter((r) => r.named).map((r) => r.t))].sort();
+  const naming = [...new Set(rows.filter((r) => !r.named && !named.includes(r.t)).map((r) => r.t))].sort();
+  return [...named, ...naming, ...[...parents].sort()];
+}
+
 /** Checks and drops one week's partitions; returns those dropped and those kept with their reason. */
-async function dropWeek(db: Db, week: Date, parts: WeekParts, bytewise: boolean): Promise<{ gone: string[]; kept: KeptPartition[] }> {
+async function dropWeek(
+  db: Db,
+  o: { week: Date; parts: WeekParts; bytewise: boolean; locks: { lockedMs: number; tries: number } },
+): Promise<{ gone: string[]; kept: KeptPartition[] }> {
+  const { week, parts, bytewise, locks } = o;
   const first = await checkWeek(db, week, parts, bytewise);
   if (first.drop.length === 0) return { gone: [], kept: first.kept };
   // The week's permits are archived and nothing retained names them: the rows that name them by
   // foreign key go now, outside the locks (the detach's own check of those keys then finds none).
   if (first.drop.some((d) => d.table === 'permits')) await deletePermitDependents(db, weekIds(week).permits);
-  const parents = [...new Set(first.drop.map((d) => d.table))].sort();
+  const lockSet = await tablesLockedByDrop(db, [...new Set(first.drop.map((d) => d.table))]);
   for (let i = 0; i < LOCK_TRIES; i++) {
+    locks.tries += 1;
+    let held = 0;
     try {
       return await withTransaction(db, async (c) => {
+        // Every lock the detach and the drop take, in one statement and LOCK_WAIT_MS in all (a
+        // lock timeout counts each lock's wait): a lock waited for after the parents' would hold
+        // the calls queued behind them that long again, and give up as often. A wait the set did
+        // not foresee (a lock a later statement takes) gives up as soon.
         await c.query(`SET LOCAL lock_timeout = '${LOCK_WAIT_MS}ms'`);
-        await c.query(`LOCK TABLE ${parents.join(', ')} IN ACCESS EXCLUSIVE MODE`);
+        await c.query(`SET LOCAL statement_timeout = '${LOCK_WAIT_MS}ms'`);
+        await c.query(`LOCK TABLE ${lockSet.join(', ')} IN ACCESS EXCLUSIVE MODE`);
+        held = performance.now();
+        await c.query(`SET LOCAL statement_timeout = 0`);
         const again = await checkWeek(c, week, parts, bytewise);
         const gone: string[] = [];
         // Permits first, as they are named (either order is safe: each was checked on its own).
@@ -264,9 +310,12 @@ async function dropWeek(db: Db, week: Date, parts: WeekParts, bytewise: boolean)
       // A row naming a permit of the week written since the check (its foreign key refuses the detach): the next round.
       if (code === '23503') return { gone: [], kept: [...first.kept, ...first.drop.map((d) => ({ partition: d.name, reason: 'a row written since the check names one of its permits' }))] };
       // The locks not had in time, or chosen to break a deadlock: let go, and after a pause try again.
-      if (code !== '55P03' && code !== '40P01') throw err;
-      await new Promise((r) => setTimeout(r, LOCK_PAUSE_MS * (0.5 + Math.random())));
+      if (code !== '55P03' && code !== '40P01' && !(code === '57014' && held === 0)) throw err;
+    } finally {
+      // Held until the commit or the rollback let the locks go.
+      if (held > 0) locks.lockedMs += performance.now() - held;
     }
+    await new Promise((r) => setTimeout(r, LOCK_PAUSE_MS * (0.5 + Math.random())));
   }
   return { gone: [], kept: [...first.kept, ...first.drop.map((d) => ({ partition: d.name, reason: `its table's lock was not had in ${LOCK_TRIES} tries` }))] };
 }

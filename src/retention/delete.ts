@@ -9,6 +9,11 @@ import { addArchiveDeleted, type ArchiveRow } from '../db/repositories/archives'
 import type { RetentionOptions } from './types';
 
 const DEFAULT_BATCH = 1000;
+/**
+ * With the records left to their week's drop, a batch of leaves deletes only chain rows (and any
+ * events): this many times the batch, the per-batch statements and commit being most of its cost.
+ */
+const DEFERRED_LEAVES_FACTOR = 5;
 
 /**
  * Rows of the week partitions that begin before `before` are left to the partitions' drop
@@ -61,13 +66,13 @@ export async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptio
   const drain = async (table: string, once_: () => Promise<number>): Promise<void> => {
     for (;;) {
       const n = await once_();
-      await addArchiveDeleted(db, a.id, table, n);
+      await addArchiveDeleted(db, a.id, { [table]: n });
       if (n === 0) return;
       await step();
     }
   };
 
-  await deleteLeaves(db, a, { batch, deferral, step });
+  await deleteLeaves(db, a, { batch: deferral ? batch * DEFERRED_LEAVES_FACTOR : batch, deferral, step });
   // Leaves written out into merkle_nodes (rows chained before leaf hashes were stored) go with their rows.
   await drain('merkle_nodes', async () => {
     const r = await db.query(
@@ -133,15 +138,11 @@ async function deleteLeaves(db: Db, a: ArchiveRow, o: { batch: number; deferral:
       const ev = await c.query<{ seq: string }>('DELETE FROM events WHERE project_id = $1 AND seq = ANY($2::bigint[]) RETURNING seq', [project, seqs]);
       const events = new Set(ev.rows.map((r) => Number(r.seq)));
       const recordSeqs = seqs.filter((s) => !events.has(s));
-      const ids = (await recordsOf(c, project, recordSeqs))
-        .filter((r) => bound === null || r.in_default || r.id >= bound || Number(r.seq) > lastSeq)
-        .map((r) => r.id);
+      const ids = (await recordsOf(c, project, recordSeqs, bound === null ? null : { bound, lastSeq })).map((r) => r.id);
       const ex = ids.length === 0 ? { rowCount: 0 } : await c.query('DELETE FROM calls WHERE id = ANY($1::text[])', [ids]);
       const ch = await c.query('DELETE FROM event_chain WHERE project_id = $1 AND chain_pos <= $2', [project, Number(rows[rows.length - 1].chain_pos)]);
-      await addArchiveDeleted(c, a.id, 'events', ev.rowCount ?? 0);
       // `executions`, not the table's name: the archives API's `deleted` key for call records.
-      await addArchiveDeleted(c, a.id, 'executions', ex.rowCount ?? 0);
-      await addArchiveDeleted(c, a.id, 'event_chain', ch.rowCount ?? 0);
+      await addArchiveDeleted(c, a.id, { events: ev.rowCount ?? 0, executions: ex.rowCount ?? 0, event_chain: ch.rowCount ?? 0 });
       return rows.length;
     });
     if (n === 0) return;
@@ -149,8 +150,14 @@ async function deleteLeaves(db: Db, a: ArchiveRow, o: { batch: number; deferral:
   }
 }
 
-/** The project's records of these seqs: their ids, and whether they are in the DEFAULT partition. */
-async function recordsOf(c: Queryable, project: string, seqs: number[]): Promise<{ id: string; seq: string; in_default: boolean }[]> {
+/**
+ * The project's records of these seqs that the batch deletes: all of them, or with a deferral
+ * (`bound`, the first id of the weeks not deferred) only those outside the deferred weeks (in the
+ * DEFAULT partition or a later week) and those past the archive's last seq. Each read is pruned
+ * to the partitions it can find such a record in: the deferred weeks' rows, most of an archive's,
+ * are not read at all.
+ */
+async function recordsOf(c: Queryable, project: string, seqs: number[], deferral: { bound: string; lastSeq: number } | null): Promise<{ id: string }[]> {
   if (seqs.length === 0) return [];
   const wanted = new Set(seqs);
   let lo = seqs[0];
@@ -159,16 +166,29 @@ async function recordsOf(c: Queryable, project: string, seqs: number[]): Promise
     if (s < lo) lo = s;
     if (s > hi) hi = s;
   }
-  const sql = (where: string) => `SELECT id, seq, tableoid = 'calls_default'::regclass AS in_default FROM calls WHERE project_id = $1 AND ${where}`;
-  // The span's range scans, cut short past twice the records wanted (records chained far out of
-  // seq order); what they missed is read by key.
-  const spanned = (await c.query<{ id: string; seq: string; in_default: boolean }>(`${sql('seq >= $2 AND seq <= $3')} LIMIT $4`, [project, lo, hi, 2 * seqs.length])).rows.filter((r) =>
-    wanted.has(Number(r.seq)),
-  );
-  const found = new Set(spanned.map((r) => Number(r.seq)));
-  const missing = seqs.filter((s) => !found.has(s));
-  if (missing.length === 0) return spanned;
-  return [...spanned, ...(await c.query<{ id: string; seq: string; in_default: boolean }>(sql('seq = ANY($2::bigint[])'), [project, missing])).rows];
+  // Each read: its table and its condition beyond the project and the seqs, on parameters from $1.
+  const reads: { from: string; where: string; params: (string | number)[] }[] = deferral
+    ? [
+        { from: 'calls', where: 'id >= $1', params: [deferral.bound] },
+        { from: 'calls_default', where: 'id < $1', params: [deferral.bound] },
+        ...(hi > deferral.lastSeq ? [{ from: 'calls', where: 'id < $1 AND seq > $2', params: [deferral.bound, deferral.lastSeq] }] : []),
+      ]
+    : [{ from: 'calls', where: 'true', params: [] }];
+  const out = new Map<string, { id: string; seq: string }>();
+  for (const r of reads) {
+    const k = r.params.length;
+    const sql = (where: string) => `SELECT id, seq FROM ${r.from} WHERE ${r.where} AND project_id = $${k + 1} AND ${where}`;
+    // The span's range scans, cut short past twice the records wanted (records chained far out of
+    // seq order); what they missed is read by key.
+    const spanned = await c.query<{ id: string; seq: string }>(`${sql(`seq >= $${k + 2} AND seq <= $${k + 3}`)} LIMIT $${k + 4}`, [...r.params, project, lo, hi, 2 * seqs.length]);
+    for (const x of spanned.rows) if (wanted.has(Number(x.seq))) out.set(x.id, x);
+    if (spanned.rows.length < 2 * seqs.length) continue;
+    const found = new Set([...out.values()].map((x) => Number(x.seq)));
+    const missing = seqs.filter((s) => !found.has(s));
+    if (missing.length === 0) continue;
+    for (const x of (await c.query<{ id: string; seq: string }>(sql(`seq = ANY($${k + 2}::bigint[])`), [...r.params, project, missing])).rows) out.set(x.id, x);
+  }
+  return [...out.values()];
 }
 
 /**
@@ -240,7 +260,7 @@ async function deletePermitIds(db: Db, a: ArchiveRow, ids: string[]): Promise<st
     await c.query('DELETE FROM permit_evidence WHERE project_id = $2 AND permit_id = ANY($1::text[])', [gone, a.project_id]);
     await c.query('DELETE FROM permit_attestations WHERE permit_id = ANY($1::text[]) OR child_permit_id = ANY($1::text[])', [gone]);
     const r = await c.query('DELETE FROM permits WHERE id = ANY($1::text[])', [gone]);
-    await addArchiveDeleted(c, a.id, 'permits', r.rowCount ?? 0);
+    await addArchiveDeleted(c, a.id, { permits: r.rowCount ?? 0 });
     return gone;
   });
 }

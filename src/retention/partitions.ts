@@ -5,7 +5,7 @@
  * is archived; a project that keeps everything keeps every week (its rows may lie in any of them).
  */
 import type { Db, Queryable } from '../db/pool';
-import { dropArchivedWeeks, weekStart, type KeptPartition } from '../db/partitions';
+import { dropArchivedWeeks, weekStart, type WeeksDropped } from '../db/partitions';
 import { permitIdsSortBytewise } from '../db/repositories/archived-weeks';
 import type { Deferral } from './delete';
 
@@ -24,9 +24,9 @@ async function longestRetention(db: Queryable, globalDays: number | undefined): 
   return all_retained && longest !== null ? longest : null;
 }
 
-export async function dropAgedPartitions(db: Db, globalDays: number | undefined, now: Date): Promise<{ dropped: string[]; kept: KeptPartition[] }> {
+export async function dropAgedPartitions(db: Db, globalDays: number | undefined, now: Date): Promise<WeeksDropped> {
   const longest = await longestRetention(db, globalDays);
-  if (longest === null) return { dropped: [], kept: [] };
+  if (longest === null) return { dropped: [], kept: [], lockedMs: 0, tries: 0 };
   return dropArchivedWeeks(db, new Date(now.getTime() - longest * DAY_MS));
 }
 

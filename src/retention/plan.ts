@@ -3,10 +3,10 @@
  * takes, and the chain head and tree range it must verify against, fixed before anything is
  * deleted.
  */
-import type { Queryable } from '../db/pool';
+import type { Db, Queryable } from '../db/pool';
 import { newId } from '../ids';
 import { archiveStoreOf } from '../archive-store/from-config';
-import { chainAllProjectEvents } from '../db/repositories/event-chain';
+import { chainProjectEvents } from '../db/repositories/event-chain';
 import { chainHead, latestCheckpoint } from '../db/repositories/integrity-log';
 import { insertArchive, lastCompletedArchive, type ArchiveRow } from '../db/repositories/archives';
 import { complianceSigner } from '../integrity/keys';
@@ -36,6 +36,86 @@ async function oldestRow(db: Queryable, projectId: string, cutoff: Date): Promis
 }
 
 /**
+ * Chain rows read at a time while looking for the archive's end: few at first (an hourly round's
+ * archive holds an hour of leaves), twice as many each read after, up to the last.
+ */
+const WALK_CHUNKS = { first: 256, last: 8192 };
+
+/**
+ * Chains the project's pending leaves until none older than the cutoff waits (the archive then
+ * reaches every leaf before it), but not the ones after: under traffic there always are some, and
+ * chaining until none was left competed with the sequencer for seconds.
+ */
+async function chainPendingBefore(db: Db, projectId: string, cutoff: Date): Promise<void> {
+  for (let i = 0; i < 10_000; i++) {
+    const { rows } = await db.query(
+      `SELECT 1 FROM event_chain_pending q CROSS JOIN LATERAL unnest(q.seqs) AS s(seq)
+        WHERE q.project_id = $1
+          AND (EXISTS (SELECT 1 FROM events e WHERE e.seq = s.seq AND e.timestamp < $2)
+               OR EXISTS (SELECT 1 FROM calls x WHERE x.project_id = $1 AND x.seq = s.seq AND x.completed_at < $2))
+        LIMIT 1`,
+      [projectId, cutoff],
+    );
+    if (rows.length === 0) return;
+    const { events } = await chainProjectEvents(db, projectId);
+    if (events === 0) await new Promise((r) => setTimeout(r, 20)); // another process is chaining this project
+  }
+}
+
+/**
+ * The position of the project's first leaf after `from`, in chain order, whose time (the event's,
+ * or the call record's completion) is at or after the cutoff, or whose time cannot be read (no row
+ * answers for it: it counts as recent); null when there is none. The chain is read a chunk at a
+ * time and each chunk's records by the span of its seqs, one range of each week's `(project_id,
+ * seq)` index, not a lookup of every week's index per leaf.
+ */
+async function firstLeafAtOrAfter(db: Queryable, projectId: string, from: number, cutoff: Date): Promise<number | null> {
+  let after = from;
+  for (let chunk = WALK_CHUNKS.first; ; chunk = Math.min(2 * chunk, WALK_CHUNKS.last)) {
+    const { rows } = await db.query<{ chain_pos: string; seq: string }>(
+      'SELECT chain_pos, seq FROM event_chain WHERE project_id = $1 AND chain_pos > $2 ORDER BY chain_pos LIMIT $3',
+      [projectId, after, chunk],
+    );
+    if (rows.length === 0) return null;
+    const times = await leafTimes(db, projectId, rows.map((r) => Number(r.seq)));
+    for (const r of rows) {
+      const at = times.get(Number(r.seq));
+      if (at === undefined || at >= cutoff.getTime()) return Number(r.chain_pos);
+    }
+    after = Number(rows[rows.length - 1].chain_pos);
+  }
+}
+
+/** The time of each of these leaves (by seq) that a row answers for: the event's timestamp, or the call record's completion. */
+async function leafTimes(db: Queryable, projectId: string, seqs: number[]): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  const ev = await db.query<{ seq: string; at: Date }>('SELECT seq, timestamp AS at FROM events WHERE seq = ANY($1::bigint[])', [seqs]);
+  for (const r of ev.rows) out.set(Number(r.seq), r.at.getTime());
+  const rest = seqs.filter((s) => !out.has(s));
+  if (rest.length === 0) return out;
+  let lo = rest[0];
+  let hi = rest[0];
+  for (const s of rest) {
+    if (s < lo) lo = s;
+    if (s > hi) hi = s;
+  }
+  const wanted = new Set(rest);
+  // The span's range scans, cut short past twice the records wanted (records chained far out of
+  // seq order); what they missed is read by key.
+  const spanned = await db.query<{ seq: string; at: Date }>(
+    'SELECT seq, completed_at AS at FROM calls WHERE project_id = $1 AND seq >= $2 AND seq <= $3 LIMIT $4',
+    [projectId, lo, hi, 2 * rest.length],
+  );
+  for (const r of spanned.rows) if (wanted.has(Number(r.seq))) out.set(Number(r.seq), r.at.getTime());
+  const missing = rest.filter((s) => !out.has(s));
+  if (missing.length > 0) {
+    const byKey = await db.query<{ seq: string; at: Date }>('SELECT seq, completed_at AS at FROM calls WHERE project_id = $1 AND seq = ANY($2::bigint[])', [projectId, missing]);
+    for (const r of byKey.rows) out.set(Number(r.seq), r.at.getTime());
+  }
+  return out;
+}
+
+/**
  * Fixes the next archive's range: from the end of the last one to the last position before the
  * first leaf (event or call record) at or after the cutoff, within the latest checkpoint (issued
  * now if the chain grew), rounded down to ARCHIVE_ALIGNMENT. Records the chain's head hash and
@@ -49,22 +129,9 @@ export async function planArchive(deps: RetentionDeps, projectId: string, cutoff
   const since = base ? new Date(base.window_until) : await oldestRow(db, projectId, cutoff);
   if (!since || since.getTime() >= cutoff.getTime()) return null;
   const from = base ? Number(base.last_index) + 1 : 0; // positions 1..from are archived already
-  await chainAllProjectEvents(db, projectId);
-  // A leaf whose time cannot be read (no row answers for it) counts as recent: nothing is deleted past it.
-  const { rows } = await db.query<{ pos: string | null }>(
-    // The first such leaf in chain order (walked by the chain's index from the last archive), not
-    // a min() over every later leaf joined to its row.
-    `SELECT c.chain_pos AS pos
-       FROM event_chain c
-       LEFT JOIN events e ON e.seq = c.seq
-       LEFT JOIN calls x ON x.project_id = c.project_id AND x.seq = c.seq
-      WHERE c.project_id = $1 AND c.chain_pos > $2
-        AND coalesce(e.timestamp, x.completed_at, 'infinity'::timestamptz) >= $3
-      ORDER BY c.chain_pos
-      LIMIT 1`,
-    [projectId, from, cutoff],
-  );
-  let end = rows.length === 0 || rows[0].pos === null ? await chainHead(db, projectId) : Number(rows[0].pos) - 1;
+  await chainPendingBefore(db, projectId, cutoff);
+  const first = await firstLeafAtOrAfter(db, projectId, from, cutoff);
+  let end = first === null ? await chainHead(db, projectId) : first - 1;
   const signer = await complianceSigner(db, deps.config);
   for (let i = 0; i < 20; i++) {
     const cp = await latestCheckpoint(db, projectId);

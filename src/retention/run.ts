@@ -27,6 +27,8 @@ export interface ProjectRetention {
   /** `locked`: another process is running retention for the project. */
   outcome: 'archived' | 'nothing_to_archive' | 'no_retention' | 'locked';
   archive: ArchiveView | null;
+  /** Milliseconds spent in each step for this project (a step not run this time is absent). */
+  phases_ms: Partial<Record<'plan' | 'write' | 'verify' | 'delete', number>>;
 }
 
 export interface RetentionReport {
@@ -36,6 +38,12 @@ export interface RetentionReport {
   partitions_dropped: string[];
   /** Week partitions past every project's retention that stay this round, each with the first reason found (a row not archived yet, or its table busy). */
   partitions_kept: { partition: string; reason: string }[];
+  /**
+   * Milliseconds of the run's steps over all projects, and of the partitions' drop: `drop` in all,
+   * `drop_locked` with the parent tables held exclusively (the calls wait that long), over
+   * `drop_tries` tries at their locks.
+   */
+  phases_ms: Record<'scope' | 'plan' | 'write' | 'verify' | 'delete' | 'drop' | 'drop_locked', number> & { drop_tries: number };
 }
 
 export interface ArchiveView {
@@ -68,12 +76,41 @@ export function archiveView(a: ArchiveRow): ArchiveView {
 }
 
 export async function runRetention(deps: RetentionDeps, opts: RetentionOptions): Promise<RetentionReport> {
+  let t = performance.now();
   const projects = await projectsInScope(deps.db, deps.config.retention.days, opts);
   const deferral = await deferredWeeks(deps.db, deps.config.retention.days, opts.now, opts.projectId);
+  const scope = performance.now() - t;
   const out: ProjectRetention[] = [];
   for (const p of projects) out.push(await retainProject(deps, p, opts, deferral));
+  t = performance.now();
   const weeks = await dropAgedPartitions(deps.db, deps.config.retention.days, opts.now);
-  return { object: 'retention_run', projects: out, partitions_dropped: weeks.dropped, partitions_kept: weeks.kept };
+  const sum = (k: keyof ProjectRetention['phases_ms']) => Math.round(out.reduce((n, p) => n + (p.phases_ms[k] ?? 0), 0));
+  return {
+    object: 'retention_run',
+    projects: out,
+    partitions_dropped: weeks.dropped,
+    partitions_kept: weeks.kept,
+    phases_ms: {
+      scope: Math.round(scope),
+      plan: sum('plan'),
+      write: sum('write'),
+      verify: sum('verify'),
+      delete: sum('delete'),
+      drop: Math.round(performance.now() - t),
+      drop_locked: Math.round(weeks.lockedMs),
+      drop_tries: weeks.tries,
+    },
+  };
+}
+
+/** Runs `step`, adding its milliseconds to `phases[name]`. */
+async function timed<T>(phases: ProjectRetention['phases_ms'], name: keyof ProjectRetention['phases_ms'], step: () => Promise<T>): Promise<T> {
+  const t = performance.now();
+  try {
+    return await step();
+  } finally {
+    phases[name] = Math.round((phases[name] ?? 0) + performance.now() - t);
+  }
 }
 
 async function projectsInScope(db: Queryable, globalDays: number | undefined, opts: RetentionOptions): Promise<{ id: string; days: number | null }[]> {
@@ -95,7 +132,7 @@ async function retainProject(deps: RetentionDeps, p: { id: string; days: number 
   const client = await deps.db.connect();
   try {
     const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [RETENTION_LOCK, p.id]);
-    if (!rows[0].ok) return { project_id: p.id, cutoff: null, outcome: 'locked', archive: null };
+    if (!rows[0].ok) return { project_id: p.id, cutoff: null, outcome: 'locked', archive: null, phases_ms: {} };
     try {
       return await retainLocked(deps, p, opts, deferral);
     } finally {
@@ -107,31 +144,39 @@ async function retainProject(deps: RetentionDeps, p: { id: string; days: number 
 }
 
 async function retainLocked(deps: RetentionDeps, p: { id: string; days: number | null }, opts: RetentionOptions, deferral: Deferral | null): Promise<ProjectRetention> {
+  const phases: ProjectRetention['phases_ms'] = {};
   // An unfinished archive is finished first, whatever this run's cutoff: its rows may be half deleted.
   const open = await openArchive(deps.db, p.id);
   if (open) {
-    const done = await finishArchive(deps, open, opts, deferral);
-    return { project_id: p.id, cutoff: new Date(open.window_until).toISOString(), outcome: 'archived', archive: archiveView(done) };
+    const done = await finishArchive(deps, open, { opts, deferral, phases });
+    return { project_id: p.id, cutoff: new Date(open.window_until).toISOString(), outcome: 'archived', archive: archiveView(done), phases_ms: phases };
   }
   const cutoff = opts.before ?? (p.days === null ? null : new Date(opts.now.getTime() - p.days * 86_400_000));
-  if (!cutoff) return { project_id: p.id, cutoff: null, outcome: 'no_retention', archive: null };
-  const planned = await planArchive(deps, p.id, cutoff);
-  if (!planned) return { project_id: p.id, cutoff: cutoff.toISOString(), outcome: 'nothing_to_archive', archive: null };
-  const done = await finishArchive(deps, planned, opts, deferral);
-  return { project_id: p.id, cutoff: cutoff.toISOString(), outcome: 'archived', archive: archiveView(done) };
+  if (!cutoff) return { project_id: p.id, cutoff: null, outcome: 'no_retention', archive: null, phases_ms: phases };
+  const planned = await timed(phases, 'plan', () => planArchive(deps, p.id, cutoff));
+  if (!planned) return { project_id: p.id, cutoff: cutoff.toISOString(), outcome: 'nothing_to_archive', archive: null, phases_ms: phases };
+  const done = await finishArchive(deps, planned, { opts, deferral, phases });
+  return { project_id: p.id, cutoff: cutoff.toISOString(), outcome: 'archived', archive: archiveView(done), phases_ms: phases };
 }
 
-async function finishArchive(deps: RetentionDeps, a: ArchiveRow, opts: RetentionOptions, deferral: Deferral | null): Promise<ArchiveRow> {
+async function finishArchive(
+  deps: RetentionDeps,
+  a: ArchiveRow,
+  o: { opts: RetentionOptions; deferral: Deferral | null; phases: ProjectRetention['phases_ms'] },
+): Promise<ArchiveRow> {
+  const { opts, phases } = o;
   if (a.status === 'building') {
-    const { sha256, bytes } = await writeArchive(deps, a, opts);
+    const { sha256, bytes } = await timed(phases, 'write', () => writeArchive(deps, a, opts));
     await opts.onStep?.('archived', a.id);
-    await verifyStoredArchive(deps, a, sha256, bytes);
-    await markArchiveVerified(deps.db, a.id, sha256, bytes);
+    await timed(phases, 'verify', async () => {
+      await verifyStoredArchive(deps, a, sha256, bytes);
+      await markArchiveVerified(deps.db, a.id, sha256, bytes);
+    });
     await opts.onStep?.('verified', a.id);
   } else {
-    await checkArchiveStored(deps, a);
+    await timed(phases, 'verify', () => checkArchiveStored(deps, a));
   }
-  await deleteArchived(deps.db, a, opts, deferral);
+  await timed(phases, 'delete', () => deleteArchived(deps.db, a, opts, o.deferral));
   const done = await markArchiveCompleted(deps.db, a.id);
   return done!;
 }

@@ -39,11 +39,12 @@ const withoutArchive = (partition: string, kind: string) =>
 
 /**
  * The first row `x` of `partition` that `past.where` puts beyond its project's archive `a`, as a
- * reason ending in `past.why` (SQL string text): a lookup in the project's index of the partition.
+ * reason ending in `past.why` (SQL string text): a lookup in the project's index of the partition,
+ * only for the projects `past.when` (a condition on `a`) holds for, when given.
  */
-const pastArchive = (partition: string, kind: string, past: { why: string; where: string }) =>
+const pastArchive = (partition: string, kind: string, past: { why: string; where: string; when?: string }) =>
   `(SELECT 'a ${kind} of project ' || a.project_id || '${past.why}' FROM a
-      CROSS JOIN LATERAL (SELECT 1 FROM ${partition} x WHERE x.project_id = a.project_id AND ${past.where} LIMIT 1) hit LIMIT 1)`;
+      CROSS JOIN LATERAL (SELECT 1 FROM ${partition} x WHERE x.project_id = a.project_id AND ${past.where} LIMIT 1) hit${past.when ? ` WHERE ${past.when}` : ''} LIMIT 1)`;
 
 /**
  * The first reason the records partition `partition` holds a row not archived, or null: a row of
@@ -59,7 +60,14 @@ export async function recordsNotArchived(db: Queryable, partition: string): Prom
     firstReason([
       withoutArchive(partition, 'record'),
       pastArchive(partition, 'record', { why: ' past its archive', where: 'x.seq > a.last_seq' }),
-      pastArchive(partition, 'record', { why: " created after its archive''s cutoff", where: 'x.created_at >= a.window_until AND x.seq IS NULL' }),
+      pastArchive(partition, 'record', {
+        why: " created after its archive''s cutoff",
+        where: 'x.created_at >= a.window_until AND x.seq IS NULL',
+        // Only where the project's newest record of the week (read from its time index) is at or
+        // after the cutoff: the planner read the records without a seq by a scan of the whole
+        // week, a project at a time, under the tables' exclusive locks.
+        when: `(SELECT max(y.created_at) FROM ${partition} y WHERE y.project_id = a.project_id) >= a.window_until`,
+      }),
       `(SELECT 'record ' || x.id || ', still in the log' FROM (
            SELECT min(s.lo) AS lo, max(s.hi) AS hi FROM projects pr CROSS JOIN LATERAL (
              SELECT (SELECT x.seq FROM ${partition} x WHERE x.project_id = pr.id AND x.seq IS NOT NULL ORDER BY x.seq LIMIT 1) AS lo,

@@ -77,11 +77,14 @@ export async function markArchiveVerified(db: Queryable, id: string, sha256: str
   await db.query(`UPDATE archives SET status = 'verified', sha256 = $2, bytes = $3, verified_at = now() WHERE id = $1 AND status = 'building'`, [id, sha256, bytes]);
 }
 
-export async function addArchiveDeleted(db: Queryable, id: string, table: string, n: number): Promise<void> {
-  if (n === 0) return;
+/** Adds rows deleted to the archive's count per table, in one statement (tables with none left out). */
+export async function addArchiveDeleted(db: Queryable, id: string, counts: Record<string, number>): Promise<void> {
+  const tables = Object.keys(counts).filter((t) => counts[t] > 0);
+  if (tables.length === 0) return;
   await db.query(
-    `UPDATE archives SET deleted = jsonb_set(deleted, ARRAY[$2::text], to_jsonb(coalesce((deleted->>$2)::bigint, 0) + $3)) WHERE id = $1`,
-    [id, table, n],
+    `UPDATE archives SET deleted = deleted || (SELECT jsonb_object_agg(t, coalesce((deleted->>t)::bigint, 0) + n) FROM unnest($2::text[], $3::bigint[]) AS d(t, n))
+      WHERE id = $1`,
+    [id, tables, tables.map((t) => counts[t])],
   );
 }
 
