@@ -192,15 +192,19 @@ export async function getNodes(db: Queryable, projectId: string, ids: { level: n
   // leaves' as one range of chain positions): a batch's leaves and proof nodes are a few runs, and
   // matched one by one the planner read every node or chain row of the project to find them.
   // Leaves written out into merkle_nodes (rows chained before leaf hashes were stored) are read there too.
+  // Each run is its own index range scan (LATERAL … OFFSET 0): joined to the runs, the planner
+  // cannot see how narrow they are and, on a project of millions of leaves, took a parallel scan
+  // of every chain row and node of the project for each batch.
   const nodes = runs(ids);
   const leaves = runs(ids.filter((i) => i.level === 0));
   const { rows } = await db.query<{ level: number; idx: string; hash: Buffer }>(
     `SELECT n.level, n.idx, n.hash FROM unnest($2::smallint[], $3::bigint[], $4::bigint[]) AS w(level, lo, hi)
-       JOIN merkle_nodes n ON n.project_id = $1 AND n.level = w.level AND n.idx BETWEEN w.lo AND w.hi
+       CROSS JOIN LATERAL (SELECT n.level, n.idx, n.hash FROM merkle_nodes n
+                            WHERE n.project_id = $1 AND n.level = w.level AND n.idx BETWEEN w.lo AND w.hi OFFSET 0) n
      UNION ALL
      SELECT 0::smallint, c.chain_pos - 1, c.leaf_hash FROM unnest($5::bigint[], $6::bigint[]) AS r(lo, hi)
-       JOIN event_chain c ON c.project_id = $1 AND c.chain_pos BETWEEN r.lo + 1 AND r.hi + 1
-      WHERE c.leaf_hash IS NOT NULL`,
+       CROSS JOIN LATERAL (SELECT c.chain_pos, c.leaf_hash FROM event_chain c
+                            WHERE c.project_id = $1 AND c.chain_pos BETWEEN r.lo + 1 AND r.hi + 1 AND c.leaf_hash IS NOT NULL OFFSET 0) c`,
     [projectId, nodes.level, nodes.lo, nodes.hi, leaves.lo, leaves.hi],
   );
   return rows.map((r) => ({ level: Number(r.level), idx: Number(r.idx), hash: r.hash }));
