@@ -128,7 +128,7 @@ export async function startStack(opts: {
   const devLike = process.env.BENCH_DEV === '1';
   const useBuild = fs.existsSync(compiled) && process.env.BENCH_TSX !== '1' && !devLike;
   // The product's default level, info (one access log line per request), unless BENCH_LOG_LEVEL
-  // says otherwise; until 2026-11-27's eleventh session the compiled build ran at warn.
+  // says otherwise: at warn the figures left out the access log's cost.
   const logLevel = process.env.BENCH_LOG_LEVEL ?? 'info';
   log(`tollgate runs ${useBuild ? 'the compiled build (dist/)' : devLike ? 'as npm run dev does (.dev-build/)' : 'from source through tsx'}${devLike ? ', NODE_ENV=development' : ''}, LOG_LEVEL=${logLevel}`);
   // API and worker in one process, as `npm run dev` runs them; BENCH_ROLE=api runs docker-compose's
