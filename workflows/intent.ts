@@ -168,16 +168,14 @@ export async function intentWorkflow(input: IntentWorkflowInput): Promise<Intent
     if (state.actualCalls !== persistedCalls && Date.now() - lastPersistAt >= STATE_MIRROR_INTERVAL_MS) {
       const calls = state.actualCalls;
       lastPersistAt = Date.now();
-      await acts.persistIntentCounter({ projectId: state.projectId, workflowId: state.workflowId, actualCalls: calls });
+      await persistCounter(calls);
       persistedCalls = calls;
     }
     if (shouldContinueAsNew()) {
       await condition(allHandlersFinished);
-      if (state.status === 'active') {
-        // Full state carries over (version, counter, ceiling, expiry, open leases); the next run
-        // persists any counter change since the last write.
-        await continueAsNew<typeof intentWorkflow>({ ...input, state: { ...state, run: state.run + 1 }, persistedActualCalls: persistedCalls });
-      }
+      // Full state carries over (version, counter, ceiling, expiry, open leases); the next run
+      // persists any counter change since the last write.
+      if (state.status === 'active') await nextRun();
       continue;
     }
     // Sleep until: a status change, continue-as-new, a new lease, the counter changing (or its
@@ -200,10 +198,19 @@ export async function intentWorkflow(input: IntentWorkflowInput): Promise<Intent
   return state;
 
   /**
-   * The main loop as it was before call leases (kept verbatim for replay of runs started then).
-   * Its steps are not shared with the loop above even as helper functions: an extra `await` moves
-   * its commands past a concurrent update's by a microtask, which these histories do not replay.
+   * The counter written to PostgreSQL, and the next run with the whole state. Not async: each hands
+   * back the SDK's own promise, so its command is scheduled in the caller's step, as if written
+   * there (an async helper's extra `await` moves the loops' commands past a concurrent update's by
+   * a microtask, which the recorded histories do not replay).
    */
+  function persistCounter(calls: number): Promise<void> {
+    return acts.persistIntentCounter({ projectId: state.projectId, workflowId: state.workflowId, actualCalls: calls });
+  }
+  function nextRun(): Promise<never> {
+    return continueAsNew<typeof intentWorkflow>({ ...input, state: { ...state, run: state.run + 1 }, persistedActualCalls: persistedCalls });
+  }
+
+  /** The main loop as it was before call leases (its commands in the same order, for replay of runs started then). */
   async function loopBeforeLeases(): Promise<void> {
     while (state.status === 'active') {
       const remaining = state.expiresAtMs === null ? null : state.expiresAtMs - Date.now();
@@ -221,14 +228,12 @@ export async function intentWorkflow(input: IntentWorkflowInput): Promise<Intent
 
       if (state.actualCalls !== persistedCalls) {
         const calls = state.actualCalls;
-        await acts.persistIntentCounter({ projectId: state.projectId, workflowId: state.workflowId, actualCalls: calls });
+        await persistCounter(calls);
         persistedCalls = calls;
       }
       if (shouldContinueAsNew()) {
         await condition(allHandlersFinished);
-        if (state.status === 'active') {
-          await continueAsNew<typeof intentWorkflow>({ ...input, state: { ...state, run: state.run + 1 }, persistedActualCalls: persistedCalls });
-        }
+        if (state.status === 'active') await nextRun();
       }
       if (state.status === 'active' && !shouldContinueAsNew()) {
         const until = state.expiresAtMs === null ? STATE_MIRROR_INTERVAL_MS : Math.min(STATE_MIRROR_INTERVAL_MS, Math.max(0, state.expiresAtMs - Date.now()));
