@@ -1,7 +1,8 @@
 import { Context } from '@temporalio/activity';
 import { ensureWeekPartitions } from '../src/db/partitions';
 import { purgeExpiredIdempotencyKeys } from '../src/db/repositories/idempotency';
-import { runRetention, type RetentionReport } from '../src/retention/run';
+import { runRetention } from '../src/retention/run';
+import type { RetentionReport } from '../src/retention/types';
 import type { ActivityDeps } from './deps';
 
 export function createMaintenanceActivities({ db, clock, governance, config }: Pick<ActivityDeps, 'db' | 'clock' | 'governance' | 'config'>) {

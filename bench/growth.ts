@@ -314,7 +314,10 @@ async function main(): Promise<void> {
     const firstFrom = retentionRounds[0].from;
     // "Before": from 2 s after the load started to retention's start; "during": while a round ran.
     const startedAt = rlDone.responses.length ? rlDone.responses[0][0] - rlDone.responses[0][1] : firstFrom;
-    const beforeLat = summary(rlDone.responses.filter(([t]) => t > startedAt + 2000 && t < firstFrom).map(([, l]) => l));
+    const beforeList = rlDone.responses.filter(([t]) => t > startedAt + 2000 && t < firstFrom).map(([, l]) => l);
+    const beforeLat = summary(beforeList);
+    // The floor the "during" count stands on: calls of the window before that were already above 2× its own p99.
+    const slowBefore = beforeList.filter((l) => l > 2 * beforeLat.p99).length;
     const duringList = rlDone.responses.filter(([t, l]) => retentionRounds.some((r) => t - l < r.to && t > r.from)).map(([, l]) => l);
     const during = summary(duringList);
     const slow = duringList.filter((l) => l > 2 * beforeLat.p99).length;
@@ -353,7 +356,7 @@ async function main(): Promise<void> {
     console.log(`\nretention under a c=${C} load (each project keeps ${retentionDays} days):`);
     for (const r of retentionRounds) console.log(`  --before ${r.before}: ${(r.ms / 1000).toFixed(1)} s (CLI process, start included), ${r.archived} leaves archived, dropped: ${r.dropped.join(', ') || 'nothing'}; phases (ms) ${JSON.stringify(r.phases)}`);
     console.log(
-      `  calls before: p99 ${ms(beforeLat.p99)} ms; during: ${duringList.length} calls, p50 ${ms(during.p50)}, p99 ${ms(during.p99)}, max ${ms(during.max)} ms; ` +
+      `  calls before: ${beforeList.length}, p99 ${ms(beforeLat.p99)} ms, ${slowBefore} of them slower than 2× that p99; during: ${duringList.length} calls, p50 ${ms(during.p50)}, p99 ${ms(during.p99)}, max ${ms(during.max)} ms; ` +
         `${slow} slower than 2× the p99 before, by round ${slowWhere.join(', ')} (${JSON.stringify(rlDone.statusCodes)})`,
     );
     const row = (k: string) => `${k} ${mib(before[k])} → ${mib(after[k])}`;

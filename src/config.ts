@@ -55,6 +55,11 @@ const baseEnvSchema = z.object({
   IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24),
   /** Days a call's records are kept before they are archived and deleted (unset or empty: kept forever); a project may override it. */
   RETENTION_DAYS: z.preprocess((v) => (v === undefined || (typeof v === 'string' && v.trim() === '') ? undefined : v), z.coerce.number().int().min(1).max(36500).optional()),
+  /**
+   * The nice value (0–19) of the thread that archives and deletes aged-out records, so that the
+   * calls sharing its cores keep theirs (Linux; 0 runs it in the calling thread).
+   */
+  RETENTION_NICE: z.coerce.number().int().min(0).max(19).default(10),
   /** Where retention's archives and compliance exports' files are written (created when missing), unless ARCHIVE_S3_BUCKET is set. */
   ARCHIVE_DIR: z.string().optional(),
   /** An S3-compatible bucket for them instead (docs/decisions/archive-store.md): set, it replaces ARCHIVE_DIR. */
@@ -171,7 +176,7 @@ export interface Config {
   bodyLimitBytes: number;
   idempotencyRetentionHours: number;
   /** Retention (docs/decisions/retention-and-archives.md): days kept (undefined: forever). */
-  retention: { days?: number };
+  retention: { days?: number; nice?: number };
   /** Where archives and export files are kept (src/archive-store). */
   archiveStore: { kind: 'directory'; dir: string } | S3ArchiveStoreConfig;
   masterKey?: string;
@@ -291,7 +296,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     idempotencyRetentionHours: e.IDEMPOTENCY_RETENTION_HOURS,
-    retention: { days: e.RETENTION_DAYS },
+    retention: { days: e.RETENTION_DAYS, nice: e.RETENTION_NICE },
     archiveStore: e.ARCHIVE_S3_BUCKET
       ? {
           kind: 's3',

@@ -19,46 +19,8 @@ import { checkArchiveStored, verifyStoredArchive, writeArchive } from './archive
 import { deleteArchived, type Deferral } from './delete';
 import { deferredWeeks, dropAgedPartitions } from './partitions';
 import { planArchive } from './plan';
-import type { RetentionDeps, RetentionOptions } from './types';
-
-export interface ProjectRetention {
-  project_id: string;
-  cutoff: string | null;
-  /** `locked`: another process is running retention for the project. */
-  outcome: 'archived' | 'nothing_to_archive' | 'no_retention' | 'locked';
-  archive: ArchiveView | null;
-  /** Milliseconds spent in each step for this project (a step not run this time is absent). */
-  phases_ms: Partial<Record<'plan' | 'write' | 'verify' | 'delete', number>>;
-}
-
-export interface RetentionReport {
-  object: 'retention_run';
-  projects: ProjectRetention[];
-  /** Week partitions dropped once every project's retention had passed them and every row they held was archived. */
-  partitions_dropped: string[];
-  /** Week partitions past every project's retention that stay this round, each with the first reason found (a row not archived yet, or its table busy). */
-  partitions_kept: { partition: string; reason: string }[];
-  /**
-   * Milliseconds of the run's steps over all projects, and of the partitions' drop: `drop` in all,
-   * `drop_locked` with the parent tables held exclusively (the calls wait that long), over
-   * `drop_tries` tries at their locks.
-   */
-  phases_ms: Record<'scope' | 'plan' | 'write' | 'verify' | 'delete' | 'drop' | 'drop_locked', number> & { drop_tries: number };
-}
-
-export interface ArchiveView {
-  id: string;
-  object: 'archive';
-  project_id: string;
-  status: string;
-  window: { since: string; until: string };
-  log_range: { first_index: number; last_index: number; checkpoint_size: number };
-  /** Where the archive is: a file path, or an s3:// URL. */
-  path: string;
-  sha256: string | null;
-  bytes: number | null;
-  deleted: Record<string, number>;
-}
+import { retainProjectsInThread } from './run-thread';
+import type { ArchiveView, ProjectRetention, RetentionDeps, RetentionOptions, RetentionReport } from './types';
 
 export function archiveView(a: ArchiveRow): ArchiveView {
   return {
@@ -76,13 +38,11 @@ export function archiveView(a: ArchiveRow): ArchiveView {
 }
 
 export async function runRetention(deps: RetentionDeps, opts: RetentionOptions): Promise<RetentionReport> {
-  let t = performance.now();
-  const projects = await projectsInScope(deps.db, deps.config.retention.days, opts);
-  const deferral = await deferredWeeks(deps.db, deps.config.retention.days, opts.now, opts.projectId);
-  const scope = performance.now() - t;
-  const out: ProjectRetention[] = [];
-  for (const p of projects) out.push(await retainProject(deps, p, opts, deferral));
-  t = performance.now();
+  // The archives' CPU (rows written out, hashed, read back) in a thread of lower priority; the
+  // drop below holds the parent tables' locks, so it runs here at the caller's priority.
+  const nice = deps.config.retention.nice ?? 0;
+  const { projects: out, scopeMs } = nice > 0 ? await retainProjectsInThread(deps.config, { opts, nice }) : await retainProjects(deps, opts);
+  const t = performance.now();
   const weeks = await dropAgedPartitions(deps.db, deps.config.retention.days, opts.now);
   const sum = (k: keyof ProjectRetention['phases_ms']) => Math.round(out.reduce((n, p) => n + (p.phases_ms[k] ?? 0), 0));
   return {
@@ -91,7 +51,7 @@ export async function runRetention(deps: RetentionDeps, opts: RetentionOptions):
     partitions_dropped: weeks.dropped,
     partitions_kept: weeks.kept,
     phases_ms: {
-      scope: Math.round(scope),
+      scope: Math.round(scopeMs),
       plan: sum('plan'),
       write: sum('write'),
       verify: sum('verify'),
@@ -101,6 +61,17 @@ export async function runRetention(deps: RetentionDeps, opts: RetentionOptions):
       drop_tries: weeks.tries,
     },
   };
+}
+
+/** Each project's step of a run: its archive written, verified and its rows deleted (the partitions' drop aside). */
+export async function retainProjects(deps: RetentionDeps, opts: RetentionOptions): Promise<{ projects: ProjectRetention[]; scopeMs: number }> {
+  const t = performance.now();
+  const projects = await projectsInScope(deps.db, deps.config.retention.days, opts);
+  const deferral = await deferredWeeks(deps.db, deps.config.retention.days, opts.now, opts.projectId);
+  const scopeMs = performance.now() - t;
+  const out: ProjectRetention[] = [];
+  for (const p of projects) out.push(await retainProject(deps, p, opts, deferral));
+  return { projects: out, scopeMs };
 }
 
 /** Runs `step`, adding its milliseconds to `phases[name]`. */

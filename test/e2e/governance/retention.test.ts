@@ -210,6 +210,35 @@ describe('retention: archive, verify, then delete', () => {
     expect((await h.tg.db.query('SELECT count(*)::int AS n FROM compliance_exports WHERE project_id = $1', [projectId])).rows[0].n).toBe(0);
   }, 180_000);
 
+  it('archives in a thread of nice RETENTION_NICE (default 10) while the calling thread keeps its priority', async () => {
+    expect(h.tg.config.retention.nice).toBe(10);
+    const p = await h.project();
+    const projectId = p.project.id;
+    await calls(p.clientKey, 16);
+    // Each thread's nice value (field 19 of /proc/<pid>/task/<tid>/stat, after the name's ")").
+    const nices = () =>
+      readdirSync('/proc/self/task').map((tid) => {
+        const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+        return { tid: Number(tid), nice: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) };
+      });
+    const own = nices().find((t) => t.tid === process.pid)!.nice;
+    const seen: number[][] = [];
+    const report = await runRetention(deps(), {
+      projectId,
+      before: new Date(),
+      now: new Date(),
+      // A step waits for this callback: the retention thread is alive, between two of its steps.
+      onStep: () => {
+        seen.push(nices().map((t) => t.nice));
+      },
+    });
+    expect(report.projects[0]).toMatchObject({ outcome: 'archived', archive: { status: 'completed' } });
+    expect(seen.length).toBeGreaterThan(0);
+    expect(own).toBeLessThan(10);
+    for (const threads of seen) expect(threads).toContain(10);
+    expect(nices().find((t) => t.tid === process.pid)!.nice).toBe(own);
+  }, 120_000);
+
   it('a project sets its own retention with PATCH; bad values are 400 validation_error naming the field', async () => {
     const p = await h.project();
     const projectId = p.project.id;
