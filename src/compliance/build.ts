@@ -42,7 +42,7 @@ import {
 import { checkpointAtSize, checkpointCovering, latestCheckpoint, readChainRangeColumns, type ChainedColumnsRow } from '../db/repositories/integrity-log';
 import { complianceSigner } from '../integrity/keys';
 import { issueCheckpoint, logOrigin, treeNodes } from '../integrity/log';
-import { inclusionProof, nodesNeeded, proofTexts, sourceOf, type NodeSource, type SubtreeMemo } from '../integrity/merkle';
+import { nodesNeeded, proofTexts, sourceOf, type NodeSource, type SubtreeMemo } from '../integrity/merkle';
 import { signNote } from '../integrity/note';
 import { archiveStoreOf } from '../archive-store/from-config';
 import type { ArchiveStore } from '../archive-store/store';
@@ -163,10 +163,12 @@ async function readEventsBatch(deps: BuildDeps, row: ExportRow, lo: number, hi: 
   // Positions no event row answers for are call records' (or deleted rows).
   const records = await readRecordLeafSourcesOfSeqs(deps.db, row.project_id, chainRows.filter((r) => r.seq === null).map((r) => r.chain_seq));
   const recorded: SubtreeMemo = new Map();
+  // The proofs' nodes as the writer takes them (proofTexts): a sibling its neighbour's proof had is not looked up again.
   const needed = nodesNeeded((get) => {
+    const proofOf = proofTexts(size, get, recorded);
     for (let i = lo; i <= hi; i++) {
       get(0, i);
-      inclusionProof(i, size, get, recorded);
+      proofOf(i);
     }
   });
   return { lo, hi, chained, records, get: sourceOf(await treeNodes(deps.db, row.project_id, needed)) };
