@@ -26,10 +26,17 @@ export class DirectoryArchiveStore implements ArchiveStore {
     try {
       const fh = await open(tmp, 'w');
       try {
+        // One write in flight while the next chunk is made (an archive's bundle: read and hashed):
+        // the copy into the file overlaps the source's work rather than waiting for it.
+        let writing: Promise<unknown> | null = null;
         for await (const chunk of body as AsyncIterable<Uint8Array>) {
-          await fh.write(chunk);
+          if (writing) await writing;
+          writing = fh.write(chunk);
+          // Awaited before the next write or after the last; a failure meanwhile is not unhandled.
+          writing.catch(() => undefined);
           bytes += chunk.length;
         }
+        if (writing) await writing;
         if (!options.scratch) await fh.sync();
       } finally {
         await fh.close();

@@ -23,7 +23,8 @@ import type { Db } from '../db/pool';
 import { canonicalOfStored } from '../db/repositories/canonical-columns';
 import type { CanonicalColumns } from '../events/canonical';
 import { chainAllProjectEvents } from '../db/repositories/event-chain';
-import { readRecordLeafSourcesOfSeqs, recordLeafCanonical, type RecordLeafSource } from '../db/repositories/record-leaf-text';
+import { readRecordLeafSourcesOfSeqs, writeRecordLeaf, type RecordLeafSource } from '../db/repositories/record-leaf-text';
+import { NdjsonChunk } from '../events/ndjson-chunk';
 import {
   exportRowPages,
   findExport,
@@ -41,7 +42,7 @@ import {
 import { checkpointAtSize, checkpointCovering, latestCheckpoint, readChainRangeColumns, type ChainedColumnsRow } from '../db/repositories/integrity-log';
 import { complianceSigner } from '../integrity/keys';
 import { issueCheckpoint, logOrigin, treeNodes } from '../integrity/log';
-import { inclusionProof, nodesNeeded, proofTexts, sourceOf, type NodeSource, type SubtreeMemo } from '../integrity/merkle';
+import { nodesNeeded, proofTexts, sourceOf, type NodeSource, type SubtreeMemo } from '../integrity/merkle';
 import { signNote } from '../integrity/note';
 import { archiveStoreOf } from '../archive-store/from-config';
 import type { ArchiveStore } from '../archive-store/store';
@@ -64,30 +65,14 @@ const BATCH = 2000;
 const EVENTS_PER_TURN = 50;
 
 /**
- * Lines as one NDJSON chunk, each line written out as UTF-8 straight into the chunk (joining the
- * lines into one string first copied every line twice more). The chunk is sized for one byte per
- * UTF-16 unit and an eighth more; a line that may not fit in what is left is measured, and the
- * chunk grown for it.
+ * A file's bytes per line so far, to size the next batch's chunk (an eighth more): a chunk sized
+ * for the batch is written into once, not grown and copied.
  */
-function ndjson(lines: string[]): Buffer {
-  let units = lines.length;
-  for (const l of lines) units += l.length;
-  let into = Buffer.allocUnsafe(units + (units >> 3) + 64);
-  let n = 0;
-  for (let i = 0; i < lines.length; i++) {
-    const l = lines[i];
-    if (into.length - n < 3 * l.length + 1) {
-      const need = Buffer.byteLength(l, 'utf8') + 1;
-      if (into.length - n < need) {
-        const grown = Buffer.allocUnsafe(Math.max(2 * into.length, n + need + 3 * (units - n)));
-        into.copy(grown, 0, 0, n);
-        into = grown;
-      }
-    }
-    n += into.write(l, n, 'utf8');
-    into[n++] = 0x0a;
+class LineBytes {
+  perLine = 2048;
+  saw(chunk: NdjsonChunk): void {
+    if (chunk.lines > 0) this.perLine = Math.ceil((chunk.n / chunk.lines) * 1.125);
   }
-  return into.subarray(0, n);
 }
 
 async function load(db: Db, exportId: string): Promise<ExportRow> {
@@ -178,10 +163,12 @@ async function readEventsBatch(deps: BuildDeps, row: ExportRow, lo: number, hi: 
   // Positions no event row answers for are call records' (or deleted rows).
   const records = await readRecordLeafSourcesOfSeqs(deps.db, row.project_id, chainRows.filter((r) => r.seq === null).map((r) => r.chain_seq));
   const recorded: SubtreeMemo = new Map();
+  // The proofs' nodes as the writer takes them (proofTexts): a sibling its neighbour's proof had is not looked up again.
   const needed = nodesNeeded((get) => {
+    const proofOf = proofTexts(size, get, recorded);
     for (let i = lo; i <= hi; i++) {
       get(0, i);
-      inclusionProof(i, size, get, recorded);
+      proofOf(i);
     }
   });
   return { lo, hi, chained, records, get: sourceOf(await treeNodes(deps.db, row.project_id, needed)) };
@@ -193,6 +180,8 @@ async function writeEventsPart(deps: BuildDeps, row: ExportRow, events: ExportFi
   if (row.first_index !== null && row.last_index !== null && size !== null) {
     const first = Number(row.first_index);
     const last = Number(row.last_index);
+    const eventBytes = new LineBytes();
+    const proofBytes = new LineBytes();
     const read = (lo: number) => (lo > last ? null : readEventsBatch(deps, row, lo, Math.min(lo + BATCH - 1, last)));
     let next = read(first);
     while (next) {
@@ -202,20 +191,34 @@ async function writeEventsPart(deps: BuildDeps, row: ExportRow, events: ExportFi
       next?.catch(() => undefined);
       // A proof repeats most of its neighbour's nodes: each is written out in base64 once.
       const proofOf = proofTexts(size, get, new Map());
-      const eventLines: string[] = [];
-      const proofLines: string[] = [];
+      const count = hi - lo + 1;
+      const eventLines = new NdjsonChunk(count * eventBytes.perLine);
+      const proofLines = new NdjsonChunk(count * proofBytes.perLine);
       for (let i = lo; i <= hi; i++) {
         // The worker shares the API process unless it runs apart: let requests in between slices.
         if (i > lo && (i - lo) % EVENTS_PER_TURN === 0) await nextTurn();
         const r = chained.get(i + 1);
         const record = r && r.seq === null ? records.get(String(r.chain_seq)) : undefined;
-        if (record) eventLines.push(recordLeafCanonical(record, r!.prev_hash));
-        else if (r && r.seq !== null && r.id !== null) eventLines.push(await canonicalOfStored(deps.db, r as CanonicalColumns, r.prev_hash));
+        if (record) {
+          writeRecordLeaf(eventLines, record, r!.prev_hash);
+          eventLines.endLine();
+        } else if (r && r.seq !== null && r.id !== null) {
+          eventLines.text(await canonicalOfStored(deps.db, r as CanonicalColumns, r.prev_hash));
+          eventLines.endLine();
+        }
         // JSON.stringify({ index, seq, leaf_hash, proof }) written out: numbers and base64 need no escaping.
         const proof = proofOf(i);
-        const nodes = proof.length === 0 ? '' : `"${proof.join('","')}"`;
-        proofLines.push(`{"index":${i},"seq":${r ? Number(r.chain_seq) : 'null'},"leaf_hash":"${get(0, i).toString('base64')}","proof":[${nodes}]}`);
+        proofLines.ascii(`{"index":${i},"seq":${r ? Number(r.chain_seq) : 'null'},"leaf_hash":"${get(0, i).toString('base64')}","proof":[`);
+        for (let k = 0; k < proof.length; k++) {
+          proofLines.ascii(k === 0 ? '"' : ',"');
+          proofLines.ascii(proof[k]);
+          proofLines.ascii('"');
+        }
+        proofLines.ascii(']}');
+        proofLines.endLine();
       }
+      eventBytes.saw(eventLines);
+      proofBytes.saw(proofLines);
       await events.add(eventLines);
       await proofs.add(proofLines);
       await mergeExportProgress(deps.db, exportId, { events_done: hi - first + 1 });
@@ -254,9 +257,9 @@ class ExportFileWriter {
     this.stored.catch(() => undefined);
   }
 
-  async add(lines: string[]): Promise<void> {
-    if (lines.length === 0) return;
-    await this.addBytes(ndjson(lines), lines.length);
+  async add(lines: NdjsonChunk): Promise<void> {
+    if (lines.lines === 0) return;
+    await this.addBytes(lines.bytes(), lines.lines);
   }
 
   async addBytes(content: Buffer, records: number): Promise<void> {

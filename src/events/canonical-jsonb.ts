@@ -25,7 +25,9 @@ import { canonicalJson } from './canonical-json';
 
 let src = '';
 let at = 0;
-let out: Buffer = Buffer.alloc(0);
+/** Where no call is writing: the chunk is the caller's between calls. */
+const NONE: Buffer = Buffer.alloc(0);
+let out: Buffer = NONE;
 let n = 0;
 /** Per member of the objects being written: its name's start and end in the text, its start and end in the chunk, an escape in its name; and its name's key. */
 let members = new Int32Array(5 * 64);
@@ -59,7 +61,31 @@ export function canonicalJsonbLines(texts: string[]): Buffer {
     return out.subarray(0, n);
   } finally {
     src = '';
-    out = Buffer.alloc(0);
+    out = NONE;
+  }
+}
+
+/**
+ * The canonical form of one jsonb text written at `chunk.n` of `chunk.buf` (grown when it lacks
+ * room), both advanced: a writer of a line made of several pieces (a record's leaf,
+ * src/events/ndjson-chunk.ts) writes the jsonb among them without a string of it.
+ */
+export function canonicalJsonbInto(chunk: { buf: Buffer; n: number }, text: string): void {
+  out = chunk.buf;
+  n = chunk.n;
+  try {
+    reserve(3 * text.length + 1);
+    src = text;
+    at = 0;
+    top = 0;
+    value();
+    skipSpace();
+    if (at !== src.length) throw new SyntaxError(`unexpected text at ${at} of a jsonb value`);
+    chunk.buf = out;
+    chunk.n = n;
+  } finally {
+    src = '';
+    out = NONE;
   }
 }
 
@@ -83,7 +109,7 @@ export function canonicalJsonbText(text: string): string {
   } finally {
     if (out.length <= TEXT_CHUNK_KEPT) textChunk = out;
     src = '';
-    out = Buffer.alloc(0);
+    out = NONE;
   }
 }
 
@@ -322,6 +348,9 @@ function object(): void {
   out[n++] = 0x7d;
 }
 
+/** Bytes from which a member is moved by a copy call rather than a loop. */
+const LONG_MEMBER = 96;
+
 /** Rewrites the members from `base` to the top in their names' order, over the bytes they were written in. */
 function reorder(base: number): void {
   const count = top - base;
@@ -344,7 +373,8 @@ function reorder(base: number): void {
   const length = n - from;
   if (scratch.length < length) scratch = Buffer.allocUnsafe(Math.max(length, 2 * scratch.length));
   out.copy(scratch, 0, from, n);
-  // Member by member in a loop: most are a few dozen bytes, less than a copy call costs.
+  // Member by member: most are a few dozen bytes, less than a copy call costs; a long one (a
+  // record's envelope, a nested document) by a copy call.
   const o = out;
   const t = scratch;
   let w = from;
@@ -352,6 +382,10 @@ function reorder(base: number): void {
     const m = order[i];
     if (i > 0) o[w++] = 0x2c;
     const end = members[5 * m + 3] - from;
-    for (let r = members[5 * m + 2] - from; r < end; r++) o[w++] = t[r];
+    let r = members[5 * m + 2] - from;
+    if (end - r > LONG_MEMBER) {
+      t.copy(o, w, r, end);
+      w += end - r;
+    } else for (; r < end; r++) o[w++] = t[r];
   }
 }

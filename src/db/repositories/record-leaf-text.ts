@@ -13,7 +13,8 @@
  */
 import { Query, type PoolClient } from 'pg';
 import type { Queryable } from '../pool';
-import { canonicalJsonbText } from '../../events/canonical-jsonb';
+import { NdjsonChunk } from '../../events/ndjson-chunk';
+import { decodeUtf8 } from '../../utf8';
 import { canonicalRecord } from '../../events/canonical';
 import { RECORD_LEAF_EVENT_TYPE } from '../../executions/record-leaf';
 import { readRecordLeaves, seqSpan, type StoredRecordLeaf } from './record-leaves';
@@ -91,55 +92,139 @@ function iso(msSinceEpoch: number | string): string {
   return `${isoDayText}${pad2(h)}:${pad2(m)}:${pad2(sec)}.${pad3(t - sec * 1000)}Z"`;
 }
 const EVENT_TYPE = j(RECORD_LEAF_EVENT_TYPE);
-/** jsonb's text as the leaf holds it: as `canonicalJson` writes the value pg would have parsed it into. */
-const json = (text: string | null) => (text === null ? 'null' : canonicalJsonbText(text));
 
 /** Whether the row's timestamps fit the columns (else the record is read whole). */
 const writable = (r: RecordLeafTextRow) =>
   r.completed_ms !== null && r.created_ms !== null && (r.p_id === null || (r.p_issued_ms !== null && (!r.p_expires || r.p_expires_ms !== null)));
 
-function permitJson(r: RecordLeafTextRow): string {
-  if (r.p_id === null) return 'null';
-  const firewall = r.p_firewall === null ? 'null' : json(r.p_firewall);
-  return (
-    `{"decision":${j(r.p_decision)},"display_reason":${j(r.p_display_reason)},"expires_at":${r.p_expires ? iso(r.p_expires_ms!) : 'null'}` +
-    `,"firewall":${firewall},"issued_at":${iso(r.p_issued_ms!)},"model":${j(r.p_model)},"operation":${j(r.p_operation)}` +
-    `,"provider":${j(r.p_provider)},"reason_code":${j(r.p_reason_code)},"reserved_cost_micros":${j(Number(r.p_reserved_cost_micros))}` +
-    `,"route":${j(r.p_route)},"workflow_id":${j(r.p_workflow_id)}}`
-  );
+/** The permit's members; jsonb's text as the leaf holds it: as `canonicalJson` writes the value pg would have parsed it into. */
+function writePermit(c: NdjsonChunk, r: RecordLeafTextRow): void {
+  if (r.p_id === null) return c.ascii('null');
+  c.ascii('{"decision":');
+  c.json(r.p_decision);
+  c.ascii(',"display_reason":');
+  c.json(r.p_display_reason);
+  c.ascii(',"expires_at":');
+  c.ascii(r.p_expires ? iso(r.p_expires_ms!) : 'null');
+  c.ascii(',"firewall":');
+  c.jsonb(r.p_firewall);
+  c.ascii(',"issued_at":');
+  c.ascii(iso(r.p_issued_ms!));
+  c.ascii(',"model":');
+  c.json(r.p_model);
+  c.ascii(',"operation":');
+  c.json(r.p_operation);
+  c.ascii(',"provider":');
+  c.json(r.p_provider);
+  c.ascii(',"reason_code":');
+  c.json(r.p_reason_code);
+  c.ascii(',"reserved_cost_micros":');
+  c.json(Number(r.p_reserved_cost_micros));
+  c.ascii(',"route":');
+  c.json(r.p_route);
+  c.ascii(',"workflow_id":');
+  c.json(r.p_workflow_id);
+  c.ascii('}');
 }
 
 /** The record's members; the `intent_id` column is the member `workflow_intent_id` (its name when leaves were first chained: LEAF_MEMBER_OF_COLUMN). */
-function recordJson(r: RecordLeafTextRow): string {
-  const session = r.session_id === null ? '' : `,"session_id":${j(r.session_id)}`;
-  return (
-    `{"cost_usd_micros":${j(Number(r.cost_usd_micros))},"created_at":${iso(r.created_ms!)},"duration_ms":${j(r.duration_ms)}` +
-    `,"envelope":${json(r.envelope)},"error_code":${j(r.error_code)},"estimated_final":${j(r.estimated_final)}` +
-    `,"idempotency_key":${j(r.idempotency_key)},"input_tokens":${j(r.input_tokens)},"key_id":${j(r.key_id)}` +
-    `,"lifecycle":${json(r.lifecycle)},"mode":${j(r.mode)},"operation":${j(r.operation)},"output_tokens":${j(r.output_tokens)}` +
-    `,"route":${j(r.route)}${session},"status":${j(r.status)},"status_code":${j(r.status_code)},"workflow_intent_id":${j(r.intent_id)}}`
-  );
+function writeRecord(c: NdjsonChunk, r: RecordLeafTextRow): void {
+  c.ascii('{"cost_usd_micros":');
+  c.json(Number(r.cost_usd_micros));
+  c.ascii(',"created_at":');
+  c.ascii(iso(r.created_ms!));
+  c.ascii(',"duration_ms":');
+  c.json(r.duration_ms);
+  c.ascii(',"envelope":');
+  c.jsonb(r.envelope);
+  c.ascii(',"error_code":');
+  c.json(r.error_code);
+  c.ascii(',"estimated_final":');
+  c.json(r.estimated_final);
+  c.ascii(',"idempotency_key":');
+  c.json(r.idempotency_key);
+  c.ascii(',"input_tokens":');
+  c.json(r.input_tokens);
+  c.ascii(',"key_id":');
+  c.json(r.key_id);
+  c.ascii(',"lifecycle":');
+  c.jsonb(r.lifecycle);
+  c.ascii(',"mode":');
+  c.json(r.mode);
+  c.ascii(',"operation":');
+  c.json(r.operation);
+  c.ascii(',"output_tokens":');
+  c.json(r.output_tokens);
+  c.ascii(',"route":');
+  c.json(r.route);
+  if (r.session_id !== null) {
+    c.ascii(',"session_id":');
+    c.json(r.session_id);
+  }
+  c.ascii(',"status":');
+  c.json(r.status);
+  c.ascii(',"status_code":');
+  c.json(r.status_code);
+  c.ascii(',"workflow_intent_id":');
+  c.json(r.intent_id);
+  c.ascii('}');
 }
 
 /** The record's leaf linked to `prevHash`: `canonicalRecord(leaf, prevHash)` of the same record. */
-function canonicalOf(r: RecordLeafTextRow, prevHash: string | null): string {
-  const id = j(r.id);
-  return (
-    `{"event_type":${EVENT_TYPE},"id":${id},"job_id":${j(r.job_id)},"metadata":{"permit":${permitJson(r)},"record":${recordJson(r)}}` +
-    `,"model":${j(r.model)},"permit_id":${j(r.permit_id)},"phase":"record","prev_hash":${j(prevHash)},"project_id":${j(r.project_id)}` +
-    `,"provider":${j(r.provider)},"request_id":${id},"seq":${Number(r.seq)},"session_id":null,"source":"calls","timestamp":${iso(r.completed_ms!)}}`
-  );
+function writeLeaf(c: NdjsonChunk, r: RecordLeafTextRow, prevHash: string | null): void {
+  c.ascii(`{"event_type":${EVENT_TYPE},"id":`);
+  c.json(r.id);
+  c.ascii(',"job_id":');
+  c.json(r.job_id);
+  c.ascii(',"metadata":{"permit":');
+  writePermit(c, r);
+  c.ascii(',"record":');
+  writeRecord(c, r);
+  c.ascii('},"model":');
+  c.json(r.model);
+  c.ascii(',"permit_id":');
+  c.json(r.permit_id);
+  c.ascii(',"phase":"record","prev_hash":');
+  c.json(prevHash);
+  c.ascii(',"project_id":');
+  c.json(r.project_id);
+  c.ascii(',"provider":');
+  c.json(r.provider);
+  c.ascii(',"request_id":');
+  c.json(r.id);
+  c.ascii(`,"seq":${Number(r.seq)},"session_id":null,"source":"calls","timestamp":`);
+  c.ascii(iso(r.completed_ms!));
+  c.ascii('}');
 }
 
 /** A record as read for its leaf: its plain columns, or (timestamps the columns cannot carry) its whole stored leaf. */
 export type RecordLeafSource = RecordLeafTextRow | StoredRecordLeaf;
 
 /**
+ * The record's canonical leaf linked to `prevHash` written into `chunk` (an export's or archive's
+ * events file): the same bytes as `recordLeafCanonical`, without a string of them.
+ */
+export function writeRecordLeaf(chunk: NdjsonChunk, source: RecordLeafSource, prevHash: string | null): void {
+  if ('row' in source) chunk.text(canonicalRecord(source, prevHash));
+  else writeLeaf(chunk, source, prevHash);
+}
+
+/** One leaf's chunk, kept between calls; a large one is let go. */
+let leafChunk = new NdjsonChunk(4096);
+const LEAF_CHUNK_KEPT = 1 << 20;
+
+/**
  * The record's canonical leaf linked to `prevHash`, written when it is hashed or written out: the
  * text is built from the row then and dropped after, never held for a whole batch of records.
  */
 export function recordLeafCanonical(source: RecordLeafSource, prevHash: string | null): string {
-  return 'row' in source ? canonicalRecord(source, prevHash) : canonicalOf(source, prevHash);
+  if ('row' in source) return canonicalRecord(source, prevHash);
+  const c = leafChunk;
+  c.n = 0;
+  writeLeaf(c, source, prevHash);
+  const text = decodeUtf8(c.bytes());
+  if (c.buf.length > LEAF_CHUNK_KEPT) leafChunk = new NdjsonChunk(4096);
+  return text;
 }
 
 /** The statement both readers below send: a project's records in a span of seqs, with their permits. */

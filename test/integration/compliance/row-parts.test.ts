@@ -1,6 +1,7 @@
 /**
- * An export's or archive's row parts (permits, executions, usage) are written from jsonb's text of
- * each row (`canonicalJsonbText`), not from the row parsed and canonicalised again. The files must be
+ * An export's or archive's row parts (permits, executions, usage) are written from the text of each
+ * row's document (`row_to_json` of its columns in canonical order, `canonicalJsonbLines`), not from
+ * `to_jsonb` of the row parsed and canonicalised again. The files must be
  * byte for byte what the parsed path wrote (`canonicalJson` of the value pg's jsonb parser,
  * JSON.parse, gives for the same text), or archives written before would no longer match their
  * manifests' hashes when rebuilt. Random permits and call records are stored (unicode, control
@@ -11,7 +12,7 @@ import fc from 'fast-check';
 import { Pool } from 'pg';
 import { buildExportPart, exportBundle } from '../../../src/compliance/build';
 import { readTar } from '../../../src/compliance/tar';
-import { exportRowPages, insertExport, type ExportPart } from '../../../src/db/repositories/compliance-exports';
+import { insertExport, type ExportPart } from '../../../src/db/repositories/compliance-exports';
 import { createProject } from '../../../src/db/repositories/projects';
 import { canonicalJson } from '../../../src/events/canonical-json';
 
@@ -80,14 +81,29 @@ describe('row parts from jsonb text', () => {
     const files = readTar(Buffer.concat(pieces));
 
     const permits = docs.filter((d) => d.permit).length;
+    // The documents each part stands for, as jsonb (`to_jsonb` of the row; the usage lines' objects), in the part's order.
+    const reference: Record<string, string> = {
+      permits: `SELECT to_jsonb(t)::text AS doc FROM permits t WHERE project_id = $1 ORDER BY issued_at, id`,
+      executions: `SELECT to_jsonb(t)::text AS doc FROM calls t WHERE project_id = $1 ORDER BY created_at, id`,
+      usage: `SELECT doc::text AS doc FROM (
+                SELECT jsonb_build_object('kind', 'execution', 'execution_id', id, 'permit_id', permit_id, 'provider', provider, 'model', model,
+                         'input_tokens', input_tokens, 'output_tokens', output_tokens, 'cost_usd_micros', cost_usd_micros,
+                         'estimated_final', estimated_final, 'at', created_at) AS doc, created_at AS at, id AS k
+                  FROM calls WHERE project_id = $1
+                UNION ALL
+                SELECT jsonb_build_object('kind', 'permit_usage_report', 'permit_id', permit_id, 'status', status, 'input_tokens', input_tokens,
+                         'output_tokens', output_tokens, 'cost_usd_micros', billed_cost_micros, 'occurred_at', occurred_at, 'at', reported_at),
+                       reported_at, permit_id
+                  FROM permit_usage_reports WHERE project_id = $1) u ORDER BY at, k`,
+    };
     let reordered = 0;
     for (const part of parts) {
-      // The parsed path: pg's jsonb parser (JSON.parse) on the same text, then canonicalJson.
+      // The parsed path: pg's jsonb parser (JSON.parse) on jsonb's text of the document, then canonicalJson.
       const parsed: string[] = [];
-      for await (const page of exportRowPages(db, part as Exclude<ExportPart, 'events'>, window, 97)) for (const t of page) {
-          parsed.push(canonicalJson(JSON.parse(t)));
-          if (parsed[parsed.length - 1] !== t.replace(/": /g, '":').replace(/, "/g, ',"')) reordered += 1;
-        }
+      for (const { doc: t } of (await db.query<{ doc: string }>(reference[part], [project.id])).rows) {
+        parsed.push(canonicalJson(JSON.parse(t)));
+        if (parsed[parsed.length - 1] !== t.replace(/": /g, '":').replace(/, "/g, ',"')) reordered += 1;
+      }
       expect(parsed.length).toBe(part === 'permits' ? permits : docs.length);
       expect(files.get(`${part}.ndjson`)?.equals(Buffer.from(parsed.map((l) => `${l}\n`).join(''), 'utf8'))).toBe(true);
     }
