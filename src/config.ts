@@ -56,10 +56,10 @@ const baseEnvSchema = z.object({
   /** Days a call's records are kept before they are archived and deleted (unset or empty: kept forever); a project may override it. */
   RETENTION_DAYS: z.preprocess((v) => (v === undefined || (typeof v === 'string' && v.trim() === '') ? undefined : v), z.coerce.number().int().min(1).max(36500).optional()),
   /**
-   * The nice value (0–19) of the thread that archives and deletes aged-out records, so that the
-   * calls sharing its cores keep theirs (Linux; 0 runs it in the calling thread).
+   * The nice value (0–19) of a thread that archives and deletes aged-out records apart from the
+   * calls sharing its cores (Linux); 0 runs it in the calling thread.
    */
-  RETENTION_NICE: z.coerce.number().int().min(0).max(19).default(10),
+  RETENTION_NICE: z.coerce.number().int().min(0).max(19).default(0),
   /** Where retention's archives and compliance exports' files are written (created when missing), unless ARCHIVE_S3_BUCKET is set. */
   ARCHIVE_DIR: z.string().optional(),
   /** An S3-compatible bucket for them instead (docs/decisions/archive-store.md): set, it replaces ARCHIVE_DIR. */
