@@ -65,6 +65,17 @@ export function canonicalJsonbLines(texts: string[]): Buffer {
   }
 }
 
+/** Writes one jsonb text's canonical form at `n` of `out` (both set by the caller). */
+function writeValue(text: string): void {
+  reserve(3 * text.length + 1);
+  src = text;
+  at = 0;
+  top = 0;
+  value();
+  skipSpace();
+  if (at !== src.length) throw new SyntaxError(`unexpected text at ${at} of a jsonb value`);
+}
+
 /**
  * The canonical form of one jsonb text written at `chunk.n` of `chunk.buf` (grown when it lacks
  * room), both advanced: a writer of a line made of several pieces (a record's leaf,
@@ -74,13 +85,7 @@ export function canonicalJsonbInto(chunk: { buf: Buffer; n: number }, text: stri
   out = chunk.buf;
   n = chunk.n;
   try {
-    reserve(3 * text.length + 1);
-    src = text;
-    at = 0;
-    top = 0;
-    value();
-    skipSpace();
-    if (at !== src.length) throw new SyntaxError(`unexpected text at ${at} of a jsonb value`);
+    writeValue(text);
     chunk.buf = out;
     chunk.n = n;
   } finally {
@@ -98,13 +103,7 @@ export function canonicalJsonbText(text: string): string {
   out = textChunk;
   n = 0;
   try {
-    reserve(3 * text.length + 1);
-    src = text;
-    at = 0;
-    top = 0;
-    value();
-    skipSpace();
-    if (at !== src.length) throw new SyntaxError(`unexpected text at ${at} of a jsonb value`);
+    writeValue(text);
     return decodeUtf8(out.subarray(0, n));
   } finally {
     if (out.length <= TEXT_CHUNK_KEPT) textChunk = out;
