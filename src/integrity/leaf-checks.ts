@@ -12,8 +12,8 @@
  */
 import { withTransaction, type Db } from '../db/pool';
 import { eachRecordLeafSourceOfSeqs, recordLeafCanonical, type RecordLeafSource } from '../db/repositories/record-leaf-text';
-import { canonicalEvent } from '../events/canonical';
-import type { EventRecord } from '../events/types';
+import { CANONICAL_COLUMNS_SQL, canonicalOfStored } from '../db/repositories/canonical-columns';
+import { canonicalFromColumns, type CanonicalColumns } from '../events/canonical';
 import { chainAndLeafHash } from './merkle';
 
 /** Chain positions (afterPos, toPos] of a project, or all after afterPos up to `limit` rows. */
@@ -57,13 +57,14 @@ export interface CheckedRange {
  */
 const RECORDS_READ = 'BEGIN READ ONLY; SET LOCAL enable_seqscan = off; SET LOCAL jit = off; SET LOCAL plan_cache_mode = force_generic_plan';
 
-type ChainRow = Omit<EventRecord, 'seq'> & { seq: number | null; chain_seq: string; chain_pos: string; leaf_hash: Buffer | null };
+/** A chain row and its event's canonical columns (all null where no event row answers for it: a call record's position, or a gap). */
+type ChainRow = Omit<CanonicalColumns, 'seq'> & { seq: string | null; chain_seq: string; chain_pos: string; prev_hash: string; hash: string; leaf_hash: Buffer | null };
 
 export async function checkChainRange(db: Db, range: ChainRange): Promise<CheckedRange> {
   const { projectId } = range;
   const { rows } = await db.query<ChainRow>({
     name: 'leaf-checks-chain-range',
-    text: `SELECT e.*, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash, c.leaf_hash
+    text: `SELECT e.seq, ${CANONICAL_COLUMNS_SQL}, c.seq AS chain_seq, c.chain_pos, c.prev_hash, c.hash, c.leaf_hash
        FROM event_chain c LEFT JOIN events e ON e.seq = c.seq
       WHERE c.project_id = $1 AND c.chain_pos > $2 AND ($3::bigint IS NULL OR c.chain_pos <= $3) ORDER BY c.chain_pos LIMIT $4`,
     values: [projectId, range.afterPos, range.toPos, range.limit],
@@ -84,7 +85,7 @@ export async function checkChainRange(db: Db, range: ChainRange): Promise<Checke
   for (let i = 0; i < n; i++) {
     const r = rows[i];
     if (r.seq === null) recordAt.set(String(r.chain_seq), i);
-    else if (r.project_id === projectId) check(i, canonicalEvent({ ...r, seq: r.seq, prev_hash: r.prev_hash }));
+    else if (r.project_id === projectId) check(i, canonicalFromColumns(r as CanonicalColumns, r.prev_hash) ?? (await canonicalOfStored(db, r as CanonicalColumns, r.prev_hash)));
   }
   if (recordAt.size > 0) {
     const each = (seq: string, source: RecordLeafSource) => {

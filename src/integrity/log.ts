@@ -3,7 +3,7 @@
  *
  * Leaf i is the event or call record at chain position i + 1; the leaf bytes are the event's
  * canonical form (`canonicalEvent` in src/events/canonical.ts, RFC 8785 JSON including
- * prev_hash; a record's is its leaf event's, `canonicalRecord`), the same bytes the hash chain hashes. The sequencer stores each event's leaf hash as it chains it
+ * prev_hash; a record's is its leaf event's, `recordLeafCanonical`), the same bytes the hash chain hashes. The sequencer stores each event's leaf hash as it chains it
  * (event_chain.leaf_hash), so a checkpoint signs what was chained: it reads the chain rows in
  * order, checks their links (positions without gaps, each prev_hash the hash before), and builds
  * the tree from the stored leaf hashes; an event row altered or removed after chaining no longer
@@ -23,8 +23,8 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Db, Queryable } from '../db/pool';
 import { withTransaction } from '../db/pool';
 import { canonicalOfStored } from '../db/repositories/canonical-columns';
-import { canonicalRecord, eventHash, GENESIS_HASH, type CanonicalColumns } from '../events/canonical';
-import { readRecordLeaves } from '../db/repositories/record-leaves';
+import { eventHash, GENESIS_HASH, type CanonicalColumns } from '../events/canonical';
+import { readRecordLeafSources, recordLeafCanonical, recordLeafSourceKey } from '../db/repositories/record-leaf-text';
 import { logAnchor } from '../db/repositories/archives';
 import {
   chainHead,
@@ -110,10 +110,10 @@ async function checkedLeaf(db: Queryable, projectId: string, r: ChainedColumnsRo
   let bytes: string;
   let name: string;
   if (r.seq === null || r.id === null) {
-    const [record] = await readRecordLeaves(db, [projectId], [r.chain_seq]);
+    const [record] = await readRecordLeafSources(db, [projectId], [r.chain_seq]);
     if (!record) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event or call record (seq ${r.chain_seq}) is missing`);
-    bytes = canonicalRecord(record, r.prev_hash);
-    name = `call record (${record.row.id})`;
+    bytes = recordLeafCanonical(record, r.prev_hash);
+    name = `call record (${recordLeafSourceKey(record).id})`;
   } else {
     if (r.project_id !== projectId) throw new LogIntegrityError(projectId, pos, `chain position ${pos}: the event belongs to another project`);
     bytes = await canonicalOfStored(db, r as CanonicalColumns, r.prev_hash);

@@ -6,13 +6,13 @@ import { checkpointPublicKeySchema, checkpointSchema, consistencyProofSchema, in
 import { routeFamily } from '../route-table';
 import { findGovernanceEvent } from '../../db/repositories/governance-events';
 import { chainLinkOf, checkpointAtSize, latestCheckpoint, listComplianceKeys, type CheckpointRow } from '../../db/repositories/integrity-log';
-import { readRecordLeafById } from '../../db/repositories/record-leaves';
+import { readRecordLeafSourceById, recordLeafCanonical, recordLeafSourceKey } from '../../db/repositories/record-leaf-text';
+import { canonicalOfEventSeq } from '../../db/repositories/canonical-columns';
 import { derivedEventRef } from '../../executions/lifecycle-events';
 import { integritySigner } from '../../intents/signing';
 import { complianceSigner, COMPLIANCE_KEY_PURPOSE } from '../../integrity/keys';
 import { logOrigin, proveConsistency, proveInclusion, rootAt, storedTreeSize } from '../../integrity/log';
 import { verifierKey } from '../../integrity/note';
-import { canonicalEvent, canonicalRecord } from '../../events/canonical';
 import { logAnchor } from '../../db/repositories/archives';
 import { notFoundOrArchived } from '../../retention/archived';
 
@@ -178,19 +178,19 @@ export const integrityRoutes = routeFamily(
         const derived = q.event_id === undefined ? null : derivedEventRef(q.event_id);
         if (derived) {
           // A lifecycle event derived from a call record is logged as its record: the proof is the record's leaf.
-          const record = await readRecordLeafById(deps.db, projectId, derived.executionId);
+          const record = await readRecordLeafSourceById(deps.db, projectId, derived.executionId);
           if (!record) throw await notFoundOrArchived(deps.db, projectId, { what: 'Governance event', id: q.event_id!, timeId: derived.executionId });
-          const link = await chainLinkOf(deps.db, projectId, record.seq);
+          const link = await chainLinkOf(deps.db, projectId, recordLeafSourceKey(record).seq);
           if (!link) throw errors.conflict('event_not_yet_logged', 'The event is not chained yet; retry in a moment');
           position = Number(link.chain_pos);
-          leaf = canonicalRecord(record, link.prev_hash);
+          leaf = recordLeafCanonical(record, link.prev_hash);
           eventId = q.event_id!;
         } else if (q.event_id !== undefined) {
           const e = await findGovernanceEvent(deps.db, projectId, q.event_id);
           if (!e) throw errors.notFound('Governance event', q.event_id);
           if (e.chain_pos === null || e.chain_pos === undefined) throw errors.conflict('event_not_yet_logged', 'The event is not chained yet; retry in a moment');
           position = Number(e.chain_pos);
-          leaf = canonicalEvent(e);
+          leaf = await canonicalOfEventSeq(deps.db, e.seq, e.prev_hash!);
           eventId = e.id;
         }
         const anchor = await logAnchor(deps.db, projectId);

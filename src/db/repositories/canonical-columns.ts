@@ -22,6 +22,12 @@ export const CANONICAL_COLUMNS_SQL = `
   CASE WHEN e.timestamp >= '0001-01-01 00:00:00+00' AND e.timestamp < '10000-01-01 00:00:00+00'
        THEN floor(extract(epoch FROM e.timestamp) * 1000)::bigint END AS timestamp_ms`;
 
+/** A stored event's canonical form by its seq, from its columns as the sequencer wrote it when it chained the event. */
+export async function canonicalOfEventSeq(db: Queryable, seq: string | number, prevHash: string): Promise<string> {
+  const { rows } = await db.query<CanonicalColumns>(`SELECT e.seq, ${CANONICAL_COLUMNS_SQL} FROM events e WHERE e.seq = $1`, [seq]);
+  return canonicalOfStored(db, rows[0], prevHash);
+}
+
 /** The canonical form from the columns, or from the whole stored row where they cannot carry it. */
 export async function canonicalOfStored(db: Queryable, c: CanonicalColumns, prevHash: string): Promise<string> {
   return canonicalFromColumns(c, prevHash) ?? canonicalEvent((await db.query<EventRecord>('SELECT * FROM events WHERE seq = $1', [c.seq])).rows[0], prevHash);

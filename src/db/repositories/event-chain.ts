@@ -13,14 +13,15 @@
  * A call record with a lifecycle (a `calls` row with a `seq`) is a leaf of the same chain:
  * `tollgate_record_calls` queues its seq in `event_chain_pending` like an event's, and the
  * sequencer chains it among the project's events in seq order as one event-shaped leaf
- * (`canonicalRecord`). `event_chain.seq` is then the record's seq, which no event row holds.
+ * (`recordLeafCanonical`, written from the record's columns and jsonb text as verification writes
+ * it). `event_chain.seq` is then the record's seq, which no event row holds.
  */
 import type { Pool, PoolClient } from 'pg';
 import type { Queryable } from '../pool';
-import { canonicalRecord, eventHash, GENESIS_HASH, type CanonicalColumns } from '../../events/canonical';
+import { eventHash, GENESIS_HASH, type CanonicalColumns } from '../../events/canonical';
 import { leafHashHex } from '../../integrity/merkle';
 import { CANONICAL_COLUMNS_SQL, canonicalOfStored } from './canonical-columns';
-import { readRecordLeaves, type StoredRecordLeaf } from './record-leaves';
+import { readRecordLeafSources, recordLeafCanonical, recordLeafSourceKey, type RecordLeafSource } from './record-leaf-text';
 import { foldCalls, isTerminalEvent } from './call-rollup';
 
 /** Lock class of the per-project chain sequencer (pg_try_advisory_xact_lock(class, hashtext(project))). */
@@ -164,7 +165,7 @@ type PendingEvent = CanonicalColumns & { seq: string; pn: number };
 interface PendingRecord {
   seq: string;
   pn: number;
-  record: StoredRecordLeaf;
+  record: RecordLeafSource;
 }
 
 type PendingLeaf = PendingEvent | PendingRecord;
@@ -179,7 +180,7 @@ function recordsOf(leaves: PendingLeaf[]): { projectIds: string[]; ids: string[]
   for (const l of leaves) {
     if ('record' in l) {
       projectIds.push(l.record.project_id);
-      ids.push(String(l.record.row.id));
+      ids.push(recordLeafSourceKey(l.record).id);
     } else if (isTerminalEvent(l)) {
       projectIds.push(l.project_id);
       ids.push(l.request_id!);
@@ -213,8 +214,8 @@ async function pendingRecords(client: PoolClient, pending: { project_id: string;
     }
   }
   const numberOf = new Map(projects.map((p, i) => [p, i + 1]));
-  return (await readRecordLeaves(client, keyProjects, keySeqs))
-    .map((record) => ({ seq: record.seq, pn: numberOf.get(record.project_id)!, record }))
+  return (await readRecordLeafSources(client, keyProjects, keySeqs))
+    .map((record) => ({ seq: recordLeafSourceKey(record).seq, pn: numberOf.get(record.project_id)!, record }))
     .sort((a, b) => a.pn - b.pn || Number(a.seq) - Number(b.seq));
 }
 
@@ -262,7 +263,7 @@ async function linkInOrder(client: PoolClient, rows: PendingLeaf[], headOf: (pro
       prev = head?.hash ?? GENESIS_HASH;
       pos = Number(head?.chain_pos ?? 0);
     }
-    const canonical = 'record' in r ? canonicalRecord(r.record, prev) : await canonicalOfStored(client, r, prev);
+    const canonical = 'record' in r ? recordLeafCanonical(r.record, prev) : await canonicalOfStored(client, r, prev);
     const hash = eventHash(prev, canonical);
     out.seqs.push(r.seq);
     out.hashes.push(hash);

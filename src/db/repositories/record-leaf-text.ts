@@ -1,8 +1,11 @@
 /**
- * Call records' leaves written straight from plain columns, for the readers that write out a long
- * run of them (`integrity verify`, an export's or archive's events file): the same bytes as
- * `canonicalRecord` of `readRecordLeavesOfSeqs`'s leaves, without the row objects, Dates and
- * intermediate record event those build per record (most of verify's CPU per record).
+ * Call records' leaves written straight from plain columns, wherever a leaf is written: the
+ * sequencer as it chains a record, the log's checks and inclusion proofs, `integrity verify`, an
+ * export's or archive's events file. The same bytes as `canonicalRecord` of the record read whole
+ * (`readRecordLeaves`), without the row objects, Dates and intermediate record event those build
+ * per record (most of verify's CPU per record), and without JSON.parse: the jsonb columns are
+ * canonicalised from their text, so the leaf chained and the leaf verified are written from the
+ * same text (docs/decisions/event-hash-chain.md: V8's JSON.parse can misread escaped names).
  *
  * The statement selects RECORD_LEAF_SQL's columns as the leaf writes them: timestamps as whole
  * milliseconds since the epoch (floored, as a Date parsed from the row truncates them; NULL outside
@@ -17,7 +20,7 @@ import { NdjsonChunk } from '../../events/ndjson-chunk';
 import { decodeUtf8 } from '../../utf8';
 import { canonicalRecord } from '../../events/canonical';
 import { RECORD_LEAF_EVENT_TYPE } from '../../executions/record-leaf';
-import { readRecordLeaves, seqSpan, type StoredRecordLeaf } from './record-leaves';
+import { readRecordLeaves, RECORD_PERMIT_SQL, seqSpan, type StoredRecordLeaf } from './record-leaves';
 import type { CallRecord } from './call-records';
 
 const ms = (column: string) =>
@@ -232,11 +235,54 @@ const sourcesQuery = (projectId: string, span: { lo: number; hi: number }, limit
   // Named: a connection plans it once (its week partitions twice over) rather than per batch.
   name: 'record-leaf-text-sources',
   text: `SELECT ${RECORD_LEAF_TEXT_SQL}
-       FROM calls x LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true
+       FROM calls x ${RECORD_PERMIT_SQL}
       WHERE x.project_id = $1 AND x.seq >= $2 AND x.seq <= $3
       LIMIT $4`,
   values: [projectId, span.lo, span.hi, limit],
 });
+
+/**
+ * The records at (project, seq) keys as `recordLeafCanonical`'s sources, in one statement (through
+ * the calls_project_seq_idx index): what the sequencer and the log's checks hash, so a leaf is
+ * written from the same jsonb text when it is chained and when it is verified. Keys no record
+ * holds are absent; a record whose timestamps the columns cannot carry is read whole.
+ */
+export async function readRecordLeafSources(db: Queryable, projectIds: readonly string[], seqs: ReadonlyArray<string | number>): Promise<RecordLeafSource[]> {
+  if (seqs.length === 0) return [];
+  const { rows } = await db.query<RecordLeafTextRow>(
+    `SELECT ${RECORD_LEAF_TEXT_SQL}
+       FROM unnest($1::text[], $2::bigint[]) AS k(project_id, seq)
+       JOIN calls x ON x.project_id = k.project_id AND x.seq = k.seq
+       ${RECORD_PERMIT_SQL}`,
+    [projectIds, seqs.map(String)],
+  );
+  return wholeWhereNeeded(db, rows);
+}
+
+/** The record of an execution id with a seq as `recordLeafCanonical`'s source; null for a record outside the chain. */
+export async function readRecordLeafSourceById(db: Queryable, projectId: string, executionId: string): Promise<RecordLeafSource | null> {
+  const { rows } = await db.query<RecordLeafTextRow>(
+    `SELECT ${RECORD_LEAF_TEXT_SQL}
+       FROM calls x ${RECORD_PERMIT_SQL}
+      WHERE x.project_id = $1 AND x.id = $2 AND x.seq IS NOT NULL`,
+    [projectId, executionId],
+  );
+  return (await wholeWhereNeeded(db, rows))[0] ?? null;
+}
+
+/** The rows as sources, those whose timestamps the columns cannot carry read whole in their place. */
+async function wholeWhereNeeded(db: Queryable, rows: RecordLeafTextRow[]): Promise<RecordLeafSource[]> {
+  const out: RecordLeafSource[] = [];
+  const whole = rows.filter((r) => !writable(r));
+  for (const r of rows) if (writable(r)) out.push(r);
+  if (whole.length > 0) out.push(...(await readRecordLeaves(db, whole.map((r) => r.project_id), whole.map((r) => r.seq))));
+  return out;
+}
+
+/** A source's execution id and seq, whichever way it was read. */
+export function recordLeafSourceKey(source: RecordLeafSource): { id: string; seq: string } {
+  return 'row' in source ? { id: source.row.id, seq: source.seq } : { id: source.id, seq: String(source.seq) };
+}
 
 /**
  * `readRecordLeavesOfSeqs` (src/db/repositories/record-leaves.ts) as `recordLeafCanonical`'s

@@ -1,8 +1,8 @@
 /**
- * Call records as chain leaves: the `calls` rows (with a `seq`, migration 0170) and the permit
- * decisions that `recordLeafEvent` (src/executions/record-leaf.ts) hashes. The sequencer, the chain's
- * verification, the checkpoint's written-out leaves and an export's events file all read records
- * through `readRecordLeaves`, so all of them hash the same columns the same way.
+ * Call records as chain leaves, read whole: the `calls` rows (with a `seq`, migration 0170) and
+ * the permit decisions that `recordLeafEvent` (src/executions/record-leaf.ts) hashes, as pg parses
+ * them. Leaves are written from the columns' text (src/db/repositories/record-leaf-text.ts); a
+ * record is read whole only where its timestamps are outside what those columns carry.
  */
 import type { Queryable } from '../pool';
 import type { PermitColumns, RecordColumns } from '../../executions/lifecycle';
@@ -37,7 +37,7 @@ const RECORD_LEAF_SQL = `
  * lookup per record; as a join the planner read every week of permits into a hash for a few
  * thousand records).
  */
-const RECORD_PERMIT_SQL = 'LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true';
+export const RECORD_PERMIT_SQL = 'LEFT JOIN LATERAL (SELECT * FROM permits p WHERE p.id = x.permit_id LIMIT 1) p ON true';
 
 type RecordLeafRow = Record<string, unknown> & {
   project_id: string;
@@ -79,17 +79,6 @@ export async function readRecordLeaves(db: Queryable, projectIds: readonly strin
   return rows.map(leafOf);
 }
 
-/** The record of an execution id with a seq, as its leaf is written from; null for a record outside the chain. */
-export async function readRecordLeafById(db: Queryable, projectId: string, executionId: string): Promise<StoredRecordLeaf | null> {
-  const { rows } = await db.query<RecordLeafRow>(
-    `SELECT ${RECORD_LEAF_SQL}
-       FROM calls x ${RECORD_PERMIT_SQL}
-      WHERE x.project_id = $1 AND x.id = $2 AND x.seq IS NOT NULL`,
-    [projectId, executionId],
-  );
-  return rows[0] ? leafOf(rows[0]) : null;
-}
-
 /** The seqs asked for as numbers, and their span. */
 export function seqSpan(seqs: ReadonlyArray<string | number>): { wanted: number[]; lo: number; hi: number } {
   const wanted = seqs.map(Number);
@@ -100,27 +89,4 @@ export function seqSpan(seqs: ReadonlyArray<string | number>): { wanted: number[
     if (s > hi) hi = s;
   }
   return { wanted, lo, hi };
-}
-
-/**
- * One project's records at these seqs (a batch of its chain, say), with their permits: one range
- * scan of each week's `(project_id, seq)` index over the batch's span, where keys would cost a
- * probe of every week's index per record. The span is read up to twice the records asked for (a
- * batch chained far out of seq order spans many more), and what it missed by key.
- */
-export async function readRecordLeavesOfSeqs(db: Queryable, projectId: string, seqs: ReadonlyArray<string | number>): Promise<Map<string, StoredRecordLeaf>> {
-  const out = new Map<string, StoredRecordLeaf>();
-  if (seqs.length === 0) return out;
-  const { wanted, lo, hi } = seqSpan(seqs);
-  const { rows } = await db.query<RecordLeafRow>(
-    `SELECT ${RECORD_LEAF_SQL}
-       FROM calls x ${RECORD_PERMIT_SQL}
-      WHERE x.project_id = $1 AND x.seq >= $2 AND x.seq <= $3
-      LIMIT $4`,
-    [projectId, lo, hi, 2 * wanted.length],
-  );
-  for (const r of rows) out.set(String(r.seq), leafOf(r));
-  const missing = wanted.map(String).filter((s) => !out.has(s));
-  for (const r of await readRecordLeaves(db, missing.map(() => projectId), missing)) out.set(r.seq, r);
-  return out;
 }

@@ -6,11 +6,21 @@
  * jsonb's length-then-bytes order, escapes in names, doubles, integers past 15 digits, decimals
  * with trailing zeros, exponents), each stored and read back as PostgreSQL writes it.
  * `canonicalJsonbLines` (an export's row parts) writes the same as UTF-8 lines straight into a chunk.
+ *
+ * The expected value is parsed with json5, not JSON.parse: V8's JSON.parse can give a member whose
+ * name is written with an escape the name of an earlier-parsed object's member that those raw
+ * characters spell (after `{"\\\\":1}`, `{"\\t":1}` parses as `{"\\\\":1}`), so an oracle built on
+ * it fails on random input where canonicalJsonbText is right. docs/decisions/event-hash-chain.md
+ * has the defect and why leaves are written from jsonb text.
  */
 import fc from 'fast-check';
+import JSON5 from 'json5';
 import { Pool } from 'pg';
 import { canonicalJson } from '../../../src/events/canonical-json';
 import { canonicalJsonbLines, canonicalJsonbText } from '../../../src/events/canonical-jsonb';
+
+/** The value a jsonb text holds, parsed by a parser other than the engine's JSON.parse. */
+const parse = (text: string): unknown => JSON5.parse(text);
 
 
 const tricky = fc.constantFrom('\b', '\f', '\n', '\r', '\t', '\x01', '\x1f', '\x7f', '"', '\\', '/', '\u2028', 'é', 'ｱ', '😀', 'a', 'B', ' ', 'aa');
@@ -51,7 +61,7 @@ describe('canonical JSON from jsonb text', () => {
         for (const stored of await asJsonb(texts)) {
           let expected: string | Error;
           try {
-            expected = canonicalJson(JSON.parse(stored));
+            expected = canonicalJson(parse(stored));
           } catch (err) {
             expected = err as Error;
           }
@@ -66,14 +76,14 @@ describe('canonical JSON from jsonb text', () => {
         // Many values in one chunk, the chunk grown on the way (multi-byte text sized at a byte a unit).
         const good = (await asJsonb(texts)).filter((t) => {
           try {
-            canonicalJson(JSON.parse(t));
+            canonicalJson(parse(t));
             return true;
           } catch {
             return false;
           }
         });
         const many = [...good, ...good, ...good];
-        expect(canonicalJsonbLines(many).equals(Buffer.from(many.map((t) => `${canonicalJson(JSON.parse(t))}\n`).join('')))).toBe(true);
+        expect(canonicalJsonbLines(many).equals(Buffer.from(many.map((t) => `${canonicalJson(parse(t))}\n`).join('')))).toBe(true);
       }),
       { numRuns: 150 },
     );
@@ -84,11 +94,11 @@ describe('canonical JSON from jsonb text', () => {
     // jsonb's own order: shorter names first ("b" before "aa").
     expect(stored.indexOf('"b": ')).toBeLessThan(stored.indexOf('"aa": '));
     expect(canonicalJsonbText(stored)).toBe('{"\\u0001":4,"a":{"":0},"a\\n":2,"a\\"":3,"aa":[{"z":{"x":2,"y":1},"😀":1,"ｱ":2}],"b":1}');
-    expect(canonicalJsonbText(stored)).toBe(canonicalJson(JSON.parse(stored)));
+    expect(canonicalJsonbText(stored)).toBe(canonicalJson(parse(stored)));
     expect(canonicalJsonbLines([stored, stored]).toString('utf8')).toBe(`${canonicalJsonbText(stored)}\n`.repeat(2));
     // Names alike in their first six units (the line writer's sort key), past ASCII there or after.
     const [alike] = await asJsonb([JSON.stringify({ abcdefgh: 1, abcdefg: 2, 'abcdef\u007f': 3, abcdefé: 4, abcdeé: 5, 'abcde😀': 6, abcdef: 7, 'abcdef\n': 8, abc: 9 })]);
-    expect(canonicalJsonbLines([alike]).toString('utf8')).toBe(`${canonicalJson(JSON.parse(alike))}\n`);
+    expect(canonicalJsonbLines([alike]).toString('utf8')).toBe(`${canonicalJson(parse(alike))}\n`);
   });
 
   it('writes numbers as their doubles: trailing zeros, long integers, exponents; refuses one past a double', async () => {

@@ -17,11 +17,11 @@ import { verifyExport } from '../../../src/compliance/verify-export';
 import type { Db } from '../../../src/db/pool';
 import { insertExport } from '../../../src/db/repositories/compliance-exports';
 import { appendEvents } from '../../../src/db/repositories/events';
-import { canonicalRecord, GENESIS_HASH } from '../../../src/events/canonical';
+import { GENESIS_HASH } from '../../../src/events/canonical';
 import { chainAllProjectEvents, chainEvents } from '../../../src/db/repositories/event-chain';
 import { verifyEventChain } from '../../../src/db/repositories/event-chain-verification';
 import { createProject } from '../../../src/db/repositories/projects';
-import { readRecordLeafById } from '../../../src/db/repositories/record-leaves';
+import { readRecordLeafSourceById, recordLeafCanonical } from '../../../src/db/repositories/record-leaf-text';
 import { createGovernance } from '../../../src/governance';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';
@@ -86,8 +86,8 @@ describe('call records in the chain', () => {
       const pos = chain.findIndex((c) => Number(c.seq) === r.seq);
       const prev = pos === 0 ? GENESIS_HASH : chain[pos - 1].hash;
       expect(chain[pos].prev_hash).toBe(prev);
-      const leaf = (await readRecordLeafById(own.db, projectId, r.id))!;
-      const canonical = canonicalRecord(leaf, prev);
+      const leaf = (await readRecordLeafSourceById(own.db, projectId, r.id))!;
+      const canonical = recordLeafCanonical(leaf, prev);
       const parsed = JSON.parse(canonical);
       expect(parsed).toMatchObject({ seq: r.seq, id: r.id, request_id: r.id, permit_id: r.permitId, event_type: 'call.recorded', source: 'calls', phase: 'record', prev_hash: prev });
       const { rows } = await own.db.query('SELECT status, cost_usd_micros, input_tokens, output_tokens FROM calls WHERE id = $1', [r.id]);
@@ -112,6 +112,34 @@ describe('call records in the chain', () => {
     const edited = await verifyLog(own.db, projectId);
     expect(edited).toMatchObject({ ok: false, broken_at_seq: records[1].seq, checkpoint: { root: 'chain_broken' } });
     expect(edited.failures[1]).toMatch(new RegExp(`the call record \\(${records[1].id}\\) no longer matches its chain hash`));
+  });
+
+  it('hashes names written with an escape as stored, whatever the engine JSON.parse-d before', async () => {
+    // V8's JSON.parse can read a member name written with an escape (`"\t\t"`) as the name its
+    // raw characters spell (`"\\t"`), when an object of the same earlier members had that member
+    // (src/db/repositories/record-leaf-text.ts); the leaf chained and the leaf verified are both
+    // written from jsonb text, so each hashes what is stored.
+    JSON.parse('{"`": 0, "\\\\t": 0}');
+    const misread = Object.keys(JSON.parse('{"`": 0, "\\t\\t": 1}') as object)[1] !== '\t\t';
+    const project = await createProject(own.db, { name: 'escaped names', plan: 'production' });
+    const names = { x: { '`': 0, '\t\t': 1 } };
+    await appendEvents(own.db, [{ ...event(project.id, 0), metadata: names }]);
+    const id = await pipelineCall(own.db, project.id);
+    // As a record stored with such names (before it is chained).
+    await own.db.query('UPDATE calls SET envelope = envelope || $2::jsonb WHERE id = $1', [id, JSON.stringify(names)]);
+    await chainAllProjectEvents(own.db, project.id);
+    const stored = await own.db.query<{ t: string }>("SELECT (envelope->'x')::text AS t FROM calls WHERE id = $1 UNION ALL SELECT (metadata->'x')::text FROM events WHERE project_id = $2 AND event_type = 'test.marker'", [id, project.id]);
+    expect(stored.rows.map((r) => r.t)).toEqual(['{"`": 0, "\\t\\t": 1}', '{"`": 0, "\\t\\t": 1}']);
+    const chain = await chainOf(project.id);
+    await expect(verifyEventChain(own.db, project.id)).resolves.toMatchObject({ ok: true, count: chain.length, broken_at_seq: null });
+    await expect(verifyLog(own.db, project.id)).resolves.toMatchObject({ ok: true, events_verified: chain.length });
+    // The record's leaf, as the chain holds it, carries the names as stored.
+    const { seq } = (await own.db.query<{ seq: string }>('SELECT seq FROM calls WHERE id = $1', [id])).rows[0];
+    const pos = chain.findIndex((c) => Number(c.seq) === Number(seq));
+    const leaf = recordLeafCanonical((await readRecordLeafSourceById(own.db, project.id, id))!, chain[pos].prev_hash);
+    expect(leaf).toContain('"x":{"\\t\\t":1,"`":0}');
+    expect(chain[pos].leaf_hash.equals(leafHash(leaf))).toBe(true);
+    process.stdout.write(`JSON.parse on this engine misreads an escaped name: ${misread}\n`);
   });
 
   it('chains the records of several projects in one round, each after its own head', async () => {
