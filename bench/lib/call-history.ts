@@ -30,7 +30,7 @@ import { createProject } from '../../src/db/repositories/projects';
 import { createApiKey } from '../../src/db/repositories/api-keys';
 import { canonicalRecord, eventHash, GENESIS_HASH } from '../../src/events/canonical';
 import { insertCheckpoint } from '../../src/db/repositories/integrity-log';
-import { readRecordLeaves } from '../../src/db/repositories/record-leaves';
+import { readRecordLeafSources, recordLeafCanonical, recordLeafSourceKey } from '../../src/db/repositories/record-leaf-text';
 import { complianceSigner } from '../../src/integrity/keys';
 import { logOrigin, rootOfRange } from '../../src/integrity/log';
 import { appendLeaves, leafHash, LOWEST_STORED_LEVEL } from '../../src/integrity/merkle';
@@ -233,10 +233,10 @@ async function checkSample(db: Db, projectId: string, ids: string[]): Promise<vo
       WHERE x.project_id = $1 AND x.id = ANY($2::text[])`,
     [projectId, ids],
   );
-  const leaves = new Map((await readRecordLeaves(db, rows.map(() => projectId), rows.map((r) => r.seq))).map((l) => [l.seq, l]));
+  const leaves = new Map((await readRecordLeafSources(db, rows.map(() => projectId), rows.map((r) => r.seq))).map((l) => [recordLeafSourceKey(l).seq, l]));
   for (const r of rows) {
     const leaf = leaves.get(r.seq);
-    const canonical = leaf && canonicalRecord(leaf, r.prev_hash);
+    const canonical = leaf && recordLeafCanonical(leaf, r.prev_hash);
     if (!canonical || eventHash(r.prev_hash, canonical) !== r.hash || !leafHash(canonical).equals(r.leaf_hash)) {
       throw new Error(`loaded record seq ${r.seq} does not match its chain row as read back: the loader's rows and leaves differ`);
     }
