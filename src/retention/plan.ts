@@ -13,6 +13,7 @@ import { complianceSigner } from '../integrity/keys';
 import { chainedLeaves, issueCheckpoint } from '../integrity/log';
 import { appendLeaves } from '../integrity/merkle';
 import { archiveKey } from './archive';
+import { idInstant } from './archived';
 import type { RetentionDeps } from './types';
 
 /**
@@ -24,15 +25,30 @@ import type { RetentionDeps } from './types';
  */
 const ARCHIVE_ALIGNMENT = 16;
 
-/** The time of the project's oldest row that retention archives (before `cutoff`), or null. */
+/**
+ * Where the project's first archive window starts: its oldest row that retention archives (before
+ * `cutoff`), or the instant of that row's id where earlier. A call's id is made as it begins, before
+ * any of its rows, and a read of an aged-out record is placed in its archive by its id's instant
+ * (src/retention/archived.ts): a window from the row's time alone missed an id made in the
+ * millisecond before it. Null when there is no such row.
+ */
 async function oldestRow(db: Queryable, projectId: string, cutoff: Date): Promise<Date | null> {
-  const { rows } = await db.query<{ at: Date | null }>(
+  const { rows } = await db.query<{ at: Date | null; call_id: string | null; permit_id: string | null }>(
     `SELECT least((SELECT min(timestamp) FROM events WHERE project_id = $1 AND timestamp < $2),
                   (SELECT min(created_at) FROM calls WHERE project_id = $1 AND created_at < $2),
-                  (SELECT min(issued_at) FROM permits WHERE project_id = $1 AND issued_at < $2)) AS at`,
+                  (SELECT min(issued_at) FROM permits WHERE project_id = $1 AND issued_at < $2)) AS at,
+            (SELECT id FROM calls WHERE project_id = $1 AND created_at < $2 ORDER BY created_at LIMIT 1) AS call_id,
+            (SELECT id FROM permits WHERE project_id = $1 AND issued_at < $2 ORDER BY issued_at LIMIT 1) AS permit_id`,
     [projectId, cutoff],
   );
-  return rows[0].at ? new Date(rows[0].at) : null;
+  const { at, call_id: callId, permit_id: permitId } = rows[0];
+  if (!at) return null;
+  let since = new Date(at).getTime();
+  for (const id of [callId, permitId]) {
+    const made = id === null ? null : idInstant(id);
+    if (made && made.getTime() < since) since = made.getTime();
+  }
+  return new Date(since);
 }
 
 /**

@@ -199,6 +199,9 @@ describe('retention: archive, verify, then delete', () => {
     expect(await records(projectId)).toHaveLength(13);
     const { rows: open } = await h.tg.db.query<{ id: string; status: string }>('SELECT id, status FROM archives WHERE project_id = $1', [projectId]);
     expect(open).toEqual([{ id: expect.any(String), status: 'verified' }]);
+    // The window starts no later than the first call's id was made (before any row of the call).
+    const { rows: windows } = await h.tg.db.query<{ window_since: Date }>('SELECT window_since FROM archives WHERE id = $1', [open[0].id]);
+    expect(windows[0].window_since.getTime()).toBeLessThanOrEqual(idInstant(ids[0])!.getTime());
     await expect(verifyLog(h.tg.db, projectId)).resolves.toMatchObject({ ok: true, archived_through: 16 });
     expect((await h.call('GET', `/v1/executions/${ids[0]}`, { key: p.clientKey })).json.error).toMatchObject({ code: 'archived', details: { archive_id: open[0].id } });
 
