@@ -29,7 +29,7 @@ const ARCHIVE_ALIGNMENT = 16;
  * Where the project's first archive window starts: its oldest row that retention archives (before
  * `cutoff`), or the instant of that row's id where earlier. A call's id is made as it begins, before
  * any of its rows, and a read of an aged-out record is placed in its archive by its id's instant
- * (src/retention/archived.ts): a window from the row's time alone missed an id made in the
+ * (src/retention/archived.ts): a window starting at the row's time would miss an id made in the
  * millisecond before it. Null when there is no such row.
  */
 async function oldestRow(db: Queryable, projectId: string, cutoff: Date): Promise<Date | null> {

@@ -285,10 +285,10 @@ export function recordLeafSourceKey(source: RecordLeafSource): { id: string; seq
 }
 
 /**
- * `readRecordLeavesOfSeqs` (src/db/repositories/record-leaves.ts) as `recordLeafCanonical`'s
+ * One project's records at these seqs (a batch of its chain, say) as `recordLeafCanonical`'s
  * sources: one range scan of each week's `(project_id, seq)` index over the seqs' span (up to
- * twice the records asked for); what it missed, and the records whose timestamps the columns
- * cannot carry, by key.
+ * twice the records asked for), where keys would cost a probe of every week's index per record;
+ * what it missed, and the records whose timestamps the columns cannot carry, by key.
  */
 export async function readRecordLeafSourcesOfSeqs(db: Queryable, projectId: string, seqs: ReadonlyArray<string | number>): Promise<Map<string, RecordLeafSource>> {
   const out = new Map<string, RecordLeafSource>();
