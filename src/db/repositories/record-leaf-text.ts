@@ -20,7 +20,7 @@ import { NdjsonChunk } from '../../events/ndjson-chunk';
 import { decodeUtf8 } from '../../utf8';
 import { canonicalRecord } from '../../events/canonical';
 import { RECORD_LEAF_EVENT_TYPE } from '../../executions/record-leaf';
-import { readRecordLeaves, RECORD_PERMIT_SQL, seqSpan, type StoredRecordLeaf } from './record-leaves';
+import { readRecordLeaves, RECORD_PERMIT_SQL, selectRecordsAtKeys, seqSpan, type StoredRecordLeaf } from './record-leaves';
 import type { CallRecord } from './call-records';
 
 const ms = (column: string) =>
@@ -248,15 +248,7 @@ const sourcesQuery = (projectId: string, span: { lo: number; hi: number }, limit
  * holds are absent; a record whose timestamps the columns cannot carry is read whole.
  */
 export async function readRecordLeafSources(db: Queryable, projectIds: readonly string[], seqs: ReadonlyArray<string | number>): Promise<RecordLeafSource[]> {
-  if (seqs.length === 0) return [];
-  const { rows } = await db.query<RecordLeafTextRow>(
-    `SELECT ${RECORD_LEAF_TEXT_SQL}
-       FROM unnest($1::text[], $2::bigint[]) AS k(project_id, seq)
-       JOIN calls x ON x.project_id = k.project_id AND x.seq = k.seq
-       ${RECORD_PERMIT_SQL}`,
-    [projectIds, seqs.map(String)],
-  );
-  return wholeWhereNeeded(db, rows);
+  return wholeWhereNeeded(db, await selectRecordsAtKeys<RecordLeafTextRow>(db, RECORD_LEAF_TEXT_SQL, projectIds, seqs));
 }
 
 /** The record of an execution id with a seq as `recordLeafCanonical`'s source; null for a record outside the chain. */

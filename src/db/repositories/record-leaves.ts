@@ -4,6 +4,7 @@
  * them. Leaves are written from the columns' text (src/db/repositories/record-leaf-text.ts); a
  * record is read whole only where its timestamps are outside what those columns carry.
  */
+import type { QueryResultRow } from 'pg';
 import type { Queryable } from '../pool';
 import type { PermitColumns, RecordColumns } from '../../executions/lifecycle';
 
@@ -64,19 +65,24 @@ function leafOf(r: RecordLeafRow): StoredRecordLeaf {
 }
 
 /**
- * The records at (project, seq) keys, with their permits, in one statement (through the
- * calls_project_seq_idx index); keys no record holds are absent from the answer.
+ * `columns` (of the record `x` and its permit `p`) of the records at (project, seq) keys, in one
+ * statement (through the calls_project_seq_idx index); keys no record holds are absent.
  */
-export async function readRecordLeaves(db: Queryable, projectIds: readonly string[], seqs: ReadonlyArray<string | number>): Promise<StoredRecordLeaf[]> {
+export async function selectRecordsAtKeys<R extends QueryResultRow>(db: Queryable, columns: string, projectIds: readonly string[], seqs: ReadonlyArray<string | number>): Promise<R[]> {
   if (seqs.length === 0) return [];
-  const { rows } = await db.query<RecordLeafRow>(
-    `SELECT ${RECORD_LEAF_SQL}
+  const { rows } = await db.query<R>(
+    `SELECT ${columns}
        FROM unnest($1::text[], $2::bigint[]) AS k(project_id, seq)
        JOIN calls x ON x.project_id = k.project_id AND x.seq = k.seq
        ${RECORD_PERMIT_SQL}`,
     [projectIds, seqs.map(String)],
   );
-  return rows.map(leafOf);
+  return rows;
+}
+
+/** The records at (project, seq) keys, with their permits, read whole; keys no record holds are absent from the answer. */
+export async function readRecordLeaves(db: Queryable, projectIds: readonly string[], seqs: ReadonlyArray<string | number>): Promise<StoredRecordLeaf[]> {
+  return (await selectRecordsAtKeys<RecordLeafRow>(db, RECORD_LEAF_SQL, projectIds, seqs)).map(leafOf);
 }
 
 /** The seqs asked for as numbers, and their span. */
