@@ -114,13 +114,15 @@ export const governanceEventRoutes = routeFamily(
       res.write(`retry: 2000\n: tollgate governance events after position ${pos}\n\n`);
       try {
         while (!abort.signal.aborted) {
-          const { events, to } = await chainedEventsAfter(deps.db, projectId, { afterPos: pos, limit: batch });
+          const { events, to } = await chainedEventsAfter(deps.db, projectId, { afterPos: pos, limit: batch, signal: abort.signal });
+          if (abort.signal.aborted) return;
           if (to !== null) {
             pos = to;
             batch = Math.min(STREAM_BATCH, batch * 4);
             for (const { event, id } of streamFrames(events, types)) {
               res.write(`${id === null ? '' : `id: ${id}\n`}data: ${JSON.stringify(governanceEventView(event))}\n\n`);
             }
+            // Backpressure: read the next batch only once this one left the process.
             if (!(await waitDrain(res, deps.config.eventStream.drainTimeoutMs, abort.signal))) {
               if (!abort.signal.aborted) {
                 deps.logger.info({ project_id: projectId, position: pos }, 'governance event stream consumer too slow; disconnected');
@@ -195,7 +197,6 @@ export const governanceEventRoutes = routeFamily(
         await stream(ctx, auth.projectId, pos, q.event_type ? new Set(q.event_type) : null);
       },
     },
-            // Backpressure: read the next batch only once this one left the process.
     {
       method: 'get',
       path: '/v1/governance/events/:event_id',

@@ -170,11 +170,13 @@ export type ChainedEvent = LogEvent & { chain_pos: number };
  * chain order: a row chaining a record stands for all its derived events, each at that position.
  * `types` narrows what is returned (the stored rows in the query); a chain row whose event or record
  * is gone is skipped. `to` is the last position read (null when none), whatever it held.
+ * Once `signal` aborts (a stream's client left), no further statement is sent and nothing is
+ * returned: the records and permits of a batch nobody reads would run beside the next request.
  */
 export async function chainedEventsAfter(
   db: Queryable,
   projectId: string,
-  range: { afterPos: number; toPos?: number; limit?: number; types?: string[] },
+  range: { afterPos: number; toPos?: number; limit?: number; types?: string[]; signal?: AbortSignal },
 ): Promise<{ events: ChainedEvent[]; to: number | null }> {
   const withRecords = filterReachesRecords({ eventTypes: range.types });
   const { rows } = await db.query<EventRecord & { chain_pos: string; chain_seq: string; is_event: boolean }>(
@@ -187,8 +189,11 @@ export async function chainedEventsAfter(
   );
   const recordSeqs = rows.filter((r) => !r.is_event).map((r) => r.chain_seq);
   const bySeq = new Map<number, LogEvent[]>();
+  const aborted = () => range.signal?.aborted === true;
   if (recordSeqs.length > 0) {
+    if (aborted()) return { events: [], to: null };
     const records = await recordsWhere(db, 'x.project_id = $1 AND x.seq = ANY($2::bigint[])', [projectId, recordSeqs]);
+    if (aborted()) return { events: [], to: null };
     const derived = await deriveAll(db, projectId, records);
     records.forEach((r, i) => bySeq.set(Number(r.seq), derived[i]));
   }

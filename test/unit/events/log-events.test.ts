@@ -5,7 +5,7 @@
  * rows themselves (stored rows, and `recordEvents` of each record).
  */
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../../../src/db/pool';
+import type { Db, Queryable } from '../../../src/db/pool';
 import { appendEvents } from '../../../src/db/repositories/events';
 import type { EventRecord } from '../../../src/events/types';
 import { chainedEventsAfter, findLogEvent, listLogEvents, permitsEvents, requestEvents } from '../../../src/db/repositories/log-events';
@@ -228,5 +228,19 @@ describe('the chain read: a record chained as one leaf stands for its derived ev
     const firstTwo = await chainedEventsAfter(db, projectId, { afterPos: 0, toPos: 2 });
     expect(firstTwo.events.map((e) => e.chain_pos)).toEqual([1, 2, 2, 2, 2, 2, 2]);
     expect((await chainedEventsAfter(db, projectId, { afterPos: 3 })).to).toBeNull();
+
+    // A stream whose client left: the chain rows' statement already sent is the last one.
+    const sent: string[] = [];
+    const counting = { query: (text: string, params?: unknown[]) => (sent.push(text), db.query(text, params)) } as unknown as Queryable;
+    const left = new AbortController();
+    const afterLeaving = chainedEventsAfter(counting, projectId, { afterPos: 0, limit: 10, signal: left.signal });
+    left.abort();
+    expect(await afterLeaving).toEqual({ events: [], to: null });
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toContain('FROM event_chain');
+    sent.length = 0;
+    expect((await chainedEventsAfter(counting, projectId, { afterPos: 0, limit: 10, signal: new AbortController().signal })).to).toBe(3);
+    // The chain rows, then the records (this record has no permit to read).
+    expect(sent).toHaveLength(2);
   });
 });
