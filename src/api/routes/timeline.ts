@@ -2,9 +2,9 @@ import { errors } from '../errors';
 import { authOf } from '../middleware/auth';
 import { routeFamily } from '../route-table';
 import { permitTimelineSchema, requestTimelineSchema } from '../schemas/events';
-import { permitsEvents, requestEvents } from '../../db/repositories/log-events';
+import { permitsEvents, requestTimeline } from '../../db/repositories/log-events';
 import { timelineEventView as eventView } from '../../events/view';
-import { findPermit, listChildPermits, listPermitsByRequest, PermitRecord } from '../../db/repositories/permits';
+import { findPermit, listChildPermits, PermitRecord } from '../../db/repositories/permits';
 import { notFoundOrArchived } from '../../retention/archived';
 import { permitDecision } from '../../executions/lifecycle';
 
@@ -43,10 +43,7 @@ export const timelineRoutes = routeFamily(
       handler: async (ctx, { deps }) => {
         const auth = authOf(ctx);
         const requestId = ctx.params.request_id;
-        const [events, permits] = await Promise.all([
-          requestEvents(deps.db, auth.projectId, requestId),
-          listPermitsByRequest(deps.db, auth.projectId, requestId),
-        ]);
+        const { events, permits } = await requestTimeline(deps.db, auth.projectId, requestId);
         if (events.length === 0 && permits.length === 0) throw await notFoundOrArchived(deps.db, auth.projectId, { what: 'Request', id: requestId });
         ctx.body = {
           project_id: auth.projectId,

@@ -10,6 +10,7 @@
 import type { Queryable } from '../pool';
 import { CALL_ID_KIND } from '../../ids';
 import { listEventsByRequest, listEventsForPermits } from './events';
+import { listPermitsByRequest, type PermitRecord } from './permits';
 import type { EventRecord } from '../../events/types';
 import { findGovernanceEvent, listGovernanceEvents } from './governance-events';
 import { derivedEventRef, inFlightEvents, recordEvents } from '../../executions/lifecycle-events';
@@ -35,15 +36,19 @@ const RECORD_IS_DERIVING = 'x.seq IS NOT NULL AND x.lifecycle IS NOT NULL';
 const PERMIT_COLUMNS = `id, project_id, request_id, route, operation, provider, model, workflow_id, decision, reason_code, display_reason,
   reserved_cost_micros, issued_at, expires_at, metadata, closing`;
 
-async function permitsByIds(db: Queryable, projectId: string, ids: string[]): Promise<Map<string, PermitColumns>> {
-  if (ids.length === 0) return new Map();
-  const { rows } = await db.query<PermitColumns>(`SELECT ${PERMIT_COLUMNS} FROM permits WHERE project_id = $1 AND id = ANY($2::text[])`, [projectId, ids]);
-  return new Map(rows.map((p) => [p.id, p]));
+/** The permits of these ids, those in `known` (already read) without a statement. */
+async function permitsByIds(db: Queryable, projectId: string, ids: string[], known: readonly PermitColumns[]): Promise<Map<string, PermitColumns>> {
+  const out = new Map(known.map((p) => [p.id, p]));
+  const missing = ids.filter((id) => !out.has(id));
+  if (missing.length === 0) return out;
+  const { rows } = await db.query<PermitColumns>(`SELECT ${PERMIT_COLUMNS} FROM permits WHERE project_id = $1 AND id = ANY($2::text[])`, [projectId, missing]);
+  for (const p of rows) out.set(p.id, p);
+  return out;
 }
 
-/** Each record's derived events (one list per record, in its order), their permits read in one query. */
-async function deriveAll(db: Queryable, projectId: string, records: RecordRow[]): Promise<LogEvent[][]> {
-  const permits = await permitsByIds(db, projectId, [...new Set(records.map((r) => r.permit_id).filter((id): id is string => id !== null))]);
+/** Each record's derived events (one list per record, in its order), their permits read in one query (none for those in `known`). */
+async function deriveAll(db: Queryable, projectId: string, records: RecordRow[], known: readonly PermitColumns[] = []): Promise<LogEvent[][]> {
+  const permits = await permitsByIds(db, projectId, [...new Set(records.map((r) => r.permit_id).filter((id): id is string => id !== null))], known);
   return records.map((r) => {
     const pos = r.chain_pos === null ? null : Number(r.chain_pos);
     const link = pos !== null && r.link_prev_hash !== null && r.link_hash !== null ? { seq: Number(r.seq), prev_hash: r.link_prev_hash, hash: r.link_hash } : null;
@@ -79,15 +84,28 @@ async function turnPermitEvents(db: Queryable, projectId: string, requestId: str
   return rows;
 }
 
-/** Every event of a request (its timeline): stored, derived from its record, and in flight. */
-export async function requestEvents(db: Queryable, projectId: string, requestId: string): Promise<LogEvent[]> {
-  const [stored, records, inFlight, turnPermit] = await Promise.all([
+/**
+ * A request's timeline: every event of the request (stored, derived from its record, and in
+ * flight) and the request's permits. The permits are read once, by `(project_id, request_id)`, for
+ * the answer's permit ids, the events of calls in flight and the record's derived events: that
+ * read visits every week's partition (permits are partitioned by their own id), the costliest of
+ * the timeline's statements.
+ */
+export async function requestTimeline(db: Queryable, projectId: string, requestId: string): Promise<{ events: LogEvent[]; permits: PermitRecord[] }> {
+  const [stored, records, permits, turnPermit] = await Promise.all([
     listEventsByRequest(db, projectId, requestId),
     recordsWhere(db, 'x.project_id = $1 AND x.id = $2', [projectId, requestId]),
-    inFlightWhere(db, 'project_id = $1 AND request_id = $2', [projectId, requestId]),
+    listPermitsByRequest(db, projectId, requestId),
     turnPermitEvents(db, projectId, requestId),
   ]);
-  return timelineOf(mergeBySeq(stored, turnPermit, 'asc'), (await deriveAll(db, projectId, records)).flat(), inFlight);
+  const inFlight = permits.filter((p) => p.closing !== null).flatMap((p) => inFlightEvents(p));
+  const derived = (await deriveAll(db, projectId, records, permits)).flat();
+  return { events: timelineOf(mergeBySeq(stored, turnPermit, 'asc'), derived, inFlight), permits };
+}
+
+/** Every event of a request (its timeline): stored, derived from its record, and in flight. */
+export async function requestEvents(db: Queryable, projectId: string, requestId: string): Promise<LogEvent[]> {
+  return (await requestTimeline(db, projectId, requestId)).events;
 }
 
 /** Every event of these permits (their timelines together), in seq order, those in flight last. */
