@@ -213,13 +213,12 @@ export async function chainedEventsAfter(
     // The bounds change no result: without them the planner counts each seq as likely in every
     // week's partition (records are partitioned by id, not seq) and, from a few dozen seqs on,
     // plans a parallel scan of them all, tens of times slower than each week's index probed.
-    const bySize = (a: string, b: string) => (BigInt(a) < BigInt(b) ? -1 : 1);
-    const sorted = [...recordSeqs].sort(bySize);
+    const seqs = recordSeqs.map(Number);
     const records = await recordsWhere(db, 'x.project_id = $1 AND x.seq = ANY($2::bigint[]) AND x.seq BETWEEN $3 AND $4', [
       projectId,
-      recordSeqs,
-      sorted[0],
-      sorted[sorted.length - 1],
+      seqs,
+      Math.min(...seqs),
+      Math.max(...seqs),
     ]);
     if (aborted()) return { events: [], to: null };
     const derived = await deriveAll(db, projectId, records);
