@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../../../src/db/pool';
 import { appendEvents } from '../../../src/db/repositories/events';
 import type { EventRecord } from '../../../src/events/types';
-import { chainedEventsAfter, findLogEvent, listLogEvents, permitsEvents, requestEvents } from '../../../src/db/repositories/log-events';
+import { chainedEventsAfter, findLogEvent, listLogEvents, permitsEvents, requestEvents, requestTimeline } from '../../../src/db/repositories/log-events';
 import { insertPermit, type PermitRecord } from '../../../src/db/repositories/permits';
 import { lifecycleOf, type DispatchStart, type Lifecycle, type RecordColumns } from '../../../src/executions/lifecycle';
 import { recordEvents } from '../../../src/executions/lifecycle-events';
@@ -153,6 +153,13 @@ describe('the merged event log', () => {
     expect(fromRecord.slice(0, 3)).toEqual(['permit.allowed', 'permit.expiry_scheduled', 'routing.selected_model']);
     expect((await requestEvents(db, projectId, r.id)).map((e) => e.event_type)).toEqual(fromRecord);
     expect((await permitsEvents(db, projectId, [r.permit_id!])).map((e) => e.event_type)).toEqual(fromRecord);
+    // The request's permits are read once, by request: the record's permit is among them, not read again by id.
+    const sent: string[] = [];
+    const counting = { query: (text: string, params?: unknown[]) => (sent.push(text), db.query(text, params)) } as unknown as Queryable;
+    const timeline = await requestTimeline(counting, projectId, r.id);
+    expect(timeline.permits.map((p) => p.id)).toEqual([r.permit_id]);
+    expect(timeline.events.map((e) => e.event_type)).toEqual(fromRecord);
+    expect(sent.filter((q) => /FROM permits\b/.test(q))).toEqual(['SELECT * FROM permits WHERE project_id = $1 AND request_id = $2 ORDER BY issued_at, id']);
 
     // A call still running: its permit carries the in-flight marker, no record yet.
     const executionId = `exec_${randomUUID().replace(/-/g, '')}`;
