@@ -11,6 +11,7 @@ import type { Queryable } from '../pool';
 import { CALL_ID_KIND } from '../../ids';
 import { listEventsByRequest, listEventsForPermits } from './events';
 import { listPermitsByRequest, type PermitRecord } from './permits';
+import { seqSpan } from './record-leaves';
 import type { EventRecord } from '../../events/types';
 import { findGovernanceEvent, listGovernanceEvents } from './governance-events';
 import { derivedEventRef, inFlightEvents, recordEvents } from '../../executions/lifecycle-events';
@@ -213,13 +214,8 @@ export async function chainedEventsAfter(
     // The bounds change no result: without them the planner counts each seq as likely in every
     // week's partition (records are partitioned by id, not seq) and, from a few dozen seqs on,
     // plans a parallel scan of them all, tens of times slower than each week's index probed.
-    const seqs = recordSeqs.map(Number);
-    const records = await recordsWhere(db, 'x.project_id = $1 AND x.seq = ANY($2::bigint[]) AND x.seq BETWEEN $3 AND $4', [
-      projectId,
-      seqs,
-      Math.min(...seqs),
-      Math.max(...seqs),
-    ]);
+    const { wanted, lo, hi } = seqSpan(recordSeqs);
+    const records = await recordsWhere(db, 'x.project_id = $1 AND x.seq = ANY($2::bigint[]) AND x.seq BETWEEN $3 AND $4', [projectId, wanted, lo, hi]);
     if (aborted()) return { events: [], to: null };
     const derived = await deriveAll(db, projectId, records);
     records.forEach((r, i) => bySeq.set(Number(r.seq), derived[i]));
