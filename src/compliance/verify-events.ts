@@ -114,13 +114,14 @@ export class EventTable {
     this.lineNos[i] = lineNo;
     this.ids.push(e.id);
     const at = i * 96;
-    hash('sha256', `\u0000${text}`, 'buffer').copy(this.hashes, at);
+    // Digests as 'binary' (latin1) strings written in place: half the cost of a Buffer per digest (src/integrity/merkle.ts, `sha256`).
+    this.hashes.write(hash('sha256', `\u0000${text}`, 'binary'), at, 'latin1');
     const prev = e.prev_hash;
     if (typeof prev === 'string' && HEX64.test(prev)) {
       this.hashes.write(prev, at + 32, 'hex');
       this.prevHex[i] = 1;
     }
-    hash('sha256', `${prev as string}${text}`, 'buffer').copy(this.hashes, at + 64);
+    this.hashes.write(hash('sha256', `${prev as string}${text}`, 'binary'), at + 64, 'latin1');
   }
 
   leafEquals(i: number, leaf: Buffer): boolean {

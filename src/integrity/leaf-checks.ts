@@ -81,14 +81,14 @@ export async function checkChainRange(db: Db, range: ChainRange): Promise<Checke
     leaves.set(h.leaf, 32 * i);
   };
   // Positions no event row answers for are call records' (or gaps): checked as their rows arrive.
-  const recordAt = new Map<string, number>();
+  const recordAt = new Map<number, number>();
   for (let i = 0; i < n; i++) {
     const r = rows[i];
-    if (r.seq === null) recordAt.set(String(r.chain_seq), i);
+    if (r.seq === null) recordAt.set(Number(r.chain_seq), i);
     else if (r.project_id === projectId) check(i, canonicalFromColumns(r as CanonicalColumns, r.prev_hash) ?? (await canonicalOfStored(db, r as CanonicalColumns, r.prev_hash)));
   }
   if (recordAt.size > 0) {
-    const each = (seq: string, source: RecordLeafSource) => {
+    const each = (seq: number, source: RecordLeafSource) => {
       const i = recordAt.get(seq);
       if (i !== undefined) check(i, recordLeafCanonical(source, rows[i].prev_hash));
     };

@@ -304,17 +304,18 @@ export async function eachRecordLeafSourceOfSeqs(
   client: PoolClient,
   projectId: string,
   seqs: ReadonlyArray<string | number>,
-  each: (seq: string, source: RecordLeafSource) => void,
+  each: (seq: number, source: RecordLeafSource) => void,
 ): Promise<void> {
   if (seqs.length === 0) return;
   const { wanted, lo, hi } = seqSpan(seqs);
-  const seen = new Set<string>();
+  // Seqs as numbers (as the pool parses int8): a string per row to key it by cost more than its check.
+  const seen = new Set<number>();
   // Thrown from pg's row event, an error of `each` would escape the query: kept and thrown after it.
   const failed: { error?: Error } = {};
   const query = new Query(sourcesQuery(projectId, { lo, hi }, 2 * wanted.length));
   query.on('row', (r: RecordLeafTextRow) => {
     if (!writable(r) || failed.error) return;
-    const seq = String(r.seq);
+    const seq = Number(r.seq);
     seen.add(seq);
     try {
       each(seq, r);
@@ -328,6 +329,6 @@ export async function eachRecordLeafSourceOfSeqs(
     void client.query(query);
   });
   if (failed.error) throw failed.error;
-  const missing = wanted.map(String).filter((s) => !seen.has(s));
-  for (const r of await readRecordLeaves(client, missing.map(() => projectId), missing)) each(r.seq, r);
+  const missing = wanted.filter((s) => !seen.has(s));
+  for (const r of await readRecordLeaves(client, missing.map(() => projectId), missing)) each(Number(r.seq), r);
 }

@@ -13,6 +13,7 @@ import {
   leafHash,
   nodeHash,
   proofTexts,
+  sha256,
   rootOf,
   sourceOf,
   splitPoint,
@@ -78,6 +79,32 @@ describe('RFC 6962 hashes', () => {
     expect(leafHash('')).toEqual(leafHash(Buffer.alloc(0)));
     const [a, b] = [leafHash('a'), leafHash('b')];
     expect(nodeHash(a, b)).toEqual(byHand(1, a, b));
+  });
+
+  it('sha256 and nodeHash give the digest byte for byte, every byte value, each result its own', () => {
+    const digest = (...parts: Uint8Array[]) => parts.reduce((h, p) => h.update(p), createHash('sha256')).digest();
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.uint8Array({ minLength: 32, maxLength: 32 }), (bytes, l, r) => {
+        expect(sha256(bytes)).toEqual(digest(bytes));
+        const [left, right] = [Buffer.from(l), Buffer.from(r)];
+        const node = nodeHash(left, right);
+        const copy = Buffer.from(node);
+        expect(node).toEqual(digest(Uint8Array.of(1), left, right));
+        // The node's input is written into a buffer kept between calls: a later node leaves this one as it was.
+        nodeHash(right, left);
+        expect(node).toEqual(copy);
+      }),
+    );
+    // Digests holding every byte value round trip (the digest is taken as a string of one unit per byte).
+    const seen = new Set<number>();
+    for (let i = 0; i < 128; i++) {
+      const d = sha256(String(i));
+      expect(d).toEqual(digest(Buffer.from(String(i))));
+      for (const b of d) seen.add(b);
+    }
+    expect(seen.size).toBe(256);
+    // Children of other lengths (a malformed proof) are hashed as they are.
+    expect(nodeHash(Buffer.from('ab'), Buffer.from('c'))).toEqual(digest(Uint8Array.of(1), Buffer.from('abc')));
   });
 
   it('chainAndLeafHash gives eventHash and leafHash of the same leaf, whatever its link and length', () => {
