@@ -252,13 +252,16 @@ async function main(): Promise<void> {
       ['timeline: loaded call', async (i) => (await getJson(`${loaded.tollgateUrl}/v1/requests/${oldIds[(i * 7919) % oldIds.length]}/timeline`, bigKey)).ms],
       ['timeline: new call', async (i) => (await getJson(`${loaded.tollgateUrl}/v1/requests/${newIds[i % newIds.length]}/timeline`, bigKey)).ms],
     ];
-    const readFigures: { shape: string; quiet: ReturnType<typeof summary>; loaded: ReturnType<typeof summary> }[] = [];
+    // Each shape's first read and which read was the slowest too: a connection's first statement over every week's partitions plans them all.
+    type ReadSummary = ReturnType<typeof summary> & { first: number; slowestAt: number };
+    const readFigures: { shape: string; quiet: ReadSummary; loaded: ReadSummary }[] = [];
     const readAll = async () => {
-      const out: ReturnType<typeof summary>[] = [];
+      const out: ReadSummary[] = [];
       for (const [, read] of shapes) {
         const times: number[] = [];
         for (let i = 0; i < READS; i++) times.push(await read(i));
-        out.push(summary(times));
+        const sum = summary(times);
+        out.push({ ...sum, first: times[0], slowestAt: times.indexOf(sum.max) + 1 });
       }
       return out;
     };
@@ -351,6 +354,8 @@ async function main(): Promise<void> {
     console.log(`  median ratio loaded/empty ${medianRatio.toFixed(2)}× (target ≥ 0.9)`);
     console.log(`\nreads on the loaded stack, ${READS} each, round trip ms (quiet p50 / p99 | under c=${C} p50 / p99; target p99 ≤ 20):`);
     for (const f of readFigures) console.log(`  ${f.shape.padEnd(32)} ${ms(f.quiet.p50).padStart(7)} / ${ms(f.quiet.p99).padStart(7)} | ${ms(f.loaded.p50).padStart(7)} / ${ms(f.loaded.p99).padStart(7)}`);
+    console.log(`  each shape's first read and its slowest (read #), quiet | under c=${C}:`);
+    for (const f of readFigures) console.log(`  ${f.shape.padEnd(32)} first ${ms(f.quiet.first)}, slowest #${f.quiet.slowestAt} ${ms(f.quiet.max)} | first ${ms(f.loaded.first)}, slowest #${f.loaded.slowestAt} ${ms(f.loaded.max)}`);
     console.log(`  (the load meanwhile: ${bgDone.responses.length} calls, ${JSON.stringify(bgDone.statusCodes)})`);
     console.log(`\nevent stream resumed from an old Last-Event-ID, first record ms (${STREAM_RESUMES} resumes): p50 ${ms(stream.p50)}, p99 ${ms(stream.p99)}, max ${ms(stream.max)} (target ≤ 100)`);
     if (streamAfterFirst) console.log(`  the first ${STREAM_WARM}: ${streamTimes.slice(0, STREAM_WARM).map(ms).join(', ')}; the ${streamTimes.length - STREAM_WARM} after them: p50 ${ms(streamAfterFirst.p50)}, p99 ${ms(streamAfterFirst.p99)}, max ${ms(streamAfterFirst.max)}`);
