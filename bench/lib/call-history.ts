@@ -33,7 +33,8 @@ import { insertCheckpoint } from '../../src/db/repositories/integrity-log';
 import { readRecordLeafSources, recordLeafCanonical, recordLeafSourceKey } from '../../src/db/repositories/record-leaf-text';
 import { complianceSigner } from '../../src/integrity/keys';
 import { logOrigin, rootOfRange } from '../../src/integrity/log';
-import { appendLeaves, leafHash, LOWEST_STORED_LEVEL } from '../../src/integrity/merkle';
+import { appendLeaves, LOWEST_STORED_LEVEL } from '../../src/integrity/merkle';
+import { leafHash } from '../../src/integrity/hashes';
 import { checkpointText, signNote } from '../../src/integrity/note';
 import { makeCall, rnd, type Call, type HistoryProject } from './call-history-calls';
 

@@ -114,7 +114,7 @@ export class EventTable {
     this.lineNos[i] = lineNo;
     this.ids.push(e.id);
     const at = i * 96;
-    // Digests as 'binary' (latin1) strings written in place: half the cost of a Buffer per digest (src/integrity/merkle.ts, `sha256`).
+    // Digests as 'binary' (latin1) strings written in place: half the cost of a Buffer per digest (src/integrity/hashes.ts, `sha256`).
     this.hashes.write(hash('sha256', `\u0000${text}`, 'binary'), at, 'latin1');
     const prev = e.prev_hash;
     if (typeof prev === 'string' && HEX64.test(prev)) {

@@ -14,7 +14,7 @@ import { withTransaction, type Db } from '../db/pool';
 import { eachRecordLeafSourceOfSeqs, recordLeafCanonical, type RecordLeafSource } from '../db/repositories/record-leaf-text';
 import { CANONICAL_COLUMNS_SQL, canonicalOfStored } from '../db/repositories/canonical-columns';
 import { canonicalFromColumns, type CanonicalColumns } from '../events/canonical';
-import { chainAndLeafHash } from './merkle';
+import { chainAndLeafHash } from './hashes';
 
 /** Chain positions (afterPos, toPos] of a project, or all after afterPos up to `limit` rows. */
 export interface ChainRange {

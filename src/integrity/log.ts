@@ -40,22 +40,8 @@ import {
   type ChainedColumnsRow,
   type CheckpointRow,
 } from '../db/repositories/integrity-log';
-import {
-  appendLeaves,
-  compactRangeIds,
-  extendRange,
-  consistencyProof,
-  inclusionProof,
-  leafHash,
-  nodeHash,
-  nodesNeeded,
-  rootOf,
-  sourceOf,
-  verifyConsistency,
-  EMPTY_ROOT,
-  LOWEST_STORED_LEVEL,
-  type NodeId,
-} from './merkle';
+import { appendLeaves, compactRangeIds, extendRange, consistencyProof, inclusionProof, nodesNeeded, rootOf, sourceOf, verifyConsistency, LOWEST_STORED_LEVEL, type NodeId } from './merkle';
+import { leafHash, nodeHash, EMPTY_ROOT } from './hashes';
 import { checkpointText, signNote } from './note';
 import type { ComplianceSigner } from './keys';
 

@@ -19,7 +19,7 @@
 import type { Pool, PoolClient } from 'pg';
 import type { Queryable } from '../pool';
 import { eventHash, GENESIS_HASH, type CanonicalColumns } from '../../events/canonical';
-import { leafHashHex } from '../../integrity/merkle';
+import { leafHashHex } from '../../integrity/hashes';
 import { CANONICAL_COLUMNS_SQL, canonicalOfStored } from './canonical-columns';
 import { readRecordLeafSources, recordLeafCanonical, recordLeafSourceKey, type RecordLeafSource } from './record-leaf-text';
 import { foldCalls, isTerminalEvent } from './call-rollup';

@@ -7,7 +7,8 @@ import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain'
 import { derivedEventId } from '../../../src/executions/lifecycle-events';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';
-import { leafHash, verifyInclusion } from '../../../src/integrity/merkle';
+import { verifyInclusion } from '../../../src/integrity/merkle';
+import { leafHash } from '../../../src/integrity/hashes';
 import { verifyLog } from '../../../src/integrity/verify-log';
 import { say, startHarness, type Harness } from '../executions/helpers';
 

@@ -25,7 +25,7 @@ import { readRecordLeafSourceById, recordLeafCanonical } from '../../../src/db/r
 import { createGovernance } from '../../../src/governance';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';
-import { leafHash } from '../../../src/integrity/merkle';
+import { leafHash } from '../../../src/integrity/hashes';
 import { verifyLog } from '../../../src/integrity/verify-log';
 import { createLogger } from '../../../src/logger';
 import { pricing } from '../../../src/pricing';

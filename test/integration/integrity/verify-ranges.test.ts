@@ -22,7 +22,7 @@ import { createLogger } from '../../../src/logger';
 import { pricing } from '../../../src/pricing';
 import { canonicalEvent, eventHash } from '../../../src/events/canonical';
 import type { EventRecord } from '../../../src/events/types';
-import { leafHash } from '../../../src/integrity/merkle';
+import { leafHash } from '../../../src/integrity/hashes';
 import { ownDatabasePool } from '../../support/own-database';
 
 describe('verifying a chain in ranges', () => {

@@ -1,25 +1,8 @@
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import fc from 'fast-check';
 import { eventHash } from '../../../src/events/canonical';
-import {
-  appendLeaves,
-  extendRange,
-  chainAndLeafHash,
-  consistencyProof,
-  EMPTY_ROOT,
-  inclusionProof,
-  InclusionVerifier,
-  leafHashHex,
-  leafHash,
-  nodeHash,
-  proofTexts,
-  sha256,
-  rootOf,
-  sourceOf,
-  splitPoint,
-  verifyConsistency,
-  verifyInclusion,
-} from '../../../src/integrity/merkle';
+import { appendLeaves, extendRange, consistencyProof, inclusionProof, InclusionVerifier, proofTexts, rootOf, sourceOf, splitPoint, verifyConsistency, verifyInclusion } from '../../../src/integrity/merkle';
+import { chainAndLeafHash, EMPTY_ROOT, leafHashHex, leafHash, nodeHash, sha256 } from '../../../src/integrity/hashes';
 import { checkpointText, openNote, parseCheckpointText, parseVerifierKey, signNote, verifierKey } from '../../../src/integrity/note';
 
 /** RFC 6962 MTH computed directly from the leaves, independent of the stored-node code. */
