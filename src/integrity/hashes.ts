@@ -48,9 +48,18 @@ export function chainAndLeafHash(prevHash: string, leaf: string): { chain: strin
   if (scratch.length < room) scratch = Buffer.allocUnsafe(Math.max(room, 2 * scratch.length));
   const prevEnd = 1 + scratch.write(prevHash, 1, 'utf8');
   const end = prevEnd + scratch.write(leaf, prevEnd, 'utf8');
-  const chain = hash('sha256', scratch.subarray(1, end), 'hex');
-  scratch[prevEnd - 1] = 0x00;
-  return { chain, leaf: sha256(scratch.subarray(prevEnd - 1, end)) };
+  return chainAndLeafHashOfBytes(scratch.subarray(0, end), prevEnd);
+}
+
+/**
+ * `chainAndLeafHash` of a leaf already written out as bytes: `bytes` holds a pad byte, the
+ * prevHash's UTF-8 and from `leafAt` the leaf's (a writer that builds the leaf as bytes hashes
+ * them without a string of them). The byte before the leaf is set to 0x00.
+ */
+export function chainAndLeafHashOfBytes(bytes: Buffer, leafAt: number): { chain: string; leaf: Buffer } {
+  const chain = hash('sha256', bytes.subarray(1), 'hex');
+  bytes[leafAt - 1] = 0x00;
+  return { chain, leaf: sha256(bytes.subarray(leafAt - 1)) };
 }
 
 /** A node's input, 0x01 and its children's hashes, written into one buffer kept between calls. */

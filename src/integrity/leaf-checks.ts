@@ -11,7 +11,7 @@
  * hashes (a row's links as text, per row, cost more to copy between threads than to compare).
  */
 import { withTransaction, type Db } from '../db/pool';
-import { eachRecordLeafSourceOfSeqs, recordLeafCanonical, type RecordLeafSource } from '../db/repositories/record-leaf-text';
+import { eachRecordLeafSourceOfSeqs, recordLeafHashes, type RecordLeafSource } from '../db/repositories/record-leaf-text';
 import { CANONICAL_COLUMNS_SQL, canonicalOfStored } from '../db/repositories/canonical-columns';
 import { canonicalFromColumns, type CanonicalColumns } from '../events/canonical';
 import { chainAndLeafHash } from './hashes';
@@ -73,9 +73,8 @@ export async function checkChainRange(db: Db, range: ChainRange): Promise<Checke
   const leaves = new Uint8Array(32 * n);
   const ok = new Uint8Array(n);
   // The leaf hash the sequencer stored is what checkpoints sign: it must be this leaf's too.
-  const check = (i: number, canonical: string) => {
+  const check = (i: number, h: { chain: string; leaf: Buffer }) => {
     const r = rows[i];
-    const h = chainAndLeafHash(String(r.prev_hash), canonical);
     if (r.hash !== h.chain || (r.leaf_hash !== null && !r.leaf_hash.equals(h.leaf))) return;
     ok[i] = 1;
     leaves.set(h.leaf, 32 * i);
@@ -85,12 +84,15 @@ export async function checkChainRange(db: Db, range: ChainRange): Promise<Checke
   for (let i = 0; i < n; i++) {
     const r = rows[i];
     if (r.seq === null) recordAt.set(Number(r.chain_seq), i);
-    else if (r.project_id === projectId) check(i, canonicalFromColumns(r as CanonicalColumns, r.prev_hash) ?? (await canonicalOfStored(db, r as CanonicalColumns, r.prev_hash)));
+    else if (r.project_id === projectId) {
+      const canonical = canonicalFromColumns(r as CanonicalColumns, r.prev_hash) ?? (await canonicalOfStored(db, r as CanonicalColumns, r.prev_hash));
+      check(i, chainAndLeafHash(String(r.prev_hash), canonical));
+    }
   }
   if (recordAt.size > 0) {
     const each = (seq: number, source: RecordLeafSource) => {
       const i = recordAt.get(seq);
-      if (i !== undefined) check(i, recordLeafCanonical(source, rows[i].prev_hash));
+      if (i !== undefined) check(i, recordLeafHashes(source, String(rows[i].prev_hash)));
     };
     await withTransaction(db, (c) => eachRecordLeafSourceOfSeqs(c, projectId, [...recordAt.keys()], each), RECORDS_READ);
   }

@@ -19,6 +19,7 @@ import type { Queryable } from '../pool';
 import { NdjsonChunk } from '../../events/ndjson-chunk';
 import { decodeUtf8 } from '../../utf8';
 import { canonicalRecord } from '../../events/canonical';
+import { chainAndLeafHash, chainAndLeafHashOfBytes } from '../../integrity/hashes';
 import { RECORD_LEAF_EVENT_TYPE } from '../../executions/record-leaf';
 import { readRecordLeaves, RECORD_PERMIT_SQL, selectRecordsAtKeys, seqSpan, type StoredRecordLeaf } from './record-leaves';
 import type { CallRecord } from './call-records';
@@ -228,6 +229,25 @@ export function recordLeafCanonical(source: RecordLeafSource, prevHash: string |
   const text = decodeUtf8(c.bytes());
   if (c.buf.length > LEAF_CHUNK_KEPT) leafChunk = new NdjsonChunk(4096);
   return text;
+}
+
+/**
+ * `chainAndLeafHash(prevHash, recordLeafCanonical(source, prevHash))`, what `integrity verify`
+ * checks a record's row against: hashed from the leaf's bytes as they are written, with no string
+ * of them decoded and encoded again.
+ */
+export function recordLeafHashes(source: RecordLeafSource, prevHash: string): { chain: string; leaf: Buffer } {
+  if ('row' in source) return chainAndLeafHash(prevHash, canonicalRecord(source, prevHash));
+  const c = leafChunk;
+  c.n = 0;
+  // A pad byte, then the link: chainAndLeafHashOfBytes's layout.
+  c.ascii(' ');
+  c.text(prevHash);
+  const leafAt = c.n;
+  writeLeaf(c, source, prevHash);
+  const hashes = chainAndLeafHashOfBytes(c.buf.subarray(0, c.n), leafAt);
+  if (c.buf.length > LEAF_CHUNK_KEPT) leafChunk = new NdjsonChunk(4096);
+  return hashes;
 }
 
 /** The statement both readers below send: a project's records in a span of seqs, with their permits. */

@@ -11,7 +11,8 @@ import fc from 'fast-check';
 import { Pool } from 'pg';
 import { createProject } from '../../../src/db/repositories/projects';
 import { readRecordLeaves } from '../../../src/db/repositories/record-leaves';
-import { readRecordLeafSourcesOfSeqs, recordLeafCanonical } from '../../../src/db/repositories/record-leaf-text';
+import { readRecordLeafSourcesOfSeqs, recordLeafCanonical, recordLeafHashes } from '../../../src/db/repositories/record-leaf-text';
+import { chainAndLeafHash } from '../../../src/integrity/hashes';
 import { canonicalRecord, GENESIS_HASH } from '../../../src/events/canonical';
 
 const tricky = fc.constantFrom('\b', '\f', '\n', '\r', '\t', '\x01', '\x1f', '\x7f', '"', '\\', '/', '\u2028', 'é', '😀', 'a', ' ');
@@ -115,6 +116,8 @@ describe('record leaves from plain columns', () => {
       const prev = prevHashes[i % prevHashes.length];
       const source = sources.get(seq)!;
       expect(recordLeafCanonical(source, prev)).toBe(canonicalRecord(whole.get(seq)!, prev));
+      // Hashed from the bytes as they are written: the hashes of the same leaf as a string, whatever the link.
+      for (const link of [GENESIS_HASH, 'f'.repeat(64), '', 'é']) expect(recordLeafHashes(source, link)).toEqual(chainAndLeafHash(link, canonicalRecord(whole.get(seq)!, link)));
       if (!('row' in source)) fromColumns += 1;
     });
     // The intent column is written under the member name leaves were first chained with.
