@@ -36,7 +36,7 @@ export async function requestHasEvent(db: Queryable, projectId: string, requestI
 
 /**
  * Stored event rows of a request, by seq. A pipeline call's events are derived from its record, not
- * stored: readers use log-events.ts's requestEvents, which merges both.
+ * stored: readers use log-events.ts's requestTimeline, which merges both.
  */
 export async function listEventsByRequest(db: Queryable, projectId: string, requestId: string): Promise<EventRecord[]> {
   const { rows } = await db.query<EventRecord>(

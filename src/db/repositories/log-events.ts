@@ -104,11 +104,6 @@ export async function requestTimeline(db: Queryable, projectId: string, requestI
   return { events: timelineOf(mergeBySeq(stored, turnPermit, 'asc'), derived, inFlight), permits };
 }
 
-/** Every event of a request (its timeline): stored, derived from its record, and in flight. */
-export async function requestEvents(db: Queryable, projectId: string, requestId: string): Promise<LogEvent[]> {
-  return (await requestTimeline(db, projectId, requestId)).events;
-}
-
 /** Every event of these permits (their timelines together), in seq order, those in flight last. */
 export async function permitsEvents(db: Queryable, projectId: string, permitIds: string[]): Promise<LogEvent[]> {
   if (permitIds.length === 0) return [];

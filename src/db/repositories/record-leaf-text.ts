@@ -217,18 +217,25 @@ export function writeRecordLeaf(chunk: NdjsonChunk, source: RecordLeafSource, pr
 let leafChunk = new NdjsonChunk(4096);
 const LEAF_CHUNK_KEPT = 1 << 20;
 
+/** `use` of the leaf chunk emptied: what it makes of the bytes it writes there (they are overwritten by the next call). */
+function inLeafChunk<T>(use: (c: NdjsonChunk) => T): T {
+  const c = leafChunk;
+  c.n = 0;
+  const out = use(c);
+  if (c.buf.length > LEAF_CHUNK_KEPT) leafChunk = new NdjsonChunk(4096);
+  return out;
+}
+
 /**
  * The record's canonical leaf linked to `prevHash`, written when it is hashed or written out: the
  * text is built from the row then and dropped after, never held for a whole batch of records.
  */
 export function recordLeafCanonical(source: RecordLeafSource, prevHash: string | null): string {
   if ('row' in source) return canonicalRecord(source, prevHash);
-  const c = leafChunk;
-  c.n = 0;
-  writeLeaf(c, source, prevHash);
-  const text = decodeUtf8(c.bytes());
-  if (c.buf.length > LEAF_CHUNK_KEPT) leafChunk = new NdjsonChunk(4096);
-  return text;
+  return inLeafChunk((c) => {
+    writeLeaf(c, source, prevHash);
+    return decodeUtf8(c.bytes());
+  });
 }
 
 /**
@@ -238,16 +245,14 @@ export function recordLeafCanonical(source: RecordLeafSource, prevHash: string |
  */
 export function recordLeafHashes(source: RecordLeafSource, prevHash: string): { chain: string; leaf: Buffer } {
   if ('row' in source) return chainAndLeafHash(prevHash, canonicalRecord(source, prevHash));
-  const c = leafChunk;
-  c.n = 0;
-  // A pad byte, then the link: chainAndLeafHashOfBytes's layout.
-  c.ascii(' ');
-  c.text(prevHash);
-  const leafAt = c.n;
-  writeLeaf(c, source, prevHash);
-  const hashes = chainAndLeafHashOfBytes(c.buf.subarray(0, c.n), leafAt);
-  if (c.buf.length > LEAF_CHUNK_KEPT) leafChunk = new NdjsonChunk(4096);
-  return hashes;
+  return inLeafChunk((c) => {
+    // A pad byte, then the link: chainAndLeafHashOfBytes's layout.
+    c.ascii(' ');
+    c.text(prevHash);
+    const leafAt = c.n;
+    writeLeaf(c, source, prevHash);
+    return chainAndLeafHashOfBytes(c.buf.subarray(0, c.n), leafAt);
+  });
 }
 
 /** The statement both readers below send: a project's records in a span of seqs, with their permits. */

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { emulatorEnv, say, sentRequest } from './helpers';
 import { findCallRecordById } from '../../../src/db/repositories/call-records';
-import { requestEvents } from '../../../src/db/repositories/log-events';
+import { requestTimeline } from '../../../src/db/repositories/log-events';
 import { startEmulator, EmulatorHandle } from '../../../emulator/server';
 import { RECONCILIATION_WORKFLOW_ID } from '../../../workflows/reconciliation';
 import { createTestProject, http, startTestTollgate, TestProject } from '../../support/tollgate';
@@ -63,7 +63,7 @@ describe('a Tollgate process killed mid-call', () => {
 
   async function state(p: TestProject, executionId: string) {
     const db = survivor.db;
-    const ev = await requestEvents(db, p.project.id, executionId);
+    const ev = (await requestTimeline(db, p.project.id, executionId)).events;
     const permit = await db.query('SELECT reservation_state, reserved_cost_micros, actual_cost_micros FROM permits WHERE request_id = $1', [executionId]);
     const spend = await db.query("SELECT reserved_micros, settled_micros FROM spend_counters WHERE project_id = $1 AND period_kind = 'month'", [p.project.id]);
     const inflight = await db.query('SELECT 1 FROM permits WHERE request_id = $1 AND closing IS NOT NULL', [executionId]);

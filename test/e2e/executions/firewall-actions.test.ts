@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { startHarness, Harness, say, patchPolicy, parseSse } from './helpers';
-import { requestEvents } from '../../../src/db/repositories/log-events';
+import { requestTimeline } from '../../../src/db/repositories/log-events';
 import { CANARY_PROMPT } from '../../support/test-logs';
 import type { TestProject } from '../../support/tollgate';
 
@@ -121,7 +121,7 @@ const receivedWith = (marker: string) => h.emu.received().filter((r) => JSON.str
 
 /** A request's events: stored rows (the firewall's) and those derived from its call record. */
 async function events(projectId: string, requestId: string): Promise<{ event_type: string; metadata: any }[]> {
-  return requestEvents(h.tg.db, projectId, requestId);
+  return (await requestTimeline(h.tg.db, projectId, requestId)).events;
 }
 
 /** Rows of every table a governed call writes whose text (or stored response body) contains `value`. */

@@ -1,4 +1,4 @@
-import { listLogEvents, requestEvents } from '../../../src/db/repositories/log-events';
+import { listLogEvents, requestTimeline } from '../../../src/db/repositories/log-events';
 import { inFlightEvents } from '../../../src/executions/lifecycle-events';
 import type { PermitColumns } from '../../../src/executions/lifecycle';
 import { startEmulator, EmulatorHandle } from '../../../emulator/server';
@@ -49,13 +49,13 @@ export const say = (text: string) => [{ role: 'user', content: text }];
 
 /** A request's event types in order: stored rows and those derived from its call record (its timeline's). */
 export async function eventTypes(tg: TestTollgate, projectId: string, requestId: string): Promise<string[]> {
-  return (await requestEvents(tg.db, projectId, requestId)).map((e) => e.event_type);
+  return ((await requestTimeline(tg.db, projectId, requestId)).events).map((e) => e.event_type);
 }
 
 /** A request of the project whose provider.request_sent is logged (stored, derived from its record, or of a call in flight). */
 export async function sentRequest(db: TestTollgate['db'], projectId: string): Promise<{ request_id: string }> {
   const { rows } = await db.query<{ request_id: string }>('SELECT DISTINCT request_id FROM permits WHERE project_id = $1 AND request_id IS NOT NULL', [projectId]);
-  for (const r of rows) if ((await requestEvents(db, projectId, r.request_id)).some((e) => e.event_type === 'provider.request_sent')) return r;
+  for (const r of rows) if (((await requestTimeline(db, projectId, r.request_id)).events).some((e) => e.event_type === 'provider.request_sent')) return r;
   throw new Error(`no request of ${projectId} has provider.request_sent`);
 }
 

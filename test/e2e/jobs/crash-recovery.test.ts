@@ -16,7 +16,7 @@ import { createTestProject, http, startTestTollgate, type TestProject } from '..
 import { waitUntil } from '../../support/wait';
 import { emulatorEnv, say } from '../executions/helpers';
 import { SOURCE_NODE_ARGS } from '../../../scripts/lib/source-node-args';
-import { requestEvents } from '../../../src/db/repositories/log-events';
+import { requestTimeline } from '../../../src/db/repositories/log-events';
 
 jest.setTimeout(180_000);
 
@@ -24,7 +24,7 @@ type TG = Awaited<ReturnType<typeof startTestTollgate>>;
 
 /** The job's request timeline (stored events and those derived from its call's record), as types. */
 async function timelineTypes(db: TG['db'], j: { project_id: string; request_id: string }, only?: string[]): Promise<string[]> {
-  const types = (await requestEvents(db, j.project_id, j.request_id)).map((e) => e.event_type);
+  const types = ((await requestTimeline(db, j.project_id, j.request_id)).events).map((e) => e.event_type);
   return only ? types.filter((t) => only.includes(t)) : types;
 }
 

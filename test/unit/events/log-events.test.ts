@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../../../src/db/pool';
 import { appendEvents } from '../../../src/db/repositories/events';
 import type { EventRecord } from '../../../src/events/types';
-import { chainedEventsAfter, findLogEvent, listLogEvents, permitsEvents, requestEvents, requestTimeline } from '../../../src/db/repositories/log-events';
+import { chainedEventsAfter, findLogEvent, listLogEvents, permitsEvents, requestTimeline } from '../../../src/db/repositories/log-events';
 import { insertPermit, type PermitRecord } from '../../../src/db/repositories/permits';
 import { lifecycleOf, type DispatchStart, type Lifecycle, type RecordColumns } from '../../../src/executions/lifecycle';
 import { recordEvents } from '../../../src/executions/lifecycle-events';
@@ -151,7 +151,7 @@ describe('the merged event log', () => {
     const r = records[4];
     const fromRecord = reference.filter((e) => e.request_id === r.id).map((e) => e.event_type);
     expect(fromRecord.slice(0, 3)).toEqual(['permit.allowed', 'permit.expiry_scheduled', 'routing.selected_model']);
-    expect((await requestEvents(db, projectId, r.id)).map((e) => e.event_type)).toEqual(fromRecord);
+    expect(((await requestTimeline(db, projectId, r.id)).events).map((e) => e.event_type)).toEqual(fromRecord);
     expect((await permitsEvents(db, projectId, [r.permit_id!])).map((e) => e.event_type)).toEqual(fromRecord);
     // The request's permits are read once, by request: the record's permit is among them, not read again by id.
     const sent: string[] = [];
@@ -173,7 +173,7 @@ describe('the merged event log', () => {
       // fabricated call alone (its marker lacks what closing a real call needs).
       closing: { input: { executionId }, dispatch: dispatchAt(200) }, dispatch_deadline: new Date('2999-01-01T00:00:00Z'),
     });
-    const inFlight = await requestEvents(db, projectId, executionId);
+    const inFlight = (await requestTimeline(db, projectId, executionId)).events;
     expect(inFlight.map((e) => e.event_type)).toEqual(['firewall.flagged', 'permit.allowed', 'routing.selected_model', 'execution.started', 'provider.request_sent']);
     expect(inFlight.slice(1).every((e) => e.seq === null && e.request_id === executionId && e.permit_id === permitId)).toBe(true);
     expect((await permitsEvents(db, projectId, [permitId])).map((e) => e.event_type)).toEqual(inFlight.map((e) => e.event_type));
