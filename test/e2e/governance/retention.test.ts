@@ -219,11 +219,18 @@ describe('retention: archive, verify, then delete', () => {
     const p = await h.project();
     const projectId = p.project.id;
     await calls(p.clientKey, 16);
-    // Each thread's nice value (field 19 of /proc/<pid>/task/<tid>/stat, after the name's ")").
+    // Each thread's nice value (field 19 of /proc/<pid>/task/<tid>/stat, after the name's ")"); a
+    // thread that exits between the listing and the read is left out.
     const nices = () =>
-      readdirSync('/proc/self/task').map((tid) => {
-        const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-        return { tid: Number(tid), nice: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) };
+      readdirSync('/proc/self/task').flatMap((tid) => {
+        let stat: string;
+        try {
+          stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+          throw err;
+        }
+        return [{ tid: Number(tid), nice: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) }];
       });
     const own = nices().find((t) => t.tid === process.pid)!.nice;
     const seen: number[][] = [];
