@@ -6,14 +6,22 @@
  * read back both ways: unicode, control characters, quotes, nulls, any JSON in the envelope, the
  * lifecycle and the firewall decision, a session or none, a permit or none, timestamps with
  * microseconds (and years the columns cannot carry, which are read whole).
+ *
+ * The same rows are an export's or archive's row parts (permits.ndjson, executions.ndjson): each
+ * line must be RFC 8785 JSON of the row's `to_jsonb`, parsed with json5 (V8's JSON.parse misreads
+ * some escaped names: test/integration/db/canonical-jsonb.test.ts).
  */
 import fc from 'fast-check';
+import JSON5 from 'json5';
 import { Pool } from 'pg';
+import { exportRowPages } from '../../../src/db/repositories/compliance-exports';
 import { createProject } from '../../../src/db/repositories/projects';
 import { readRecordLeaves } from '../../../src/db/repositories/record-leaves';
 import { readRecordLeafSourcesOfSeqs, recordLeafCanonical, recordLeafHashes } from '../../../src/db/repositories/record-leaf-text';
 import { chainAndLeafHash } from '../../../src/integrity/hashes';
 import { canonicalRecord, GENESIS_HASH } from '../../../src/events/canonical';
+import { canonicalJson } from '../../../src/events/canonical-json';
+import { canonicalJsonbLines } from '../../../src/events/canonical-jsonb';
 
 const tricky = fc.constantFrom('\b', '\f', '\n', '\r', '\t', '\x01', '\x1f', '\x7f', '"', '\\', '/', '\u2028', 'é', '😀', 'a', ' ');
 const text = fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.string({ unit: tricky })).map((s) => s.replace(/\0/g, ''));
@@ -70,6 +78,17 @@ const record = fc.record({
     { nil: null },
   ),
 });
+
+/** json5's parse of a text, without the warning it prints for each U+2028 in a string (valid JSON). */
+function parseQuietly(text: string): unknown {
+  const warn = console.warn;
+  console.warn = () => undefined;
+  try {
+    return JSON5.parse(text);
+  } finally {
+    console.warn = warn;
+  }
+}
 
 describe('record leaves from plain columns', () => {
   const db = new Pool({ connectionString: process.env.DATABASE_URL, max: 2 });
@@ -130,6 +149,20 @@ describe('record leaves from plain columns', () => {
     expect(docs.some((d) => d.session_id !== null) && docs.some((d) => d.session_id === null)).toBe(true);
     expect(docs.some((d) => d.permit?.expires === null) && docs.some((d) => d.permit && d.permit.expires !== null)).toBe(true);
     expect(docs.some((d) => d.lifecycle === null) && docs.some((d) => d.permit === null && d.permit_id !== null)).toBe(true);
+
+    // The row parts: every row of the window, in the part's order, as canonicalJson of its to_jsonb (pages of 7 rows: a page's edges too).
+    const window = { projectId: project.id, since: new Date('1900-01-01T00:00:00Z'), until: new Date('2200-01-01T00:00:00Z') };
+    for (const [part, table, at] of [['permits', 'permits', 'issued_at'], ['executions', 'calls', 'created_at']] as const) {
+      const lines: string[] = [];
+      for await (const page of exportRowPages(db, part, window, 7)) lines.push(...canonicalJsonbLines(page).toString('utf8').split('\n').slice(0, -1));
+      const { rows } = await db.query<{ doc: string }>(`SELECT to_jsonb(t)::text AS doc FROM ${table} t WHERE project_id = $1 AND ${at} >= $2 AND ${at} < $3 ORDER BY ${at}, id`, [
+        project.id,
+        window.since,
+        window.until,
+      ]);
+      expect(rows.length).toBeGreaterThan(docs.length * 0.3);
+      expect(lines).toEqual(rows.map((r) => canonicalJson(parseQuietly(r.doc))));
+    }
 
     await db.query('DELETE FROM calls WHERE project_id = $1', [project.id]);
     await db.query('DELETE FROM permits WHERE project_id = $1', [project.id]);
