@@ -3,12 +3,20 @@
  * its place, flushed to disk, then renamed into place and the directory flushed: a reader sees the
  * whole file or none, and a file retention relied on to delete rows survives a power loss. A
  * scratch object (an archive's part files, read back into the archive and deleted) is not flushed.
+ *
+ * A flushed object is flushed as it is written, every FLUSH_EVERY bytes, not only at its end: one
+ * flush of a whole archive (hundreds of megabytes of dirty pages) held the disk long enough that
+ * PostgreSQL's commits beside it, which each wait for their WAL to reach the disk, stalled behind
+ * it (a tiny transaction's commit took 173 ms against a p99 of 9).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { ArchiveObjectMissing, checkKey, type ArchiveStore, type PutOptions } from './store';
+
+/** Bytes written between two flushes of an object (one flush in flight at a time). */
+const FLUSH_EVERY = 8 << 20;
 
 export class DirectoryArchiveStore implements ArchiveStore {
   constructor(private readonly root: string) {}
@@ -29,14 +37,23 @@ export class DirectoryArchiveStore implements ArchiveStore {
         // One write in flight while the next chunk is made (an archive's bundle: read and hashed):
         // the copy into the file overlaps the source's work rather than waiting for it.
         let writing: Promise<unknown> | null = null;
+        let flushing: Promise<void> | null = null;
+        let flushedAt = 0;
         for await (const chunk of body as AsyncIterable<Uint8Array>) {
           if (writing) await writing;
+          if (!options.scratch && bytes - flushedAt >= FLUSH_EVERY && !flushing) {
+            // The data written so far, while the next chunks are written; an error surfaces below.
+            flushedAt = bytes;
+            flushing = fh.datasync().then(() => void (flushing = null));
+            flushing.catch(() => undefined);
+          }
           writing = fh.write(chunk);
           // Awaited before the next write or after the last; a failure meanwhile is not unhandled.
           writing.catch(() => undefined);
           bytes += chunk.length;
         }
         if (writing) await writing;
+        if (flushing) await flushing;
         if (!options.scratch) await fh.sync();
       } finally {
         await fh.close();

@@ -1,5 +1,7 @@
 /** The directory archive store: whole objects or none, streamed reads, keys kept inside the directory. */
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -36,6 +38,35 @@ describe('DirectoryArchiveStore', () => {
     expect(readFileSync(path.join(root, 'proj_b', 'x.tar'), 'utf8')).toBe('old');
     await expect(store.put('proj_b/y.tar', failing())).rejects.toThrow('source died');
     expect(await store.head('proj_b/y.tar')).toBeNull();
+  });
+
+  it('flushes a large object as it writes it, not only at its end, and a scratch object not at all', async () => {
+    // FileHandle's class, from a handle: its datasync is what a flush in flight calls.
+    const probe = await open(path.join(root, 'probe'), 'w');
+    const FileHandle = Object.getPrototypeOf(probe) as { datasync: () => Promise<void> };
+    await probe.close();
+    const datasync = jest.spyOn(FileHandle, 'datasync');
+    try {
+      const pieces = Array.from({ length: 40 }, () => randomBytes(1 << 20));
+      const digest = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+      expect(await store.put('proj_c/big.tar', Readable.from(pieces))).toEqual({ bytes: 40 << 20 });
+      expect(digest(readFileSync(path.join(root, 'proj_c', 'big.tar')))).toBe(digest(Buffer.concat(pieces)));
+      // Every 8 MiB written, one flush in flight at a time: at least three over 40 MiB.
+      expect(datasync.mock.calls.length).toBeGreaterThanOrEqual(3);
+      datasync.mockClear();
+      await store.put('proj_c/scratch', Readable.from(pieces), { scratch: true });
+      expect(datasync).not.toHaveBeenCalled();
+      // A source that fails after flushes began leaves no object.
+      async function* failing() {
+        yield* pieces.slice(0, 20);
+        throw new Error('source died');
+      }
+      await expect(store.put('proj_c/cut.tar', failing())).rejects.toThrow('source died');
+      expect(await store.head('proj_c/cut.tar')).toBeNull();
+      expect(readdirSync(path.join(root, 'proj_c')).sort()).toEqual(['big.tar', 'scratch']);
+    } finally {
+      datasync.mockRestore();
+    }
   });
 
   it.each(['', '/abs', '../out', 'a/../../b', 'a//b', './a'])('refuses the key %j', async (key) => {
