@@ -335,6 +335,16 @@ async function main(): Promise<void> {
       const dropFrom = r.to - (r.phases.drop ?? 0) - 50;
       return `${inRound.length} (${inRound.filter(([t, l]) => t > dropFrom && t - l < r.to).length} in flight during the drop)`;
     });
+    // When they fell against the round's steps: seconds after the CLI's start at which slow calls ended, and at which each phase of its report ended (the CLI's own start before the first).
+    const slowWhen = retentionRounds.map((r, k) => {
+      const bySecond = new Map<number, number>();
+      for (const [t, l] of rlDone.responses) if (l > 2 * beforeLat.p99 && t - l < r.to && t > r.from) bySecond.set(Math.floor((t - r.from) / 1000), (bySecond.get(Math.floor((t - r.from) / 1000)) ?? 0) + 1);
+      // drop_locked and drop_tries are parts of drop, not phases of their own.
+      const phases = Object.entries(r.phases).filter(([name]) => !name.startsWith('drop_'));
+      let end = (r.to - r.from - phases.reduce((n, [, ms]) => n + ms, 0)) / 1000;
+      const phaseEnds = phases.map(([name, ms]) => `${name} ${(end += ms / 1000).toFixed(1)}`);
+      return `  round ${k + 1}: slow calls ended at (s: count) ${[...bySecond].map(([sec, n]) => `${sec}: ${n}`).join(', ') || 'none'}; its phases ended at (s) ${phaseEnds.join(', ')}`;
+    });
 
     // Figures.
     const ratios = rounds.map((r) => r.loaded.rps / r.empty.rps).sort((a, b) => a - b);
@@ -369,6 +379,7 @@ async function main(): Promise<void> {
       `  calls before: ${beforeList.length}, p99 ${ms(beforeLat.p99)} ms, ${slowBefore} of them slower than 2× that p99; during: ${duringList.length} calls, p50 ${ms(during.p50)}, p99 ${ms(during.p99)}, max ${ms(during.max)} ms; ` +
         `${slow} slower than 2× the p99 before, by round ${slowWhere.join(', ')} (${JSON.stringify(rlDone.statusCodes)})`,
     );
+    for (const line of slowWhen) console.log(line);
     const row = (k: string) => `${k} ${mib(before[k])} → ${mib(after[k])}`;
     const currentWeek = weekStart(new Date()).toISOString().slice(0, 10).replaceAll('-', '');
     const droppedBytes = retentionRounds.flatMap((r) => r.dropped).reduce((n, name) => n + (before[name] ?? 0), 0);
