@@ -5,9 +5,9 @@
  * scratch object (an archive's part files, read back into the archive and deleted) is not flushed.
  *
  * A flushed object is flushed as it is written, every FLUSH_EVERY bytes, not only at its end: one
- * flush of a whole archive (hundreds of megabytes of dirty pages) held the disk long enough that
- * PostgreSQL's commits beside it, which each wait for their WAL to reach the disk, stalled behind
- * it (a tiny transaction's commit took 173 ms against a p99 of 9).
+ * flush of a whole archive's dirty pages held the disk long enough that PostgreSQL's commits beside
+ * it, which each wait for their WAL to reach the disk, stalled behind it
+ * (docs/decisions/archive-store.md).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';

@@ -170,8 +170,8 @@ const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
  * whose members are the columns in RFC 8785 order (their names' UTF-16 order): the row's document
  * `to_jsonb(t)` holds, as text the canonical writer keeps in order (jsonb's text orders members by
  * length, and the writer reordered every row, about a quarter of its time per row). The row of a
- * subquery in FROM, not a subquery per row: PostgreSQL ran that one's plan for each row, over half
- * its time per row.
+ * subquery in FROM, not a subquery per row: PostgreSQL ran that one's plan for each row, most of
+ * its work per row.
  */
 async function rowJsonSql(db: Queryable, table: string, where: string, order: string[]): Promise<string> {
   const { rows } = await db.query<{ name: string; type: string }>(
