@@ -149,6 +149,13 @@ function runCli(stack: Stack, args: string[], archiveDir: string): Promise<{ ms:
   });
 }
 
+/** Checkpoints the server has performed, timed and requested (PostgreSQL 17 keeps them in pg_stat_checkpointer, earlier ones in pg_stat_bgwriter). */
+async function checkpointCount(db: Db): Promise<number> {
+  const { rows } = await db.query<{ view: string | null }>("SELECT to_regclass('pg_catalog.pg_stat_checkpointer')::text AS view");
+  const sql = rows[0].view ? 'SELECT num_timed + num_requested AS n FROM pg_stat_checkpointer' : 'SELECT checkpoints_timed + checkpoints_req AS n FROM pg_stat_bgwriter';
+  return Number((await db.query<{ n: string }>(sql)).rows[0].n);
+}
+
 /**
  * A plain VACUUM of each database every VACUUM_MS until stopped, as autovacuum does on a production
  * server (the development server may run without it): the permits' settling updates then reuse
@@ -207,6 +214,7 @@ async function main(): Promise<void> {
     const { key: bigKey } = await createApiKey(loaded.db, { projectId: big.id, scope: 'client', name: 'bench growth' });
     const loadedSizes = await sizes(loaded.db);
     const autovacuum = (await loaded.db.query<{ setting: string }>("SELECT setting FROM pg_settings WHERE name = 'autovacuum'")).rows[0].setting;
+    const maxWalSize = (await loaded.db.query<{ size: string }>("SELECT current_setting('max_wal_size') AS size")).rows[0].size;
     let vacuums = vacuumLoop([empty.db, loaded.db]);
 
     // 1. Throughput, interleaved.
@@ -297,6 +305,8 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 12_000));
     await vacuums.stop();
     const retentionRounds: { before: string; ms: number; from: number; to: number; archived: number; dropped: string[]; phases: Record<string, number> }[] = [];
+    // The server's checkpoints meanwhile: each first change of a page after one writes the whole page into the WAL the calls' commits wait on.
+    const checkpointsBefore = await checkpointCount(loaded.db);
     for (const cutoff of [monday, new Date(monday.getTime() + 3600_000)]) {
       const from = performance.now();
       const r = await runCli(loaded, ['retention', 'run', '--before', cutoff.toISOString()], archiveDir);
@@ -312,6 +322,7 @@ async function main(): Promise<void> {
       log(`retention --before ${cutoff.toISOString()}: ${(r.ms / 1000).toFixed(1)} s, ${archived} leaves archived, dropped ${report.partitions_dropped.join(', ') || 'nothing'}${kept ? `; kept ${kept}` : ''}; phases (ms) ${JSON.stringify(report.phases_ms ?? {})}`);
       if (report.partitions_dropped.length > 0) break;
     }
+    const checkpointsDuring = (await checkpointCount(loaded.db)) - checkpointsBefore;
     vacuums = vacuumLoop([empty.db, loaded.db]);
     await new Promise((r) => setTimeout(r, 5000));
     const rlDone = await rl.stop();
@@ -350,7 +361,7 @@ async function main(): Promise<void> {
     const ratios = rounds.map((r) => r.loaded.rps / r.empty.rps).sort((a, b) => a - b);
     const medianRatio = ratios[Math.floor(ratios.length / 2)];
     console.log(`\nbench:growth — BENCH_CALLS=${CALLS} BENCH_DAYS=${DAYS} C=${C} BENCH_ROUNDS=${ROUNDS} BENCH_SECONDS=${SECONDS} BENCH_READS=${READS}${EXTRA_SQL ? ` BENCH_SQL='${EXTRA_SQL}'` : ''}`);
-    console.log(`server autovacuum ${autovacuum}; the bench runs a plain VACUUM ${VACUUM_MS > 0 ? `every ${VACUUM_MS} ms (paused while retention runs)` : 'never'}`);
+    console.log(`server autovacuum ${autovacuum}; the bench runs a plain VACUUM ${VACUUM_MS > 0 ? `every ${VACUUM_MS} ms (paused while retention runs)` : 'never'}; server max_wal_size ${maxWalSize}`);
     console.log(`history: ${h.start.toISOString()} → ${h.end.toISOString()}; ${h.projects.map((p) => `${p.name} ${p.calls} calls / ${p.leaves} leaves`).join('; ')}`);
     console.log(
       `load: ${h.rows.permits} permits, ${h.rows.calls} records, ${h.rows.chain} chain rows, ${h.rows.nodes} tree nodes in ${h.seconds.rows.toFixed(0)} s ` +
@@ -380,6 +391,7 @@ async function main(): Promise<void> {
         `${slow} slower than 2× the p99 before, by round ${slowWhere.join(', ')} (${JSON.stringify(rlDone.statusCodes)})`,
     );
     for (const line of slowWhen) console.log(line);
+    console.log(`  the server's checkpoints begun or completed during the rounds: ${checkpointsDuring} (max_wal_size ${maxWalSize})`);
     const row = (k: string) => `${k} ${mib(before[k])} → ${mib(after[k])}`;
     const currentWeek = weekStart(new Date()).toISOString().slice(0, 10).replaceAll('-', '');
     const droppedBytes = retentionRounds.flatMap((r) => r.dropped).reduce((n, name) => n + (before[name] ?? 0), 0);
