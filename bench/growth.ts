@@ -340,16 +340,20 @@ async function main(): Promise<void> {
     const during = summary(duringList);
     const slow = duringList.filter((l) => l > 2 * beforeLat.p99).length;
     // Where the slow calls fell: each round's, and those in flight during its partitions' drop
-    // (the run's last `drop` ms; the CLI's exit after it is a few ms).
-    const slowWhere = retentionRounds.map((r) => {
-      const inRound = rlDone.responses.filter(([t, l]) => l > 2 * beforeLat.p99 && t - l < r.to && t > r.from);
+    // (the run's last `drop` ms; the CLI's exit after it is a few ms); and when, against the round's
+    // steps: the seconds after the CLI's start at which they ended, and at which each phase of its
+    // report ended (the CLI's own start before the first).
+    const slowByRound = retentionRounds.map((r) => rlDone.responses.filter(([t, l]) => l > 2 * beforeLat.p99 && t - l < r.to && t > r.from));
+    const slowWhere = retentionRounds.map((r, k) => {
       const dropFrom = r.to - (r.phases.drop ?? 0) - 50;
-      return `${inRound.length} (${inRound.filter(([t, l]) => t > dropFrom && t - l < r.to).length} in flight during the drop)`;
+      return `${slowByRound[k].length} (${slowByRound[k].filter(([t, l]) => t > dropFrom && t - l < r.to).length} in flight during the drop)`;
     });
-    // When they fell against the round's steps: seconds after the CLI's start at which slow calls ended, and at which each phase of its report ended (the CLI's own start before the first).
     const slowWhen = retentionRounds.map((r, k) => {
       const bySecond = new Map<number, number>();
-      for (const [t, l] of rlDone.responses) if (l > 2 * beforeLat.p99 && t - l < r.to && t > r.from) bySecond.set(Math.floor((t - r.from) / 1000), (bySecond.get(Math.floor((t - r.from) / 1000)) ?? 0) + 1);
+      for (const [t] of slowByRound[k]) {
+        const second = Math.floor((t - r.from) / 1000);
+        bySecond.set(second, (bySecond.get(second) ?? 0) + 1);
+      }
       // drop_locked and drop_tries are parts of drop, not phases of their own.
       const phases = Object.entries(r.phases).filter(([name]) => !name.startsWith('drop_'));
       let end = (r.to - r.from - phases.reduce((n, [, ms]) => n + ms, 0)) / 1000;

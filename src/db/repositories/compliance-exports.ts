@@ -166,14 +166,14 @@ const JSON_SAME_TYPES = new Set(['text', 'character varying', 'integer', 'bigint
 const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 /**
- * The statement of `table`'s rows where `where` holds (alias `t`), in `order`, each as JSON text
- * whose members are the columns in RFC 8785 order (their names' UTF-16 order): the row's document
- * `to_jsonb(t)` holds, as text the canonical writer keeps in order (jsonb's text orders members by
- * length, and the writer reordered every row, about a quarter of its time per row). The row of a
- * subquery in FROM, not a subquery per row: PostgreSQL ran that one's plan for each row, most of
- * its work per row.
+ * The statement of `table`'s rows whose time `at` falls in the window ($1 the project, [$2, $3)),
+ * in (`at`, id) order, each as JSON text whose members are the columns in RFC 8785 order (their
+ * names' UTF-16 order): the row's document `to_jsonb(t)` holds, as text the canonical writer keeps
+ * in order (jsonb's text orders members by length, and the writer reordered every row, about a
+ * quarter of its time per row). The row of a subquery in FROM, not a subquery per row: PostgreSQL
+ * ran that one's plan for each row, most of its work per row.
  */
-async function rowJsonSql(db: Queryable, table: string, where: string, order: string[]): Promise<string> {
+async function rowJsonSql(db: Queryable, table: string, at: string): Promise<string> {
   const { rows } = await db.query<{ name: string; type: string }>(
     `SELECT attname AS name, format_type(atttypid, NULL) AS type FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`,
     [table],
@@ -185,7 +185,7 @@ async function rowJsonSql(db: Queryable, table: string, where: string, order: st
       const type = rows.find((r) => r.name === name)!.type;
       return `${JSON_SAME_TYPES.has(type) ? `t.${ident(name)}` : `to_jsonb(t.${ident(name)})`} AS ${ident(name)}`;
     });
-  return `SELECT row_to_json(c)::text AS doc FROM (SELECT ${columns.join(', ')} FROM ${ident(table)} t WHERE ${where}) c ORDER BY ${order.map((o) => `c.${ident(o)}`).join(', ')}`;
+  return `SELECT row_to_json(c)::text AS doc FROM (SELECT ${columns.join(', ')} FROM ${ident(table)} t WHERE project_id = $1 AND ${ident(at)} >= $2 AND ${ident(at)} < $3) c ORDER BY c.${ident(at)}, c.id`;
 }
 
 /**
@@ -197,13 +197,12 @@ async function rowJsonSql(db: Queryable, table: string, where: string, order: st
  */
 export async function* exportRowPages(db: Db, part: Exclude<ExportPart, 'events'>, window: { projectId: string; since: Date; until: Date }, pageSize = 2000): AsyncGenerator<string[]> {
   const { projectId, since, until } = window;
-  const inWindow = (at: string) => `project_id = $1 AND ${at} >= $2 AND ${at} < $3`;
-  const sql: Record<typeof part, () => Promise<string>> = {
-    permits: () => rowJsonSql(db, 'permits', inWindow('issued_at'), ['issued_at', 'id']),
-    // The part keeps the spec's name `executions` (the bundle's executions.ndjson); its rows are the call records.
-    executions: () => rowJsonSql(db, 'calls', inWindow('created_at'), ['created_at', 'id']),
-    // Members in canonical order (json keeps the order it is built in).
-    usage: async () => `SELECT doc::text AS doc FROM (
+  // The part keeps the spec's name `executions` (the bundle's executions.ndjson); its rows are the call records.
+  const rowsOf = { permits: { table: 'permits', at: 'issued_at' }, executions: { table: 'calls', at: 'created_at' }, workflow_intents: { table: 'intents', at: 'declared_at' } };
+  const statement =
+    part === 'usage'
+      ? // Members in canonical order (json keeps the order it is built in).
+        `SELECT doc::text AS doc FROM (
               SELECT json_build_object('at', created_at, 'cost_usd_micros', cost_usd_micros, 'estimated_final', estimated_final, 'execution_id', id,
                        'input_tokens', input_tokens, 'kind', 'execution', 'model', model, 'output_tokens', output_tokens, 'permit_id', permit_id,
                        'provider', provider) AS doc, created_at AS at, id AS k
@@ -213,15 +212,14 @@ export async function* exportRowPages(db: Db, part: Exclude<ExportPart, 'events'
                        'occurred_at', occurred_at, 'output_tokens', output_tokens, 'permit_id', permit_id, 'status', status),
                      reported_at, permit_id
                 FROM permit_usage_reports WHERE project_id = $1 AND reported_at >= $2 AND reported_at < $3
-            ) u ORDER BY at, k`,
-    workflow_intents: () => rowJsonSql(db, 'intents', inWindow('declared_at'), ['declared_at', 'id']),
-  };
+            ) u ORDER BY at, k`
+      : await rowJsonSql(db, rowsOf[part].table, rowsOf[part].at);
   const client = await db.connect();
   let open = false;
   try {
     await client.query('BEGIN READ ONLY');
     open = true;
-    await client.query(`DECLARE export_rows NO SCROLL CURSOR FOR ${await sql[part]()}`, [projectId, since, until]);
+    await client.query(`DECLARE export_rows NO SCROLL CURSOR FOR ${statement}`, [projectId, since, until]);
     const fetch = () => client.query<{ doc: string }>(`FETCH ${Number(pageSize)} FROM export_rows`);
     // The next page is fetched while the reader writes this one out.
     let next = fetch();
