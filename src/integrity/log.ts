@@ -40,7 +40,7 @@ import {
   type ChainedColumnsRow,
   type CheckpointRow,
 } from '../db/repositories/integrity-log';
-import { appendLeaves, compactRangeIds, extendRange, consistencyProof, inclusionProof, nodesNeeded, rootOf, sourceOf, verifyConsistency, LOWEST_STORED_LEVEL, type NodeId } from './merkle';
+import { appendLeaves, compactRangeIds, extendRange, consistencyProof, inclusionProof, nodeKey, nodesNeeded, rootOf, sourceOf, verifyConsistency, LOWEST_STORED_LEVEL, type NodeId } from './merkle';
 import { leafHash, nodeHash, EMPTY_ROOT } from './hashes';
 import { checkpointText, signNote } from './note';
 import type { ComplianceSigner } from './keys';
@@ -112,26 +112,38 @@ async function checkedLeaf(db: Queryable, projectId: string, r: ChainedColumnsRo
 /**
  * The hashes of perfect nodes: leaves from the chain (or written-out legacy leaves), nodes from
  * `LOWEST_STORED_LEVEL` up as stored, and those between hashed from their leaves, read in the
- * same query.
+ * same query. `knownLeaf` gives the leaf hashes the caller has already read from the chain (an
+ * export's batch reads its chain rows, leaf hashes with them): those are not read again.
  */
-export async function treeNodes(db: Queryable, projectId: string, ids: NodeId[]): Promise<{ level: number; idx: number; hash: Buffer }[]> {
+export async function treeNodes(
+  db: Queryable,
+  projectId: string,
+  ids: NodeId[],
+  knownLeaf: (idx: number) => Buffer | undefined = () => undefined,
+): Promise<{ level: number; idx: number; hash: Buffer }[]> {
   const unstored = (id: NodeId) => id.level > 0 && id.level < LOWEST_STORED_LEVEL;
-  const reads = new Map<string, NodeId>();
+  const reads = new Map<number, NodeId>();
+  const readLeaf = (idx: number) => {
+    if (!knownLeaf(idx)) reads.set(nodeKey(0, idx), { level: 0, idx });
+  };
   for (const id of ids) {
-    if (!unstored(id)) reads.set(`${id.level}:${id.idx}`, id);
-    else for (let i = id.idx * 2 ** id.level; i < (id.idx + 1) * 2 ** id.level; i++) reads.set(`0:${i}`, { level: 0, idx: i });
+    if (id.level === 0) readLeaf(id.idx);
+    else if (!unstored(id)) reads.set(nodeKey(id.level, id.idx), id);
+    else for (let i = id.idx * 2 ** id.level; i < (id.idx + 1) * 2 ** id.level; i++) readLeaf(i);
   }
   const read = await getNodes(db, projectId, [...reads.values()]);
-  const leaf = sourceOf(read.filter((n) => n.level === 0));
-  const hashed = new Map<string, Buffer>();
+  const readLeaves = sourceOf(read.filter((n) => n.level === 0));
+  const leaf = (idx: number) => knownLeaf(idx) ?? readLeaves(0, idx);
+  const hashed = new Map<number, Buffer>();
   const hashOf = (level: number, idx: number): Buffer => {
-    if (level === 0) return leaf(0, idx);
-    const key = `${level}:${idx}`;
+    if (level === 0) return leaf(idx);
+    const key = nodeKey(level, idx);
     let h = hashed.get(key);
     if (!h) hashed.set(key, (h = nodeHash(hashOf(level - 1, 2 * idx), hashOf(level - 1, 2 * idx + 1))));
     return h;
   };
-  return [...read, ...ids.filter(unstored).map((id) => ({ ...id, hash: hashOf(id.level, id.idx) }))];
+  const known = ids.filter((id) => id.level === 0 && !reads.has(nodeKey(0, id.idx))).map((id) => ({ ...id, hash: knownLeaf(id.idx)! }));
+  return [...read, ...known, ...ids.filter(unstored).map((id) => ({ ...id, hash: hashOf(id.level, id.idx) }))];
 }
 
 async function rootAt(db: Queryable, projectId: string, size: number): Promise<Buffer> {
