@@ -33,9 +33,10 @@ export const archiveKey = (a: Pick<ArchiveRow, 'project_id' | 'id'>) => `${a.pro
  * Builds the archive with the compliance export's code (an export row of the archive's id, its
  * range fixed to the archive's, its files in the store under exports/<id>/), streams the bundle
  * into the store under the archive's key, then drops the export's files and rows: the archive is
- * one object in the store, never whole in memory or in PostgreSQL.
+ * one object in the store, never whole in memory or in PostgreSQL. Returns its length; its hash is
+ * taken as it is read back (`verifyStoredArchive`), of what was stored rather than of what was sent.
  */
-export async function writeArchive(deps: RetentionDeps, a: ArchiveRow, opts: RetentionOptions): Promise<{ sha256: string; bytes: number }> {
+export async function writeArchive(deps: RetentionDeps, a: ArchiveRow, opts: RetentionOptions): Promise<{ bytes: number }> {
   const { db } = deps;
   // The part files are read back into the archive's object and deleted: scratch objects.
   const build = { db, config: deps.config, scratch: true };
@@ -57,23 +58,21 @@ export async function writeArchive(deps: RetentionDeps, a: ArchiveRow, opts: Ret
         })(),
   ]);
   for (const b of built) if (b.status === 'rejected') throw b.reason;
-  // The manifest only: the bundle is hashed as it streams into the store below.
+  // The manifest, not an export's finalize: the bundle is hashed as it is read back and verified.
   await writeManifest(build, a.id);
-  const hash = createHash('sha256');
   let bytes = 0;
   const bundle = await exportBundle(build, a.id);
   async function* pieces(): AsyncGenerator<Buffer> {
     for await (const piece of bundle.pieces) {
-      hash.update(piece);
       bytes += piece.length;
       yield piece;
       await opts.onStep?.('uploading', a.id);
     }
   }
   const stored = await archiveStoreOf(deps.config).put(archiveKey(a), pieces());
-  if (stored.bytes !== bytes) throw new ArchiveVerificationError(`archive ${a.id}: ${stored.bytes} bytes stored of ${bytes}`);
+  if (stored.bytes !== bytes || bytes !== bundle.bytes) throw new ArchiveVerificationError(`archive ${a.id}: ${stored.bytes} bytes stored of ${bytes}, its files say ${bundle.bytes}`);
   await dropExport(build, a.id);
-  return { sha256: hash.digest('hex'), bytes };
+  return { bytes };
 }
 
 async function dropExport(deps: RetentionDeps, exportId: string): Promise<void> {
@@ -85,15 +84,17 @@ export class ArchiveVerificationError extends Error {}
 
 /**
  * Reads the archive back from the store (what is stored, not what was sent) and verifies it as
- * `verify-export` does, as it streams (src/compliance/verify-stream.ts: nothing of it held whole),
- * that it is this archive's range, and that it is the object written.
+ * `verify-export` does, as it streams (src/compliance/verify-stream.ts: nothing of it held whole):
+ * its signed manifest, every file against the manifest's hashes, every leaf's proof against the
+ * checkpoint, that it is this archive's range, and that it is as long as the object written.
+ * Returns the stored object's sha256, which the archive row records.
  */
-export async function verifyStoredArchive(deps: RetentionDeps, a: ArchiveRow, sha256: string, bytes: number): Promise<void> {
+export async function verifyStoredArchive(deps: RetentionDeps, a: ArchiveRow, bytes: number): Promise<string> {
   const signer = await complianceSigner(deps.db, deps.config);
   const hash = createHash('sha256');
   const bundle = new BundleVerifier(verifierKey(signer.keyName, signer.publicKey32));
   let read = 0;
-  // A tar that breaks is reported after the whole object's hash: a different object says so first.
+  // A tar that breaks is reported once the whole object is read: an object of another length says so first.
   let unreadable: Error | null = null;
   for await (const chunk of await archiveStoreOf(deps.config).get(archiveKey(a))) {
     const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
@@ -106,7 +107,7 @@ export async function verifyStoredArchive(deps: RetentionDeps, a: ArchiveRow, sh
       unreadable = err as Error;
     }
   }
-  if (read !== bytes || hash.digest('hex') !== sha256) throw new ArchiveVerificationError(`archive ${a.id} (${a.path}): the stored object is not the one written`);
+  if (read !== bytes) throw new ArchiveVerificationError(`archive ${a.id} (${a.path}): the stored object is ${read} bytes, not the ${bytes} written`);
   let result: VerifyResult;
   try {
     if (unreadable) throw unreadable;
@@ -119,6 +120,7 @@ export async function verifyStoredArchive(deps: RetentionDeps, a: ArchiveRow, sh
     const why = result.failures[0]?.message ?? `${result.events_verified} of ${expected} records verified`;
     throw new ArchiveVerificationError(`archive ${a.id} (${a.path}) did not verify: ${why}`);
   }
+  return hash.digest('hex');
 }
 
 /** Before resuming an archive's deletion: its verified object must still be in the store, whole. */

@@ -137,10 +137,10 @@ async function finishArchive(
 ): Promise<ArchiveRow> {
   const { opts, phases } = o;
   if (a.status === 'building') {
-    const { sha256, bytes } = await timed(phases, 'write', () => writeArchive(deps, a, opts));
+    const { bytes } = await timed(phases, 'write', () => writeArchive(deps, a, opts));
     await opts.onStep?.('archived', a.id);
     await timed(phases, 'verify', async () => {
-      await verifyStoredArchive(deps, a, sha256, bytes);
+      const sha256 = await verifyStoredArchive(deps, a, bytes);
       await markArchiveVerified(deps.db, a.id, sha256, bytes);
     });
     await opts.onStep?.('verified', a.id);
