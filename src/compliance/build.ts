@@ -171,9 +171,8 @@ async function readEventsBatch(deps: BuildDeps, row: ExportRow, lo: number, hi: 
       proofOf(i);
     }
   });
-  // The batch's own leaf hashes came with its chain rows.
-  const knownLeaf = (idx: number) => (idx >= lo && idx <= hi ? (chained.get(idx + 1)?.leaf_hash ?? undefined) : undefined);
-  return { lo, hi, chained, records, get: sourceOf(await treeNodes(deps.db, row.project_id, needed, knownLeaf)) };
+  const leafOfChainRow = (idx: number) => (idx >= lo && idx <= hi ? (chained.get(idx + 1)?.leaf_hash ?? undefined) : undefined);
+  return { lo, hi, chained, records, get: sourceOf(await treeNodes(deps.db, row.project_id, needed, leafOfChainRow)) };
 }
 
 async function writeEventsPart(deps: BuildDeps, row: ExportRow, events: ExportFileWriter, proofs: ExportFileWriter): Promise<void> {
