@@ -358,7 +358,7 @@ async function main(): Promise<void> {
       const phases = Object.entries(r.phases).filter(([name]) => !name.startsWith('drop_'));
       let end = (r.to - r.from - phases.reduce((n, [, ms]) => n + ms, 0)) / 1000;
       const phaseEnds = phases.map(([name, ms]) => `${name} ${(end += ms / 1000).toFixed(1)}`);
-      return `  round ${k + 1}: slow calls ended at (s: count) ${[...bySecond].map(([sec, n]) => `${sec}: ${n}`).join(', ') || 'none'}; its phases ended at (s) ${phaseEnds.join(', ')}`;
+      return `  round ${k + 1} (began ${new Date(performance.timeOrigin + r.from).toISOString()}): slow calls ended at (s: count) ${[...bySecond].map(([sec, n]) => `${sec}: ${n}`).join(', ') || 'none'}; its phases ended at (s) ${phaseEnds.join(', ')}`;
     });
 
     // Figures.
