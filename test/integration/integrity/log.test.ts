@@ -12,11 +12,11 @@ import { canonicalEvent } from '../../../src/events/canonical';
 import { chainAllProjectEvents } from '../../../src/db/repositories/event-chain';
 import type { EventRecord } from '../../../src/events/types';
 import { rootFromInclusionProof, sourceOf, verifyConsistency } from '../../../src/integrity/merkle';
-import { leafHash } from '../../../src/integrity/hashes';
+import { leafHash, nodeHash } from '../../../src/integrity/hashes';
 import { getNodes } from '../../../src/db/repositories/integrity-log';
 import { createProject } from '../../../src/db/repositories/projects';
 import { complianceSigner } from '../../../src/integrity/keys';
-import { issueCheckpoint, proveConsistency, proveInclusion, rootFromChain } from '../../../src/integrity/log';
+import { issueCheckpoint, proveConsistency, proveInclusion, rootFromChain, treeNodes } from '../../../src/integrity/log';
 import { ownDatabasePool } from '../../support/own-database';
 
 // Counts the turns the log gives the event loop; the turns themselves still happen.
@@ -126,5 +126,26 @@ describe('checkpoint over a backlog', () => {
     const r = await issueCheckpoint(own.db, signer, project.id);
     expect(Number(r.issued?.tree_size)).toBe(4);
     expect(await leavesAgainstEvents(project.id)).toEqual({ count: 4, mismatched: 0 });
+  });
+
+  it('takes the leaf hashes its caller already holds (an export’s batch, from its chain rows) instead of reading them, and hashes the unstored levels from them', async () => {
+    const project = await backlog('known leaves', 100);
+    const signer = await complianceSigner(own.db, { env: 'test', masterKey: undefined, databaseUrl: own.url });
+    await issueCheckpoint(own.db, signer, project.id);
+    const ids = [...[3, 4, 5, 6, 7, 20].map((idx) => ({ level: 0, idx })), { level: 2, idx: 1 }, { level: 4, idx: 0 }];
+    const stored = sourceOf(await treeNodes(own.db, project.id, ids));
+    // A caller holding leaves 3–7, one of them not the stored one: that one is what comes back,
+    // and the node above it is hashed from it; a leaf outside what it holds, and a stored node, are read.
+    const marker = Buffer.alloc(32, 7);
+    const held = (idx: number) => (idx === 5 ? marker : idx >= 3 && idx <= 7 ? stored(0, idx) : undefined);
+    const got = sourceOf(await treeNodes(own.db, project.id, ids, held));
+    expect(got(0, 5).equals(marker)).toBe(true);
+    expect(got(0, 4).equals(stored(0, 4)) && got(0, 20).equals(stored(0, 20))).toBe(true);
+    expect(got(2, 1).equals(nodeHash(nodeHash(stored(0, 4), marker), nodeHash(stored(0, 6), stored(0, 7))))).toBe(true);
+    expect(got(2, 1).equals(stored(2, 1))).toBe(false);
+    expect(got(4, 0).equals(stored(4, 0))).toBe(true);
+    // Held as they are stored, every node is the stored tree's.
+    const same = sourceOf(await treeNodes(own.db, project.id, ids, (idx) => (idx >= 3 && idx <= 7 ? stored(0, idx) : undefined)));
+    for (const id of ids) expect(same(id.level, id.idx).equals(stored(id.level, id.idx))).toBe(true);
   });
 });
