@@ -60,6 +60,11 @@ const baseEnvSchema = z.object({
    * calls sharing its cores (Linux); 0 runs it in the calling thread.
    */
   RETENTION_NICE: z.coerce.number().int().min(0).max(19).default(0),
+  /**
+   * The share of the time (0–1] retention's work may take: after each slice of it, a pause that
+   * leaves the rest to the calls on the same cores (src/retention/pace.ts); 1 never pauses.
+   */
+  RETENTION_CPU_SHARE: z.coerce.number().gt(0).max(1).default(0.5),
   /** Where retention's archives and compliance exports' files are written (created when missing), unless ARCHIVE_S3_BUCKET is set. */
   ARCHIVE_DIR: z.string().optional(),
   /** An S3-compatible bucket for them instead (docs/decisions/archive-store.md): set, it replaces ARCHIVE_DIR. */
@@ -176,7 +181,7 @@ export interface Config {
   bodyLimitBytes: number;
   idempotencyRetentionHours: number;
   /** Retention (docs/decisions/retention-and-archives.md): days kept (undefined: forever). */
-  retention: { days?: number; nice?: number };
+  retention: { days?: number; nice?: number; cpuShare?: number };
   /** Where archives and export files are kept (src/archive-store). */
   archiveStore: { kind: 'directory'; dir: string } | S3ArchiveStoreConfig;
   masterKey?: string;
@@ -296,7 +301,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     idempotencyRetentionHours: e.IDEMPOTENCY_RETENTION_HOURS,
-    retention: { days: e.RETENTION_DAYS, nice: e.RETENTION_NICE },
+    retention: { days: e.RETENTION_DAYS, nice: e.RETENTION_NICE, cpuShare: e.RETENTION_CPU_SHARE },
     archiveStore: e.ARCHIVE_S3_BUCKET
       ? {
           kind: 's3',

@@ -24,7 +24,7 @@ import { canonicalOfStored } from '../db/repositories/canonical-columns';
 import type { CanonicalColumns } from '../events/canonical';
 import { chainAllProjectEvents } from '../db/repositories/event-chain';
 import { readRecordLeafSourcesOfSeqs, writeRecordLeaf, type RecordLeafSource } from '../db/repositories/record-leaf-text';
-import { NdjsonChunk } from '../events/ndjson-chunk';
+import { LineBytes, NdjsonChunk } from '../events/ndjson-chunk';
 import {
   exportRowPages,
   findExport,
@@ -54,6 +54,8 @@ export interface BuildDeps {
   config: Pick<Config, 'env' | 'masterKey' | 'databaseUrl' | 'archiveStore'>;
   /** The files are read back into one object and deleted (an archive's): stored as scratch objects, not flushed to disk. */
   scratch?: boolean;
+  /** Called between pieces of work (retention's pace, src/retention/pace.ts). */
+  pause?: () => Promise<void>;
 }
 
 /** The archive store key of an export's file. */
@@ -63,17 +65,6 @@ export const exportFileKey = (exportId: string, name: string) => `exports/${expo
 const BATCH = 2000;
 /** Events written out (whole-row canonical form, inclusion proof) between two turns of the event loop: ~1 ms. */
 const EVENTS_PER_TURN = 50;
-
-/**
- * A file's bytes per line so far, to size the next batch's chunk (an eighth more): a chunk sized
- * for the batch is written into once, not grown and copied.
- */
-class LineBytes {
-  perLine = 2048;
-  saw(chunk: NdjsonChunk): void {
-    if (chunk.lines > 0) this.perLine = Math.ceil((chunk.n / chunk.lines) * 1.125);
-  }
-}
 
 async function load(db: Db, exportId: string): Promise<ExportRow> {
   const row = await findExport(db, null, exportId);
@@ -122,7 +113,7 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
   if (part !== 'events') {
     const docs = new ExportFileWriter(deps, exportId, `${part}.ndjson`);
     await written([docs], async () => {
-      for await (const page of exportRowPages(deps.db, part, { projectId: row.project_id, since: row.window_start, until: row.window_end })) if (page.length > 0) await docs.addBytes(canonicalJsonbLines(page), page.length);
+      for await (const page of exportRowPages(deps.db, part, { projectId: row.project_id, since: row.window_start, until: row.window_end })) if (page.length > 0) await docs.addBytes(canonicalJsonbLines(page), page.length).then(deps.pause);
     });
     await markExportPartDone(deps.db, row.id, part);
     return docs.records;
@@ -197,7 +188,7 @@ async function writeEventsPart(deps: BuildDeps, row: ExportRow, events: ExportFi
       const proofLines = new NdjsonChunk(count * proofBytes.perLine);
       for (let i = lo; i <= hi; i++) {
         // The worker shares the API process unless it runs apart: let requests in between slices.
-        if (i > lo && (i - lo) % EVENTS_PER_TURN === 0) await nextTurn();
+        if (i > lo && (i - lo) % EVENTS_PER_TURN === 0) await nextTurn().then(deps.pause);
         const r = chained.get(i + 1);
         const record = r && r.seq === null ? records.get(String(r.chain_seq)) : undefined;
         if (record) {

@@ -79,3 +79,14 @@ export class NdjsonChunk {
     return this.buf.subarray(0, this.n);
   }
 }
+
+/**
+ * A file's bytes per line so far, to size the next batch's chunk (an eighth more): a chunk sized
+ * for the batch is written into once, not grown and copied.
+ */
+export class LineBytes {
+  perLine = 2048;
+  saw(chunk: NdjsonChunk): void {
+    if (chunk.lines > 0) this.perLine = Math.ceil((chunk.n / chunk.lines) * 1.125);
+  }
+}

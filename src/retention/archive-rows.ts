@@ -15,8 +15,8 @@ import { Worker } from 'node:worker_threads';
 import type { BuildDeps } from '../compliance/build';
 import type { ExportPart } from '../db/repositories/compliance-exports';
 
-export function buildRowPartsInWorker(config: BuildDeps['config'], exportId: string, parts: ExportPart[]): Promise<void> {
-  const workerData = { config: { env: config.env, masterKey: config.masterKey, databaseUrl: config.databaseUrl, archiveStore: config.archiveStore }, exportId, parts };
+export function buildRowPartsInWorker(config: BuildDeps['config'], exportId: string, parts: ExportPart[], cpuShare = 1): Promise<void> {
+  const workerData = { config: { env: config.env, masterKey: config.masterKey, databaseUrl: config.databaseUrl, archiveStore: config.archiveStore }, exportId, parts, cpuShare };
   const worker = __filename.endsWith('.ts')
     ? new Worker(`require(${JSON.stringify(require.resolve('tsx/cjs/api'))}).register(); require(${JSON.stringify(path.join(__dirname, 'archive-rows-worker.ts'))});`, { eval: true, workerData })
     : new Worker(path.join(__dirname, 'archive-rows-worker.js'), { workerData });

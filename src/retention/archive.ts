@@ -13,6 +13,7 @@ import { findExport, insertExport, updateExport, type ExportPart } from '../db/r
 import type { ArchiveRow } from '../db/repositories/archives';
 import { complianceSigner } from '../integrity/keys';
 import { verifierKey } from '../integrity/note';
+import type { Pace } from './pace';
 import type { RetentionDeps, RetentionOptions } from './types';
 
 /** The parts an archive holds: the log range and the rows of the window that retention deletes. */
@@ -36,10 +37,10 @@ export const archiveKey = (a: Pick<ArchiveRow, 'project_id' | 'id'>) => `${a.pro
  * one object in the store, never whole in memory or in PostgreSQL. Returns its length; its hash is
  * taken as it is read back (`verifyStoredArchive`), of what was stored rather than of what was sent.
  */
-export async function writeArchive(deps: RetentionDeps, a: ArchiveRow, opts: RetentionOptions): Promise<{ bytes: number }> {
+export async function writeArchive(deps: RetentionDeps, a: ArchiveRow, opts: RetentionOptions, pace?: Pace): Promise<{ bytes: number }> {
   const { db } = deps;
   // The part files are read back into the archive's object and deleted: scratch objects.
-  const build = { db, config: deps.config, scratch: true };
+  const build = { db, config: deps.config, scratch: true, pause: pace && (() => pace.step()) };
   await dropExport(build, a.id);
   await insertExport(db, { id: a.id, projectId: a.project_id, since: new Date(a.window_since), until: new Date(a.window_until), include: ARCHIVE_PARTS, requestedBy: 'retention' });
   await updateExport(db, a.id, { status: 'running', started: true, first_index: Number(a.first_index), last_index: Number(a.last_index), checkpoint_size: Number(a.checkpoint_size) });
@@ -52,7 +53,7 @@ export async function writeArchive(deps: RetentionDeps, a: ArchiveRow, opts: Ret
   const built = await Promise.allSettled([
     buildExportPart(build, a.id, 'events'),
     inWorker
-      ? buildRowPartsInWorker(deps.config, a.id, rowParts)
+      ? buildRowPartsInWorker(deps.config, a.id, rowParts, pace?.share)
       : (async () => {
           for (const part of rowParts) await buildExportPart(build, a.id, part);
         })(),
@@ -67,6 +68,7 @@ export async function writeArchive(deps: RetentionDeps, a: ArchiveRow, opts: Ret
       bytes += piece.length;
       yield piece;
       await opts.onStep?.('uploading', a.id);
+      await pace?.step();
     }
   }
   const stored = await archiveStoreOf(deps.config).put(archiveKey(a), pieces());
@@ -89,7 +91,7 @@ export class ArchiveVerificationError extends Error {}
  * checkpoint, that it is this archive's range, and that it is as long as the object written.
  * Returns the stored object's sha256, which the archive row records.
  */
-export async function verifyStoredArchive(deps: RetentionDeps, a: ArchiveRow, bytes: number): Promise<string> {
+export async function verifyStoredArchive(deps: RetentionDeps, a: ArchiveRow, bytes: number, pace?: Pace): Promise<string> {
   const signer = await complianceSigner(deps.db, deps.config);
   const hash = createHash('sha256');
   const bundle = new BundleVerifier(verifierKey(signer.keyName, signer.publicKey32));
@@ -100,6 +102,7 @@ export async function verifyStoredArchive(deps: RetentionDeps, a: ArchiveRow, by
     const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
     hash.update(b);
     read += b.length;
+    await pace?.step();
     if (unreadable) continue;
     try {
       bundle.write(b);

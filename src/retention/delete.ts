@@ -6,6 +6,7 @@ import { deleteRollupBefore, moveRollupStart } from '../db/repositories/call-rol
 import { deleteGovernanceRollupBefore, moveGovernanceRollupStart } from '../db/repositories/governance-rollup';
 import { deleteUsageRollupBefore, moveUsageRollupStart } from '../db/repositories/usage-rollup';
 import { addArchiveDeleted, type ArchiveRow } from '../db/repositories/archives';
+import type { Pace } from './pace';
 import type { RetentionOptions } from './types';
 
 const DEFAULT_BATCH = 1000;
@@ -55,13 +56,17 @@ function scopes(table: 'calls' | 'permits', prefix: string, deferral: Deferral |
  * a place in the log, permits no retained record or event names, their usage reports, evidence
  * and attestations, idempotency keys). Checkpoints and the tree's stored nodes above the leaves
  * stay: every archive keeps verifying against them. With a deferral, records and permits of the
- * deferred weeks stay for their partitions' drop.
+ * deferred weeks stay for their partitions' drop; with a pace, each batch is followed by its step.
  */
-export async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptions, deferral: Deferral | null): Promise<void> {
+export async function deleteArchived(db: Db, a: ArchiveRow, opts: RetentionOptions, o: { deferral: Deferral | null; pace?: Pace }): Promise<void> {
+  const { deferral, pace } = o;
   const batch = opts.batchSize ?? DEFAULT_BATCH;
   const project = a.project_id;
   const cutoff = new Date(a.window_until);
-  const step = async () => opts.onStep?.('batch', a.id);
+  const step = async () => {
+    await opts.onStep?.('batch', a.id);
+    await pace?.step();
+  };
   // Runs `once_` (one batch of `table`'s rows) until it deletes nothing, counting what it deleted.
   const drain = async (table: string, once_: () => Promise<number>): Promise<void> => {
     for (;;) {

@@ -18,6 +18,7 @@ import { markArchiveCompleted, markArchiveVerified, openArchive, type ArchiveRow
 import { checkArchiveStored, verifyStoredArchive, writeArchive } from './archive';
 import { deleteArchived, type Deferral } from './delete';
 import { deferredWeeks, dropAgedPartitions } from './partitions';
+import { Pace } from './pace';
 import { planArchive } from './plan';
 import { retainProjectsInThread } from './run-thread';
 import type { ArchiveView, ProjectRetention, RetentionDeps, RetentionOptions, RetentionReport } from './types';
@@ -136,18 +137,19 @@ async function finishArchive(
   o: { opts: RetentionOptions; deferral: Deferral | null; phases: ProjectRetention['phases_ms'] },
 ): Promise<ArchiveRow> {
   const { opts, phases } = o;
+  const pace = new Pace(deps.config.retention.cpuShare ?? 1);
   if (a.status === 'building') {
-    const { bytes } = await timed(phases, 'write', () => writeArchive(deps, a, opts));
+    const { bytes } = await timed(phases, 'write', () => writeArchive(deps, a, opts, pace));
     await opts.onStep?.('archived', a.id);
     await timed(phases, 'verify', async () => {
-      const sha256 = await verifyStoredArchive(deps, a, bytes);
+      const sha256 = await verifyStoredArchive(deps, a, bytes, pace);
       await markArchiveVerified(deps.db, a.id, sha256, bytes);
     });
     await opts.onStep?.('verified', a.id);
   } else {
     await timed(phases, 'verify', () => checkArchiveStored(deps, a));
   }
-  await timed(phases, 'delete', () => deleteArchived(deps.db, a, opts, o.deferral));
+  await timed(phases, 'delete', () => deleteArchived(deps.db, a, opts, { deferral: o.deferral, pace }));
   const done = await markArchiveCompleted(deps.db, a.id);
   return done!;
 }

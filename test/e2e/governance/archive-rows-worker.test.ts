@@ -1,7 +1,8 @@
 /**
  * An archive's row parts written in a worker thread (src/retention/archive-rows.ts): the archive
  * is the same, file for file, as the one written in the archive's own thread (all but the
- * manifest, which carries the write's time), and it reads back and verifies.
+ * manifest, which carries the write's time), and it reads back and verifies; so does one paced
+ * by RETENTION_CPU_SHARE (src/retention/pace.ts).
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,7 @@ import { latestCheckpoint } from '../../../src/db/repositories/integrity-log';
 import { complianceSigner } from '../../../src/integrity/keys';
 import { issueCheckpoint } from '../../../src/integrity/log';
 import { verifyStoredArchive, writeArchive } from '../../../src/retention/archive';
+import { Pace } from '../../../src/retention/pace';
 import { planArchive } from '../../../src/retention/plan';
 import { startHarness, type Harness } from '../executions/helpers';
 import { makeCalls } from './helpers';
@@ -38,9 +40,9 @@ describe('archive row parts in a worker thread', () => {
     const deps = { db: h.tg.db, config: h.tg.config };
     const a = await planArchive(deps, projectId, new Date());
     expect(a).not.toBeNull();
-    const files = (rowsInWorker: boolean) => async () => {
-      const w = await writeArchive(deps, a!, { now: new Date(), rowsInWorker });
-      await verifyStoredArchive(deps, a!, w.bytes);
+    const files = (rowsInWorker: boolean, pace?: Pace) => async () => {
+      const w = await writeArchive(deps, a!, { now: new Date(), rowsInWorker }, pace);
+      await verifyStoredArchive(deps, a!, w.bytes, pace);
       const tar = readTar(readFileSync(a!.path));
       tar.delete('manifest.note');
       return Object.fromEntries([...tar.entries()].map(([name, body]) => [name, body.toString('base64')]));
@@ -49,6 +51,14 @@ describe('archive row parts in a worker thread', () => {
     const inWorker = await files(true)();
     expect(Object.keys(inThread).sort()).toEqual(['checkpoint.note', 'events.ndjson', 'executions.ndjson', 'permits.ndjson', 'proofs.ndjson', 'usage.ndjson']);
     expect(inWorker).toEqual(inThread);
+    // Paced (RETENTION_CPU_SHARE below 1), on a clock on which every piece of work takes a slice:
+    // a pause after each, the same archive.
+    const pauses: number[] = [];
+    let t = 0;
+    const pace = new Pace(0.5, () => (t += 20), async (ms) => void pauses.push(ms));
+    expect(await files(false, pace)()).toEqual(inThread);
+    expect(pauses.length).toBeGreaterThan(3);
+    expect(pauses.every((ms) => ms === 20)).toBe(true);
     expect(Buffer.from(inWorker['executions.ndjson'], 'base64').toString('utf8').trim().split('\n').length).toBeGreaterThanOrEqual(16);
   });
 });
