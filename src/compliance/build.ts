@@ -113,7 +113,10 @@ export async function buildExportPart(deps: BuildDeps, exportId: string, part: E
   if (part !== 'events') {
     const docs = new ExportFileWriter(deps, exportId, `${part}.ndjson`);
     await written([docs], async () => {
-      for await (const page of exportRowPages(deps.db, part, { projectId: row.project_id, since: row.window_start, until: row.window_end })) if (page.length > 0) await docs.addBytes(canonicalJsonbLines(page), page.length).then(deps.pause);
+      for await (const page of exportRowPages(deps.db, part, { projectId: row.project_id, since: row.window_start, until: row.window_end })) {
+        if (page.length > 0) await docs.addBytes(canonicalJsonbLines(page), page.length);
+        await deps.pause?.();
+      }
     });
     await markExportPartDone(deps.db, row.id, part);
     return docs.records;
@@ -188,7 +191,10 @@ async function writeEventsPart(deps: BuildDeps, row: ExportRow, events: ExportFi
       const proofLines = new NdjsonChunk(count * proofBytes.perLine);
       for (let i = lo; i <= hi; i++) {
         // The worker shares the API process unless it runs apart: let requests in between slices.
-        if (i > lo && (i - lo) % EVENTS_PER_TURN === 0) await nextTurn().then(deps.pause);
+        if (i > lo && (i - lo) % EVENTS_PER_TURN === 0) {
+          await nextTurn();
+          await deps.pause?.();
+        }
         const r = chained.get(i + 1);
         const record = r && r.seq === null ? records.get(String(r.chain_seq)) : undefined;
         if (record) {
