@@ -40,12 +40,13 @@ function makeParametersStorable(client: PoolClient): void {
 }
 
 /**
- * How a read of the rollups begins: read only, and without JIT (the planner's estimates for their
- * range joins are loose, so a statement's cost passes jit_above_cost and compiling its expressions
- * takes far longer than running it). The snapshot form holds one snapshot for every statement.
+ * How a long read begins (the rollups', an export's row parts'): read only, and without JIT (the
+ * planner's estimates for the rollups' range joins are loose, and a window's rows are many, so a
+ * statement's cost passes jit_above_cost and compiling its expressions takes longer than it
+ * saves). The snapshot form holds one snapshot for every statement.
  */
-export const ROLLUP_READ = 'BEGIN READ ONLY; SET LOCAL jit = off';
-export const ROLLUP_READ_SNAPSHOT = 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL jit = off';
+export const READ_WITHOUT_JIT = 'BEGIN READ ONLY; SET LOCAL jit = off';
+export const SNAPSHOT_READ_WITHOUT_JIT = 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL jit = off';
 
 /** Runs `fn` in a transaction on one client (`begin`: how it begins), committed when `fn` resolves, rolled back when it throws. */
 export async function withTransaction<T>(db: Db, fn: (client: PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {

@@ -123,17 +123,20 @@ export async function treeNodes(
 ): Promise<{ level: number; idx: number; hash: Buffer }[]> {
   const unstored = (id: NodeId) => id.level > 0 && id.level < LOWEST_STORED_LEVEL;
   const reads = new Map<number, NodeId>();
-  const readLeaf = (idx: number) => {
-    if (!knownLeaf(idx)) reads.set(nodeKey(0, idx), { level: 0, idx });
+  const held = new Map<number, Buffer>();
+  const needLeaf = (idx: number) => {
+    const h = knownLeaf(idx);
+    if (h) held.set(idx, h);
+    else reads.set(nodeKey(0, idx), { level: 0, idx });
   };
   for (const id of ids) {
-    if (id.level === 0) readLeaf(id.idx);
+    if (id.level === 0) needLeaf(id.idx);
     else if (!unstored(id)) reads.set(nodeKey(id.level, id.idx), id);
-    else for (let i = id.idx * 2 ** id.level; i < (id.idx + 1) * 2 ** id.level; i++) readLeaf(i);
+    else for (let i = id.idx * 2 ** id.level; i < (id.idx + 1) * 2 ** id.level; i++) needLeaf(i);
   }
   const read = await getNodes(db, projectId, [...reads.values()]);
   const readLeaves = sourceOf(read.filter((n) => n.level === 0));
-  const leaf = (idx: number) => knownLeaf(idx) ?? readLeaves(0, idx);
+  const leaf = (idx: number) => held.get(idx) ?? readLeaves(0, idx);
   const hashed = new Map<number, Buffer>();
   const hashOf = (level: number, idx: number): Buffer => {
     if (level === 0) return leaf(idx);
@@ -142,7 +145,7 @@ export async function treeNodes(
     if (!h) hashed.set(key, (h = nodeHash(hashOf(level - 1, 2 * idx), hashOf(level - 1, 2 * idx + 1))));
     return h;
   };
-  const known = ids.filter((id) => id.level === 0 && !reads.has(nodeKey(0, id.idx))).map((id) => ({ ...id, hash: knownLeaf(id.idx)! }));
+  const known = ids.filter((id) => id.level === 0 && held.has(id.idx)).map((id) => ({ ...id, hash: held.get(id.idx)! }));
   return [...read, ...known, ...ids.filter(unstored).map((id) => ({ ...id, hash: hashOf(id.level, id.idx) }))];
 }
 

@@ -61,20 +61,18 @@ export async function writeArchive(deps: RetentionDeps, a: ArchiveRow, opts: Ret
   for (const b of built) if (b.status === 'rejected') throw b.reason;
   // The manifest, not an export's finalize: the bundle is hashed as it is read back and verified.
   await writeManifest(build, a.id);
-  let bytes = 0;
   const bundle = await exportBundle(build, a.id);
   async function* pieces(): AsyncGenerator<Buffer> {
     for await (const piece of bundle.pieces) {
-      bytes += piece.length;
       yield piece;
       await opts.onStep?.('uploading', a.id);
       await pace?.step();
     }
   }
   const stored = await archiveStoreOf(deps.config).put(archiveKey(a), pieces());
-  if (stored.bytes !== bytes || bytes !== bundle.bytes) throw new ArchiveVerificationError(`archive ${a.id}: ${stored.bytes} bytes stored of ${bytes}, its files say ${bundle.bytes}`);
+  if (stored.bytes !== bundle.bytes) throw new ArchiveVerificationError(`archive ${a.id}: ${stored.bytes} bytes stored of ${bundle.bytes}`);
   await dropExport(build, a.id);
-  return { bytes };
+  return { bytes: bundle.bytes };
 }
 
 async function dropExport(deps: RetentionDeps, exportId: string): Promise<void> {

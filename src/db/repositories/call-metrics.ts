@@ -5,7 +5,7 @@
  * project's rollup started, and records the sequencer has not folded yet. One statement, so the
  * rollup and the unfolded records are read in one snapshot.
  */
-import { ROLLUP_READ, withTransaction, type Db } from '../pool';
+import { READ_WITHOUT_JIT, withTransaction, type Db } from '../pool';
 import { addToHistogram, histogramPercentile, LATENCY_BOUNDS, type LatencyHistogram } from '../latency-histogram';
 import { rollupStart, UNFOLDED_RECORDS_SQL } from './call-rollup';
 
@@ -245,7 +245,7 @@ export async function callMetrics(db: Db, projectId: string, window: { from: Dat
       LATENCY_BOUNDS,
     ]);
     return rows;
-  }, ROLLUP_READ);
+  }, READ_WITHOUT_JIT);
 
   const buckets = new Map<number, Tally>();
   const total = tally();

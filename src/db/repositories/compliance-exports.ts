@@ -1,5 +1,5 @@
 /** Compliance exports (issue 15): the export rows, their bundle files, and the reads an export is built from. */
-import type { Db, Queryable } from '../pool';
+import { READ_WITHOUT_JIT, type Db, type Queryable } from '../pool';
 
 /** The API's `include` values and the bundle's file names: they stay when a table is renamed (`executions` reads `calls`, `workflow_intents` reads `intents`). */
 export const EXPORT_PARTS = ['events', 'permits', 'executions', 'usage', 'workflow_intents'] as const;
@@ -217,9 +217,7 @@ export async function* exportRowPages(db: Db, part: Exclude<ExportPart, 'events'
   const client = await db.connect();
   let open = false;
   try {
-    // Without JIT: a window's statement passes jit_above_cost, and compiling its expressions took
-    // longer than it saved over the window's rows.
-    await client.query('BEGIN READ ONLY; SET LOCAL jit = off');
+    await client.query(READ_WITHOUT_JIT);
     open = true;
     await client.query(`DECLARE export_rows NO SCROLL CURSOR FOR ${statement}`, [projectId, since, until]);
     const fetch = () => client.query<{ doc: string }>(`FETCH ${Number(pageSize)} FROM export_rows`);

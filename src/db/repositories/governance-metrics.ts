@@ -11,7 +11,7 @@
  * unfolded records are read in one snapshot. A denied call's permit counts from the moment its
  * record is written (the same statement batch, milliseconds later).
  */
-import { ROLLUP_READ, withTransaction, type Db } from '../pool';
+import { READ_WITHOUT_JIT, withTransaction, type Db } from '../pool';
 import { multirange, perRange, planWindow } from './call-metrics';
 import { UNFOLDED_RECORDS_SQL } from './call-rollup';
 import { FOLDED_PERMIT_SQL, governanceRollupStart, UNFOLDED_PERMIT_SQL } from './governance-rollup';
@@ -82,7 +82,7 @@ export async function governanceMetrics(db: Db, projectId: string, from: Date, t
     const rolled = [...plan.minutes, ...plan.hours].sort((a, b) => a[0] - b[0]);
     const { rows } = await client.query<{ kind: 'decision' | 'firewall'; a: string; b: string; n: number }>(GOVERNANCE_SQL, [projectId, multirange(plan.raw), multirange(rolled), multirange(plan.minutes), multirange(plan.hours)]);
     return rows;
-  }, ROLLUP_READ);
+  }, READ_WITHOUT_JIT);
   const totals = { decisions: 0, allow: 0, deny: 0, review: 0, throttle: 0 };
   const decisions: GovernanceMetrics['decisions'] = [];
   const firewall: GovernanceMetrics['firewall'] = [];

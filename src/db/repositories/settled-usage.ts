@@ -19,7 +19,7 @@
  * the window's end. The Spend page's window ends now (`untilNow`); a window ending in the past
  * reads its partial hours from the permits.
  */
-import { ROLLUP_READ_SNAPSHOT, withTransaction, type Db } from '../pool';
+import { SNAPSHOT_READ_WITHOUT_JIT, withTransaction, type Db } from '../pool';
 import { multirange, perRange, type Range } from './call-metrics';
 import { UNFOLDED_RECORDS_SQL } from './call-rollup';
 import { FOLDED_PERMIT_SQL, UNFOLDED_PERMIT_SQL } from './governance-rollup';
@@ -163,6 +163,6 @@ export async function settledUsage(db: Db, projectId: string, window: { from: Da
     const params = [projectId, from, to, multirange(hours), multirange(plan.days), multirange(rolled)];
     const { rows } = await client.query<UsageRow>(raw.length > 0 ? USAGE_SQL.withRaw : USAGE_SQL.withoutRaw, raw.length > 0 ? [...params, multirange(raw)] : params);
     return rows;
-  }, ROLLUP_READ_SNAPSHOT);
+  }, SNAPSHOT_READ_WITHOUT_JIT);
   return { to, rows: rows.map((r) => ({ ...r, input_tokens: Number(r.input_tokens), output_tokens: Number(r.output_tokens), cost_usd_micros: Number(r.cost_usd_micros) })) };
 }
