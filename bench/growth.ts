@@ -128,11 +128,17 @@ function historyWeeks(s: Record<string, number>, currentWeek: string): number {
     .reduce((n, [, bytes]) => n + bytes, 0);
 }
 
-/** Runs the operator's CLI (`npm run cli -- …`) against the loaded stack's database in its own process. */
+/**
+ * Runs the operator's CLI against the loaded stack's database in its own process: the compiled
+ * build's, as the image runs it (`node dist/src/cli/index.js`) and as the stack runs Tollgate, when
+ * present; else through tsx (`npm run cli -- …`), which transpiles its modules as it starts.
+ */
 function runCli(stack: Stack, args: string[], archiveDir: string): Promise<{ ms: number; out: unknown }> {
+  const compiled = path.join(ROOT, 'dist', 'src', 'cli', 'index.js');
+  const entry = fs.existsSync(compiled) && process.env.BENCH_TSX !== '1' ? [compiled] : [...SOURCE_NODE_ARGS, 'src/cli/index.ts'];
   return new Promise((resolve, reject) => {
     const t = performance.now();
-    const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, 'src/cli/index.ts', ...args], {
+    const child = spawn(process.execPath, [...entry, ...args], {
       cwd: ROOT,
       env: { ...process.env, NODE_ENV: 'production', DATABASE_URL: stack.databaseUrl, TOLLGATE_MASTER_KEY: BENCH_MASTER_KEY, ARCHIVE_DIR: archiveDir, LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],

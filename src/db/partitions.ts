@@ -162,8 +162,8 @@ export interface WeeksDropped {
  * (generic plans, docs/decisions/time-partitions.md): a lock held on the week's partition while
  * waiting for the parent's would wait on a call that waits on it. With the parents held, nothing
  * writes to the week, so the second check is what the drop relies on; it reads index ranges
- * only, and the calls queued behind the locks wait that long. A lock not had within LOCK_WAIT is
- * let go (the calls queued behind it go on) and tried again after a pause, LOCK_TRIES times, then
+ * only, and the calls queued behind the locks wait that long. A lock not had within the try's wait
+ * (`lockWaitMs`) is let go (the calls queued behind it go on) and tried again after a pause, LOCK_TRIES times, then
  * left to the next round. A week another week's permits descend from is tried again after the
  * later weeks.
  */
@@ -204,8 +204,18 @@ interface WeekParts {
   permits?: string;
 }
 
-/** How long one try waits for the parent tables' exclusive locks, and how many times it tries. */
-const LOCK_WAIT_MS = 100;
+const LOCK_WAIT_FIRST_MS = 25;
+const LOCK_WAIT_MAX_MS = 100;
+/**
+ * How long a try waits for the exclusive locks: every call that asks for one of those tables
+ * after the try's lock request queues behind it for as long, so the first tries wait little
+ * (a call's added wait stays within its usual spread) and only a try after those failed waits
+ * longer, for the transactions of a busier server to end.
+ */
+export function lockWaitMs(tryIndex: number): number {
+  return Math.min(LOCK_WAIT_MAX_MS, LOCK_WAIT_FIRST_MS * 2 ** Math.floor(tryIndex / 2));
+}
+/** How many times it tries before the week is left to the next round. */
 const LOCK_TRIES = 40;
 /** The pause between two tries: long enough for the calls queued behind a try to go through. */
 const LOCK_PAUSE_MS = 250;
@@ -286,12 +296,13 @@ async function dropWeek(
     let held = 0;
     try {
       return await withTransaction(db, async (c) => {
-        // Every lock the detach and the drop take, in one statement and LOCK_WAIT_MS in all (a
+        // Every lock the detach and the drop take, in one statement and the try's wait in all (a
         // lock timeout counts each lock's wait): a lock waited for after the parents' would hold
         // the calls queued behind them that long again, and give up as often. A wait the set did
         // not foresee (a lock a later statement takes) gives up as soon.
-        await c.query(`SET LOCAL lock_timeout = '${LOCK_WAIT_MS}ms'`);
-        await c.query(`SET LOCAL statement_timeout = '${LOCK_WAIT_MS}ms'`);
+        const wait = lockWaitMs(i);
+        await c.query(`SET LOCAL lock_timeout = '${wait}ms'`);
+        await c.query(`SET LOCAL statement_timeout = '${wait}ms'`);
         await c.query(`LOCK TABLE ${lockSet.join(', ')} IN ACCESS EXCLUSIVE MODE`);
         held = performance.now();
         await c.query(`SET LOCAL statement_timeout = 0`);

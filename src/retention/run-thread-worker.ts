@@ -1,15 +1,14 @@
 /**
- * Worker-thread entry of run-thread.ts: lowers this thread's CPU priority, runs each project's
+ * Worker-thread entry of run-thread.ts (its CPU priority already lowered there): runs each project's
  * retention step on connections of its own (each step waiting for the caller's callback), then
  * reports the result or the failure with its class's name.
  */
-import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createPool } from '../db/pool';
 import { retainProjects } from './run';
 import type { RetentionStep, RetentionThreadData, StepReply, ThreadMessage } from './run-thread';
 
-const { config, opts, nice } = workerData as RetentionThreadData;
+const { config, opts } = workerData as RetentionThreadData;
 const port = parentPort!;
 const say = (m: ThreadMessage) => port.postMessage(m);
 
@@ -32,8 +31,6 @@ const onStep = (step: RetentionStep, archiveId: string) =>
   });
 
 void (async () => {
-  // On Linux a nice value is the calling thread's own (pid 0 here means this thread).
-  if (process.platform === 'linux') os.setPriority(0, nice);
   // A project's advisory lock holds one connection while its archive reads and deletes on others.
   const db = createPool(config.databaseUrl, 4);
   let out: Awaited<ReturnType<typeof retainProjects>> | null = null;
