@@ -189,6 +189,30 @@ async function rowJsonSql(db: Queryable, table: string, at: string): Promise<str
 }
 
 /**
+ * The usage part's rows: the window's call records and permit usage reports in time order, members
+ * in canonical order (json keeps the order it is built in). The two kinds' rows are sorted first
+ * and their documents built above the sort, a page at a time: built below it, the whole window's
+ * were built and sorted at the first FETCH, one burst of the server's CPU that no pause between
+ * pages could spread.
+ */
+export const USAGE_ROWS_SQL = `
+  SELECT (CASE WHEN u.kind = 'execution'
+            THEN json_build_object('at', u.at, 'cost_usd_micros', u.cost_usd_micros, 'estimated_final', u.estimated_final, 'execution_id', u.k,
+                   'input_tokens', u.input_tokens, 'kind', 'execution', 'model', u.model, 'output_tokens', u.output_tokens, 'permit_id', u.permit_id,
+                   'provider', u.provider)
+            ELSE json_build_object('at', u.at, 'cost_usd_micros', u.cost_usd_micros, 'input_tokens', u.input_tokens, 'kind', 'permit_usage_report',
+                   'occurred_at', u.occurred_at, 'output_tokens', u.output_tokens, 'permit_id', u.permit_id, 'status', u.status)
+          END)::text AS doc
+    FROM (SELECT 'execution' AS kind, created_at AS at, id AS k, cost_usd_micros, estimated_final, input_tokens, model, output_tokens, permit_id, provider,
+                 NULL::timestamptz AS occurred_at, NULL::text AS status
+            FROM calls WHERE project_id = $1 AND created_at >= $2 AND created_at < $3
+          UNION ALL
+          SELECT 'permit_usage_report', reported_at, permit_id, billed_cost_micros, NULL, input_tokens, NULL, output_tokens, permit_id, NULL, occurred_at, status
+            FROM permit_usage_reports WHERE project_id = $1 AND reported_at >= $2 AND reported_at < $3
+          ORDER BY at, k) u
+   ORDER BY u.at, u.k`;
+
+/**
  * The rows of a non-event part in the window, as JSON text of each document (`to_jsonb` of the row,
  * members in canonical order), in a stable order, `pageSize` at a time: one query read through a
  * cursor in its own transaction, so a window's documents are never all in memory at once. The
@@ -201,18 +225,7 @@ export async function* exportRowPages(db: Db, part: Exclude<ExportPart, 'events'
   const rowsOf = { permits: { table: 'permits', at: 'issued_at' }, executions: { table: 'calls', at: 'created_at' }, workflow_intents: { table: 'intents', at: 'declared_at' } };
   const statement =
     part === 'usage'
-      ? // Members in canonical order (json keeps the order it is built in).
-        `SELECT doc::text AS doc FROM (
-              SELECT json_build_object('at', created_at, 'cost_usd_micros', cost_usd_micros, 'estimated_final', estimated_final, 'execution_id', id,
-                       'input_tokens', input_tokens, 'kind', 'execution', 'model', model, 'output_tokens', output_tokens, 'permit_id', permit_id,
-                       'provider', provider) AS doc, created_at AS at, id AS k
-                FROM calls WHERE project_id = $1 AND created_at >= $2 AND created_at < $3
-              UNION ALL
-              SELECT json_build_object('at', reported_at, 'cost_usd_micros', billed_cost_micros, 'input_tokens', input_tokens, 'kind', 'permit_usage_report',
-                       'occurred_at', occurred_at, 'output_tokens', output_tokens, 'permit_id', permit_id, 'status', status),
-                     reported_at, permit_id
-                FROM permit_usage_reports WHERE project_id = $1 AND reported_at >= $2 AND reported_at < $3
-            ) u ORDER BY at, k`
+      ? USAGE_ROWS_SQL
       : await rowJsonSql(db, rowsOf[part].table, rowsOf[part].at);
   const client = await db.connect();
   let open = false;

@@ -14,7 +14,7 @@ import JSON5 from 'json5';
 import { Pool } from 'pg';
 import { buildExportPart, exportBundle } from '../../../src/compliance/build';
 import { readTar } from '../../../src/compliance/tar';
-import { insertExport, type ExportPart } from '../../../src/db/repositories/compliance-exports';
+import { insertExport, USAGE_ROWS_SQL, type ExportPart } from '../../../src/db/repositories/compliance-exports';
 import { createProject } from '../../../src/db/repositories/projects';
 import { canonicalJson } from '../../../src/events/canonical-json';
 
@@ -43,12 +43,46 @@ const row = fc.record({
   envelope: json,
   lifecycle: fc.option(json, { nil: null }),
   permit: fc.option(fc.record({ route: text, reason_code: text, display_reason: text, reserved_cost_micros: amount, issued: micros, expires: fc.option(micros, { nil: null }), details: json, metadata: json }), { nil: null }),
+  // The permit's usage report, when it has one (the usage part's second kind of line).
+  report: fc.option(fc.record({ status: fc.constantFrom('completed', 'failed'), input_tokens: int, output_tokens: int, billed: amount, occurred: fc.option(micros, { nil: null }), reported: micros }), { nil: null }),
 });
+
+interface PlanNode {
+  'Node Type': string;
+  Output: string[];
+  Plans?: PlanNode[];
+}
 
 describe('row parts from jsonb text', () => {
   const db = new Pool({ connectionString: process.env.DATABASE_URL, max: 3 });
   afterAll(async () => {
     await db.end();
+  });
+
+  it('build the usage part’s documents above its sort, a page at a time, not the whole window’s at the first FETCH', async () => {
+    const c = await db.connect();
+    try {
+      await c.query('BEGIN');
+      const { rows } = await c.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (VERBOSE, FORMAT JSON) DECLARE usage_rows NO SCROLL CURSOR FOR ${USAGE_ROWS_SQL}`, [
+        'proj_none',
+        new Date(0),
+        new Date(),
+      ]);
+      const top = rows[0]['QUERY PLAN'][0].Plan;
+      const nodes: PlanNode[] = [];
+      const walk = (n: PlanNode) => {
+        nodes.push(n);
+        for (const child of n.Plans ?? []) walk(child);
+      };
+      walk(top);
+      const sorts = nodes.filter((n) => n['Node Type'] === 'Sort' || n['Node Type'] === 'Incremental Sort' || n['Node Type'] === 'Merge Append');
+      expect(sorts.length).toBeGreaterThan(0);
+      for (const n of sorts) expect(n.Output.join(' ')).not.toContain('json_build_object');
+      expect(top.Output.join(' ')).toContain('json_build_object');
+    } finally {
+      await c.query('ROLLBACK');
+      c.release();
+    }
   });
 
   it('are byte for byte the files the parsed rows wrote', async () => {
@@ -73,6 +107,15 @@ describe('row parts from jsonb text', () => {
       [project.id, JSON.stringify(docs)],
     );
 
+    await db.query(
+      `INSERT INTO permit_usage_reports (permit_id, project_id, usage_idempotency_key, request_hash, status, input_tokens, output_tokens, billed_cost_micros,
+                                         occurred_at, reported_at, reported_by, response)
+       SELECT e->>'permit_id', $1, 'usage', 'hash', r->>'status', (r->>'input_tokens')::int, (r->>'output_tokens')::int, (r->>'billed')::bigint,
+              CASE WHEN r->'occurred' <> 'null' THEN ${at("r->>'occurred'")} END, ${at("r->>'reported'")}, 'key_test', '{}'
+         FROM jsonb_array_elements($2::jsonb) AS t(e), LATERAL (SELECT e->'report' AS r) q WHERE e->'permit' <> 'null' AND r <> 'null'`,
+      [project.id, JSON.stringify(docs)],
+    );
+
     const window = { projectId: project.id, since: new Date('2000-01-01T00:00:00Z'), until: new Date('2100-01-01T00:00:00Z') };
     const parts: ExportPart[] = ['permits', 'executions', 'usage'];
     const exp = await insertExport(db, { id: `exp_rowparts_${tag}`, since: window.since, until: window.until, projectId: project.id, include: parts, requestedBy: 'test' });
@@ -83,6 +126,7 @@ describe('row parts from jsonb text', () => {
     const files = readTar(Buffer.concat(pieces));
 
     const permits = docs.filter((d) => d.permit).length;
+    const reports = docs.filter((d) => d.permit && d.report).length;
     // The documents each part stands for, as jsonb (`to_jsonb` of the row; the usage lines' objects), in the part's order.
     const reference: Record<string, string> = {
       permits: `SELECT to_jsonb(t)::text AS doc FROM permits t WHERE project_id = $1 ORDER BY issued_at, id`,
@@ -106,13 +150,15 @@ describe('row parts from jsonb text', () => {
         parsed.push(canonicalJson(JSON5.parse(t)));
         if (parsed[parsed.length - 1] !== t.replace(/": /g, '":').replace(/, "/g, ',"')) reordered += 1;
       }
-      expect(parsed.length).toBe(part === 'permits' ? permits : docs.length);
+      expect(parsed.length).toBe(part === 'permits' ? permits : part === 'usage' ? docs.length + reports : docs.length);
       expect(files.get(`${part}.ndjson`)?.equals(Buffer.from(parsed.map((l) => `${l}\n`).join(''), 'utf8'))).toBe(true);
     }
     // Rows whose jsonb text is more than its whitespace away from canonical (members reordered, numbers rewritten) were met.
     expect(permits).toBeGreaterThan(50);
+    expect(reports).toBeGreaterThan(20);
     expect(reordered).toBeGreaterThan(docs.length);
 
+    await db.query('DELETE FROM permit_usage_reports WHERE project_id = $1', [project.id]);
     await db.query('DELETE FROM calls WHERE project_id = $1', [project.id]);
     await db.query('DELETE FROM permits WHERE project_id = $1', [project.id]);
   });
