@@ -62,7 +62,7 @@ export async function historyDatabase(o: {
   // the WAL (15's default), the copy left gigabytes of WAL and dirty pages to the checkpoints that
   // followed, in a bench's measured rounds.
   await admin(adminUrl, async (c) => {
-    const fileCopy = Number((await c.query<{ v: string }>('SHOW server_version_num')).rows[0].v) >= 150000;
+    const fileCopy = (await c.query<{ v: number }>("SELECT current_setting('server_version_num')::int AS v")).rows[0].v >= 150000;
     await c.query(`CREATE DATABASE ${name} TEMPLATE ${historyDb}${fileCopy ? ' STRATEGY = FILE_COPY' : ''}`);
   });
   log(`copied in ${((performance.now() - t) / 1000).toFixed(0)} s`);
