@@ -4,12 +4,11 @@
  * cores while the walk's thread only follows the links. Started for one verification and stopped
  * after it; a worker that fails rejects its ranges.
  *
- * From source (tsx, jest) a worker registers tsx and loads leaf-check-worker.ts; from the
- * compiled build it loads leaf-check-worker.js next to this file (as src/governance/firewall/pool.ts).
+ * Each worker runs leaf-check-worker (src/worker-thread.ts).
  */
 import os from 'node:os';
-import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../worker-thread';
 import type { ChainRange, CheckedRange } from './leaf-checks';
 
 /**
@@ -21,13 +20,7 @@ export function leafCheckWorkers(): number {
 }
 
 function spawn(databaseUrl: string): Worker {
-  const workerData = { databaseUrl };
-  if (__filename.endsWith('.ts')) {
-    const tsx = require.resolve('tsx/cjs/api');
-    const entry = path.join(__dirname, 'leaf-check-worker.ts');
-    return new Worker(`require(${JSON.stringify(tsx)}).register(); require(${JSON.stringify(entry)});`, { eval: true, workerData });
-  }
-  return new Worker(path.join(__dirname, 'leaf-check-worker.js'), { workerData });
+  return startWorker(__dirname, 'leaf-check-worker', { workerData: { databaseUrl } });
 }
 
 interface Pending {

@@ -7,19 +7,15 @@
  * would (src/compliance/build.ts); it lives for one archive. A worker that fails or exits fails
  * the archive's write, which a rerun does again from its start (src/retention/archive.ts).
  *
- * From source (tsx, jest) the worker registers tsx and loads archive-rows-worker.ts; from the
- * compiled build it loads archive-rows-worker.js next to this file (as src/integrity/leaf-check-pool.ts).
+ * The worker runs archive-rows-worker (src/worker-thread.ts).
  */
-import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { startWorker } from '../worker-thread';
 import type { BuildDeps } from '../compliance/build';
 import type { ExportPart } from '../db/repositories/compliance-exports';
 
 export function buildRowPartsInWorker(config: BuildDeps['config'], exportId: string, parts: ExportPart[], cpuShare = 1): Promise<void> {
   const workerData = { config: { env: config.env, masterKey: config.masterKey, databaseUrl: config.databaseUrl, archiveStore: config.archiveStore }, exportId, parts, cpuShare };
-  const worker = __filename.endsWith('.ts')
-    ? new Worker(`require(${JSON.stringify(require.resolve('tsx/cjs/api'))}).register(); require(${JSON.stringify(path.join(__dirname, 'archive-rows-worker.ts'))});`, { eval: true, workerData })
-    : new Worker(path.join(__dirname, 'archive-rows-worker.js'), { workerData });
+  const worker = startWorker(__dirname, 'archive-rows-worker', { workerData });
   return new Promise<void>((resolve, reject) => {
     let settled = false;
     const settle = (err?: Error) => {

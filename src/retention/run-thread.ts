@@ -10,12 +10,10 @@
  * Each step waits for the caller's step callback, as in the caller's thread: what the callback
  * throws stops the run there (a test's simulated crash) and is what the run rejects with.
  *
- * The thread lowers its nice value before it loads anything (`threadSource`). From source (tsx,
- * jest) it then registers tsx and loads run-thread-worker.ts; from the compiled build it loads
- * run-thread-worker.js next to this file.
+ * The thread lowers its nice value before it loads anything, then loads run-thread-worker
+ * (src/worker-thread.ts).
  */
-import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { startWorker } from '../worker-thread';
 import { ArchiveVerificationError } from './archive';
 import type { ProjectRetention, RetentionDeps, RetentionOptions } from './types';
 
@@ -42,20 +40,6 @@ const ERROR_CLASSES: Record<string, new (message: string) => Error> = { ArchiveV
 
 const rebuild = (e: { message: string; name: string }) => new (ERROR_CLASSES[e.name] ?? Error)(e.message);
 
-/**
- * The thread's code: its nice value first, then its entry (through tsx from source). Loading the
- * entry loads the whole retention path (the export writer, the verifier, the database layer), a
- * burst of CPU; lowered only once the entry ran, that load took the cores from the calls beside it
- * at the caller's priority. Threads it starts (the row parts' worker, the leaf checks') inherit the value.
- */
-export function threadSource(entry: string, nice: number): string {
-  if (!Number.isInteger(nice) || nice < 0 || nice > 19) throw new RangeError(`a nice value is an integer in 0–19, not ${nice}`);
-  // On Linux a nice value is the calling thread's own: pid 0 here is the new thread.
-  const lower = process.platform === 'linux' ? `require('node:os').setPriority(0, ${nice});` : '';
-  const register = entry.endsWith('.ts') ? `require(${JSON.stringify(require.resolve('tsx/cjs/api'))}).register();` : '';
-  return `${lower} ${register} require(${JSON.stringify(entry)});`;
-}
-
 export function retainProjectsInThread(
   config: RetentionDeps['config'],
   o: { opts: RetentionOptions; nice: number },
@@ -65,8 +49,7 @@ export function retainProjectsInThread(
     config: { env: config.env, masterKey: config.masterKey, databaseUrl: config.databaseUrl, retention: config.retention, archiveStore: config.archiveStore },
     opts,
   };
-  const entry = path.join(__dirname, `run-thread-worker${path.extname(__filename)}`);
-  const worker = new Worker(threadSource(entry, o.nice), { eval: true, workerData });
+  const worker = startWorker(__dirname, 'run-thread-worker', { workerData, nice: o.nice });
   return new Promise((resolve, reject) => {
     let settled = false;
     const settle = (err: Error | null, out?: { projects: ProjectRetention[]; scopeMs: number }) => {

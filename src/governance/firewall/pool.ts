@@ -3,12 +3,11 @@
  * prepareInspection). Workers start on first use, are unreferenced while idle (they never keep a
  * process alive) and are replaced after a crash; a job of a crashed worker is rejected.
  *
- * From source (tsx, jest) the worker registers tsx and loads worker.ts; from the compiled build it
- * loads worker.js next to this file.
+ * Each worker runs worker (src/worker-thread.ts).
  */
 import os from 'node:os';
-import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../../worker-thread';
 import type { InspectableText } from './roles';
 
 interface Job {
@@ -28,12 +27,7 @@ const queue: Job[] = [];
 let nextId = 1;
 
 function spawn(): Worker {
-  if (__filename.endsWith('.ts')) {
-    const tsx = require.resolve('tsx/cjs/api');
-    const entry = path.join(__dirname, 'worker.ts');
-    return new Worker(`require(${JSON.stringify(tsx)}).register(); require(${JSON.stringify(entry)});`, { eval: true });
-  }
-  return new Worker(path.join(__dirname, 'worker.js'));
+  return startWorker(__dirname, 'worker');
 }
 
 function startSlot(): Slot {
