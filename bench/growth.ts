@@ -27,7 +27,8 @@
  * runs on a copy of it, so that a rerun skips the load (bench/lib/history-db.ts).
  *
  * BENCH_VACUUM_MS (default 5000) runs a plain VACUUM of both databases that often, as autovacuum
- * would (a development server may run without it); BENCH_SQL runs SQL on both databases before
+ * would (a development server may run without it; 0: never), and reports how long they ran beside
+ * the quiet reads and verify; BENCH_SQL runs SQL on both databases before
  * their Tollgate starts (a candidate index, say).
  *
  *   BENCH_CALLS=100000 npm run bench:growth      # a quick run
@@ -167,12 +168,17 @@ async function checkpointCount(db: Db): Promise<number> {
  * server (the development server may run without it): the permits' settling updates then reuse
  * space. Paused around retention, whose partition drop would wait for a VACUUM's lock.
  */
-function vacuumLoop(dbs: Db[]): { stop(): Promise<void> } {
+function vacuumLoop(dbs: Db[], runs: VacuumRuns): { stop(): Promise<void> } {
   let running = VACUUM_MS > 0;
   const loop = (async () => {
     while (running) {
       await new Promise((r) => setTimeout(r, VACUUM_MS));
-      for (const db of dbs) if (running) await db.query('VACUUM');
+      for (const db of dbs) {
+        if (!running) break;
+        const t = performance.now();
+        await db.query('VACUUM');
+        runs.push([t, performance.now()]);
+      }
     }
   })();
   return {
@@ -181,6 +187,16 @@ function vacuumLoop(dbs: Db[]): { stop(): Promise<void> } {
       await loop;
     },
   };
+}
+
+/** When each of the loop's VACUUMs ran (performance.now() at its start and end). */
+type VacuumRuns = [number, number][];
+
+/** The loop's VACUUMs that overlapped [from, to): how many, for how long in all, and the longest. */
+function vacuumsIn(runs: VacuumRuns, from: number, to: number): string {
+  const overlaps = runs.map(([a, b]) => Math.max(0, Math.min(b, to) - Math.max(a, from))).filter((ms) => ms > 0);
+  const sum = overlaps.reduce((x, y) => x + y, 0);
+  return `${overlaps.length} VACUUMs ran ${(sum / 1000).toFixed(1)} s of its ${((to - from) / 1000).toFixed(1)} s (the longest ${(Math.max(0, ...runs.filter(([a, b]) => b > from && a < to).map(([a, b]) => b - a)) / 1000).toFixed(1)} s)`;
 }
 
 async function main(): Promise<void> {
@@ -221,7 +237,8 @@ async function main(): Promise<void> {
     const loadedSizes = await sizes(loaded.db);
     const autovacuum = (await loaded.db.query<{ setting: string }>("SELECT setting FROM pg_settings WHERE name = 'autovacuum'")).rows[0].setting;
     const maxWalSize = (await loaded.db.query<{ size: string }>("SELECT current_setting('max_wal_size') AS size")).rows[0].size;
-    let vacuums = vacuumLoop([empty.db, loaded.db]);
+    const vacuumRuns: VacuumRuns = [];
+    let vacuums = vacuumLoop([empty.db, loaded.db], vacuumRuns);
 
     // 1. Throughput, interleaved.
     const call = (stack: Stack, key: string, seconds: number): Promise<Run> =>
@@ -285,7 +302,9 @@ async function main(): Promise<void> {
       return out;
     };
     log(`reads: ${READS} of each shape, quiet`);
+    const quietFrom = performance.now();
     const quiet = await readAll();
+    const quietTo = performance.now();
     log(`reads: ${READS} of each shape under a c=${C} load`);
     const bg = backgroundLoad({ url: `${loaded.tollgateUrl}/v1/executions`, body: BENCH_BODIES.governed, headers: { authorization: `Bearer ${bigKey}` }, connections: C, seconds: 900, timeoutSeconds: 30 });
     await new Promise((r) => setTimeout(r, 2000));
@@ -334,7 +353,7 @@ async function main(): Promise<void> {
       if (report.partitions_dropped.length > 0) break;
     }
     const checkpointsDuring = (await checkpointCount(loaded.db)) - checkpointsBefore;
-    vacuums = vacuumLoop([empty.db, loaded.db]);
+    vacuums = vacuumLoop([empty.db, loaded.db], vacuumRuns);
     await new Promise((r) => setTimeout(r, 5000));
     const rlDone = await rl.stop();
     await vacuums.stop();
@@ -391,6 +410,7 @@ async function main(): Promise<void> {
     console.log(`  the server's checkpoints begun or completed during the rounds: ${checkpointsInRounds}`);
     console.log(`\nreads on the loaded stack, ${READS} each, round trip ms (quiet p50 / p99 | under c=${C} p50 / p99; target p99 ≤ 20):`);
     for (const f of readFigures) console.log(`  ${f.shape.padEnd(32)} ${ms(f.quiet.p50).padStart(7)} / ${ms(f.quiet.p99).padStart(7)} | ${ms(f.loaded.p50).padStart(7)} / ${ms(f.loaded.p99).padStart(7)}`);
+    console.log(`  beside the quiet reads the bench's loop (BENCH_VACUUM_MS) ${vacuumsIn(vacuumRuns, quietFrom, quietTo)}`);
     console.log(`  each shape's first read and its slowest (read #), quiet | under c=${C}:`);
     for (const f of readFigures) console.log(`  ${f.shape.padEnd(32)} first ${ms(f.quiet.first)}, slowest #${f.quiet.slowestAt} ${ms(f.quiet.max)} | first ${ms(f.loaded.first)}, slowest #${f.loaded.slowestAt} ${ms(f.loaded.max)}`);
     console.log(`  (the load meanwhile: ${bgDone.responses.length} calls, ${JSON.stringify(bgDone.statusCodes)})`);
@@ -398,7 +418,7 @@ async function main(): Promise<void> {
     if (streamAfterFirst) console.log(`  the first ${STREAM_WARM}: ${streamTimes.slice(0, STREAM_WARM).map(ms).join(', ')}; the ${streamTimes.length - STREAM_WARM} after them: p50 ${ms(streamAfterFirst.p50)}, p99 ${ms(streamAfterFirst.p99)}, max ${ms(streamAfterFirst.max)}`);
     console.log(
       `integrity verify (big project): ${verification.events_verified} records in ${(verifyMs / 1000).toFixed(1)} s = ${(verification.events_verified / (verifyMs / 1000)).toFixed(0)} records/s ` +
-        `(chain walk and checkpoint root; target ≥ 50,000), ok ${verification.ok}`,
+        `(chain walk and checkpoint root; target ≥ 50,000), ok ${verification.ok}; beside it the bench's loop ${vacuumsIn(vacuumRuns, tv, tv + verifyMs)}`,
     );
     console.log(`\nretention under a c=${C} load (each project keeps ${retentionDays} days):`);
     for (const r of retentionRounds) console.log(`  --before ${r.before}: ${(r.ms / 1000).toFixed(1)} s (CLI process, start included), ${r.archived} leaves archived, dropped: ${r.dropped.join(', ') || 'nothing'}; phases (ms) ${JSON.stringify(r.phases)}`);

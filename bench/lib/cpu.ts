@@ -40,3 +40,9 @@ export function postgresCpuMs(): number {
   }
   return total;
 }
+
+/** Busy and idle CPU ms of the whole machine so far, every core summed (the first line of /proc/stat). */
+export function machineCpuMs(): { busy: number; idle: number } {
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return { busy: (user + nice + system + irq + softirq + steal) * TICK_MS, idle: (idle + iowait) * TICK_MS };
+}

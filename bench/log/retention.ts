@@ -14,7 +14,8 @@
  * 2. An archive's write path: the big project's first BENCH_ARCHIVE_DAYS days (default 8) written
  *    (`writeArchive`: the compliance export's files streamed into the archive store, then the
  *    bundle) and read back and verified (`verifyStoredArchive`), BENCH_ARCHIVE_ROUNDS times
- *    (default 2), nothing deleted: leaves/s and this process's CPU per leaf of each. Each round
+ *    (default 2), nothing deleted: leaves/s (and the records its manifest counts per second), this
+ *    process's CPU and the whole machine's (/proc/stat, every process) per leaf of each. Each round
  *    writes it with the row parts in a worker thread and in the archive's thread, in alternating
  *    order (BENCH_ARCHIVE_ROWS=worker or =thread: one of them).
  * 3. Retention of the history's first day (`runRetention --before` that Monday; every project's
@@ -32,11 +33,14 @@ import { dropDatabase } from '../../scripts/lib/postgres';
 import { createPool, type Db } from '../../src/db/pool';
 import { verifyLog } from '../../src/integrity/verify-log';
 import { runRetention } from '../../src/retention/run';
-import { verifyStoredArchive, writeArchive } from '../../src/retention/archive';
+import { archiveKey, verifyStoredArchive, writeArchive } from '../../src/retention/archive';
+import { TarReader } from '../../src/compliance/tar';
+import type { ExportManifest } from '../../src/compliance/export-format';
 import { planArchive } from '../../src/retention/plan';
 import { historyDatabase } from '../lib/history-db';
 import { BENCH_MASTER_KEY } from '../lib/stack';
 import { measured } from '../lib/event-log';
+import { machineCpuMs } from '../lib/cpu';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 1_000_000);
 const DAYS = Number(process.env.BENCH_DAYS ?? 60);
@@ -111,6 +115,28 @@ async function sizes(db: Db): Promise<Record<string, number>> {
   return Object.fromEntries(rows.map((r) => [r.name, Number(r.bytes)]));
 }
 
+/**
+ * The records an archive's manifest counts (every file's `records`: events, proofs, permits, call
+ * records, usage rows), read from the stored object's first member, manifest.note, whose first line
+ * is the manifest.
+ */
+function manifestRecords(file: string): number {
+  const head = Buffer.alloc(1 << 16);
+  const fd = fs.openSync(file, 'r');
+  let got: number;
+  try {
+    got = fs.readSync(fd, head, 0, head.length, 0);
+  } finally {
+    fs.closeSync(fd);
+  }
+  const note: Buffer[] = [];
+  new TarReader((name) => (name === 'manifest.note' ? { write: (piece) => note.push(Buffer.from(piece)), end: () => undefined } : null)).write(head.subarray(0, got));
+  const text = Buffer.concat(note).toString('utf8');
+  if (!text.includes('\n')) throw new Error(`${file}: no manifest.note in its first ${got} bytes`);
+  const manifest = JSON.parse(text.slice(0, text.indexOf('\n'))) as ExportManifest;
+  return manifest.files.reduce((n, f) => n + f.records, 0);
+}
+
 /** Writes and verifies one archive of the project's rows before `cutoff`, ARCHIVE_ROUNDS times; the archive row is dropped after. */
 async function archiveRounds(o: { db: Db; url: string; archiveDir: string; projectId: string; cutoff: Date }): Promise<void> {
   const deps = { db: o.db, config: { env: 'production' as const, masterKey: BENCH_MASTER_KEY, databaseUrl: o.url, retention: {}, archiveStore: { kind: 'directory' as const, dir: o.archiveDir } } };
@@ -123,12 +149,18 @@ async function archiveRounds(o: { db: Db; url: string; archiveDir: string; proje
       const modes = round % 2 === 1 ? ARCHIVE_ROWS : [...ARCHIVE_ROWS].reverse();
       for (const mode of modes) {
         log(`archive of ${leaves} leaves, round ${round}, row parts in ${mode === 'worker' ? 'a worker thread' : "the archive's thread"}`);
+        const m0 = machineCpuMs();
         const w = await measured(() => writeArchive(deps, a, { now: new Date(), rowsInWorker: mode === 'worker' }));
+        const m1 = machineCpuMs();
+        const busy = m1.busy - m0.busy;
+        const idle = m1.idle - m0.idle;
         const v = await measured(() => verifyStoredArchive(deps, a, w.result.bytes));
         const rate = (ms: number) => (leaves / (ms / 1000)).toFixed(0);
+        const records = manifestRecords(path.join(o.archiveDir, ...archiveKey(a).split('/')));
         console.log(
-          `archive, round ${round}, rows in ${mode}: ${leaves} leaves, ${(w.result.bytes / 2 ** 20).toFixed(1)} MiB; written in ${(w.ms / 1000).toFixed(1)} s = ${rate(w.ms)} leaves/s, ` +
-            `this process ${(w.cpuUs / leaves).toFixed(1)} µs CPU per leaf; read back and verified in ${(v.ms / 1000).toFixed(1)} s = ${rate(v.ms)} leaves/s, ${(v.cpuUs / leaves).toFixed(1)} µs per leaf`,
+          `archive, round ${round}, rows in ${mode}: ${leaves} leaves (${records} records by its manifest), ${(w.result.bytes / 2 ** 20).toFixed(1)} MiB; ` +
+            `written in ${(w.ms / 1000).toFixed(1)} s = ${rate(w.ms)} leaves/s (${(records / (w.ms / 1000)).toFixed(0)} records/s), ` +
+            `this process ${(w.cpuUs / leaves).toFixed(1)} µs CPU per leaf, the machine ${((busy * 1000) / leaves).toFixed(1)} (${((100 * idle) / (busy + idle)).toFixed(0)} % of its cores idle); read back and verified in ${(v.ms / 1000).toFixed(1)} s = ${rate(v.ms)} leaves/s, ${(v.cpuUs / leaves).toFixed(1)} µs per leaf`,
         );
       }
     }
