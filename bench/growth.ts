@@ -194,9 +194,10 @@ type VacuumRuns = [number, number][];
 
 /** The loop's VACUUMs that overlapped [from, to): how many, for how long in all, and the longest. */
 function vacuumsIn(runs: VacuumRuns, from: number, to: number): string {
-  const overlaps = runs.map(([a, b]) => Math.max(0, Math.min(b, to) - Math.max(a, from))).filter((ms) => ms > 0);
-  const sum = overlaps.reduce((x, y) => x + y, 0);
-  return `${overlaps.length} VACUUMs ran ${(sum / 1000).toFixed(1)} s of its ${((to - from) / 1000).toFixed(1)} s (the longest ${(Math.max(0, ...runs.filter(([a, b]) => b > from && a < to).map(([a, b]) => b - a)) / 1000).toFixed(1)} s)`;
+  const overlapping = runs.filter(([a, b]) => b > from && a < to);
+  const sum = overlapping.reduce((ms, [a, b]) => ms + Math.min(b, to) - Math.max(a, from), 0);
+  const longest = Math.max(0, ...overlapping.map(([a, b]) => b - a));
+  return `${overlapping.length} VACUUMs ran ${(sum / 1000).toFixed(1)} s of its ${((to - from) / 1000).toFixed(1)} s (the longest ${(longest / 1000).toFixed(1)} s)`;
 }
 
 async function main(): Promise<void> {

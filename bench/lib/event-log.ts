@@ -5,7 +5,7 @@ import { createPool, type Db } from '../../src/db/pool';
 import { appendEvents } from '../../src/db/repositories/events';
 import { chainAllProjectEvents } from '../../src/db/repositories/event-chain';
 import { createProject } from '../../src/db/repositories/projects';
-import { postgresCpuMs } from './cpu';
+import { machineCpuMs, postgresCpuMs } from './cpu';
 
 const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -52,10 +52,12 @@ export async function growEventLog(db: Db, projectId: string, n: number): Promis
 
 /**
  * Runs `fn` and measures it: wall time (ms), this process's CPU (µs), PostgreSQL's CPU (ms, every
- * backend of the local server) and the event loop's longest wait meanwhile (ms, the largest gap of
- * a 0 ms interval timer).
+ * backend of the local server), the whole machine's busy and idle CPU (ms, every core) and the
+ * event loop's longest wait meanwhile (ms, the largest gap of a 0 ms interval timer).
  */
-export async function measured<T>(fn: () => Promise<T>): Promise<{ result: T; ms: number; cpuUs: number; postgresMs: number; longestWaitMs: number }> {
+export async function measured<T>(
+  fn: () => Promise<T>,
+): Promise<{ result: T; ms: number; cpuUs: number; postgresMs: number; machine: { busy: number; idle: number }; longestWaitMs: number }> {
   let longest = 0;
   let last = performance.now();
   const timer = setInterval(() => {
@@ -64,12 +66,21 @@ export async function measured<T>(fn: () => Promise<T>): Promise<{ result: T; ms
     last = now;
   }, 0);
   const pg0 = postgresCpuMs();
+  const machine0 = machineCpuMs();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   try {
     const result = await fn();
     const cpu = process.cpuUsage(cpu0);
-    return { result, ms: performance.now() - t0, cpuUs: cpu.user + cpu.system, postgresMs: postgresCpuMs() - pg0, longestWaitMs: longest };
+    const machine1 = machineCpuMs();
+    return {
+      result,
+      ms: performance.now() - t0,
+      cpuUs: cpu.user + cpu.system,
+      postgresMs: postgresCpuMs() - pg0,
+      machine: { busy: machine1.busy - machine0.busy, idle: machine1.idle - machine0.idle },
+      longestWaitMs: longest,
+    };
   } finally {
     clearInterval(timer);
   }

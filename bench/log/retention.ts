@@ -40,7 +40,6 @@ import { planArchive } from '../../src/retention/plan';
 import { historyDatabase } from '../lib/history-db';
 import { BENCH_MASTER_KEY } from '../lib/stack';
 import { measured } from '../lib/event-log';
-import { machineCpuMs } from '../lib/cpu';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 1_000_000);
 const DAYS = Number(process.env.BENCH_DAYS ?? 60);
@@ -149,11 +148,8 @@ async function archiveRounds(o: { db: Db; url: string; archiveDir: string; proje
       const modes = round % 2 === 1 ? ARCHIVE_ROWS : [...ARCHIVE_ROWS].reverse();
       for (const mode of modes) {
         log(`archive of ${leaves} leaves, round ${round}, row parts in ${mode === 'worker' ? 'a worker thread' : "the archive's thread"}`);
-        const m0 = machineCpuMs();
         const w = await measured(() => writeArchive(deps, a, { now: new Date(), rowsInWorker: mode === 'worker' }));
-        const m1 = machineCpuMs();
-        const busy = m1.busy - m0.busy;
-        const idle = m1.idle - m0.idle;
+        const { busy, idle } = w.machine;
         const v = await measured(() => verifyStoredArchive(deps, a, w.result.bytes));
         const rate = (ms: number) => (leaves / (ms / 1000)).toFixed(0);
         const records = manifestRecords(path.join(o.archiveDir, ...archiveKey(a).split('/')));
